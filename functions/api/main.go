@@ -1,0 +1,17 @@
+// Command api is the HTTP API Lambda (API Gateway HTTP API, payload 2.0).
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/heraldhq/herald/internal/app"
+)
+
+func main() {
+	d := app.LambdaDeps()
+	h, err := app.NewAPI(d)
+	if err != nil {
+		app.Fail(d.Log, err)
+	}
+	lambda.StartHandlerFunc(h.Handle)
+}

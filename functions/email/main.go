@@ -1,0 +1,17 @@
+// Command email is the email channel Lambda (SQS → SES v2).
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/heraldhq/herald/internal/app"
+)
+
+func main() {
+	d := app.LambdaDeps()
+	h, err := app.NewEmail(d)
+	if err != nil {
+		app.Fail(d.Log, err)
+	}
+	lambda.StartHandlerFunc(h.Handle)
+}

@@ -1,0 +1,17 @@
+// Command relay is the DynamoDB stream relay Lambda: new notifications become deliveries and work messages.
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/heraldhq/herald/internal/app"
+)
+
+func main() {
+	d := app.LambdaDeps()
+	h, err := app.NewRelay(d)
+	if err != nil {
+		app.Fail(d.Log, err)
+	}
+	lambda.StartHandlerFunc(h.Handle)
+}

@@ -1,0 +1,17 @@
+// Command sms is the SMS channel Lambda (SQS → SNS).
+package main
+
+import (
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/heraldhq/herald/internal/app"
+)
+
+func main() {
+	d := app.LambdaDeps()
+	h, err := app.NewSMS(d)
+	if err != nil {
+		app.Fail(d.Log, err)
+	}
+	lambda.StartHandlerFunc(h.Handle)
+}

@@ -1,0 +1,151 @@
+// Package api is Herald's HTTP API behind API Gateway (HTTP API, payload 2.0).
+// API Gateway matches routes and authenticates: service routes with IAM
+// (SigV4), user routes with a JWT authorizer. The handler dispatches on the
+// route key and reads the identity from the request context; errors are RFC
+// 9457 problem documents mapped in one place.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// Store is what the API needs from the table.
+type Store interface {
+	CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error)
+}
+
+// Handler is the API Lambda handler.
+type Handler struct {
+	store   Store
+	catalog *catalog.Catalog
+	now     func() time.Time
+	newID   func() string
+	log     *slog.Logger
+	routes  map[string]route
+}
+
+type route func(ctx context.Context, req *request) response
+
+// request is an API Gateway request with its authenticated identity.
+type request struct {
+	events.APIGatewayV2HTTPRequest
+	caller  string // service callers: normalised IAM principal
+	subject string // user routes: JWT sub
+}
+
+type response struct {
+	status  int
+	body    any
+	headers map[string]string
+}
+
+// New wires the API handler.
+func New(store Store, cat *catalog.Catalog, now func() time.Time, newID func() string, log *slog.Logger) *Handler {
+	h := &Handler{store: store, catalog: cat, now: now, newID: newID, log: log}
+	h.routes = map[string]route{
+		"POST /v1/notifications": h.createNotification,
+	}
+	return h
+}
+
+// Routes lists the route keys the handler serves (for the spec and template tests).
+func (h *Handler) Routes() []string {
+	out := make([]string, 0, len(h.routes))
+	for k := range h.routes {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Handle serves one API Gateway request.
+func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	req := &request{APIGatewayV2HTTPRequest: ev}
+	var resp response
+	if r, ok := h.routes[ev.RouteKey]; !ok {
+		resp = problemResponse(&Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"})
+	} else if p := authenticate(req); p != nil {
+		resp = problemResponse(p)
+	} else {
+		resp = r(ctx, req)
+	}
+	return h.encode(ctx, ev, resp), nil
+}
+
+// authenticate reads the identity API Gateway established. A request without
+// one never reaches a handler (defence in depth behind the gateway's auth).
+func authenticate(req *request) *Problem {
+	a := req.RequestContext.Authorizer
+	if a != nil && a.JWT != nil {
+		if sub, _ := a.JWT.Claims["sub"]; sub != "" {
+			req.subject = sub
+			return nil
+		}
+	}
+	if a != nil && a.IAM != nil && a.IAM.UserARN != "" {
+		req.caller = normalizePrincipal(a.IAM.UserARN)
+		return nil
+	}
+	return &Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required"}
+}
+
+// normalizePrincipal maps an assumed-role session ARN to its role so that a
+// service keeps one identity across sessions:
+// arn:aws:sts::1:assumed-role/Svc/session → arn:aws:sts::1:assumed-role/Svc.
+func normalizePrincipal(arn string) string {
+	if i := strings.Index(arn, ":assumed-role/"); i >= 0 {
+		rest := arn[i+len(":assumed-role/"):]
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			return arn[:i+len(":assumed-role/")+j]
+		}
+	}
+	return arn
+}
+
+func (h *Handler) encode(ctx context.Context, ev events.APIGatewayV2HTTPRequest, r response) events.APIGatewayV2HTTPResponse {
+	headers := map[string]string{"Content-Type": "application/json"}
+	if _, ok := r.body.(*Problem); ok {
+		headers["Content-Type"] = "application/problem+json"
+	}
+	for k, v := range r.headers {
+		headers[k] = v
+	}
+	var body []byte
+	if r.body != nil {
+		var err error
+		if body, err = json.Marshal(r.body); err != nil {
+			h.log.ErrorContext(ctx, "encode response", "route", ev.RouteKey, "error", err)
+			r.status, body = http.StatusInternalServerError, []byte(`{"type":"about:blank","title":"Internal error","status":500,"code":"internal"}`)
+			headers["Content-Type"] = "application/problem+json"
+		}
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: headers, Body: string(body)}
+}
+
+// internalError logs err with its context and answers a problem that carries
+// no detail (details stay in the logs).
+func (h *Handler) internalError(ctx context.Context, what string, err error) response {
+	h.log.ErrorContext(ctx, what, "error", err)
+	return problemResponse(&Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"})
+}
+
+// statusFor maps domain errors to HTTP statuses: the one place that does.
+func statusFor(err error) int {
+	switch {
+	case errors.Is(err, domain.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, domain.ErrConflict):
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,161 @@
+// Package app wires each Lambda function from its environment. The Lambda
+// mains and the local runner call the same constructors, so what runs locally
+// is exactly what Lambda runs; only the environment differs.
+package app
+
+import (
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/email"
+	"github.com/heraldhq/herald/internal/queue"
+	"github.com/heraldhq/herald/internal/relay"
+	"github.com/heraldhq/herald/internal/scheduler"
+	"github.com/heraldhq/herald/internal/sms"
+	"github.com/heraldhq/herald/internal/worker"
+)
+
+// Deps are the process-wide dependencies every function shares.
+type Deps struct {
+	AWS    aws.Config
+	Getenv func(string) string
+	Now    func() time.Time
+	Log    *slog.Logger
+	// Catalog is the embedded catalog, parsed once per process.
+	Catalog *catalog.Catalog
+}
+
+func (d Deps) require(names ...string) (map[string]string, error) {
+	out := map[string]string{}
+	var missing []string
+	for _, n := range names {
+		v := d.Getenv(n)
+		if v == "" {
+			missing = append(missing, n)
+		}
+		out[n] = v
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("missing environment: %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+func (d Deps) store() (*dynamo.Store, error) {
+	env, err := d.require("TABLE_NAME")
+	if err != nil {
+		return nil, err
+	}
+	opts := []dynamo.Option{dynamo.WithClock(d.Now)}
+	if v := d.Getenv("RETENTION_DAYS"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 {
+			return nil, fmt.Errorf("RETENTION_DAYS %q: want a positive integer", v)
+		}
+		opts = append(opts, dynamo.WithRetention(time.Duration(days)*24*time.Hour))
+	}
+	return dynamo.New(dynamodb.NewFromConfig(d.AWS), env["TABLE_NAME"], opts...), nil
+}
+
+// NewAPI wires the HTTP API function.
+func NewAPI(d Deps) (*api.Handler, error) {
+	st, err := d.store()
+	if err != nil {
+		return nil, err
+	}
+	return api.New(st, d.Catalog, d.Now, randomID, d.Log), nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return api.NewRandomID(b[:])
+}
+
+// NewRelay wires the stream relay function.
+func NewRelay(d Deps) (*relay.Handler, error) {
+	st, err := d.store()
+	if err != nil {
+		return nil, err
+	}
+	urls, err := queue.URLsFromEnv(d.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
+	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log), nil
+}
+
+// NewScheduler wires the scheduler function.
+func NewScheduler(d Deps) (*scheduler.Handler, error) {
+	st, err := d.store()
+	if err != nil {
+		return nil, err
+	}
+	urls, err := queue.URLsFromEnv(d.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return scheduler.New(st, queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls), d.Now, d.Log), nil
+}
+
+// WorkerConfig reads the retry settings shared by the channel functions.
+func WorkerConfig(d Deps) (worker.Config, error) {
+	env, err := d.require("BACKOFF_BASE", "BACKOFF_CAP", "MAX_RECEIVE_COUNT")
+	if err != nil {
+		return worker.Config{}, err
+	}
+	var cfg worker.Config
+	if cfg.BackoffBase, err = time.ParseDuration(env["BACKOFF_BASE"]); err != nil || cfg.BackoffBase <= 0 {
+		return cfg, fmt.Errorf("BACKOFF_BASE %q: want a positive Go duration", env["BACKOFF_BASE"])
+	}
+	if cfg.BackoffCap, err = time.ParseDuration(env["BACKOFF_CAP"]); err != nil || cfg.BackoffCap < cfg.BackoffBase {
+		return cfg, fmt.Errorf("BACKOFF_CAP %q: want a Go duration ≥ BACKOFF_BASE", env["BACKOFF_CAP"])
+	}
+	if cfg.MaxReceiveCount, err = strconv.Atoi(env["MAX_RECEIVE_COUNT"]); err != nil || cfg.MaxReceiveCount < 1 {
+		return cfg, fmt.Errorf("MAX_RECEIVE_COUNT %q: want a positive integer", env["MAX_RECEIVE_COUNT"])
+	}
+	return cfg, nil
+}
+
+func (d Deps) worker(p worker.Provider) (*worker.Handler, error) {
+	st, err := d.store()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := WorkerConfig(d)
+	if err != nil {
+		return nil, err
+	}
+	return worker.New(cfg, st, queue.NewVisibility(sqs.NewFromConfig(d.AWS)), p, d.Catalog, d.Now, d.Log), nil
+}
+
+// NewEmail wires the email function.
+func NewEmail(d Deps) (*worker.Handler, error) {
+	env, err := d.require("EMAIL_FROM")
+	if err != nil {
+		return nil, err
+	}
+	return d.worker(email.New(sesv2.NewFromConfig(d.AWS), email.Config{
+		From: env["EMAIL_FROM"], ConfigurationSet: d.Getenv("SES_CONFIGURATION_SET"),
+	}))
+}
+
+// NewSMS wires the SMS function.
+func NewSMS(d Deps) (*worker.Handler, error) {
+	return d.worker(sms.New(sns.NewFromConfig(d.AWS), sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
+}
+

@@ -1,0 +1,35 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/heraldhq/herald/internal/catalog"
+)
+
+// LambdaDeps builds the dependencies of a Lambda main: JSON logs through
+// lambdacontext (request ids injected), one aws.Config from the environment,
+// the catalog. Any failure ends the process before the first invocation.
+func LambdaDeps() Deps {
+	log := lambdacontext.NewLogger()
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		Fail(log, err)
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		Fail(log, err)
+	}
+	return Deps{AWS: cfg, Getenv: os.Getenv, Now: time.Now, Log: log, Catalog: cat}
+}
+
+// Fail logs a start-up error and exits; Lambda reports the init failure.
+func Fail(log *slog.Logger, err error) {
+	log.Error("init failed", "error", err)
+	os.Exit(1)
+}

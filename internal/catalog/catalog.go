@@ -1,0 +1,499 @@
+// Package catalog holds Herald's notification types: reviewable YAML files in
+// types/, embedded in every binary. A type declares its default priority and
+// channels, whether it is mandatory, the variables it accepts and its templates
+// per channel and locale. Everything is parsed and checked when the catalog
+// loads, so a bad template fails tests and startup, never a send.
+package catalog
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	htmltemplate "html/template"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+//go:embed types/*.yaml
+var embedded embed.FS
+
+// DefaultLocale is the last step of locale fallback.
+const DefaultLocale = "en"
+
+// Kind names a rendering target. Channels map one to one; the inbox is "inapp".
+type Kind string
+
+const (
+	KindEmail Kind = "email"
+	KindSMS   Kind = "sms"
+	KindPush  Kind = "push"
+	KindInApp Kind = "inapp"
+)
+
+// KindOf maps a delivery channel to its template kind.
+func KindOf(c domain.Channel) Kind { return Kind(c) }
+
+// Variable declares one template variable.
+type Variable struct {
+	// Kind: text (default), url (absolute http/https URL) or code (short token such as an OTP).
+	Kind string `yaml:"kind"`
+	// Personal marks data about a person; lint forbids it in SMS and push text,
+	// which end up on lock screens and in provider logs.
+	Personal  bool `yaml:"personal"`
+	MaxLength int  `yaml:"maxLength"`
+}
+
+// Type is one notification type.
+type Type struct {
+	Name       string
+	Priority   domain.Priority
+	Channels   []domain.Channel
+	Mandatory  bool
+	Digestible bool
+	// DefaultExpiry, when set, bounds how long a notification of this type stays
+	// deliverable if the caller gives no expiresAt (e.g. one-time codes).
+	DefaultExpiry time.Duration
+	Variables     map[string]Variable
+	locales       map[string]*localeTemplates
+}
+
+type localeTemplates struct {
+	email *emailTemplates
+	sms   *template.Template
+	push  *linkTemplates
+	inapp *linkTemplates
+}
+
+type emailTemplates struct {
+	subject, text *template.Template
+	html          *htmltemplate.Template
+}
+
+type linkTemplates struct{ title, body, url *template.Template }
+
+// Content is a rendered message. Fields not used by a kind are empty.
+type Content struct {
+	Subject string // email
+	Text    string // email text part, SMS text
+	HTML    string // email HTML part (auto-escaped)
+	Title   string // push, inapp
+	Body    string // push, inapp
+	URL     string // push, inapp
+}
+
+// Catalog is the immutable set of types.
+type Catalog struct{ types map[string]*Type }
+
+// Load parses the embedded catalog.
+func Load() (*Catalog, error) { return LoadFS(embedded, "types") }
+
+// MustLoad is Load for program start-up and tests, where a broken embedded
+// catalog is a build defect.
+func MustLoad() *Catalog {
+	c, err := Load()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// LoadFS parses every *.yaml file in dir.
+func LoadFS(fsys fs.FS, dir string) (*Catalog, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	c := &Catalog{types: map[string]*Type{}}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		raw, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", e.Name(), err)
+		}
+		t, err := parseType(raw)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", e.Name(), err)
+		}
+		if want := t.Name + ".yaml"; e.Name() != want {
+			return nil, fmt.Errorf("catalog %s: file must be named %s", e.Name(), want)
+		}
+		c.types[t.Name] = t
+	}
+	return c, nil
+}
+
+// Lookup returns a type by name.
+func (c *Catalog) Lookup(name string) (*Type, bool) {
+	t, ok := c.types[name]
+	return t, ok
+}
+
+// Names lists the type names, sorted.
+func (c *Catalog) Names() []string {
+	out := make([]string, 0, len(c.types))
+	for n := range c.types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HasChannel reports whether the type can be delivered on c.
+func (t *Type) HasChannel(c domain.Channel) bool { return slices.Contains(t.Channels, c) }
+
+// Locales lists the locales the type has templates for, sorted.
+func (t *Type) Locales() []string {
+	out := make([]string, 0, len(t.locales))
+	for l := range t.locales {
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ResolveLocale picks the best available locale: exact ("ja-JP"), then the
+// language ("ja"), then DefaultLocale.
+func (t *Type) ResolveLocale(locale string) string {
+	for l := locale; l != ""; {
+		for have := range t.locales {
+			if strings.EqualFold(have, l) {
+				return have
+			}
+		}
+		i := strings.LastIndexAny(l, "-_")
+		if i < 0 {
+			break
+		}
+		l = l[:i]
+	}
+	return DefaultLocale
+}
+
+// ErrNoTemplate: the type has no template for that kind.
+var ErrNoTemplate = errors.New("no template")
+
+// Render renders the type's template of the given kind in the best locale for
+// `locale`. data must already have passed ValidateData.
+func (t *Type) Render(kind Kind, locale string, data map[string]any) (Content, error) {
+	lt := t.locales[t.ResolveLocale(locale)]
+	var c Content
+	var err error
+	switch kind {
+	case KindEmail:
+		if lt.email == nil {
+			return c, fmt.Errorf("render %s email: %w", t.Name, ErrNoTemplate)
+		}
+		c.Subject, err = execText(lt.email.subject, data)
+		if err == nil {
+			c.Text, err = execText(lt.email.text, data)
+		}
+		if err == nil {
+			var b bytes.Buffer
+			err = lt.email.html.Execute(&b, data)
+			c.HTML = b.String()
+		}
+	case KindSMS:
+		if lt.sms == nil {
+			return c, fmt.Errorf("render %s sms: %w", t.Name, ErrNoTemplate)
+		}
+		c.Text, err = execText(lt.sms, data)
+	case KindPush, KindInApp:
+		lk := lt.push
+		if kind == KindInApp {
+			lk = lt.inapp
+		}
+		if lk == nil {
+			return c, fmt.Errorf("render %s %s: %w", t.Name, kind, ErrNoTemplate)
+		}
+		c.Title, err = execText(lk.title, data)
+		if err == nil {
+			c.Body, err = execText(lk.body, data)
+		}
+		if err == nil {
+			c.URL, err = execText(lk.url, data)
+		}
+	default:
+		return c, fmt.Errorf("render %s: unknown kind %q", t.Name, kind)
+	}
+	if err != nil {
+		return Content{}, fmt.Errorf("render %s %s: %w", t.Name, kind, err)
+	}
+	return c, nil
+}
+
+func execText(tmpl *template.Template, data map[string]any) (string, error) {
+	if tmpl == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, data); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+// fileType is the YAML shape of a type file.
+type fileType struct {
+	Type       string                    `yaml:"type"`
+	Priority   string                    `yaml:"priority"`
+	Channels   []string                  `yaml:"channels"`
+	Mandatory  bool                      `yaml:"mandatory"`
+	Digestible bool                      `yaml:"digestible"`
+	Expiry     string                    `yaml:"expiry"`
+	Variables  map[string]Variable       `yaml:"variables"`
+	Templates  map[string]fileLocaleTmpl `yaml:"templates"`
+	Extra      map[string]any            `yaml:",inline"`
+}
+
+type fileLocaleTmpl struct {
+	Email *struct {
+		Subject string `yaml:"subject"`
+		Text    string `yaml:"text"`
+		HTML    string `yaml:"html"`
+	} `yaml:"email"`
+	SMS *struct {
+		Text string `yaml:"text"`
+	} `yaml:"sms"`
+	Push  *fileLink `yaml:"push"`
+	InApp *fileLink `yaml:"inapp"`
+}
+
+type fileLink struct {
+	Title string `yaml:"title"`
+	Body  string `yaml:"body"`
+	URL   string `yaml:"url"`
+}
+
+func parseType(raw []byte) (*Type, error) {
+	var f fileType
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, err
+	}
+	if len(f.Extra) > 0 {
+		return nil, fmt.Errorf("unknown fields %v", keys(f.Extra))
+	}
+	if f.Type == "" {
+		return nil, errors.New("type is required")
+	}
+	t := &Type{Name: f.Type, Mandatory: f.Mandatory, Digestible: f.Digestible, Variables: f.Variables, locales: map[string]*localeTemplates{}}
+	if t.Variables == nil {
+		t.Variables = map[string]Variable{}
+	}
+	for name, v := range t.Variables {
+		switch v.Kind {
+		case "":
+			v.Kind = "text"
+			t.Variables[name] = v
+		case "text", "url", "code":
+		default:
+			return nil, fmt.Errorf("variable %s: unknown kind %q", name, v.Kind)
+		}
+	}
+	var err error
+	if t.Priority, err = domain.ParsePriority(f.Priority); err != nil {
+		return nil, err
+	}
+	if len(f.Channels) == 0 {
+		return nil, errors.New("at least one channel is required")
+	}
+	for _, s := range f.Channels {
+		ch, err := domain.ParseChannel(s)
+		if err != nil {
+			return nil, err
+		}
+		t.Channels = append(t.Channels, ch)
+	}
+	if f.Expiry != "" {
+		if t.DefaultExpiry, err = time.ParseDuration(f.Expiry); err != nil || t.DefaultExpiry <= 0 {
+			return nil, fmt.Errorf("expiry %q: must be a positive duration", f.Expiry)
+		}
+	}
+	if _, ok := f.Templates[DefaultLocale]; !ok {
+		return nil, fmt.Errorf("templates for the default locale %q are required", DefaultLocale)
+	}
+	for locale, lt := range f.Templates {
+		parsed, err := t.parseLocale(lt)
+		if err != nil {
+			return nil, fmt.Errorf("locale %s: %w", locale, err)
+		}
+		t.locales[locale] = parsed
+	}
+	return t, nil
+}
+
+func (t *Type) parseLocale(f fileLocaleTmpl) (*localeTemplates, error) {
+	lt := &localeTemplates{}
+	var err error
+	for _, ch := range t.Channels {
+		switch ch {
+		case domain.ChannelEmail:
+			if f.Email == nil {
+				return nil, errors.New("email template missing")
+			}
+		case domain.ChannelSMS:
+			if f.SMS == nil {
+				return nil, errors.New("sms template missing")
+			}
+		case domain.ChannelPush:
+			if f.Push == nil {
+				return nil, errors.New("push template missing")
+			}
+		}
+	}
+	if f.InApp == nil {
+		return nil, errors.New("inapp template missing")
+	}
+	if f.Email != nil {
+		e := &emailTemplates{}
+		if e.subject, err = t.text("email.subject", f.Email.Subject); err != nil {
+			return nil, err
+		}
+		if e.text, err = t.text("email.text", f.Email.Text); err != nil {
+			return nil, err
+		}
+		e.html, err = htmltemplate.New("email.html").Option("missingkey=error").Parse(f.Email.HTML)
+		if err != nil {
+			return nil, fmt.Errorf("email.html: %w", err)
+		}
+		if err := t.checkFields("email.html", e.html.Tree); err != nil {
+			return nil, err
+		}
+		lt.email = e
+	}
+	if f.SMS != nil {
+		if lt.sms, err = t.text("sms.text", f.SMS.Text); err != nil {
+			return nil, err
+		}
+	}
+	if lt.push, err = t.link("push", f.Push); err != nil {
+		return nil, err
+	}
+	if lt.inapp, err = t.link("inapp", f.InApp); err != nil {
+		return nil, err
+	}
+	return lt, nil
+}
+
+func (t *Type) link(name string, f *fileLink) (*linkTemplates, error) {
+	if f == nil {
+		return nil, nil
+	}
+	l := &linkTemplates{}
+	var err error
+	if l.title, err = t.text(name+".title", f.Title); err != nil {
+		return nil, err
+	}
+	if l.body, err = t.text(name+".body", f.Body); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(f.URL) != "" { // a link is optional
+		if l.url, err = t.text(name+".url", f.URL); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func (t *Type) text(name, src string) (*template.Template, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("%s is empty", name)
+	}
+	tmpl, err := template.New(name).Option("missingkey=error").Parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := t.checkFields(name, tmpl.Tree); err != nil {
+		return nil, err
+	}
+	return tmpl, nil
+}
+
+// checkFields rejects templates that reference variables the type does not
+// declare, so a typo fails the catalog load instead of a send.
+func (t *Type) checkFields(name string, tree *parse.Tree) error {
+	for _, f := range FieldsOf(tree) {
+		if _, ok := t.Variables[f]; !ok {
+			return fmt.Errorf("%s uses undeclared variable %q", name, f)
+		}
+	}
+	return nil
+}
+
+// FieldsOf lists the top-level data fields ({{.name}}) a template references.
+func FieldsOf(tree *parse.Tree) []string {
+	seen := map[string]bool{}
+	var walk func(parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.FieldNode:
+			seen[n.Ident[0]] = true
+		case *parse.ChainNode:
+			walk(n.Node)
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		}
+	}
+	if tree != nil {
+		walk(tree.Root)
+	}
+	out := make([]string, 0, len(seen))
+	for f := range seen {
+		out = append(out, f)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,61 @@
+package devstack
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Calls counts AWS API requests by "Service.Operation", through a middleware
+// on every client the runner builds. Benchmarks and tests read it to measure
+// requests per notification.
+type Calls struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// NewCalls returns an empty counter.
+func NewCalls() *Calls { return &Calls{counts: map[string]int{}} }
+
+// Middleware registers the counter on an SDK client's stack.
+func (c *Calls) Middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldCallCounter",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			c.mu.Lock()
+			c.counts[key]++
+			c.mu.Unlock()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+// Snapshot returns a copy of the counts.
+func (c *Calls) Snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Reset zeroes the counts.
+func (c *Calls) Reset() {
+	c.mu.Lock()
+	c.counts = map[string]int{}
+	c.mu.Unlock()
+}
+
+// Keys lists counted operations, sorted.
+func Keys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

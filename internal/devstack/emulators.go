@@ -1,0 +1,207 @@
+// Package devstack runs Herald on a laptop: it starts the local AWS emulators,
+// creates the table and queues that template.yaml declares, and plays the
+// parts of Lambda (API Gateway, the DynamoDB Streams and SQS event source
+// mappings, the schedule) around the same handlers the Lambda mains run.
+package devstack
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Emulators are the running local AWS services.
+type Emulators struct {
+	DynamoDB string // endpoint URL (also serves DynamoDB Streams)
+	SQS      string
+	SES      string
+	procs    []*process
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	tail []string // last lines of output, for start-up errors
+}
+
+// EmulatorOptions locate the emulator installation.
+type EmulatorOptions struct {
+	// InfraDir is infra/local (package.json, node_modules, .cache/dynamodb).
+	InfraDir string
+	// Log receives emulator output lines; nil discards them.
+	Log io.Writer
+}
+
+// StartEmulators starts DynamoDB Local, fauxqs and aws-ses-v2-local on free
+// loopback ports and waits until each answers. On error, whatever started is
+// stopped.
+func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, error) {
+	dir, err := filepath.Abs(opts.InfraDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "fauxqs")); err != nil {
+		return nil, fmt.Errorf("emulators not installed in %s: run `make deps` (npm ci): %w", dir, err)
+	}
+	jarDir := filepath.Join(dir, ".cache", "dynamodb")
+	if _, err := os.Stat(filepath.Join(jarDir, "DynamoDBLocal.jar")); err != nil {
+		return nil, fmt.Errorf("DynamoDB Local not installed: run `make deps` (infra/local/fetch-dynamodb.sh): %w", err)
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	e := &Emulators{
+		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		SQS:      fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
+		SES:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
+	}
+	specs := []struct {
+		name string
+		dir  string
+		args []string
+		url  string
+	}{
+		{"dynamodb", jarDir, []string{"java", "-Xms64m", "-Djava.library.path=DynamoDBLocal_lib", "-cp", "DynamoDBLocal.jar:DynamoDBLocal_lib/*",
+			filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java"), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", fmt.Sprint(ports[0])}, e.DynamoDB},
+		{"sqs", dir, []string{"node", "fauxqs.mjs", fmt.Sprint(ports[1])}, e.SQS},
+		{"ses", dir, []string{"node", filepath.Join("node_modules", "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", fmt.Sprint(ports[2])}, e.SES},
+	}
+	for _, s := range specs {
+		p, err := startProcess(s.name, s.dir, s.args, opts.Log)
+		if err != nil {
+			e.Stop()
+			return nil, err
+		}
+		e.procs = append(e.procs, p)
+	}
+	for i, s := range specs {
+		if err := waitHTTP(ctx, s.url, e.procs[i], 60*time.Second); err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Stop terminates every emulator (and its children) and waits for them.
+func (e *Emulators) Stop() {
+	for _, p := range e.procs {
+		p.stop()
+	}
+	e.procs = nil
+}
+
+func startProcess(name, dir string, args []string, logw io.Writer) (*process, error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	// Own process group, so stop() reaches grandchildren (npm/java helpers),
+	// and the kernel kills it if this process dies first (no orphans).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s emulator: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.tail = append(p.tail, line)
+			if len(p.tail) > 20 {
+				p.tail = p.tail[1:]
+			}
+			p.mu.Unlock()
+			if logw != nil {
+				fmt.Fprintf(logw, "[%s] %s\n", name, line)
+			}
+		}
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
+}
+
+// waitHTTP polls url until anything answers over HTTP.
+func waitHTTP(ctx context.Context, url string, p *process, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s emulator exited during start-up:\n%s", p.name, p.output())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s emulator did not answer at %s within %s:\n%s", p.name, url, timeout, p.output())
+		}
+	}
+}
+
+// freePorts reserves n distinct loopback ports. They are released before the
+// emulators bind them; the window is small and the ports are random.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("reserve port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+

@@ -1,0 +1,440 @@
+package devstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/scheduler"
+)
+
+// Config configures a local stack.
+type Config struct {
+	// Root is the repository root (template.yaml, infra/local).
+	Root string
+	// APIAddr is where the HTTP API listens; default 127.0.0.1:3000. Use
+	// 127.0.0.1:0 for a free port.
+	APIAddr string
+	// Overrides sets template parameters (e.g. MaxReceiveCount, BackoffBase).
+	Overrides map[string]string
+	// ScheduleInterval replaces the scheduler's rate(1 minute); default 1m.
+	ScheduleInterval time.Duration
+	// PollInterval is how often an idle stream shard is polled; default 100ms.
+	PollInterval time.Duration
+	// Logs receives the functions' JSON logs; nil discards them.
+	Logs io.Writer
+	// EmulatorLogs receives the emulators' output; nil discards it.
+	EmulatorLogs io.Writer
+}
+
+// Stack is a running local Herald.
+type Stack struct {
+	cfg       Config
+	Emulators *Emulators
+	Template  *Template
+	Resources *Resources
+	Clock     *Clock
+	Calls     *Calls
+	// APIURL is the base URL of the HTTP API and the /_dev routes.
+	APIURL string
+	// AWS is the configuration the functions use (endpoints on the emulators).
+	AWS       aws.Config
+	Scheduler *scheduler.Handler
+
+	mux      *http.ServeMux
+	server   *http.Server
+	jwt      *jwtIssuer
+	sqs      *sqs.Client
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	relay    *streamMapping
+	log      *slog.Logger
+	stopOnce sync.Once
+}
+
+// endpointVars are the SDK's standard per-service endpoint variables.
+var endpointVars = []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SESV2", "AWS_ENDPOINT_URL_SNS"}
+
+// Start starts the emulators, creates the resources and runs the functions.
+// It sets the process's AWS_ENDPOINT_URL_* variables and local credentials so
+// that every SDK client in the process talks to the emulators.
+func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
+	if cfg.APIAddr == "" {
+		cfg.APIAddr = "127.0.0.1:3000"
+	}
+	if cfg.ScheduleInterval == 0 {
+		cfg.ScheduleInterval = time.Minute
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	logs := cfg.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), mux: http.NewServeMux(),
+		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+
+	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (set HERALD_API_PORT to change): %w", cfg.APIAddr, err)
+	}
+	s.APIURL = "http://" + ln.Addr().String()
+	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+
+	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	env := map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": s.Emulators.DynamoDB, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": s.Emulators.DynamoDB,
+		"AWS_ENDPOINT_URL_SQS": s.Emulators.SQS, "AWS_ENDPOINT_URL_SESV2": s.Emulators.SES,
+		"AWS_ENDPOINT_URL_SNS": s.APIURL + "/_dev/sns",
+		"AWS_REGION":           LocalRegion, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
+	}
+	for k, v := range env {
+		if v == "" {
+			os.Unsetenv(k)
+		} else {
+			os.Setenv(k, v)
+		}
+	}
+	s.AWS, err = config.LoadDefaultConfig(ctx)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
+	s.sqs = sqs.NewFromConfig(s.AWS)
+	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, "herald-")
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := s.wire(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.routeDev()
+	go func() {
+		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("api server stopped", "error", err)
+		}
+	}()
+	return s, nil
+}
+
+// Handle adds a route to the runner's HTTP server (dev routes).
+func (s *Stack) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Stop stops the functions, the HTTP server and the emulators.
+func (s *Stack) Stop() {
+	s.stopOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.server != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = s.server.Shutdown(ctx)
+			cancel()
+		}
+		s.wg.Wait()
+		if s.Emulators != nil {
+			s.Emulators.Stop()
+		}
+	})
+}
+
+// Token mints a user JWT as the configured issuer would.
+func (s *Stack) Token(sub string, ttl time.Duration) string { return s.jwt.mint(sub, s.Clock.Now(), ttl) }
+
+// functionEnv resolves a function's template environment to local values.
+func (s *Stack) functionEnv(fn FunctionSpec) (map[string]string, error) {
+	env := map[string]string{}
+	for k, v := range fn.Env {
+		r, err := s.Resources.Resolve(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", fn.LogicalID, k, err)
+		}
+		env[k] = r
+	}
+	return env, nil
+}
+
+func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
+	env, err := s.functionEnv(fn)
+	if err != nil {
+		return app.Deps{}, err
+	}
+	logs := s.cfg.Logs
+	if logs == nil {
+		logs = io.Discard
+	}
+	return app.Deps{
+		AWS: s.AWS, Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
+		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
+		Catalog: cat,
+	}, nil
+}
+
+// wire builds every function with the constructors the Lambda mains use and
+// attaches its triggers as the template declares them.
+func (s *Stack) wire() error {
+	cat, err := catalog.Load()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	sqsHandlers := map[string]SQSHandler{}
+	timeouts := map[string]time.Duration{}
+	var streamHandler StreamHandler
+	for _, fn := range s.Template.Functions() {
+		d, err := s.deps(fn, cat)
+		if err != nil {
+			return err
+		}
+		timeouts[fn.LogicalID] = time.Duration(fn.Timeout) * time.Second
+		switch fn.LogicalID {
+		case "ApiFunction":
+			h, err := app.NewAPI(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			params := s.Template.Params
+			s.jwt = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"])
+			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
+				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
+			s.mux.Handle("/", gw)
+		case "RelayFunction":
+			h, err := app.NewRelay(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			streamHandler = h.Handle
+		case "SchedulerFunction":
+			h, err := app.NewScheduler(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			s.Scheduler = h
+			s.wg.Add(1)
+			go s.runSchedule(ctx, fn, h)
+		default:
+			build, ok := channelFunctions[fn.LogicalID]
+			if !ok {
+				return fmt.Errorf("the local runner does not know function %s", fn.LogicalID)
+			}
+			h, err := build(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			sqsHandlers[fn.LogicalID] = h
+		}
+	}
+	return s.startMappings(ctx, sqsHandlers, streamHandler, timeouts)
+}
+
+// channelFunctions build the SQS-triggered functions by logical id.
+var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
+	"EmailFunction": func(d app.Deps) (SQSHandler, error) {
+		h, err := app.NewEmail(d)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	},
+	"SmsFunction": func(d app.Deps) (SQSHandler, error) {
+		h, err := app.NewSMS(d)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	},
+}
+
+func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandler StreamHandler, timeouts map[string]time.Duration) error {
+	for id, m := range s.Template.GetAllLambdaEventSourceMappingResources() {
+		fnRef := strings.TrimSuffix(strings.TrimPrefix(m.FunctionName, "${ref:"), "}")
+		source, err := s.Resources.Resolve(aws.ToString(m.EventSourceArn))
+		if err != nil {
+			return fmt.Errorf("mapping %s: %w", id, err)
+		}
+		batch := int32(10)
+		if m.BatchSize != nil {
+			batch = int32(*m.BatchSize)
+		}
+		if strings.Contains(source, ":sqs:") {
+			h, ok := sqsHandlers[fnRef]
+			if !ok {
+				return fmt.Errorf("mapping %s: no SQS function %s", id, fnRef)
+			}
+			q, ok := s.queueByARN(source)
+			if !ok {
+				return fmt.Errorf("mapping %s: unknown queue %s", id, source)
+			}
+			conc := 1000
+			if m.ScalingConfig != nil && m.ScalingConfig.MaximumConcurrency != nil {
+				conc = *m.ScalingConfig.MaximumConcurrency
+			}
+			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
+				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef)}
+			mapping.run(ctx, &s.wg)
+			continue
+		}
+		if streamHandler == nil || fnRef != "RelayFunction" {
+			return fmt.Errorf("mapping %s: no stream function %s", id, fnRef)
+		}
+		sm := &streamMapping{name: id, streamARN: source, batchSize: batch, startLatest: aws.ToString(m.StartingPosition) == "LATEST",
+			bisect: aws.ToBool(m.BisectBatchOnFunctionError), maxRetries: -1, timeout: timeouts[fnRef], handler: streamHandler,
+			streams: dynamodbstreams.NewFromConfig(s.AWS), sqs: s.sqs, log: s.log, pollInterval: s.cfg.PollInterval, invoke: s.invoke(fnRef)}
+		if m.MaximumRetryAttempts != nil {
+			sm.maxRetries = *m.MaximumRetryAttempts
+		}
+		if m.MaximumRecordAgeInSeconds != nil && *m.MaximumRecordAgeInSeconds > 0 {
+			sm.maxRecordAge = time.Duration(*m.MaximumRecordAgeInSeconds) * time.Second
+		}
+		for _, t := range m.FunctionResponseTypes {
+			sm.reportItems = sm.reportItems || t == "ReportBatchItemFailures"
+		}
+		if m.FilterCriteria != nil {
+			for _, f := range m.FilterCriteria.Filters {
+				var p map[string]any
+				if err := json.Unmarshal([]byte(aws.ToString(f.Pattern)), &p); err != nil {
+					return fmt.Errorf("mapping %s filter: %w", id, err)
+				}
+				sm.filters = append(sm.filters, p)
+			}
+		}
+		if m.DestinationConfig != nil && m.DestinationConfig.OnFailure != nil {
+			dest, err := s.Resources.Resolve(aws.ToString(m.DestinationConfig.OnFailure.Destination))
+			if err != nil {
+				return fmt.Errorf("mapping %s destination: %w", id, err)
+			}
+			q, ok := s.queueByARN(dest)
+			if !ok {
+				return fmt.Errorf("mapping %s: destination %s is not a local queue", id, dest)
+			}
+			sm.onFailureURL = q.URL
+		}
+		s.relay = sm
+		sm.run(ctx, &s.wg)
+	}
+	return nil
+}
+
+func (s *Stack) queueByARN(arn string) (QueueInfo, bool) {
+	for _, q := range s.Resources.Queues {
+		if q.ARN == arn {
+			return q, true
+		}
+	}
+	return QueueInfo{}, false
+}
+
+// invoke runs fn as one Lambda invocation of function: with a deadline of the
+// function's timeout, a Lambda context carrying a request id, and a panic
+// turned into an invocation error as the Lambda runtime reports it.
+func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error {
+	return func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) (err error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+			AwsRequestID: newRequestID(), InvokedFunctionArn: "arn:aws:lambda:" + LocalRegion + ":" + LocalAccountID + ":function:" + function,
+		})
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%s panicked: %v", function, r)
+			}
+		}()
+		return fn(ctx)
+	}
+}
+
+func (s *Stack) runSchedule(ctx context.Context, fn FunctionSpec, h *scheduler.Handler) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.ScheduleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			err := s.invoke(fn.LogicalID)(ctx, time.Duration(fn.Timeout)*time.Second, func(ctx context.Context) error {
+				_, err := h.Handle(ctx, events.EventBridgeEvent{DetailType: "Scheduled Event", Source: "aws.events"})
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("scheduler run failed", "error", err)
+			}
+		}
+	}
+}
+
+// QueueCounts is one queue's depth.
+type QueueCounts struct {
+	Name      string `json:"name"`
+	LogicalID string `json:"logicalId"`
+	DLQ       bool   `json:"dlq"`
+	Visible   int    `json:"visible"`
+	InFlight  int    `json:"inFlight"`
+	Delayed   int    `json:"delayed"`
+}
+
+// QueueDepths reports every queue's visible, in-flight and delayed counts.
+func (s *Stack) QueueDepths(ctx context.Context) ([]QueueCounts, error) {
+	var out []QueueCounts
+	isDLQ := map[string]bool{}
+	for _, q := range s.Resources.Queues {
+		if q.DLQ != "" {
+			isDLQ[q.DLQ] = true
+		}
+	}
+	for id, q := range s.Resources.Queues {
+		ga, err := s.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+		if err != nil {
+			return nil, err
+		}
+		var c QueueCounts
+		c.Name, c.LogicalID, c.DLQ = q.Name, id, isDLQ[id] || strings.HasSuffix(id, "DLQ")
+		fmt.Sscan(ga.Attributes["ApproximateNumberOfMessages"], &c.Visible)
+		fmt.Sscan(ga.Attributes["ApproximateNumberOfMessagesNotVisible"], &c.InFlight)
+		fmt.Sscan(ga.Attributes["ApproximateNumberOfMessagesDelayed"], &c.Delayed)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

@@ -1,0 +1,134 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// SQSHandler is a channel function's handler.
+type SQSHandler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+
+// sqsMapping emulates an SQS event source mapping: MaximumConcurrency pollers
+// each receive up to BatchSize messages, invoke the function, and delete the
+// messages it did not report as failed. Failed messages stay in flight until
+// their visibility timeout ends (or the function changed it), and the queue's
+// redrive policy moves them to the DLQ after maxReceiveCount receives.
+type sqsMapping struct {
+	name        string
+	queueURL    string
+	queueARN    string
+	batchSize   int32
+	concurrency int
+	timeout     time.Duration
+	handler     SQSHandler
+	sqs         *sqs.Client
+	log         *slog.Logger
+	invoke      func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
+}
+
+func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
+	for range m.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := m.pollOnce(ctx); err != nil && ctx.Err() == nil {
+					m.log.Warn("sqs poll failed", "mapping", m.name, "error", err)
+					sleep(ctx, time.Second)
+				}
+			}
+		}()
+	}
+}
+
+func (m *sqsMapping) pollOnce(ctx context.Context) error {
+	out, err := m.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(m.queueURL), MaxNumberOfMessages: m.batchSize, WaitTimeSeconds: 1,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return fmt.Errorf("receive: %w", err)
+	}
+	if len(out.Messages) == 0 {
+		return nil
+	}
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
+	for i, msg := range out.Messages {
+		ev.Records[i] = toSQSEventMessage(msg, m.queueARN)
+	}
+	var resp events.SQSEventResponse
+	err = m.invoke(ctx, m.timeout, func(ctx context.Context) error {
+		var herr error
+		resp, herr = m.handler(ctx, ev)
+		return herr
+	})
+	if err != nil {
+		m.log.Warn("function error: batch will be retried", "mapping", m.name, "error", err)
+		return nil
+	}
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	for id := range failed {
+		if !containsMessage(ev.Records, id) {
+			// Lambda treats an unknown item identifier as a failure of the whole batch.
+			m.log.Warn("unknown batch item failure id: batch will be retried", "mapping", m.name, "itemIdentifier", id)
+			return nil
+		}
+	}
+	var entries []sqstypes.DeleteMessageBatchRequestEntry
+	for i, msg := range out.Messages {
+		if !failed[aws.ToString(msg.MessageId)] {
+			entries = append(entries, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle})
+		}
+	}
+	if len(entries) > 0 {
+		if _, err := m.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(m.queueURL), Entries: entries}); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+	}
+	return nil
+}
+
+func containsMessage(recs []events.SQSMessage, id string) bool {
+	for _, r := range recs {
+		if r.MessageId == id {
+			return true
+		}
+	}
+	return false
+}
+
+func toSQSEventMessage(msg sqstypes.Message, queueARN string) events.SQSMessage {
+	ev := events.SQSMessage{
+		MessageId: aws.ToString(msg.MessageId), ReceiptHandle: aws.ToString(msg.ReceiptHandle),
+		Body: aws.ToString(msg.Body), Md5OfBody: aws.ToString(msg.MD5OfBody),
+		Md5OfMessageAttributes: aws.ToString(msg.MD5OfMessageAttributes),
+		Attributes:             msg.Attributes, EventSource: "aws:sqs", EventSourceARN: queueARN, AWSRegion: LocalRegion,
+		MessageAttributes: map[string]events.SQSMessageAttribute{},
+	}
+	for k, v := range msg.MessageAttributes {
+		ev.MessageAttributes[k] = events.SQSMessageAttribute{
+			StringValue: v.StringValue, BinaryValue: v.BinaryValue, DataType: aws.ToString(v.DataType),
+		}
+	}
+	return ev
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

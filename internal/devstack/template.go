@@ -1,0 +1,269 @@
+package devstack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/awslabs/goformation/v7"
+	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
+	"github.com/awslabs/goformation/v7/intrinsics"
+)
+
+// Local pseudo parameters: the emulators' account and region.
+const (
+	LocalRegion    = "us-east-1"
+	LocalAccountID = "000000000000"
+)
+
+// Template is template.yaml parsed with goformation, with intrinsic functions
+// resolved for the local stack: parameters take their overrides or defaults,
+// and references to resources become placeholders "${ref:Name}" and
+// "${getatt:Name.Attr}" that Resources.Resolve replaces once the resources
+// exist locally.
+type Template struct {
+	*cloudformation.Template
+	Params map[string]string
+}
+
+var placeholder = regexp.MustCompile(`\$\{(ref|getatt):([A-Za-z0-9]+)(?:\.([A-Za-z0-9.]+))?\}`)
+
+// LoadTemplate parses path with parameter overrides (name → value).
+func LoadTemplate(path string, overrides map[string]string) (*Template, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read template: %w", err)
+	}
+	return ParseTemplate(raw, overrides)
+}
+
+// ParseTemplate parses template YAML; see LoadTemplate.
+func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
+	var head struct {
+		Parameters map[string]struct {
+			Type    string `json:"Type"`
+			Default any    `json:"Default"`
+		} `json:"Parameters"`
+	}
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return nil, fmt.Errorf("parse template: %w", err)
+	}
+	if err := json.Unmarshal(plain, &head); err != nil {
+		return nil, fmt.Errorf("parse template parameters: %w", err)
+	}
+	params := map[string]string{}
+	typed := map[string]any{}
+	for name, p := range head.Parameters {
+		v := fmt.Sprint(p.Default)
+		if p.Default == nil {
+			v = ""
+		}
+		if o, ok := overrides[name]; ok {
+			v = o
+		}
+		params[name] = v
+		typed[name] = v
+		if p.Type == "Number" {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, fmt.Errorf("parameter %s: %q is not a number", name, v)
+			}
+			typed[name] = n
+		}
+	}
+	for name := range overrides {
+		if _, ok := params[name]; !ok {
+			return nil, fmt.Errorf("override for unknown parameter %s", name)
+		}
+	}
+	ref := func(_ string, input any, _ any) any {
+		name, _ := input.(string)
+		switch name {
+		case "AWS::Region":
+			return LocalRegion
+		case "AWS::AccountId":
+			return LocalAccountID
+		case "AWS::Partition":
+			return "aws"
+		case "AWS::URLSuffix":
+			return "amazonaws.com"
+		case "AWS::StackName":
+			return "herald-local"
+		case "AWS::NoValue":
+			return nil
+		}
+		if v, ok := typed[name]; ok {
+			return v
+		}
+		return "${ref:" + name + "}"
+	}
+	getAtt := func(_ string, input any, _ any) any {
+		switch v := input.(type) {
+		case []any:
+			if len(v) == 2 {
+				return fmt.Sprintf("${getatt:%v.%v}", v[0], v[1])
+			}
+		case string:
+			return "${getatt:" + v + "}"
+		}
+		return nil
+	}
+	resolved, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resolve template: %w", err)
+	}
+	resolved, err = normalize(resolved)
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := goformation.ParseJSONWithOptions(resolved, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return nil, fmt.Errorf("load template: %w", err)
+	}
+	return &Template{Template: tmpl, Params: params}, nil
+}
+
+// normalize prepares resolved JSON for goformation's typed model: numeric
+// environment values (a Ref to a Number parameter) become strings, as
+// CloudFormation makes them, and SAM properties newer than goformation's
+// schema (HttpApi Auth.EnableIamAuthorizer) are set aside.
+func normalize(doc []byte) ([]byte, error) {
+	var t map[string]any
+	if err := json.Unmarshal(doc, &t); err != nil {
+		return nil, err
+	}
+	fix := func(props map[string]any) {
+		env, _ := props["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		for k, v := range vars {
+			if _, ok := v.(string); !ok && v != nil {
+				vars[k] = fmt.Sprint(v)
+			}
+		}
+	}
+	resources, _ := t["Resources"].(map[string]any)
+	for _, r := range resources {
+		res, _ := r.(map[string]any)
+		props, _ := res["Properties"].(map[string]any)
+		fix(props)
+		if auth, ok := props["Auth"].(map[string]any); ok && res["Type"] == "AWS::Serverless::HttpApi" {
+			delete(auth, "EnableIamAuthorizer")
+		}
+	}
+	if g, ok := t["Globals"].(map[string]any); ok {
+		if f, ok := g["Function"].(map[string]any); ok {
+			fix(f)
+		}
+	}
+	return json.Marshal(t)
+}
+
+// FunctionSpec is a function as the runner needs it.
+type FunctionSpec struct {
+	LogicalID string
+	Env       map[string]string // values may hold placeholders
+	Timeout   int               // seconds
+	Schedule  string            // "rate(1 minute)" for scheduled functions
+}
+
+// Route is an HTTP API route.
+type Route struct {
+	Method, Path string
+	Function     string
+	// Auth is the authorizer: "AWS_IAM" (the API default) or a JWT authorizer's name.
+	Auth string
+}
+
+// Key is the API Gateway route key, "POST /v1/notifications".
+func (r Route) Key() string { return r.Method + " " + r.Path }
+
+// Functions lists the serverless functions with effective settings.
+func (t *Template) Functions() []FunctionSpec {
+	defTimeout := 3
+	if g, ok := t.globalFunction()["Timeout"].(float64); ok {
+		defTimeout = int(g)
+	}
+	var out []FunctionSpec
+	for id, fn := range t.GetAllServerlessFunctionResources() {
+		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout}
+		if fn.Timeout != nil {
+			spec.Timeout = *fn.Timeout
+		}
+		if fn.Environment != nil {
+			for k, v := range fn.Environment.Variables {
+				spec.Env[k] = v
+			}
+		}
+		for _, ev := range fn.Events {
+			if ev.Type == "Schedule" && ev.Properties != nil && ev.Properties.ScheduleEvent != nil {
+				spec.Schedule = ev.Properties.ScheduleEvent.Schedule
+			}
+		}
+		out = append(out, spec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LogicalID < out[j].LogicalID })
+	return out
+}
+
+func (t *Template) globalFunction() map[string]any {
+	raw, err := json.Marshal(t.Globals["Function"])
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return m
+}
+
+// GlobalFunction returns the Globals.Function section as plain JSON values.
+func (t *Template) GlobalFunction() map[string]any { return t.globalFunction() }
+
+// Routes lists the HTTP API routes declared as HttpApi events, sorted.
+func (t *Template) Routes() []Route {
+	var out []Route
+	for id, fn := range t.GetAllServerlessFunctionResources() {
+		for _, ev := range fn.Events {
+			if ev.Type != "HttpApi" || ev.Properties == nil {
+				continue
+			}
+			r, ok := httpRoute(ev.Properties)
+			if !ok {
+				continue
+			}
+			r.Function = id
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// httpRoute reads an HttpApi event's properties. goformation decodes event
+// properties as a union and may pick a look-alike member, so the properties
+// are re-read as plain JSON.
+func httpRoute(p *serverless.Function_Properties) (Route, bool) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return Route{}, false
+	}
+	var v struct {
+		Method, Path string
+		Auth         *struct{ Authorizer string }
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v.Path == "" {
+		return Route{}, false
+	}
+	r := Route{Method: strings.ToUpper(v.Method), Path: v.Path, Auth: "AWS_IAM"}
+	if v.Auth != nil && v.Auth.Authorizer != "" {
+		r.Auth = v.Auth.Authorizer
+	}
+	return r, true
+}

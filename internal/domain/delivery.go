@@ -1,0 +1,149 @@
+package domain
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the state of one delivery (notification × channel).
+type Status string
+
+const (
+	StatusPlanned  Status = "planned"
+	StatusQueued   Status = "queued"
+	StatusSending  Status = "sending"
+	StatusSent     Status = "sent"
+	StatusRetrying Status = "retrying"
+	StatusDeferred Status = "deferred"
+	StatusSkipped  Status = "skipped"
+	StatusDropped  Status = "dropped"
+	StatusFailed   Status = "failed"
+	// Email feedback states, reached from sent.
+	StatusDelivered  Status = "delivered"
+	StatusBounced    Status = "bounced"
+	StatusComplained Status = "complained"
+)
+
+// Reason is a stable snake_case code explaining a skipped, dropped, deferred or
+// failed delivery.
+type Reason string
+
+const (
+	ReasonNone          Reason = ""
+	ReasonPreference    Reason = "preference"
+	ReasonRateLimited   Reason = "rate_limited"
+	ReasonNoContact     Reason = "no_contact"
+	ReasonCancelled     Reason = "cancelled"
+	ReasonExpired       Reason = "expired"
+	ReasonExhausted     Reason = "exhausted"
+	ReasonSuppressed    Reason = "suppressed"
+	ReasonOptedOut      Reason = "opted_out"
+	ReasonRejected      Reason = "rejected"
+	ReasonQuietHours    Reason = "quiet_hours"
+	ReasonScheduled     Reason = "scheduled"
+	ReasonDigest        Reason = "digest"
+	ReasonDigested      Reason = "digested"
+	ReasonProviderError Reason = "provider_error"
+	ReasonNotApplicable Reason = "not_applicable"
+)
+
+// transitions is the delivery state machine (DESIGN §2). Every store update is
+// conditional on the current state being one of the allowed sources.
+var transitions = map[Status][]Status{
+	// planned → sending: the worker may receive the work message before the
+	// relay has recorded queued; the message's existence proves it was sent.
+	StatusPlanned: {StatusQueued, StatusDeferred, StatusSkipped, StatusDropped, StatusSending},
+	// deferred → planned: the scheduler releases it (then sends, then queued).
+	StatusDeferred: {StatusPlanned, StatusQueued, StatusDropped, StatusSkipped},
+	StatusQueued:   {StatusSending, StatusDropped, StatusFailed},
+	StatusRetrying: {StatusSending, StatusDropped, StatusFailed, StatusQueued},
+	StatusSending:  {StatusSent, StatusRetrying, StatusFailed, StatusDropped, StatusSending},
+	StatusSent:     {StatusDelivered, StatusBounced, StatusComplained},
+	// A redrive from a DLQ puts a failed delivery back in the queue.
+	StatusFailed:    {StatusQueued},
+	StatusDelivered: {StatusBounced, StatusComplained},
+}
+
+// CanTransition reports whether the state machine allows from → to.
+func CanTransition(from, to Status) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// SourcesOf lists the states from which `to` may be reached; stores use it to
+// build their conditional updates so the rule lives in one place.
+func SourcesOf(to Status) []Status {
+	var out []Status
+	for _, from := range allStatuses {
+		if CanTransition(from, to) {
+			out = append(out, from)
+		}
+	}
+	return out
+}
+
+var allStatuses = []Status{
+	StatusPlanned, StatusQueued, StatusSending, StatusSent, StatusRetrying, StatusDeferred,
+	StatusSkipped, StatusDropped, StatusFailed, StatusDelivered, StatusBounced, StatusComplained,
+}
+
+// Terminal reports whether no further work will happen for the delivery
+// (feedback may still refine sent).
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSent, StatusSkipped, StatusDropped, StatusFailed, StatusDelivered, StatusBounced, StatusComplained:
+		return true
+	}
+	return false
+}
+
+// Delivery is the state of one notification on one channel.
+type Delivery struct {
+	NotificationID    string
+	Channel           Channel
+	Priority          Priority
+	Status            Status
+	Reason            Reason
+	Attempts          int // provider calls made
+	UpdatedAt         time.Time
+	DueAt             time.Time // set while deferred
+	LeaseUntil        time.Time // set while sending
+	LastError         string    // classified error text, never PII
+	ProviderMessageID string
+	DigestID          string // digest this delivery joined or leads
+}
+
+// ErrInvalidTransition is returned when a caller asks for a transition the
+// state machine forbids.
+type ErrInvalidTransition struct{ From, To Status }
+
+func (e ErrInvalidTransition) Error() string {
+	return fmt.Sprintf("delivery cannot go from %s to %s", e.From, e.To)
+}
+
+// Change describes one conditional state transition of a delivery.
+type Change struct {
+	To Status
+	// From restricts the allowed current states; empty means every state the
+	// state machine allows to reach To.
+	From   []Status
+	Reason Reason
+	// DueAt is required when To is deferred; it is indexed for the scheduler.
+	DueAt time.Time
+	// LeaseUntil is set when To is sending (the claim).
+	LeaseUntil time.Time
+	// ReclaimExpiredLease also allows the transition from sending when the
+	// current lease ended before this instant (a worker crashed mid-send).
+	ReclaimExpiredLease time.Time
+	IncrementAttempts   bool
+	LastError           string
+	ProviderMessageID   string
+	DigestID            string
+	// KeepDue leaves the delivery in the due-time index, so a release that
+	// crashes between its steps is found again by the next scheduler run.
+	KeepDue bool
+}

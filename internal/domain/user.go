@@ -1,0 +1,54 @@
+package domain
+
+import "time"
+
+// User is a recipient's profile as stored by the users API.
+type User struct {
+	ID            string
+	Email         string
+	Phone         string // E.164
+	Locale        string // BCP 47
+	Timezone      string // IANA
+	QuietHours    *QuietHours
+	DigestMinutes int // 0: the default window
+	// SuppressedEmail is the address that hard-bounced or complained; email to
+	// it is dropped until the profile's email changes.
+	SuppressedEmail string
+	UpdatedAt       time.Time
+}
+
+// QuietHours is a daily window in the user's timezone, "HH:MM" each; the
+// window may cross midnight (22:00–08:00).
+type QuietHours struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+// PushSubscription is a browser's Web Push subscription.
+type PushSubscription struct {
+	ID        string
+	Endpoint  string
+	P256dh    string
+	Auth      string
+	CreatedAt time.Time
+}
+
+// Preferences are a user's overrides: type → channel → enabled.
+type Preferences map[string]map[Channel]bool
+
+// Enabled returns the user's override for (type, channel) and whether one exists.
+func (p Preferences) Enabled(typ string, c Channel) (enabled, ok bool) {
+	byChannel, ok := p[typ]
+	if !ok {
+		return false, false
+	}
+	enabled, ok = byChannel[c]
+	return enabled, ok
+}
+
+// RecipientProfile is everything the relay and workers need about a user, read in one query.
+type RecipientProfile struct {
+	User              *User // nil when the user has no stored profile
+	Preferences       Preferences
+	PushSubscriptions []PushSubscription
+}

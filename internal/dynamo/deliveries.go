@@ -1,0 +1,257 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// duePK is the single partition of the due-time index. One partition keeps the
+// scheduler to one query a minute; at very high deferral rates it can be
+// sharded by suffixing a bucket number.
+const duePK = "DUE"
+
+type deliveryItem struct {
+	PK                string `dynamodbav:"pk"`
+	SK                string `dynamodbav:"sk"`
+	Kind              string `dynamodbav:"kind"`
+	NotificationID    string `dynamodbav:"notificationId"`
+	Channel           string `dynamodbav:"channel"`
+	Priority          string `dynamodbav:"priority"`
+	Status            string `dynamodbav:"status"`
+	Reason            string `dynamodbav:"reason,omitempty"`
+	Attempts          int    `dynamodbav:"attempts"`
+	UpdatedAt         string `dynamodbav:"updatedAt"`
+	DueAt             string `dynamodbav:"dueAt,omitempty"`
+	LeaseUntil        string `dynamodbav:"leaseUntil,omitempty"`
+	LastError         string `dynamodbav:"lastError,omitempty"`
+	ProviderMessageID string `dynamodbav:"providerMessageId,omitempty"`
+	DigestID          string `dynamodbav:"digestId,omitempty"`
+	TTL               int64  `dynamodbav:"ttl,omitempty"`
+	GSI3PK            string `dynamodbav:"gsi3pk,omitempty"`
+	GSI3SK            string `dynamodbav:"gsi3sk,omitempty"`
+}
+
+func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
+	it := deliveryItem{
+		PK: NotificationPK(d.NotificationID), SK: deliveryPrefix + string(d.Channel), Kind: "delivery",
+		NotificationID: d.NotificationID, Channel: string(d.Channel), Priority: string(d.Priority),
+		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
+		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil),
+		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
+		TTL: d.UpdatedAt.Add(s.retention).Unix(),
+	}
+	if d.Status == domain.StatusDeferred && !d.DueAt.IsZero() {
+		it.GSI3PK, it.GSI3SK = duePK, dueSortKey(d.DueAt, d.NotificationID, d.Channel)
+	}
+	return it
+}
+
+func dueSortKey(due time.Time, id string, c domain.Channel) string {
+	return formatTime(due) + "#" + id + "#" + string(c)
+}
+
+func (it *deliveryItem) toDomain() *domain.Delivery {
+	return &domain.Delivery{
+		NotificationID: it.NotificationID, Channel: domain.Channel(it.Channel), Priority: domain.Priority(it.Priority),
+		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
+		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil),
+		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,
+	}
+}
+
+func decodeDelivery(av map[string]types.AttributeValue) (*domain.Delivery, error) {
+	var it deliveryItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal delivery: %w", err)
+	}
+	if !strings.HasPrefix(it.SK, deliveryPrefix) {
+		return nil, fmt.Errorf("item %s/%s is not a delivery", it.PK, it.SK)
+	}
+	return it.toDomain(), nil
+}
+
+// CreateDelivery writes a new delivery if none exists for (notification,
+// channel). When one exists already (a stream retry), nothing is written and
+// the existing delivery is returned with domain.ErrConflict: its state decides
+// what the caller may still do.
+func (s *Store) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
+	item, err := attributevalue.MarshalMap(s.toDeliveryItem(d))
+	if err != nil {
+		return nil, fmt.Errorf("marshal delivery %s/%s: %w", d.NotificationID, d.Channel, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return d, nil
+	}
+	if ccf, ok := asConditionFailed(err); ok {
+		var existing *domain.Delivery
+		if len(ccf.Item) > 0 {
+			existing, err = decodeDelivery(ccf.Item)
+		} else {
+			existing, err = s.GetDelivery(ctx, d.NotificationID, d.Channel)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return existing, fmt.Errorf("create delivery %s/%s: %w", d.NotificationID, d.Channel, domain.ErrConflict)
+	}
+	return nil, fmt.Errorf("create delivery %s/%s: %w", d.NotificationID, d.Channel, err)
+}
+
+// GetDelivery reads one delivery (strongly consistent).
+func (s *Store) GetDelivery(ctx context.Context, id string, c domain.Channel) (*domain.Delivery, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(NotificationPK(id), deliveryPrefix+string(c)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get delivery %s/%s: %w", id, c, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, fmt.Errorf("delivery %s/%s: %w", id, c, domain.ErrNotFound)
+	}
+	return decodeDelivery(out.Item)
+}
+
+// Transition applies c atomically: the update happens only if the delivery is
+// in an allowed state, otherwise it returns domain.ErrConflict (and the current
+// delivery when the store returned it). On success it returns the new state.
+func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+	from := c.From
+	if len(from) == 0 {
+		from = domain.SourcesOf(c.To)
+	}
+	for _, f := range from {
+		if !domain.CanTransition(f, c.To) {
+			return nil, domain.ErrInvalidTransition{From: f, To: c.To}
+		}
+	}
+	now := s.now()
+	vals := map[string]types.AttributeValue{
+		":to": str(string(c.To)), ":now": str(formatTime(now)),
+	}
+	sets := []string{"#status = :to", "updatedAt = :now"}
+	removes := []string{}
+	names := map[string]string{"#status": "status"}
+
+	var inList []string
+	for i, f := range from {
+		k := fmt.Sprintf(":from%d", i)
+		vals[k] = str(string(f))
+		inList = append(inList, k)
+	}
+	cond := "#status IN (" + strings.Join(inList, ", ") + ")"
+	if !c.ReclaimExpiredLease.IsZero() {
+		vals[":sending"] = str(string(domain.StatusSending))
+		vals[":leaseEnd"] = str(formatTime(c.ReclaimExpiredLease))
+		cond = "(" + cond + ") OR (#status = :sending AND leaseUntil < :leaseEnd)"
+	}
+	cond = "attribute_exists(pk) AND (" + cond + ")"
+
+	if c.Reason != "" {
+		sets = append(sets, "reason = :reason")
+		vals[":reason"] = str(string(c.Reason))
+	} else {
+		removes = append(removes, "reason")
+	}
+	if c.To == domain.StatusDeferred {
+		if c.DueAt.IsZero() {
+			return nil, fmt.Errorf("transition %s/%s to deferred: due time required", id, ch)
+		}
+		sets = append(sets, "dueAt = :due", "gsi3pk = :duepk", "gsi3sk = :duesk")
+		vals[":due"] = str(formatTime(c.DueAt))
+		vals[":duepk"] = str(duePK)
+		vals[":duesk"] = str(dueSortKey(c.DueAt, id, ch))
+	} else if !c.KeepDue {
+		removes = append(removes, "gsi3pk", "gsi3sk")
+		if c.To != domain.StatusDropped && c.To != domain.StatusSkipped {
+			removes = append(removes, "dueAt")
+		}
+	}
+	if c.To == domain.StatusSending {
+		sets = append(sets, "leaseUntil = :lease")
+		vals[":lease"] = str(formatTime(c.LeaseUntil))
+	} else {
+		removes = append(removes, "leaseUntil")
+	}
+	if c.IncrementAttempts {
+		sets = append(sets, "attempts = if_not_exists(attempts, :zero) + :one")
+		vals[":zero"], vals[":one"] = num(0), num(1)
+	}
+	if c.LastError != "" {
+		sets = append(sets, "lastError = :err")
+		vals[":err"] = str(c.LastError)
+	}
+	if c.ProviderMessageID != "" {
+		sets = append(sets, "providerMessageId = :pmid")
+		vals[":pmid"] = str(c.ProviderMessageID)
+	}
+	if c.DigestID != "" {
+		sets = append(sets, "digestId = :digest")
+		vals[":digest"] = str(c.DigestID)
+	}
+	expr := "SET " + strings.Join(sets, ", ")
+	if len(removes) > 0 {
+		expr += " REMOVE " + strings.Join(removes, ", ")
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(NotificationPK(id), deliveryPrefix+string(ch)),
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		if ccf, ok := asConditionFailed(err); ok {
+			var current *domain.Delivery
+			if len(ccf.Item) > 0 {
+				current, _ = decodeDelivery(ccf.Item)
+			}
+			return current, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
+		}
+		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, err)
+	}
+	return decodeDelivery(out.Attributes)
+}
+
+// ListDue returns up to limit deferred deliveries due at or before now, oldest
+// first, from the sparse due-time index.
+func (s *Store) ListDue(ctx context.Context, now time.Time, limit int32) ([]domain.Delivery, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(s.table),
+		IndexName:              aws.String(IndexDue),
+		KeyConditionExpression: aws.String("gsi3pk = :pk AND gsi3sk <= :now"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(duePK), ":now": str(formatTime(now) + "#~"),
+		},
+		Limit: aws.Int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query due deliveries: %w", err)
+	}
+	res := make([]domain.Delivery, 0, len(out.Items))
+	for _, av := range out.Items {
+		d, err := decodeDelivery(av)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, *d)
+	}
+	return res, nil
+}

@@ -1,0 +1,216 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// Key prefixes and sort keys.
+const (
+	notificationPrefix = "N#"
+	notificationSK     = "N"
+	deliveryPrefix     = "D#"
+	inboxPrefix        = "INBOX#"
+	archivedPrefix     = "ARCHIVED#"
+	unreadPrefix       = "UNREAD#"
+)
+
+// NotificationPK is the partition key of a notification and its deliveries.
+func NotificationPK(id string) string { return notificationPrefix + id }
+
+// notificationItem is the stored shape of a notification. It doubles as the
+// user's inbox item through the gsi1/gsi2 attributes.
+type notificationItem struct {
+	PK          string         `dynamodbav:"pk"`
+	SK          string         `dynamodbav:"sk"`
+	Kind        string         `dynamodbav:"kind"`
+	ID          string         `dynamodbav:"id"`
+	Caller      string         `dynamodbav:"caller"`
+	Type        string         `dynamodbav:"type"`
+	UserID      string         `dynamodbav:"userId"`
+	Email       string         `dynamodbav:"email,omitempty"`
+	Phone       string         `dynamodbav:"phone,omitempty"`
+	Locale      string         `dynamodbav:"locale,omitempty"`
+	Data        map[string]any `dynamodbav:"data,omitempty"`
+	Priority    string         `dynamodbav:"priority"`
+	Channels    []string       `dynamodbav:"channels,omitempty"`
+	ResourceID  string         `dynamodbav:"resourceId,omitempty"`
+	BatchKey    string         `dynamodbav:"batchKey,omitempty"`
+	SendAt      string         `dynamodbav:"sendAt,omitempty"`
+	ExpiresAt   string         `dynamodbav:"expiresAt,omitempty"`
+	CreatedAt   string         `dynamodbav:"createdAt"`
+	Status      string         `dynamodbav:"status"`
+	RequestHash string         `dynamodbav:"requestHash,omitempty"`
+	DedupeKey   string         `dynamodbav:"dedupeKey,omitempty"`
+	ReadAt      string         `dynamodbav:"readAt,omitempty"`
+	ArchivedAt  string         `dynamodbav:"archivedAt,omitempty"`
+	CancelledAt string         `dynamodbav:"cancelledAt,omitempty"`
+	TTL         int64          `dynamodbav:"ttl,omitempty"`
+	GSI1PK      string         `dynamodbav:"gsi1pk,omitempty"`
+	GSI1SK      string         `dynamodbav:"gsi1sk,omitempty"`
+	GSI2PK      string         `dynamodbav:"gsi2pk,omitempty"`
+	GSI2SK      string         `dynamodbav:"gsi2sk,omitempty"`
+}
+
+func (s *Store) toNotificationItem(n *domain.Notification) notificationItem {
+	it := notificationItem{
+		PK: NotificationPK(n.ID), SK: notificationSK, Kind: "notification",
+		ID: n.ID, Caller: n.Caller, Type: n.Type, UserID: n.Recipient.UserID,
+		Email: n.Recipient.Email, Phone: n.Recipient.Phone, Locale: n.Recipient.Locale,
+		Data: n.Data, Priority: string(n.Priority), ResourceID: n.ResourceID, BatchKey: n.BatchKey,
+		SendAt: formatTime(n.SendAt), ExpiresAt: formatTime(n.ExpiresAt), CreatedAt: formatTime(n.CreatedAt),
+		Status: string(n.Status), RequestHash: n.RequestHash, DedupeKey: n.DedupeKey,
+		ReadAt: formatTime(n.ReadAt), ArchivedAt: formatTime(n.ArchivedAt), CancelledAt: formatTime(n.CancelledAt),
+		TTL: n.CreatedAt.Add(s.retention).Unix(),
+	}
+	for _, c := range n.Channels {
+		it.Channels = append(it.Channels, string(c))
+	}
+	sortKey := formatTime(n.CreatedAt) + "#" + n.ID
+	if n.ArchivedAt.IsZero() {
+		it.GSI1PK, it.GSI1SK = inboxPrefix+n.Recipient.UserID, sortKey
+		if n.ReadAt.IsZero() {
+			it.GSI2PK, it.GSI2SK = unreadPrefix+n.Recipient.UserID, sortKey
+		}
+	} else {
+		it.GSI1PK, it.GSI1SK = archivedPrefix+n.Recipient.UserID, sortKey
+	}
+	return it
+}
+
+func (it *notificationItem) toDomain() *domain.Notification {
+	n := &domain.Notification{
+		ID: it.ID, Caller: it.Caller, Type: it.Type,
+		Recipient: domain.Recipient{UserID: it.UserID, Email: it.Email, Phone: it.Phone, Locale: it.Locale},
+		Data:      it.Data, Priority: domain.Priority(it.Priority), ResourceID: it.ResourceID, BatchKey: it.BatchKey,
+		SendAt: parseTime(it.SendAt), ExpiresAt: parseTime(it.ExpiresAt), CreatedAt: parseTime(it.CreatedAt),
+		Status: domain.NotificationStatus(it.Status), RequestHash: it.RequestHash, DedupeKey: it.DedupeKey,
+		ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt), CancelledAt: parseTime(it.CancelledAt),
+	}
+	for _, c := range it.Channels {
+		n.Channels = append(n.Channels, domain.Channel(c))
+	}
+	return n
+}
+
+// CreateNotification stores n with a single conditional PutItem. When an item
+// with the same id exists already (an idempotent replay or a concurrent
+// duplicate), nothing is written and the stored notification is returned with
+// domain.ErrConflict, read from the failed write itself
+// (ReturnValuesOnConditionCheckFailure), so a replay costs no extra read.
+func (s *Store) CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error) {
+	item, err := attributevalue.MarshalMap(s.toNotificationItem(n))
+	if err != nil {
+		return nil, fmt.Errorf("marshal notification %s: %w", n.ID, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return n, nil
+	}
+	if ccf, ok := asConditionFailed(err); ok {
+		existing, derr := decodeNotification(ccf.Item)
+		if derr != nil || existing == nil {
+			// Old emulators may not return the item: fall back to a read.
+			existing, derr = s.GetNotification(ctx, n.ID)
+			if derr != nil {
+				return nil, fmt.Errorf("read existing notification %s: %w", n.ID, derr)
+			}
+		}
+		return existing, fmt.Errorf("create notification %s: %w", n.ID, domain.ErrConflict)
+	}
+	return nil, fmt.Errorf("create notification %s: %w", n.ID, err)
+}
+
+func asConditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ccf, true
+	}
+	return nil, false
+}
+
+func decodeNotification(av map[string]types.AttributeValue) (*domain.Notification, error) {
+	if len(av) == 0 {
+		return nil, nil
+	}
+	var it notificationItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal notification: %w", err)
+	}
+	if it.SK != notificationSK || !strings.HasPrefix(it.PK, notificationPrefix) {
+		return nil, fmt.Errorf("item %s/%s is not a notification", it.PK, it.SK)
+	}
+	return it.toDomain(), nil
+}
+
+// DecodeNotification turns a stored item (e.g. a stream image) into a
+// notification. It returns (nil, nil) for items that are not notifications.
+func DecodeNotification(av map[string]types.AttributeValue) (*domain.Notification, error) {
+	if sk, ok := av["sk"].(*types.AttributeValueMemberS); !ok || sk.Value != notificationSK {
+		return nil, nil
+	}
+	return decodeNotification(av)
+}
+
+// GetNotification reads one notification (strongly consistent).
+func (s *Store) GetNotification(ctx context.Context, id string) (*domain.Notification, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(NotificationPK(id), notificationSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get notification %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+	}
+	return decodeNotification(out.Item)
+}
+
+// GetNotificationWithDeliveries reads a notification and all its deliveries in
+// one strongly consistent query.
+func (s *Store) GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(NotificationPK(id))},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("query notification %s: %w", id, err)
+	}
+	var n *domain.Notification
+	var ds []domain.Delivery
+	for _, av := range out.Items {
+		sk := av["sk"].(*types.AttributeValueMemberS).Value
+		switch {
+		case sk == notificationSK:
+			if n, err = decodeNotification(av); err != nil {
+				return nil, nil, err
+			}
+		case strings.HasPrefix(sk, deliveryPrefix):
+			d, err := decodeDelivery(av)
+			if err != nil {
+				return nil, nil, err
+			}
+			ds = append(ds, *d)
+		}
+	}
+	if n == nil {
+		return nil, nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+	}
+	return n, ds, nil
+}

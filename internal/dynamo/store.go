@@ -1,0 +1,104 @@
+// Package dynamo is Herald's DynamoDB adapter: one table, items keyed by pk/sk,
+// three sparse GSIs (inbox listing, unread items, deferred deliveries by due
+// time). It translates between items and domain types and turns conditional
+// write failures into domain.ErrConflict.
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// API is the subset of the DynamoDB client the store uses.
+type API interface {
+	GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(context.Context, *dynamodb.DeleteItemInput, ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Index names, as declared in template.yaml.
+const (
+	IndexInbox  = "gsi1"
+	IndexUnread = "gsi2"
+	IndexDue    = "gsi3"
+)
+
+// Store reads and writes Herald's table.
+type Store struct {
+	db        API
+	table     string
+	now       func() time.Time
+	retention time.Duration
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces time.Now (tests and the dev runner's clock offset).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// WithRetention sets how long notifications live before TTL deletes them.
+func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
+
+// DefaultRetention is how long a notification, its deliveries and its dedupe
+// key are kept.
+const DefaultRetention = 90 * 24 * time.Hour
+
+// New returns a Store for table.
+func New(db API, table string, opts ...Option) *Store {
+	s := &Store{db: db, table: table, now: time.Now, retention: DefaultRetention}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Table is the table name.
+func (s *Store) Table() string { return s.table }
+
+// timeLayout is fixed width so that timestamps sort lexicographically.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		t, _ = time.Parse(time.RFC3339Nano, s)
+	}
+	return t
+}
+
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func num(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: fmt.Sprint(v)}
+}
+
+func key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(pk), "sk": str(sk)}
+}

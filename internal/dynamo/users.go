@@ -1,0 +1,177 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+const (
+	userPrefix    = "U#"
+	profileSK     = "PROFILE"
+	prefsSK       = "PREFS"
+	pushSubPrefix = "PUSH#"
+)
+
+// UserPK is the partition key of everything about one user.
+func UserPK(userID string) string { return userPrefix + userID }
+
+type userItem struct {
+	PK              string             `dynamodbav:"pk"`
+	SK              string             `dynamodbav:"sk"`
+	Kind            string             `dynamodbav:"kind"`
+	UserID          string             `dynamodbav:"userId"`
+	Email           string             `dynamodbav:"email,omitempty"`
+	Phone           string             `dynamodbav:"phone,omitempty"`
+	Locale          string             `dynamodbav:"locale,omitempty"`
+	Timezone        string             `dynamodbav:"timezone,omitempty"`
+	QuietHours      *domain.QuietHours `dynamodbav:"quietHours,omitempty"`
+	DigestMinutes   int                `dynamodbav:"digestMinutes,omitempty"`
+	SuppressedEmail string             `dynamodbav:"suppressedEmail,omitempty"`
+	UpdatedAt       string             `dynamodbav:"updatedAt"`
+}
+
+type prefsItem struct {
+	PK    string                     `dynamodbav:"pk"`
+	SK    string                     `dynamodbav:"sk"`
+	Kind  string                     `dynamodbav:"kind"`
+	Prefs map[string]map[string]bool `dynamodbav:"prefs"`
+}
+
+type pushSubItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	Kind      string `dynamodbav:"kind"`
+	ID        string `dynamodbav:"id"`
+	Endpoint  string `dynamodbav:"endpoint"`
+	P256dh    string `dynamodbav:"p256dh"`
+	Auth      string `dynamodbav:"auth"`
+	CreatedAt string `dynamodbav:"createdAt"`
+}
+
+// GetRecipientProfile reads a user's profile, preferences and push
+// subscriptions in one strongly consistent query.
+func (s *Store) GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error) {
+	p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
+	var start map[string]types.AttributeValue
+	for {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UserPK(userID))},
+			ConsistentRead:            aws.Bool(true),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("query user %s: %w", userID, err)
+		}
+		for _, av := range out.Items {
+			if err := absorbUserItem(p, av); err != nil {
+				return nil, fmt.Errorf("user %s: %w", userID, err)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return p, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeValue) error {
+	sk, _ := av["sk"].(*types.AttributeValueMemberS)
+	if sk == nil {
+		return nil
+	}
+	switch {
+	case sk.Value == profileSK:
+		var it userItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return fmt.Errorf("unmarshal profile: %w", err)
+		}
+		p.User = it.toDomain()
+	case sk.Value == prefsSK:
+		var it prefsItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return fmt.Errorf("unmarshal preferences: %w", err)
+		}
+		for typ, byChannel := range it.Prefs {
+			m := map[domain.Channel]bool{}
+			for c, on := range byChannel {
+				m[domain.Channel(c)] = on
+			}
+			p.Preferences[typ] = m
+		}
+	case strings.HasPrefix(sk.Value, pushSubPrefix):
+		var it pushSubItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return fmt.Errorf("unmarshal push subscription: %w", err)
+		}
+		p.PushSubscriptions = append(p.PushSubscriptions, domain.PushSubscription{
+			ID: it.ID, Endpoint: it.Endpoint, P256dh: it.P256dh, Auth: it.Auth, CreatedAt: parseTime(it.CreatedAt),
+		})
+	}
+	return nil
+}
+
+func (it *userItem) toDomain() *domain.User {
+	return &domain.User{
+		ID: it.UserID, Email: it.Email, Phone: it.Phone, Locale: it.Locale, Timezone: it.Timezone,
+		QuietHours: it.QuietHours, DigestMinutes: it.DigestMinutes, SuppressedEmail: it.SuppressedEmail,
+		UpdatedAt: parseTime(it.UpdatedAt),
+	}
+}
+
+// PutUser replaces a user's profile. A changed email address lifts the
+// suppression of the old one.
+func (s *Store) PutUser(ctx context.Context, u *domain.User) error {
+	it := userItem{
+		PK: UserPK(u.ID), SK: profileSK, Kind: "user", UserID: u.ID, Email: u.Email, Phone: u.Phone,
+		Locale: u.Locale, Timezone: u.Timezone, QuietHours: u.QuietHours, DigestMinutes: u.DigestMinutes,
+		SuppressedEmail: u.SuppressedEmail, UpdatedAt: formatTime(s.now()),
+	}
+	item, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("marshal user %s: %w", u.ID, err)
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("put user %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+// AddPushSubscription stores a subscription under the user.
+func (s *Store) AddPushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) error {
+	item, err := attributevalue.MarshalMap(pushSubItem{
+		PK: UserPK(userID), SK: pushSubPrefix + sub.ID, Kind: "pushSubscription", ID: sub.ID,
+		Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: formatTime(sub.CreatedAt),
+	})
+	if err != nil {
+		return fmt.Errorf("marshal push subscription: %w", err)
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
+		return fmt.Errorf("put push subscription for %s: %w", userID, err)
+	}
+	return nil
+}
+
+// DeletePushSubscription removes a subscription; domain.ErrNotFound if absent.
+func (s *Store) DeletePushSubscription(ctx context.Context, userID, subID string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: key(UserPK(userID), pushSubPrefix+subID),
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("push subscription %s: %w", subID, domain.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("delete push subscription %s: %w", subID, err)
+	}
+	return nil
+}

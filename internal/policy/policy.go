@@ -1,0 +1,110 @@
+// Package policy decides, for a new notification, what happens on each
+// channel: queued now, deferred until a time, skipped or dropped with a reason.
+// It is pure: the relay gathers the inputs, policy decides, the relay records.
+package policy
+
+import (
+	"slices"
+	"time"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// Input is everything a decision depends on.
+type Input struct {
+	Notification *domain.Notification
+	Type         *catalog.Type
+	Profile      *domain.RecipientProfile // never nil; User may be nil
+	Now          time.Time
+}
+
+// Decision is the planned first state of one delivery.
+type Decision struct {
+	Channel domain.Channel
+	Status  domain.Status // queued, deferred, skipped or dropped
+	Reason  domain.Reason
+	DueAt   time.Time // when deferred
+}
+
+// Channels resolves the channels a notification targets: the requested ones
+// that the type supports, or the type's defaults when none were requested.
+func Channels(n *domain.Notification, t *catalog.Type) []domain.Channel {
+	if len(n.Channels) == 0 {
+		return slices.Clone(t.Channels)
+	}
+	var out []domain.Channel
+	for _, c := range n.Channels {
+		if t.HasChannel(c) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Enabled applies preferences: a mandatory type always uses its default; else
+// the user's override for (type, channel) wins over the type default (on).
+func Enabled(t *catalog.Type, prefs domain.Preferences, c domain.Channel) bool {
+	if t.Mandatory {
+		return true
+	}
+	if on, ok := prefs.Enabled(t.Name, c); ok {
+		return on
+	}
+	return true
+}
+
+// Contact returns the address for a channel: the intake override, else the
+// profile. Push has no single address: it needs at least one subscription.
+func Contact(n *domain.Notification, p *domain.RecipientProfile, c domain.Channel) (string, bool) {
+	switch c {
+	case domain.ChannelEmail:
+		if n.Recipient.Email != "" {
+			return n.Recipient.Email, true
+		}
+		if p.User != nil && p.User.Email != "" {
+			return p.User.Email, true
+		}
+	case domain.ChannelSMS:
+		if n.Recipient.Phone != "" {
+			return n.Recipient.Phone, true
+		}
+		if p.User != nil && p.User.Phone != "" {
+			return p.User.Phone, true
+		}
+	case domain.ChannelPush:
+		return "", len(p.PushSubscriptions) > 0
+	}
+	return "", false
+}
+
+// Decide plans every channel of a notification.
+func Decide(in Input) []Decision {
+	n := in.Notification
+	channels := Channels(n, in.Type)
+	out := make([]Decision, 0, len(channels))
+	for _, c := range channels {
+		out = append(out, decideChannel(in, c))
+	}
+	return out
+}
+
+func decideChannel(in Input, c domain.Channel) Decision {
+	n := in.Notification
+	d := Decision{Channel: c, Status: domain.StatusQueued}
+	switch {
+	case n.Status == domain.NotificationCancelled:
+		d.Status, d.Reason = domain.StatusDropped, domain.ReasonCancelled
+	case n.Expired(in.Now):
+		d.Status, d.Reason = domain.StatusDropped, domain.ReasonExpired
+	case !Enabled(in.Type, in.Profile.Preferences, c):
+		d.Status, d.Reason = domain.StatusSkipped, domain.ReasonPreference
+	default:
+		if _, ok := Contact(n, in.Profile, c); !ok {
+			d.Status, d.Reason = domain.StatusSkipped, domain.ReasonNoContact
+		} else if n.SendAt.After(in.Now) {
+			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonScheduled, n.SendAt
+		}
+	}
+	return d
+}
