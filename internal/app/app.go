@@ -4,6 +4,7 @@
 package app
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -16,15 +17,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/email"
+	"github.com/heraldhq/herald/internal/push"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/relay"
 	"github.com/heraldhq/herald/internal/scheduler"
 	"github.com/heraldhq/herald/internal/sms"
+	"github.com/heraldhq/herald/internal/webpush"
 	"github.com/heraldhq/herald/internal/worker"
 )
 
@@ -159,3 +163,40 @@ func NewSMS(d Deps) (*worker.Handler, error) {
 	return d.worker(sms.New(sns.NewFromConfig(d.AWS), sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
 }
 
+// NewPush wires the push function. The VAPID private key comes from the
+// environment when given (VAPID_PRIVATE_KEY, the local stack's configuration),
+// else from the SSM SecureString parameter VAPID_PRIVATE_KEY_PARAMETER.
+func NewPush(ctx context.Context, d Deps) (*worker.Handler, error) {
+	env, err := d.require("VAPID_PUBLIC_KEY", "VAPID_SUBJECT")
+	if err != nil {
+		return nil, err
+	}
+	private := d.Getenv("VAPID_PRIVATE_KEY")
+	if private == "" {
+		name := d.Getenv("VAPID_PRIVATE_KEY_PARAMETER")
+		if name == "" {
+			return nil, fmt.Errorf("missing environment: VAPID_PRIVATE_KEY_PARAMETER")
+		}
+		out, err := ssm.NewFromConfig(d.AWS).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name), WithDecryption: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("read VAPID private key parameter %s: %w", name, err)
+		}
+		private = aws.ToString(out.Parameter.Value)
+	}
+	keys, err := webpush.ParseVAPIDKeys(env["VAPID_PUBLIC_KEY"], private)
+	if err != nil {
+		return nil, err
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{
+		Keys: keys, Contact: env["VAPID_SUBJECT"], Now: d.Now,
+		AllowInsecureLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.store()
+	if err != nil {
+		return nil, err
+	}
+	return d.worker(push.New(sender, st, d.Now))
+}

@@ -39,6 +39,12 @@ func (s *Stack) routeDev() {
 		}
 		writeJSON(w, http.StatusOK, map[string]int{"released": n})
 	})
+	s.mux.Handle("/_dev/push-subscriptions", s.Push)
+	s.mux.Handle("/_dev/push-subscriptions/", s.Push)
+	s.mux.Handle("/_dev/push", s.Push)
+	s.mux.Handle("/_dev/push/", s.Push)
+	s.mux.Handle("/_dev/sns", s.SMS.APIHandler())
+	s.mux.Handle("/_dev/sms", s.SMS.ListHandler())
 	s.mux.HandleFunc("GET /_dev/calls", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Calls.Snapshot())
 	})

@@ -27,7 +27,10 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
+	"github.com/heraldhq/herald/internal/smssink"
+	"github.com/heraldhq/herald/internal/webpush"
 )
 
 // Config configures a local stack.
@@ -62,10 +65,14 @@ type Stack struct {
 	// AWS is the configuration the functions use (endpoints on the emulators).
 	AWS       aws.Config
 	Scheduler *scheduler.Handler
+	// Push is the local Web Push service; SMS the local SNS SMS endpoint.
+	Push *pushsink.Sink
+	SMS  *smssink.Sink
 
 	mux      *http.ServeMux
 	server   *http.Server
 	jwt      *jwtIssuer
+	vapid    webpush.VAPIDKeys
 	sqs      *sqs.Client
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -144,6 +151,15 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		ln.Close()
 		return nil, err
 	}
+	if s.vapid, err = webpush.GenerateVAPIDKeys(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if s.Push, err = pushsink.New(s.APIURL, s.Clock.Now); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.SMS = smssink.New(s.Clock.Now)
 	if err := s.wire(); err != nil {
 		ln.Close()
 		return nil, err
@@ -190,6 +206,9 @@ func (s *Stack) functionEnv(fn FunctionSpec) (map[string]string, error) {
 			return nil, fmt.Errorf("%s %s: %w", fn.LogicalID, k, err)
 		}
 		env[k] = r
+	}
+	for k, v := range s.localEnv(fn.LogicalID) {
+		env[k] = v
 	}
 	return env, nil
 }
@@ -284,6 +303,26 @@ var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 		}
 		return h.Handle, nil
 	},
+	"PushFunction": func(d app.Deps) (SQSHandler, error) {
+		h, err := app.NewPush(context.Background(), d)
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	},
+}
+
+// localEnv is configuration the runner adds to a function's template
+// environment: what AWS would read from SSM, and permission to reach the local
+// push service over http on loopback.
+func (s *Stack) localEnv(id string) map[string]string {
+	if id != "PushFunction" {
+		return nil
+	}
+	return map[string]string{
+		"VAPID_PUBLIC_KEY": s.vapid.PublicKey, "VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
+		"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
+	}
 }
 
 func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandler StreamHandler, timeouts map[string]time.Duration) error {

@@ -1,0 +1,19 @@
+// Command push is the Web Push channel Lambda (SQS → push services, VAPID).
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/heraldhq/herald/internal/app"
+)
+
+func main() {
+	d := app.LambdaDeps()
+	h, err := app.NewPush(context.Background(), d)
+	if err != nil {
+		app.Fail(d.Log, err)
+	}
+	lambda.StartHandlerFunc(h.Handle)
+}

@@ -1,0 +1,96 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// TestSampleEventsRoundTrip decodes each sample event for `sam local invoke`
+// into the aws-lambda-go type its function takes, re-encodes it and checks
+// nothing was lost or invented: the samples are what Lambda sends.
+func TestSampleEventsRoundTrip(t *testing.T) {
+	samples := map[string]func() any{
+		"api-create-notification.json": func() any { return new(events.APIGatewayV2HTTPRequest) },
+		"relay-stream-insert.json":     func() any { return new(events.DynamoDBEvent) },
+		"email-work-message.json":      func() any { return new(events.SQSEvent) },
+		"sms-work-message.json":        func() any { return new(events.SQSEvent) },
+		"push-work-message.json":       func() any { return new(events.SQSEvent) },
+		"scheduler-tick.json":          func() any { return new(events.EventBridgeEvent) },
+	}
+	files, _ := filepath.Glob("../../events/*.json")
+	if len(files) != len(samples) {
+		t.Errorf("events/ has %d samples, the test knows %d", len(files), len(samples))
+	}
+	for name, typ := range samples {
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("../../events", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := typ()
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(v); err != nil {
+				t.Fatalf("decode into %T: %v", v, err)
+			}
+			again, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b any
+			_ = json.Unmarshal(raw, &a)
+			_ = json.Unmarshal(again, &b)
+			if !reflect.DeepEqual(prune(a), prune(b)) {
+				t.Errorf("round trip changed the event:\n in: %s\nout: %s", raw, again)
+			}
+		})
+	}
+}
+
+// prune drops empty values, which the event types omit or add as zero values.
+func prune(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			if p := prune(x); p != nil {
+				out[k] = p
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(v) == 0 {
+			return nil
+		}
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = prune(x)
+		}
+		return out
+	case string:
+		if v == "" {
+			return nil
+		}
+	case bool:
+		if !v {
+			return nil
+		}
+	case float64:
+		if v == 0 {
+			return nil
+		}
+	case nil:
+		return nil
+	}
+	return v
+}
+

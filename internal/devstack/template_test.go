@@ -1,0 +1,219 @@
+package devstack
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// TestTemplateInvariants checks the deployable template for the properties the
+// design depends on, by parsing it with goformation.
+func TestTemplateInvariants(t *testing.T) {
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("functions are arm64 provided.al2023 with tracing and a make target", func(t *testing.T) {
+		g := tm.GlobalFunction()
+		fns := tm.GetAllServerlessFunctionResources()
+		if len(fns) < 6 {
+			t.Fatalf("only %d functions", len(fns))
+		}
+		for id, fn := range fns {
+			runtime, _ := g["Runtime"].(string)
+			if fn.Runtime != nil {
+				runtime = *fn.Runtime
+			}
+			arch := g["Architectures"]
+			if fn.Architectures != nil {
+				arch = fn.Architectures
+			}
+			tracing, _ := g["Tracing"].(string)
+			if fn.Tracing != nil {
+				tracing = *fn.Tracing
+			}
+			if runtime != "provided.al2023" || !strings.Contains(jsonString(arch), `"arm64"`) || tracing != "Active" {
+				t.Errorf("%s: runtime %q, architectures %v, tracing %q", id, runtime, arch, tracing)
+			}
+			if fn.AWSCloudFormationMetadata["BuildMethod"] != "makefile" {
+				t.Errorf("%s: Metadata.BuildMethod must be makefile", id)
+			}
+			if !regexp.MustCompile(`(?m)^build-` + id + `:`).Match(makefile) {
+				t.Errorf("%s: no build-%s target in the Makefile", id, id)
+			}
+		}
+	})
+
+	timeouts := map[string]int{}
+	for _, fn := range tm.Functions() {
+		timeouts[fn.LogicalID] = fn.Timeout
+	}
+	queues := tm.GetAllSQSQueueResources()
+	workQueue := regexp.MustCompile(`^(Email|Sms|Push)(High|Normal|Low)Queue$`)
+
+	t.Run("nine work queues redrive to their channel DLQ", func(t *testing.T) {
+		n := 0
+		for id, q := range queues {
+			if !workQueue.MatchString(id) {
+				continue
+			}
+			n++
+			rp, _ := q.RedrivePolicy.(map[string]any)
+			channel := workQueue.FindStringSubmatch(id)[1]
+			if rp == nil || rp["deadLetterTargetArn"] != "${getatt:"+channel+"DLQ.Arn}" {
+				t.Errorf("%s: redrive policy %v, want the %sDLQ", id, q.RedrivePolicy, channel)
+			}
+			if rp != nil && jsonString(rp["maxReceiveCount"]) != tm.Params["MaxReceiveCount"] {
+				t.Errorf("%s: maxReceiveCount %v is not the MaxReceiveCount parameter", id, rp["maxReceiveCount"])
+			}
+		}
+		if n != 9 {
+			t.Errorf("%d work queues, want 9", n)
+		}
+		if tm.Params["MaxReceiveCount"] != "6" {
+			t.Errorf("MaxReceiveCount default %q, want 6", tm.Params["MaxReceiveCount"])
+		}
+		for _, dlq := range []string{"EmailDLQ", "SmsDLQ", "PushDLQ", "RelayDLQ"} {
+			q, ok := queues[dlq]
+			if !ok || q.MessageRetentionPeriod == nil || *q.MessageRetentionPeriod != 1209600 {
+				t.Errorf("%s: must exist with 14-day retention", dlq)
+			}
+		}
+	})
+
+	t.Run("mappings", func(t *testing.T) {
+		perFunction := map[string]map[string]int{}
+		for id, m := range tm.GetAllLambdaEventSourceMappingResources() {
+			fn := strings.TrimSuffix(strings.TrimPrefix(m.FunctionName, "${ref:"), "}")
+			reports := false
+			for _, r := range m.FunctionResponseTypes {
+				reports = reports || r == "ReportBatchItemFailures"
+			}
+			if !reports {
+				t.Errorf("%s: must report batch item failures", id)
+			}
+			src := aws.ToString(m.EventSourceArn)
+			if strings.Contains(src, "StreamArn") {
+				if fn != "RelayFunction" || !aws.ToBool(m.BisectBatchOnFunctionError) || m.MaximumRetryAttempts == nil ||
+					*m.MaximumRetryAttempts < 0 || m.MaximumRecordAgeInSeconds == nil || *m.MaximumRecordAgeInSeconds < 0 ||
+					m.DestinationConfig == nil || m.DestinationConfig.OnFailure == nil ||
+					aws.ToString(m.DestinationConfig.OnFailure.Destination) != "${getatt:RelayDLQ.Arn}" || m.FilterCriteria == nil {
+					t.Errorf("%s: stream mapping must bisect, bound retries and age, filter, and fail to the relay DLQ", id)
+				}
+				if !strings.Contains(aws.ToString(m.FilterCriteria.Filters[0].Pattern), `"INSERT"`) {
+					t.Errorf("%s: filter must select INSERT", id)
+				}
+				continue
+			}
+			queueID := strings.TrimSuffix(strings.TrimPrefix(src, "${getatt:"), ".Arn}")
+			q, ok := queues[queueID]
+			if !ok {
+				t.Errorf("%s: source %s is not a queue of this template", id, src)
+				continue
+			}
+			if q.VisibilityTimeout == nil || *q.VisibilityTimeout < 6*timeouts[fn] {
+				t.Errorf("%s: visibility timeout of %s must be ≥ 6 × %s's %ds timeout", id, queueID, fn, timeouts[fn])
+			}
+			if m.ScalingConfig == nil || m.ScalingConfig.MaximumConcurrency == nil {
+				t.Errorf("%s: ScalingConfig.MaximumConcurrency required", id)
+				continue
+			}
+			prio := workQueue.FindStringSubmatch(queueID)[2]
+			if perFunction[fn] == nil {
+				perFunction[fn] = map[string]int{}
+			}
+			perFunction[fn][prio] = *m.ScalingConfig.MaximumConcurrency
+		}
+		for fn, c := range perFunction {
+			if len(c) != 3 || !(c["High"] > c["Normal"] && c["Normal"] > c["Low"]) {
+				t.Errorf("%s: concurrency per priority %v, want one mapping each with high > normal > low", fn, c)
+			}
+		}
+		if len(perFunction) != 3 {
+			t.Errorf("%d channel functions with SQS mappings, want 3", len(perFunction))
+		}
+	})
+
+	t.Run("table", func(t *testing.T) {
+		tbl, err := tm.GetDynamoDBTableWithName("Table")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if aws.ToString(tbl.BillingMode) != "PAY_PER_REQUEST" || tbl.SSESpecification == nil || !tbl.SSESpecification.SSEEnabled ||
+			tbl.PointInTimeRecoverySpecification == nil || !aws.ToBool(tbl.PointInTimeRecoverySpecification.PointInTimeRecoveryEnabled) ||
+			tbl.TimeToLiveSpecification == nil || aws.ToString(tbl.TimeToLiveSpecification.AttributeName) != "ttl" ||
+			tbl.StreamSpecification == nil || !strings.Contains(tbl.StreamSpecification.StreamViewType, "NEW_") {
+			t.Errorf("table must be on-demand, encrypted, PITR, TTL on ttl, with a NEW image stream")
+		}
+	})
+
+	t.Run("least privilege", func(t *testing.T) {
+		// Every Resource '*' must be explained by a comment just above it.
+		lines := strings.Split(string(raw), "\n")
+		for i, l := range lines {
+			if strings.Contains(l, `Resource: "*"`) || strings.Contains(l, `Resource: '*'`) {
+				explained := false
+				for j := i - 1; j >= 0 && j >= i-6; j-- {
+					if strings.Contains(lines[j], "#") && strings.Contains(strings.ToLower(lines[j]), "requires") {
+						explained = true
+					}
+				}
+				if !explained {
+					t.Errorf("template.yaml:%d: Resource '*' without a comment saying why AWS requires it", i+1)
+				}
+			}
+		}
+	})
+
+	t.Run("HTTP API auth", func(t *testing.T) {
+		if !strings.Contains(string(raw), "EnableIamAuthorizer: true") || !strings.Contains(string(raw), "DefaultAuthorizer: AWS_IAM") {
+			t.Error("service routes must default to AWS_IAM")
+		}
+		for _, p := range []string{"JwtIssuer", "JwtAudience"} {
+			if _, ok := tm.Params[p]; !ok {
+				t.Errorf("parameter %s missing", p)
+			}
+		}
+		for _, r := range tm.Routes() {
+			user := strings.Contains(r.Path, "/inbox")
+			if user && r.Auth != "UserJwt" {
+				t.Errorf("%s: user route must use the UserJwt authorizer", r.Key())
+			}
+			if !user && r.Auth != "AWS_IAM" && !strings.HasPrefix(r.Path, "/v1/unsubscribe") {
+				t.Errorf("%s: service route must use AWS_IAM, has %s", r.Key(), r.Auth)
+			}
+		}
+	})
+
+	t.Run("outputs", func(t *testing.T) {
+		want := []string{"ApiUrl", "TableName", "EmailDLQUrl", "SmsDLQUrl", "PushDLQUrl", "RelayDLQUrl"}
+		for id := range queues {
+			if workQueue.MatchString(id) {
+				want = append(want, id+"Url")
+			}
+		}
+		for _, o := range want {
+			if _, ok := tm.Outputs[o]; !ok {
+				t.Errorf("output %s missing", o)
+			}
+		}
+	})
+}
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return strings.Trim(string(b), `"`)
+}

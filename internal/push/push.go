@@ -1,0 +1,138 @@
+// Package push is the Web Push provider of the push worker: it encrypts the
+// notification for every subscription of the user (RFC 8291), signs with VAPID
+// (RFC 8292) and removes subscriptions the push service reports gone.
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/webpush"
+	"github.com/heraldhq/herald/internal/worker"
+)
+
+// Sender delivers one message to one subscription.
+type Sender interface {
+	Send(ctx context.Context, sub webpush.Subscription, msg webpush.Message) (webpush.Result, error)
+}
+
+var _ Sender = (*webpush.Sender)(nil)
+
+// Subscriptions removes subscriptions that no longer exist.
+type Subscriptions interface {
+	DeletePushSubscription(ctx context.Context, userID, subscriptionID string) error
+}
+
+// Provider sends Web Push notifications.
+type Provider struct {
+	sender Sender
+	subs   Subscriptions
+	now    func() time.Time
+}
+
+var _ worker.Provider = (*Provider)(nil)
+
+// New returns a Web Push provider.
+func New(sender Sender, subs Subscriptions, now func() time.Time) *Provider {
+	return &Provider{sender: sender, subs: subs, now: now}
+}
+
+// Channel implements worker.Provider.
+func (p *Provider) Channel() domain.Channel { return domain.ChannelPush }
+
+// DefaultTTL is how long a push service keeps an undelivered message when the
+// notification has no expiresAt: urgent messages are useless when stale.
+var DefaultTTL = map[domain.Priority]time.Duration{
+	domain.PriorityHigh:   time.Hour,
+	domain.PriorityNormal: 24 * time.Hour,
+	domain.PriorityLow:    72 * time.Hour,
+}
+
+// payload is the JSON the service worker receives.
+type payload struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Body  string `json:"body"`
+	URL   string `json:"url,omitempty"`
+}
+
+// Send implements worker.Provider: it pushes to every subscription. The
+// delivery succeeds if any subscription accepted it; gone subscriptions are
+// deleted; if none accepted and one failed transiently, the whole send is
+// retried (the Topic makes a repeat replace, not duplicate, on devices that
+// already have it).
+func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+	n := m.Notification
+	body, err := json.Marshal(payload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL})
+	if err != nil {
+		return "", &worker.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+	}
+	msg := webpush.Message{Payload: body, TTL: p.ttl(n), Urgency: urgency(n.Priority), Topic: webpush.TopicFor(n.ID)}
+	var firstID string
+	var transient *webpush.ProviderError
+	var permanent error
+	gone := 0
+	for _, s := range m.Profile.PushSubscriptions {
+		res, err := p.sender.Send(ctx, webpush.Subscription{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth}, msg)
+		var pe *webpush.ProviderError
+		switch {
+		case err == nil:
+			if firstID == "" {
+				firstID = res.MessageID
+				if firstID == "" {
+					firstID = fmt.Sprintf("push-%d", res.StatusCode)
+				}
+			}
+		case errors.Is(err, webpush.ErrSubscriptionGone):
+			gone++
+			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+				return "", &worker.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
+			}
+		case errors.As(err, &pe) && pe.Transient:
+			if transient == nil || pe.RetryAfter > transient.RetryAfter {
+				transient = pe
+			}
+		case errors.As(err, &pe):
+			permanent = pe
+		default:
+			permanent = err
+		}
+	}
+	switch {
+	case firstID != "":
+		return firstID, nil
+	case transient != nil:
+		return "", &worker.ProviderError{Transient: true, RetryAfter: transient.RetryAfter, Code: fmt.Sprintf("http_%d", transient.StatusCode), Err: transient}
+	case permanent != nil:
+		code := "push_rejected"
+		var pe *webpush.ProviderError
+		if errors.As(permanent, &pe) {
+			code = fmt.Sprintf("http_%d", pe.StatusCode)
+		}
+		return "", &worker.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: permanent}
+	case gone > 0:
+		return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
+	}
+	return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription")}
+}
+
+func (p *Provider) ttl(n *domain.Notification) time.Duration {
+	if !n.ExpiresAt.IsZero() {
+		return max(n.ExpiresAt.Sub(p.now()), time.Second)
+	}
+	return DefaultTTL[n.Priority]
+}
+
+func urgency(pr domain.Priority) webpush.Urgency {
+	switch pr {
+	case domain.PriorityHigh:
+		return webpush.UrgencyHigh
+	case domain.PriorityLow:
+		return webpush.UrgencyLow
+	}
+	return webpush.UrgencyNormal
+}

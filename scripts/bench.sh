@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# make bench: Go benchmarks of the handlers and hot paths, then the Lambda
+# binaries' sizes. Compare ratios within one run: the machine is shared.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== Go benchmarks ($(go version | cut -d' ' -f3), $(nproc) cores, $(date -u +%FT%TZ))"
+go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" ./... 2>&1 | grep -E '^(Benchmark|ok|PASS|FAIL|goos|goarch|cpu|pkg)' | grep -v '^ok.*no test files' || true
+echo
+echo "== Lambda binaries (linux/arm64, -tags lambda.norpc, stripped)"
+printf '%-12s %10s\n' function bytes
+for f in build/*/bootstrap; do
+  printf '%-12s %10s\n' "$(basename "$(dirname "$f")")" "$(stat -c %s "$f")"
+done
