@@ -93,4 +93,3 @@ func prune(v any) any {
 	}
 	return v
 }
-

@@ -204,4 +204,3 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
-

@@ -195,7 +195,9 @@ func (s *Stack) Stop() {
 }
 
 // Token mints a user JWT as the configured issuer would.
-func (s *Stack) Token(sub string, ttl time.Duration) string { return s.jwt.mint(sub, s.Clock.Now(), ttl) }
+func (s *Stack) Token(sub string, ttl time.Duration) string {
+	return s.jwt.mint(sub, s.Clock.Now(), ttl)
+}
 
 // functionEnv resolves a function's template environment to local values.
 func (s *Stack) functionEnv(fn FunctionSpec) (map[string]string, error) {

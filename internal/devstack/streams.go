@@ -28,28 +28,28 @@ type StreamHandler func(context.Context, events.DynamoDBEvent) (events.DynamoDBE
 // older than MaximumRecordAgeInSeconds, the batch's description goes to the
 // on-failure destination (an SQS queue) and the mapping moves on.
 type streamMapping struct {
-	name          string
-	streamARN     string
-	batchSize     int32
-	startLatest   bool
-	bisect        bool
-	maxRetries    int // -1: infinite
-	maxRecordAge  time.Duration
-	reportItems   bool
-	filters       []map[string]any
-	onFailureURL  string
-	timeout       time.Duration
-	handler       StreamHandler
-	streams       *dynamodbstreams.Client
-	sqs           *sqs.Client
-	log           *slog.Logger
-	pollInterval  time.Duration
-	invoke        func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
-	mu            sync.Mutex
-	doneShards    map[string]bool
-	activeShards  map[string]bool
-	invocations   int
-	deadLettered  int
+	name         string
+	streamARN    string
+	batchSize    int32
+	startLatest  bool
+	bisect       bool
+	maxRetries   int // -1: infinite
+	maxRecordAge time.Duration
+	reportItems  bool
+	filters      []map[string]any
+	onFailureURL string
+	timeout      time.Duration
+	handler      StreamHandler
+	streams      *dynamodbstreams.Client
+	sqs          *sqs.Client
+	log          *slog.Logger
+	pollInterval time.Duration
+	invoke       func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
+	mu           sync.Mutex
+	doneShards   map[string]bool
+	activeShards map[string]bool
+	invocations  int
+	deadLettered int
 }
 
 func (m *streamMapping) run(ctx context.Context, wg *sync.WaitGroup) {
@@ -260,16 +260,16 @@ func (m *streamMapping) deadLetter(ctx context.Context, shardID string, recs []e
 		return
 	}
 	body, _ := json.Marshal(map[string]any{
-		"requestContext": map[string]any{"requestId": fmt.Sprintf("local-%d", time.Now().UnixNano()), "functionArn": m.name, "condition": condition, "approximateInvokeCount": retries + 1},
+		"requestContext":  map[string]any{"requestId": fmt.Sprintf("local-%d", time.Now().UnixNano()), "functionArn": m.name, "condition": condition, "approximateInvokeCount": retries + 1},
 		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST"},
 		"version":         "1.0",
 		"timestamp":       time.Now().UTC().Format(time.RFC3339Nano),
 		"DDBStreamBatchInfo": map[string]any{
 			"shardId": shardID, "startSequenceNumber": recs[0].Change.SequenceNumber,
-			"endSequenceNumber": recs[len(recs)-1].Change.SequenceNumber,
+			"endSequenceNumber":               recs[len(recs)-1].Change.SequenceNumber,
 			"approximateArrivalOfFirstRecord": recs[0].Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
 			"approximateArrivalOfLastRecord":  recs[len(recs)-1].Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
-			"batchSize": len(recs), "streamArn": m.streamARN,
+			"batchSize":                       len(recs), "streamArn": m.streamARN,
 		},
 	})
 	if _, err := m.sqs.SendMessage(context.WithoutCancel(ctx), &sqs.SendMessageInput{QueueUrl: aws.String(m.onFailureURL), MessageBody: aws.String(string(body))}); err != nil {
