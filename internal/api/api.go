@@ -20,19 +20,25 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// Store is what the API needs from the table.
-type Store interface {
-	CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error)
+// Deps are the API's collaborators. Each feature declares the store
+// interface it needs next to its handlers (e.g. NotificationStore); the
+// DynamoDB store implements them all.
+type Deps struct {
+	Notifications NotificationStore
+	Catalog       *catalog.Catalog
+	Now           func() time.Time
+	NewID         func() string
+	Log           *slog.Logger
 }
 
 // Handler is the API Lambda handler.
 type Handler struct {
-	store   Store
-	catalog *catalog.Catalog
-	now     func() time.Time
-	newID   func() string
-	log     *slog.Logger
-	routes  map[string]route
+	notifications NotificationStore
+	catalog       *catalog.Catalog
+	now           func() time.Time
+	newID         func() string
+	log           *slog.Logger
+	routes        map[string]route
 }
 
 type route func(ctx context.Context, req *request) response
@@ -51,10 +57,15 @@ type response struct {
 }
 
 // New wires the API handler.
-func New(store Store, cat *catalog.Catalog, now func() time.Time, newID func() string, log *slog.Logger) *Handler {
-	h := &Handler{store: store, catalog: cat, now: now, newID: newID, log: log}
-	h.routes = map[string]route{
-		"POST /v1/notifications": h.createNotification,
+func New(d Deps) *Handler {
+	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log, routes: map[string]route{}}
+	// Each feature registers its routes (route key → handler).
+	for _, group := range []map[string]route{
+		h.notificationRoutes(),
+	} {
+		for k, r := range group {
+			h.routes[k] = r
+		}
 	}
 	return h
 }

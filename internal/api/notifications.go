@@ -14,6 +14,17 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
+// NotificationStore is what the notification routes need from the table.
+type NotificationStore interface {
+	CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error)
+}
+
+func (h *Handler) notificationRoutes() map[string]route {
+	return map[string]route{
+		"POST /v1/notifications": h.createNotification,
+	}
+}
+
 // notificationRequest is the body of POST /v1/notifications.
 type notificationRequest struct {
 	Type       string         `json:"type"`
@@ -75,7 +86,7 @@ func (h *Handler) createNotification(ctx context.Context, req *request) response
 	} else {
 		n.ID = h.newID()
 	}
-	stored, err := h.store.CreateNotification(ctx, n)
+	stored, err := h.notifications.CreateNotification(ctx, n)
 	switch {
 	case errors.Is(err, domain.ErrConflict) && stored != nil && stored.Caller == n.Caller && stored.DedupeKey == n.DedupeKey:
 		if stored.RequestHash != n.RequestHash {
