@@ -3,6 +3,36 @@
 // errors classified as transient (retry with backoff, then DLQ) or permanent.
 // One message never fails the batch: the handler returns partial batch
 // failures by messageId.
+//
+// Outcomes per message:
+//   - malformed body (or no matching delivery): reported failed with
+//     visibility 0 and nothing else touched, so SQS redrives it to the
+//     channel DLQ after maxReceiveCount immediate receives;
+//   - recheck says it no longer applies (cancelled, expired, preference off,
+//     suppressed, no contact): dropped with the reason, message deleted;
+//   - claim lost (another worker holds a live lease, or the delivery is
+//     already past sending): nothing recorded, message deleted — the holder's
+//     own message carries the delivery on;
+//   - sent: recorded with the provider's message id, message deleted;
+//   - permanent provider error: failed (or dropped where that is the truth),
+//     message deleted — nothing goes to the DLQ;
+//   - transient provider error: retrying, visibility set to the backoff
+//     min(cap, base·2^(n-1)) with full jitter (n = ApproximateReceiveCount,
+//     at least the provider's Retry-After), reported failed; on receive
+//     n = MaxReceiveCount it is recorded failed: exhausted and made visible at
+//     once, so SQS moves it to the DLQ on the next receive.
+//
+// Duplicate window. SQS delivers at least once and the relay may send a work
+// message twice; the claim (a conditional planned|queued|retrying → sending
+// with a lease and attempts+1) lets exactly one holder send at a time, and a
+// terminal status ends every later copy. What the claim cannot close is a
+// crash (or timeout) after the provider accepted the message and before sent
+// is recorded: the message reappears after its visibility timeout (180 s, six
+// times the function timeout), the lease (the invocation's deadline) has
+// expired by then, the delivery is reclaimed and sent again. The window is
+// one provider call plus one DynamoDB write, and it can only produce a second
+// copy, never a lost one. Web Push narrows it further: the Topic derived from
+// the notification id makes a push service replace an undelivered copy.
 package worker
 
 import (
@@ -65,8 +95,15 @@ type ProviderError struct {
 	RetryAfter time.Duration
 	// Code is a short provider error code, safe to log and store (never PII).
 	Code string
-	Err  error
+	// Alert marks errors an operator must act on (e.g. the SES account is
+	// suspended): besides the outcome, the worker logs OperatorAlert at ERROR.
+	Alert bool
+	Err   error
 }
+
+// OperatorAlert is the stable log message of errors with Alert set; alarms
+// match on it.
+const OperatorAlert = "operator alert: provider refuses to send"
 
 func (e *ProviderError) Error() string {
 	kind := "permanent"
@@ -87,7 +124,10 @@ type Config struct {
 	// MaxReceiveCount is the queue's redrive maxReceiveCount: the receive on
 	// which a transient failure is final.
 	MaxReceiveCount int
-	// Lease bounds a claim; a crashed sender's delivery is reclaimable after it.
+	// Lease bounds a claim when the invocation has no deadline; with one (a
+	// Lambda invocation) the lease ends at the deadline, when a sender that
+	// has not finished is dead. A crashed sender's delivery is reclaimable
+	// after it.
 	Lease time.Duration
 }
 
@@ -134,8 +174,7 @@ var errRetry = errors.New("retry")
 func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	var wm domain.WorkMessage
 	if err := decodeStrict(msg.Body, &wm); err != nil || wm.NotificationID == "" || wm.Channel != h.provider.Channel() {
-		h.log.ErrorContext(ctx, "malformed work message", "messageId", msg.MessageId, "outcome", "malformed")
-		return errRetry // redrive moves it to the DLQ after MaxReceiveCount
+		return h.malformed(ctx, h.log.With("messageId", msg.MessageId), msg, "undecodable body or wrong channel")
 	}
 	log := h.log.With("notificationId", wm.NotificationID, "channel", wm.Channel, "messageId", msg.MessageId)
 	n, deliveries, err := h.store.GetNotificationWithDeliveries(ctx, wm.NotificationID)
@@ -145,7 +184,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "load failed", "error", err)
-		return errRetry
+		return h.retryLater(ctx, log, msg, "")
 	}
 	var d *domain.Delivery
 	for i := range deliveries {
@@ -154,8 +193,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 	}
 	if d == nil {
-		log.ErrorContext(ctx, "no delivery for work message", "outcome", "malformed")
-		return errRetry
+		return h.malformed(ctx, log, msg, "no delivery for the work message")
 	}
 	log = log.With("priority", d.Priority)
 	if d.Status.Terminal() {
@@ -169,17 +207,20 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	profile, err := h.store.GetRecipientProfile(ctx, n.Recipient.UserID)
 	if err != nil {
 		log.ErrorContext(ctx, "load profile failed", "error", err)
-		return errRetry
+		return h.retryLater(ctx, log, msg, d.Priority)
 	}
 	now := h.now()
 	contact, reason := h.recheck(n, typ, profile, now)
+	// Not from a live sending: a duplicate must not overwrite the outcome of
+	// the worker that holds the claim.
+	claimable := []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying}
 	if reason != domain.ReasonNone {
-		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusDropped, Reason: reason})
+		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusDropped, From: claimable, ReclaimExpiredLease: now, Reason: reason})
 	}
 
 	claimed, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
-		To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
-		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.cfg.Lease), IncrementAttempts: true,
+		To: domain.StatusSending, From: claimable,
+		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true,
 	})
 	if errors.Is(err, domain.ErrConflict) {
 		log.InfoContext(ctx, "claim lost", "outcome", "claimed_elsewhere")
@@ -187,7 +228,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "claim failed", "error", err)
-		return errRetry
+		return h.retryLater(ctx, log, msg, d.Priority)
 	}
 	log = log.With("attempt", claimed.Attempts)
 
@@ -203,6 +244,9 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	if !errors.As(sendErr, &pe) {
 		pe = &ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
 	}
+	if pe.Alert {
+		log.ErrorContext(ctx, OperatorAlert, "code", pe.Code, "error", pe.Err)
+	}
 	if !pe.Transient {
 		to := domain.StatusFailed
 		if pe.Drop {
@@ -216,8 +260,10 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 	receives := receiveCount(msg)
 	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
-		// Last allowed receive: SQS moves the message to the DLQ after this.
+		// Last allowed receive: made visible at once, SQS moves the message
+		// to the DLQ on its next receive.
 		_ = h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: pe.Code})
+		h.setVisibility(ctx, log, msg, 0)
 		return errRetry
 	}
 	delay := h.backoff(d.Priority, receives)
@@ -225,10 +271,42 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		delay = pe.RetryAfter
 	}
 	_ = h.finish(ctx, log.With("retryIn", delay.String()), n.ID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: pe.Code})
-	if err := h.visibility.SetVisibility(ctx, msg.EventSourceARN, msg.ReceiptHandle, delay); err != nil {
+	h.setVisibility(ctx, log, msg, delay)
+	return errRetry
+}
+
+// malformed reports a message that can never be processed: failed, visible
+// again at once and nothing else touched, so redrive parks it in the DLQ
+// after MaxReceiveCount receives instead of after as many visibility timeouts.
+func (h *Handler) malformed(ctx context.Context, log *slog.Logger, msg events.SQSMessage, why string) error {
+	log.ErrorContext(ctx, "malformed work message", "outcome", "malformed", "why", why)
+	h.setVisibility(ctx, log, msg, 0)
+	return errRetry
+}
+
+// retryLater reports the message failed after an infrastructure error (the
+// table), to be received again after the backoff rather than after the
+// queue's visibility timeout.
+func (h *Handler) retryLater(ctx context.Context, log *slog.Logger, msg events.SQSMessage, p domain.Priority) error {
+	h.setVisibility(ctx, log, msg, h.backoff(p, receiveCount(msg)))
+	return errRetry
+}
+
+// setVisibility is best effort: if it fails, the queue's visibility timeout
+// applies instead, which delays the retry but loses nothing.
+func (h *Handler) setVisibility(ctx context.Context, log *slog.Logger, msg events.SQSMessage, d time.Duration) {
+	if err := h.visibility.SetVisibility(ctx, msg.EventSourceARN, msg.ReceiptHandle, d); err != nil {
 		log.WarnContext(ctx, "change visibility failed", "error", err)
 	}
-	return errRetry
+}
+
+// lease is how long a claim holds: until the invocation's deadline when it
+// has one (measured on the real clock, applied to the handler's clock).
+func (h *Handler) lease(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Second)
+	}
+	return h.cfg.Lease
 }
 
 // recheck re-validates a delivery against the latest state just before the
