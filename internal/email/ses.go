@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/smithy-go"
@@ -22,10 +24,19 @@ type API interface {
 
 var _ API = (*sesv2.Client)(nil)
 
+// UnsubscribeLinks makes the signed one-click unsubscribe URL for a user and
+// notification type.
+type UnsubscribeLinks interface {
+	URL(userID, notificationType string) string
+}
+
 // Config is the sender's fixed configuration.
 type Config struct {
 	From             string
-	ConfigurationSet string // optional
+	ConfigurationSet string // optional; its event destination feeds the feedback function
+	// Unsubscribe, when set, adds RFC 8058 one-click unsubscribe headers to
+	// every email of a non-mandatory type.
+	Unsubscribe UnsubscribeLinks
 }
 
 // Provider sends email through SES v2.
@@ -42,32 +53,54 @@ func New(api API, cfg Config) *Provider { return &Provider{api: api, cfg: cfg} }
 // Channel implements worker.Provider.
 func (p *Provider) Channel() domain.Channel { return domain.ChannelEmail }
 
+// Tag names set on every email; SES events carry them back to the feedback
+// function. They never carry PII.
+const (
+	TagNotificationID = "notificationId"
+	TagType           = "type"
+)
+
 // Send implements worker.Provider.
 func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+	out, err := p.api.SendEmail(ctx, p.input(m))
+	if err != nil {
+		return "", Classify(err)
+	}
+	return aws.ToString(out.MessageId), nil
+}
+
+func (p *Provider) input(m *worker.Message) *sesv2.SendEmailInput {
+	msg := &types.Message{
+		Subject: &types.Content{Data: aws.String(m.Content.Subject), Charset: aws.String("UTF-8")},
+		Body: &types.Body{
+			Text: &types.Content{Data: aws.String(m.Content.Text), Charset: aws.String("UTF-8")},
+			Html: &types.Content{Data: aws.String(m.Content.HTML), Charset: aws.String("UTF-8")},
+		},
+	}
+	if p.cfg.Unsubscribe != nil && !m.Type.Mandatory {
+		// RFC 8058: the HTTPS URI in List-Unsubscribe receives a POST with
+		// the body "List-Unsubscribe=One-Click"; mailbox providers require
+		// both headers from bulk senders. Mandatory types (security, codes)
+		// cannot be turned off, so they carry no unsubscribe link.
+		url := p.cfg.Unsubscribe.URL(m.Notification.Recipient.UserID, m.Notification.Type)
+		msg.Headers = []types.MessageHeader{
+			{Name: aws.String("List-Unsubscribe"), Value: aws.String("<" + url + ">")},
+			{Name: aws.String("List-Unsubscribe-Post"), Value: aws.String("List-Unsubscribe=One-Click")},
+		}
+	}
 	in := &sesv2.SendEmailInput{
 		FromEmailAddress: aws.String(p.cfg.From),
 		Destination:      &types.Destination{ToAddresses: []string{m.Contact}},
-		Content: &types.EmailContent{Simple: &types.Message{
-			Subject: &types.Content{Data: aws.String(m.Content.Subject), Charset: aws.String("UTF-8")},
-			Body: &types.Body{
-				Text: &types.Content{Data: aws.String(m.Content.Text), Charset: aws.String("UTF-8")},
-				Html: &types.Content{Data: aws.String(m.Content.HTML), Charset: aws.String("UTF-8")},
-			},
-		}},
-		// Tags identify the notification in SES events; they never carry PII.
+		Content:          &types.EmailContent{Simple: msg},
 		EmailTags: []types.MessageTag{
-			{Name: aws.String("notificationId"), Value: aws.String(m.Notification.ID)},
-			{Name: aws.String("type"), Value: aws.String(tagValue(m.Notification.Type))},
+			{Name: aws.String(TagNotificationID), Value: aws.String(tagValue(m.Notification.ID))},
+			{Name: aws.String(TagType), Value: aws.String(tagValue(m.Notification.Type))},
 		},
 	}
 	if p.cfg.ConfigurationSet != "" {
 		in.ConfigurationSetName = aws.String(p.cfg.ConfigurationSet)
 	}
-	out, err := p.api.SendEmail(ctx, in)
-	if err != nil {
-		return "", classify(err)
-	}
-	return aws.ToString(out.MessageId), nil
+	return in
 }
 
 // tagValue keeps SES's allowed tag characters (letters, digits, _ and -).
@@ -81,21 +114,54 @@ func tagValue(s string) string {
 	return string(b)
 }
 
-// permanentCodes are SES errors that retrying cannot fix.
-var permanentCodes = map[string]bool{
-	"MessageRejected": true, "MailFromDomainNotVerifiedException": true, "MailFromDomainNotVerified": true,
-	"BadRequestException": true, "BadRequest": true, "NotFoundException": true, "NotFound": true,
-	"AccountSuspendedException": true, "AccountSuspended": true, "SendingPausedException": true, "SendingPaused": true,
+// Retryer is the SDK retry policy of the SES client: the standard retryer
+// (3 attempts, throttling and 5xx) with backoff capped at 2 s, so that
+// in-invocation retries stay well inside the function timeout; longer
+// outages are the queue's backoff.
+func Retryer() aws.Retryer {
+	return retry.AddWithMaxBackoffDelay(retry.NewStandard(), 2*time.Second)
 }
 
-func classify(err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) && permanentCodes[api.ErrorCode()] {
-		return &worker.ProviderError{Transient: false, Reason: domain.ReasonRejected, Code: api.ErrorCode(), Err: err}
-	}
+// errorClass is how an SES error code is handled.
+type errorClass struct {
+	transient bool
+	alert     bool // the account cannot send: an operator must act
+}
+
+// sesErrors classifies the SendEmail errors of the SES v2 API model by code
+// (the SDK reports the modelled name; both spellings are listed).
+var sesErrors = map[string]errorClass{
+	// Retrying later can succeed.
+	"TooManyRequestsException": {transient: true}, "TooManyRequests": {transient: true},
+	"LimitExceededException": {transient: true}, "LimitExceeded": {transient: true},
+	"Throttling": {transient: true}, "ThrottlingException": {transient: true},
+	"InternalFailure": {transient: true}, "ServiceUnavailable": {transient: true},
+	// The message or the configuration is wrong: retrying cannot fix it.
+	"MessageRejected":                    {},
+	"MailFromDomainNotVerifiedException": {}, "MailFromDomainNotVerified": {},
+	"BadRequestException": {}, "BadRequest": {},
+	"NotFoundException": {}, "NotFound": {},
+	// The account cannot send at all.
+	"AccountSuspendedException": {alert: true}, "AccountSuspended": {alert: true},
+	"SendingPausedException": {alert: true}, "SendingPaused": {alert: true},
+}
+
+// Classify turns an SES SendEmail error into a *worker.ProviderError:
+// modelled codes by the table above; everything else — 5xx, timeouts,
+// connection errors, and codes not in the table (e.g. AccessDenied after an
+// IAM mistake) — transient: after the retries it ends in the DLQ, where an
+// operator can redrive it once the cause is fixed, instead of failing for good.
+func Classify(err error) error {
 	code := "transport"
+	var api smithy.APIError
 	if errors.As(err, &api) {
 		code = api.ErrorCode()
+		if c, ok := sesErrors[code]; ok {
+			if c.transient {
+				return &worker.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
+			}
+			return &worker.ProviderError{Reason: domain.ReasonRejected, Code: code, Alert: c.alert, Err: fmt.Errorf("ses send: %w", err)}
+		}
 	}
 	return &worker.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
 }

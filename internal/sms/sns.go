@@ -1,12 +1,20 @@
 // Package sms is the SNS provider of the SMS worker.
+//
+// Opt-outs: SNS accepts a Publish to a number that replied STOP and drops the
+// message afterwards (only the delivery-status log says so), so Publish
+// errors never reveal an opt-out. The provider asks
+// CheckIfPhoneNumberIsOptedOut first and records dropped: opted_out without
+// publishing.
 package sms
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
@@ -17,6 +25,7 @@ import (
 
 // API is the subset of the SNS client used.
 type API interface {
+	CheckIfPhoneNumberIsOptedOut(context.Context, *sns.CheckIfPhoneNumberIsOptedOutInput, ...func(*sns.Options)) (*sns.CheckIfPhoneNumberIsOptedOutOutput, error)
 	Publish(context.Context, *sns.PublishInput, ...func(*sns.Options)) (*sns.PublishOutput, error)
 }
 
@@ -52,6 +61,13 @@ func SMSType(pr domain.Priority) string {
 
 // Send implements worker.Provider.
 func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+	check, err := p.api.CheckIfPhoneNumberIsOptedOut(ctx, &sns.CheckIfPhoneNumberIsOptedOutInput{PhoneNumber: aws.String(m.Contact)})
+	if err != nil {
+		return "", Classify("sns opt-out check", err)
+	}
+	if check.IsOptedOut {
+		return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonOptedOut, Code: "opted_out", Err: errors.New("phone number opted out of SMS")}
+	}
 	attrs := map[string]types.MessageAttributeValue{
 		"AWS.SNS.SMS.SMSType": {DataType: aws.String("String"), StringValue: aws.String(SMSType(m.Notification.Priority))},
 	}
@@ -62,19 +78,37 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 		PhoneNumber: aws.String(m.Contact), Message: aws.String(m.Content.Text), MessageAttributes: attrs,
 	})
 	if err != nil {
-		return "", classify(err)
+		return "", Classify("sns publish", err)
 	}
 	return aws.ToString(out.MessageId), nil
 }
 
-func classify(err error) error {
+// permanentCodes are SNS errors that retrying cannot fix: a malformed number
+// or attribute, or a caller not allowed to send. Everything else (Throttling,
+// Throttled, InternalError, 5xx, timeouts, unknown codes) is transient and
+// ends in the DLQ if it persists.
+var permanentCodes = map[string]bool{
+	"InvalidParameter": true, "InvalidParameterException": true,
+	"InvalidParameterValue": true, "InvalidParameterValueException": true, "ParameterValueInvalid": true,
+	"AuthorizationError": true, "AuthorizationErrorException": true,
+}
+
+// Classify turns an SNS error into a *worker.ProviderError.
+func Classify(op string, err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "InvalidParameter", "InvalidParameterValue", "AuthorizationError":
-			return &worker.ProviderError{Reason: domain.ReasonRejected, Code: api.ErrorCode(), Err: err}
+		if permanentCodes[api.ErrorCode()] {
+			return &worker.ProviderError{Reason: domain.ReasonRejected, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
 		}
-		return &worker.ProviderError{Transient: true, Code: api.ErrorCode(), Err: fmt.Errorf("sns publish: %w", err)}
+		return &worker.ProviderError{Transient: true, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
 	}
-	return &worker.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("sns publish: %w", err)}
+	return &worker.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("%s: %w", op, err)}
+}
+
+// Retryer is the SDK retry policy of the SNS client: the standard retryer,
+// also retrying SNS's modelled "Throttled" (429), which the SDK does not know
+// as a throttle, with backoff capped at 2 s so that in-invocation retries stay
+// well inside the function timeout; longer outages are the queue's backoff.
+func Retryer() aws.Retryer {
+	return retry.AddWithMaxBackoffDelay(retry.AddWithErrorCodes(retry.NewStandard(), "Throttled"), 2*time.Second)
 }

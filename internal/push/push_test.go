@@ -1,0 +1,226 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/pushsink"
+	"github.com/heraldhq/herald/internal/webpush"
+	"github.com/heraldhq/herald/internal/worker"
+)
+
+type deletedSubs struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (d *deletedSubs) DeletePushSubscription(_ context.Context, userID, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if userID != "u1" {
+		return errors.New("wrong user")
+	}
+	d.ids = append(d.ids, id)
+	return nil
+}
+
+// env is a provider with the real sender talking to the local push service.
+type env struct {
+	sink     *pushsink.Sink
+	provider *Provider
+	deleted  *deletedSubs
+	now      time.Time
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	sink, err := pushsink.New(srv.URL, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/", sink)
+	keys, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{sink: sink, deleted: &deletedSubs{}, now: now}
+	e.provider = New(sender, e.deleted, clock)
+	return e
+}
+
+// subscribe makes n sink subscriptions and returns them as the user's.
+func (e *env) subscribe(t *testing.T, n int) []domain.PushSubscription {
+	t.Helper()
+	var out []domain.PushSubscription
+	for range n {
+		id, sub, err := e.sink.NewSubscription("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, domain.PushSubscription{ID: id, Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth})
+	}
+	return out
+}
+
+func message(subs []domain.PushSubscription, pr domain.Priority, expiresAt time.Time) *worker.Message {
+	ty, _ := catalog.MustLoad().Lookup("reservation.approved")
+	return &worker.Message{
+		Notification: &domain.Notification{ID: "n-42", Type: ty.Name, Priority: pr, ExpiresAt: expiresAt, Recipient: domain.Recipient{UserID: "u1"}},
+		Type:         ty,
+		Profile:      &domain.RecipientProfile{PushSubscriptions: subs},
+		Content:      catalog.Content{Title: "Reservation confirmed", Body: "Approved.", URL: "https://example.com/r/1"},
+	}
+}
+
+func TestPushIsDecryptedWithHeadersAndVAPID(t *testing.T) {
+	tests := []struct {
+		pr      domain.Priority
+		expires time.Duration // from now; 0 = none
+		ttl     int
+		urgency string
+	}{
+		{domain.PriorityHigh, 0, 3600, "high"},
+		{domain.PriorityNormal, 0, 86400, "normal"},
+		{domain.PriorityLow, 0, 259200, "low"},
+		{domain.PriorityNormal, 10 * time.Minute, 600, "normal"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.pr), func(t *testing.T) {
+			e := newEnv(t)
+			subs := e.subscribe(t, 1)
+			var exp time.Time
+			if tt.expires > 0 {
+				exp = e.now.Add(tt.expires)
+			}
+			id, err := e.provider.Send(context.Background(), message(subs, tt.pr, exp))
+			if err != nil || id == "" {
+				t.Fatalf("Send = %q, %v", id, err)
+			}
+			got := e.sink.MessagesFor(subs[0].ID)
+			if len(got) != 1 {
+				t.Fatalf("%d messages", len(got))
+			}
+			m := got[0]
+			var p struct{ ID, Title, Body, URL string }
+			if err := json.Unmarshal(m.Body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.ID != "n-42" || p.Title != "Reservation confirmed" || p.Body != "Approved." || p.URL != "https://example.com/r/1" {
+				t.Errorf("payload %s", m.Body)
+			}
+			if m.TTL != tt.ttl || m.Urgency != tt.urgency || m.Topic != webpush.TopicFor("n-42") || m.VAPIDSub != "mailto:ops@example.com" {
+				t.Errorf("ttl=%d urgency=%s topic=%s sub=%s", m.TTL, m.Urgency, m.Topic, m.VAPIDSub)
+			}
+		})
+	}
+}
+
+func TestGoneSubscriptionIsDeletedOthersStillReceive(t *testing.T) {
+	for _, status := range []int{http.StatusGone, http.StatusNotFound} {
+		e := newEnv(t)
+		subs := e.subscribe(t, 2)
+		if status == http.StatusGone {
+			if err := e.sink.Expire(subs[0].ID); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			subs[0].Endpoint += "-unknown" // the sink answers 404
+		}
+		if _, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{})); err != nil {
+			t.Fatalf("%d: Send = %v", status, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%d: deleted %v, want [%s]", status, e.deleted.ids, subs[0].ID)
+		}
+		if n := len(e.sink.MessagesFor(subs[1].ID)); n != 1 {
+			t.Errorf("%d: other subscription got %d messages", status, n)
+		}
+	}
+}
+
+func TestAllSubscriptionsGoneIsDropped(t *testing.T) {
+	e := newEnv(t)
+	subs := e.subscribe(t, 1)
+	_ = e.sink.Expire(subs[0].ID)
+	_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+	var pe *worker.ProviderError
+	if !errors.As(err, &pe) || !pe.Drop || pe.Reason != domain.ReasonNoContact {
+		t.Fatalf("err = %v, want dropped: no_contact", err)
+	}
+}
+
+func TestStatusClassification(t *testing.T) {
+	tests := []struct {
+		status     int
+		retryAfter time.Duration
+		transient  bool
+		code       string
+	}{
+		{http.StatusTooManyRequests, 30 * time.Second, true, "http_429"},
+		{http.StatusServiceUnavailable, 0, true, "http_503"},
+		{http.StatusInternalServerError, 0, true, "http_500"},
+		{http.StatusRequestEntityTooLarge, 0, false, "http_413"},
+		{http.StatusBadRequest, 0, false, "http_400"},
+		{http.StatusUnauthorized, 0, false, "http_401"},
+		{http.StatusForbidden, 0, false, "http_403"},
+	}
+	for _, tt := range tests {
+		e := newEnv(t)
+		subs := e.subscribe(t, 1)
+		e.sink.FailNext(1, tt.status, tt.retryAfter)
+		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+		var pe *worker.ProviderError
+		if !errors.As(err, &pe) || pe.Transient != tt.transient || pe.Code != tt.code || pe.RetryAfter != tt.retryAfter {
+			t.Errorf("%d: err = %+v, want transient=%v code=%s retryAfter=%v", tt.status, pe, tt.transient, tt.code, tt.retryAfter)
+			continue
+		}
+		if !tt.transient && (pe.Reason != domain.ReasonRejected || pe.Drop) {
+			t.Errorf("%d: permanent outcome %+v", tt.status, pe)
+		}
+		if len(e.deleted.ids) != 0 {
+			t.Errorf("%d: deleted %v", tt.status, e.deleted.ids)
+		}
+	}
+}
+
+func TestOneSuccessIsEnough(t *testing.T) {
+	e := newEnv(t)
+	subs := e.subscribe(t, 2)
+	e.sink.FailNext(1, http.StatusServiceUnavailable, 0)
+	if _, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{})); err != nil {
+		t.Fatalf("Send = %v, want success when one subscription accepted", err)
+	}
+}
+
+func TestOversizedPayloadIsPermanent(t *testing.T) {
+	e := newEnv(t)
+	m := message(e.subscribe(t, 1), domain.PriorityNormal, time.Time{})
+	big := make([]byte, webpush.MaxPlaintextSize)
+	for i := range big {
+		big[i] = 'x'
+	}
+	m.Content.Body = string(big)
+	_, err := e.provider.Send(context.Background(), m)
+	var pe *worker.ProviderError
+	if !errors.As(err, &pe) || pe.Transient || !errors.Is(err, webpush.ErrPayloadTooLarge) {
+		t.Fatalf("err = %v, want a permanent payload-too-large", err)
+	}
+}
