@@ -5,7 +5,7 @@
 
 SHELL := /bin/bash
 GO ?= go
-FUNCTIONS := api relay email sms push scheduler
+FUNCTIONS := api relay email sms push scheduler feedback
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
@@ -46,6 +46,8 @@ build-PushFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/push
 build-SchedulerFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/scheduler
+build-FeedbackFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/feedback
 
 ## herald: the CLI for this machine
 herald:

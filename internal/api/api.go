@@ -29,6 +29,8 @@ type Deps struct {
 	Now           func() time.Time
 	NewID         func() string
 	Log           *slog.Logger
+	// Unsubscribe serves the one-click unsubscribe links of emails.
+	Unsubscribe Unsubscribe
 }
 
 // Handler is the API Lambda handler.
@@ -62,6 +64,7 @@ func New(d Deps) *Handler {
 	// Each feature registers its routes (route key → handler).
 	for _, group := range []map[string]route{
 		h.notificationRoutes(),
+		h.unsubscribeRoutes(d.Unsubscribe),
 	} {
 		for k, r := range group {
 			h.routes[k] = r
@@ -85,7 +88,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	var resp response
 	if r, ok := h.routes[ev.RouteKey]; !ok {
 		resp = problemResponse(&Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"})
-	} else if p := authenticate(req); p != nil {
+	} else if p := authenticate(req); p != nil && !isPublicRoute(ev.RouteKey) {
 		resp = problemResponse(p)
 	} else {
 		resp = r(ctx, req)
@@ -123,6 +126,10 @@ func normalizePrincipal(arn string) string {
 	return arn
 }
 
+// rawBody is a response body sent as it is (an HTML page); the route sets
+// its Content-Type.
+type rawBody []byte
+
 func (h *Handler) encode(ctx context.Context, ev events.APIGatewayV2HTTPRequest, r response) events.APIGatewayV2HTTPResponse {
 	headers := map[string]string{"Content-Type": "application/json"}
 	if _, ok := r.body.(*Problem); ok {
@@ -132,7 +139,9 @@ func (h *Handler) encode(ctx context.Context, ev events.APIGatewayV2HTTPRequest,
 		headers[k] = v
 	}
 	var body []byte
-	if r.body != nil {
+	if raw, ok := r.body.(rawBody); ok {
+		body = raw
+	} else if r.body != nil {
 		var err error
 		if body, err = json.Marshal(r.body); err != nil {
 			h.log.ErrorContext(ctx, "encode response", "route", ev.RouteKey, "error", err)

@@ -80,7 +80,8 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log}), nil
+	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log,
+		Unsubscribe: api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeTokens{d: d}}}), nil
 }
 
 func randomID() string {
@@ -147,20 +148,30 @@ func (d Deps) worker(p worker.Provider) (*worker.Handler, error) {
 	return worker.New(cfg, st, queue.NewVisibility(sqs.NewFromConfig(d.AWS)), p, d.Catalog, d.Now, d.Log), nil
 }
 
-// NewEmail wires the email function.
+// NewEmail wires the email function. UNSUBSCRIBE_URL is the public URL of
+// the API's /v1/unsubscribe route, put in List-Unsubscribe with a signed token.
 func NewEmail(d Deps) (*worker.Handler, error) {
-	env, err := d.require("EMAIL_FROM")
+	env, err := d.require("EMAIL_FROM", "UNSUBSCRIBE_URL")
 	if err != nil {
 		return nil, err
 	}
-	return d.worker(email.New(sesv2.NewFromConfig(d.AWS), email.Config{
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	signer, err := d.unsubscribeSigner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client := sesv2.NewFromConfig(d.AWS, func(o *sesv2.Options) { o.Retryer = email.Retryer() })
+	return d.worker(email.New(client, email.Config{
 		From: env["EMAIL_FROM"], ConfigurationSet: d.Getenv("SES_CONFIGURATION_SET"),
+		Unsubscribe: unsubscribeLinks{signer: signer, base: env["UNSUBSCRIBE_URL"]},
 	}))
 }
 
 // NewSMS wires the SMS function.
 func NewSMS(d Deps) (*worker.Handler, error) {
-	return d.worker(sms.New(sns.NewFromConfig(d.AWS), sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
+	client := sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = sms.Retryer() })
+	return d.worker(sms.New(client, sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
 }
 
 // NewPush wires the push function. The VAPID private key comes from the

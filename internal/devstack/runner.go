@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,17 +69,23 @@ type Stack struct {
 	// Push is the local Web Push service; SMS the local SNS SMS endpoint.
 	Push *pushsink.Sink
 	SMS  *smssink.Sink
+	// Faults injects provider failures (POST /_dev/faults).
+	Faults *Faults
 
-	mux      *http.ServeMux
-	server   *http.Server
-	jwt      *jwtIssuer
-	vapid    webpush.VAPIDKeys
-	sqs      *sqs.Client
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	relay    *streamMapping
-	log      *slog.Logger
-	stopOnce sync.Once
+	mux    *http.ServeMux
+	server *http.Server
+	jwt    *jwtIssuer
+	vapid  webpush.VAPIDKeys
+	sqs    *sqs.Client
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	relay  *streamMapping
+	// feedback is the SES feedback function (POST /_dev/ses-events).
+	feedback          FeedbackHandler
+	feedbackTimeout   time.Duration
+	unsubscribeSecret string
+	log               *slog.Logger
+	stopOnce          sync.Once
 }
 
 // endpointVars are the SDK's standard per-service endpoint variables.
@@ -160,6 +167,8 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.SMS = smssink.New(s.Clock.Now)
+	s.Faults = NewFaults(s.Push, s.Clock.Now)
+	s.unsubscribeSecret = rand.Text() + rand.Text()
 	if err := s.wire(); err != nil {
 		ln.Close()
 		return nil, err
@@ -225,7 +234,7 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 		logs = io.Discard
 	}
 	return app.Deps{
-		AWS: s.AWS, Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
+		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
 		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
 		Catalog: cat,
 	}, nil
@@ -266,6 +275,12 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			streamHandler = h.Handle
+		case "FeedbackFunction":
+			h, err := app.NewFeedback(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			s.feedback, s.feedbackTimeout = h.Handle, timeouts[fn.LogicalID]
 		case "SchedulerFunction":
 			h, err := app.NewScheduler(d)
 			if err != nil {
@@ -315,16 +330,22 @@ var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 }
 
 // localEnv is configuration the runner adds to a function's template
-// environment: what AWS would read from SSM, and permission to reach the local
-// push service over http on loopback.
+// environment: what AWS would read from SSM or Secrets Manager, the public
+// URL of the local API, and permission to reach the local push service over
+// http on loopback.
 func (s *Stack) localEnv(id string) map[string]string {
-	if id != "PushFunction" {
-		return nil
+	switch id {
+	case "PushFunction":
+		return map[string]string{
+			"VAPID_PUBLIC_KEY": s.vapid.PublicKey, "VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
+			"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
+		}
+	case "EmailFunction":
+		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret, "UNSUBSCRIBE_URL": s.APIURL + "/v1/unsubscribe"}
+	case "ApiFunction":
+		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret}
 	}
-	return map[string]string{
-		"VAPID_PUBLIC_KEY": s.vapid.PublicKey, "VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
-		"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
-	}
+	return nil
 }
 
 func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandler StreamHandler, timeouts map[string]time.Duration) error {

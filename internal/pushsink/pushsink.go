@@ -206,6 +206,13 @@ func (s *Sink) FailNext(n, status int, retryAfter time.Duration) {
 	s.faults = append(s.faults, fault{remaining: n, status: status, retryAfter: retryAfter})
 }
 
+// ClearFaults drops every pending injected fault.
+func (s *Sink) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
 // Messages returns the listed messages, newest first. A later message with
 // the same Topic for the same subscription replaces the earlier one.
 func (s *Sink) Messages() []Message { return s.listMessages("") }

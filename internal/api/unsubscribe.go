@@ -1,0 +1,118 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/unsubscribe"
+)
+
+// UnsubscribeStore turns one preference off.
+type UnsubscribeStore interface {
+	SetPreference(ctx context.Context, userID, notificationType string, c domain.Channel, enabled bool) error
+}
+
+// UnsubscribeTokens verifies one-click unsubscribe tokens. It takes a context
+// because the secret may be fetched on first use.
+type UnsubscribeTokens interface {
+	Verify(ctx context.Context, token string) (unsubscribe.Claims, error)
+}
+
+// Unsubscribe are the collaborators of the unsubscribe routes.
+type Unsubscribe struct {
+	Store  UnsubscribeStore
+	Tokens UnsubscribeTokens
+}
+
+// publicRoutes are served without an authorizer (Auth: NONE in the
+// template): the signed token in the URL is their authentication.
+var publicRoutes = map[string]bool{
+	"GET /v1/unsubscribe":  true,
+	"POST /v1/unsubscribe": true,
+}
+
+func isPublicRoute(routeKey string) bool { return publicRoutes[routeKey] }
+
+// unsubscribeRoutes serve the List-Unsubscribe link of every non-mandatory
+// email (RFC 8058). GET shows a confirmation page and changes nothing (link
+// scanners and prefetchers follow GETs); POST — the mailbox provider's
+// one-click request with the body "List-Unsubscribe=One-Click", or the
+// page's button — turns the type's email preference off. Both are
+// idempotent.
+func (h *Handler) unsubscribeRoutes(u Unsubscribe) map[string]route {
+	return map[string]route{
+		"GET /v1/unsubscribe": func(ctx context.Context, req *request) response {
+			claims, p := h.verifyUnsubscribe(ctx, u, req)
+			if p != nil {
+				return problemResponse(p)
+			}
+			return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type, Confirm: true})
+		},
+		"POST /v1/unsubscribe": func(ctx context.Context, req *request) response {
+			claims, p := h.verifyUnsubscribe(ctx, u, req)
+			if p != nil {
+				return problemResponse(p)
+			}
+			if err := u.Store.SetPreference(ctx, claims.UserID, claims.Type, domain.ChannelEmail, false); err != nil {
+				return h.internalError(ctx, "unsubscribe: set preference", err)
+			}
+			h.log.InfoContext(ctx, "unsubscribed", "userId", claims.UserID, "type", claims.Type, "channel", domain.ChannelEmail)
+			return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type})
+		},
+	}
+}
+
+func (h *Handler) verifyUnsubscribe(ctx context.Context, u Unsubscribe, req *request) (unsubscribe.Claims, *Problem) {
+	if u.Store == nil || u.Tokens == nil {
+		h.log.ErrorContext(ctx, "unsubscribe is not configured")
+		return unsubscribe.Claims{}, &Problem{Status: http.StatusServiceUnavailable, Code: "unsubscribe_unavailable", Title: "Unsubscribe is not available"}
+	}
+	token := req.QueryStringParameters["token"]
+	if token == "" {
+		return unsubscribe.Claims{}, &Problem{Status: http.StatusBadRequest, Code: "unsubscribe_token_missing", Title: "The link has no token"}
+	}
+	claims, err := u.Tokens.Verify(ctx, token)
+	switch {
+	case errors.Is(err, unsubscribe.ErrExpired):
+		return claims, &Problem{Status: http.StatusGone, Code: "unsubscribe_token_expired", Title: "The unsubscribe link has expired",
+			Detail: "Change your notification settings in the app instead."}
+	case errors.Is(err, unsubscribe.ErrInvalid):
+		return claims, &Problem{Status: http.StatusBadRequest, Code: "unsubscribe_token_invalid", Title: "The unsubscribe link is not valid"}
+	case err != nil:
+		h.log.ErrorContext(ctx, "unsubscribe: verify token", "error", err)
+		return claims, &Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}
+	}
+	t, ok := h.catalog.Lookup(claims.Type)
+	if !ok || t.Mandatory {
+		return claims, &Problem{Status: http.StatusUnprocessableEntity, Code: "type_not_unsubscribable", Title: "These emails cannot be turned off"}
+	}
+	return claims, nil
+}
+
+type unsubscribePage struct {
+	Type    string
+	Confirm bool
+}
+
+// unsubscribeTemplate is auto-escaped; the form posts to the page's own URL
+// (with its token).
+var unsubscribeTemplate = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<meta name="robots" content="noindex"><title>Unsubscribe</title></head><body>
+{{if .Confirm}}<p>Stop emails about <b>{{.Type}}</b>?</p>
+<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>
+{{else}}<p>You will no longer receive emails about <b>{{.Type}}</b>. You can turn them back on in your notification settings.</p>{{end}}
+</body></html>
+`))
+
+func htmlPage(status int, page unsubscribePage) response {
+	var b bytes.Buffer
+	_ = unsubscribeTemplate.Execute(&b, page) // the template and data cannot fail
+	return response{status: status, body: rawBody(b.Bytes()), headers: map[string]string{
+		"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
+	}}
+}

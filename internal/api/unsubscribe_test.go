@@ -1,0 +1,114 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/unsubscribe"
+)
+
+type prefCall struct {
+	user, typ string
+	channel   domain.Channel
+	enabled   bool
+}
+
+type fakePrefs struct {
+	calls []prefCall
+	err   error
+}
+
+func (f *fakePrefs) SetPreference(_ context.Context, user, typ string, c domain.Channel, enabled bool) error {
+	f.calls = append(f.calls, prefCall{user, typ, c, enabled})
+	return f.err
+}
+
+type tokens struct{ s *unsubscribe.Signer }
+
+func (t tokens) Verify(_ context.Context, tok string) (unsubscribe.Claims, error) { return t.s.Verify(tok) }
+
+func TestUnsubscribeRoutes(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	signer, err := unsubscribe.NewSigner([]byte(strings.Repeat("k", 32)), time.Hour, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := unsubscribe.NewSigner([]byte(strings.Repeat("k", 32)), time.Hour, func() time.Time { return now.Add(-2 * time.Hour) })
+	good := signer.Token("u1", "reservation.approved")
+	tests := []struct {
+		name, method, token string
+		storeErr            error
+		status              int
+		code                string
+		wantCall            bool
+		page                string
+	}{
+		{"GET confirms and changes nothing", http.MethodGet, good, nil, 200, "", false, "<form method=\"post\">"},
+		{"POST unsubscribes", http.MethodPost, good, nil, 200, "", true, "no longer receive emails about <b>reservation.approved</b>"},
+		{"no token", http.MethodPost, "", nil, 400, "unsubscribe_token_missing", false, ""},
+		{"tampered", http.MethodPost, good + "x", nil, 400, "unsubscribe_token_invalid", false, ""},
+		{"expired", http.MethodPost, old.Token("u1", "reservation.approved"), nil, 410, "unsubscribe_token_expired", false, ""},
+		{"mandatory type", http.MethodPost, signer.Token("u1", "security.login_alert"), nil, 422, "type_not_unsubscribable", false, ""},
+		{"unknown type", http.MethodGet, signer.Token("u1", "gone.type"), nil, 422, "type_not_unsubscribable", false, ""},
+		{"store failure", http.MethodPost, good, errors.New("boom"), 500, "internal", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakePrefs{err: tt.storeErr}
+			h := New(Deps{Catalog: catalog.MustLoad(), Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Unsubscribe: Unsubscribe{Store: store, Tokens: tokens{signer}}})
+			ev := events.APIGatewayV2HTTPRequest{RouteKey: tt.method + " /v1/unsubscribe", Body: "List-Unsubscribe=One-Click"}
+			if tt.token != "" {
+				ev.QueryStringParameters = map[string]string{"token": tt.token}
+			}
+			// No authorizer: the route is public (Auth: NONE).
+			resp, err := h.Handle(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tt.status, resp.Body)
+			}
+			if tt.code != "" {
+				var p Problem
+				if err := json.Unmarshal([]byte(resp.Body), &p); err != nil || p.Code != tt.code || resp.Headers["Content-Type"] != "application/problem+json" {
+					t.Fatalf("problem %s (%v), want code %s", resp.Body, err, tt.code)
+				}
+			}
+			if tt.page != "" && (!strings.Contains(resp.Body, tt.page) || !strings.HasPrefix(resp.Headers["Content-Type"], "text/html")) {
+				t.Fatalf("page %q (%s), want it to contain %q", resp.Body, resp.Headers["Content-Type"], tt.page)
+			}
+			if got := len(store.calls) == 1; got != tt.wantCall {
+				t.Fatalf("store calls %v", store.calls)
+			}
+			if tt.wantCall && store.calls[0] != (prefCall{"u1", "reservation.approved", domain.ChannelEmail, false}) {
+				t.Fatalf("store call %+v", store.calls[0])
+			}
+		})
+	}
+}
+
+// TestOtherRoutesStillRequireAuth: the public exception is exactly the
+// unsubscribe routes.
+func TestOtherRoutesStillRequireAuth(t *testing.T) {
+	h := New(Deps{Catalog: catalog.MustLoad(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	resp, _ := h.Handle(context.Background(), events.APIGatewayV2HTTPRequest{RouteKey: "POST /v1/notifications", Body: "{}"})
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("status %d, want 401", resp.StatusCode)
+	}
+	resp, _ = h.Handle(context.Background(), events.APIGatewayV2HTTPRequest{RouteKey: "GET /v1/unsubscribe"})
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("unconfigured unsubscribe: status %d, want 503", resp.StatusCode)
+	}
+}

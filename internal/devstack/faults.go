@@ -1,0 +1,204 @@
+package devstack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/pushsink"
+)
+
+// FaultMode is what an injected fault does.
+type FaultMode string
+
+// Fault modes of POST /_dev/faults.
+const (
+	FaultTransient FaultMode = "transient"
+	FaultPermanent FaultMode = "permanent"
+	FaultOff       FaultMode = "off"
+)
+
+// Faults makes a channel's next provider calls fail, for developers and
+// tests (POST /_dev/faults). Email and SMS faults are an SDK middleware on
+// the email and SMS functions' aws.Config that answers SES SendEmail or SNS
+// Publish with the error the service would return, before the request is
+// sent — so the handler code runs unchanged and has no local branch. The
+// middleware sits in the Initialize step, outside the SDK's retry loop: one
+// fault is one failed operation call as the provider sees it, whatever the
+// client's retry policy. Push faults are the push sink's (one per push
+// request, i.e. per subscription).
+//
+//	email transient: TooManyRequestsException (429)   permanent: MessageRejected (400)
+//	sms   transient: Throttled (429)                  permanent: InvalidParameter (400)
+//	push  transient: 503 Service Unavailable          permanent: 400 Bad Request
+type Faults struct {
+	push *pushsink.Sink
+	now  func() time.Time
+
+	mu      sync.Mutex
+	pending map[domain.Channel]*pendingFault
+	hits    map[domain.Channel][]time.Time
+}
+
+type pendingFault struct {
+	mode      FaultMode
+	remaining int // < 0: until turned off
+}
+
+// NewFaults returns an injector; push faults go to the push sink.
+func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
+	return &Faults{push: push, now: now, pending: map[domain.Channel]*pendingFault{}, hits: map[domain.Channel][]time.Time{}}
+}
+
+// Set makes the next times provider calls of ch fail in mode; times ≤ 0
+// means until Set(ch, FaultOff, 0).
+func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
+	if _, err := domain.ParseChannel(string(ch)); err != nil {
+		return err
+	}
+	switch mode {
+	case FaultTransient, FaultPermanent, FaultOff:
+	default:
+		return fmt.Errorf("mode %q: want transient, permanent or off", mode)
+	}
+	if ch == domain.ChannelPush {
+		f.push.ClearFaults()
+		if mode != FaultOff {
+			n := times
+			if n <= 0 {
+				n = math.MaxInt32
+			}
+			status := http.StatusServiceUnavailable
+			if mode == FaultPermanent {
+				status = http.StatusBadRequest
+			}
+			f.push.FailNext(n, status, 0)
+		}
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.pending, ch)
+	if mode != FaultOff {
+		remaining := times
+		if remaining <= 0 {
+			remaining = -1
+		}
+		f.pending[ch] = &pendingFault{mode: mode, remaining: remaining}
+	}
+	return nil
+}
+
+// Hits are the times injected email or SMS faults were served, oldest first.
+func (f *Faults) Hits(ch domain.Channel) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.hits[ch])
+}
+
+// take consumes one pending fault of ch, if any.
+func (f *Faults) take(ch domain.Channel) (FaultMode, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.pending[ch]
+	if !ok {
+		return "", false
+	}
+	if p.remaining > 0 {
+		p.remaining--
+		if p.remaining == 0 {
+			delete(f.pending, ch)
+		}
+	}
+	f.hits[ch] = append(f.hits[ch], f.now())
+	return p.mode, true
+}
+
+// faultTargets are the provider calls a channel's faults replace.
+var faultTargets = map[string]domain.Channel{
+	"SESv2.SendEmail": domain.ChannelEmail,
+	"SNS.Publish":     domain.ChannelSMS,
+}
+
+// Middleware registers the injector on an SDK client's stack.
+func (f *Faults) Middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldFaultInjection",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			ch, ok := faultTargets[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]
+			if !ok {
+				return next.HandleInitialize(ctx, in)
+			}
+			mode, ok := f.take(ch)
+			if !ok {
+				return next.HandleInitialize(ctx, in)
+			}
+			return middleware.InitializeOutput{}, middleware.Metadata{}, injectedError(ch, mode)
+		}), middleware.Before)
+}
+
+// injectedError is the error the SDK would return for the service's answer.
+func injectedError(ch domain.Channel, mode FaultMode) error {
+	var status int
+	var apiErr smithy.APIError
+	switch {
+	case ch == domain.ChannelEmail && mode == FaultTransient:
+		status, apiErr = http.StatusTooManyRequests, &sestypes.TooManyRequestsException{Message: aws.String("Maximum sending rate exceeded (injected fault)")}
+	case ch == domain.ChannelEmail:
+		status, apiErr = http.StatusBadRequest, &sestypes.MessageRejected{Message: aws.String("Email address is not verified (injected fault)")}
+	case mode == FaultTransient:
+		status, apiErr = http.StatusTooManyRequests, &snstypes.ThrottledException{Message: aws.String("Rate exceeded (injected fault)")}
+	default:
+		status, apiErr = http.StatusBadRequest, &snstypes.InvalidParameterException{Message: aws.String("Invalid parameter (injected fault)")}
+	}
+	return &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}}, Err: apiErr},
+		RequestID:     newRequestID(),
+	}
+}
+
+// functionAWS is the aws.Config a function gets: the runner's, plus the
+// fault injector for the functions that call SES or SNS.
+func (s *Stack) functionAWS(logicalID string) aws.Config {
+	if logicalID != "EmailFunction" && logicalID != "SmsFunction" {
+		return s.AWS
+	}
+	cfg := s.AWS.Copy()
+	cfg.APIOptions = append(slices.Clone(s.AWS.APIOptions), s.Faults.Middleware)
+	return cfg
+}
+
+// faultsRoute serves POST /_dev/faults
+// {"channel":"email|sms|push","mode":"transient|permanent|off","times":N}.
+func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Channel string    `json:"channel"`
+		Mode    FaultMode `json:"mode"`
+		Times   int       `json:"times"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || body.Times < 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push","mode":"transient|permanent|off","times":N (omit: until off)}`})
+		return
+	}
+	if err := s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
