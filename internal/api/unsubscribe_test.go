@@ -36,7 +36,9 @@ func (f *fakePrefs) SetPreference(_ context.Context, user, typ string, c domain.
 
 type tokens struct{ s *unsubscribe.Signer }
 
-func (t tokens) Verify(_ context.Context, tok string) (unsubscribe.Claims, error) { return t.s.Verify(tok) }
+func (t tokens) Verify(_ context.Context, tok string) (unsubscribe.Claims, error) {
+	return t.s.Verify(tok)
+}
 
 func TestUnsubscribeRoutes(t *testing.T) {
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)

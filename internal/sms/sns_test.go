@@ -100,7 +100,9 @@ func TestInvalidParameterIsPermanent(t *testing.T) {
 }
 
 func TestClassify(t *testing.T) {
-	op := func(err error) error { return &smithy.OperationError{ServiceID: "SNS", OperationName: "Publish", Err: err} }
+	op := func(err error) error {
+		return &smithy.OperationError{ServiceID: "SNS", OperationName: "Publish", Err: err}
+	}
 	tests := []struct {
 		err       error
 		transient bool

@@ -125,10 +125,14 @@ func TestHandleOutcomes(t *testing.T) {
 			},
 			wantSends: 1, want: domain.StatusSent, attempts: 1, visMin: -1},
 		{name: "suppressed address", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
-			setup: func(h *harness, n *domain.Notification) { h.store.profiles[user].User.SuppressedEmail = "U1@example.com" },
-			want:  domain.StatusDropped, reason: domain.ReasonSuppressed, visMin: -1},
+			setup: func(h *harness, n *domain.Notification) {
+				h.store.profiles[user].User.SuppressedEmail = "U1@example.com"
+			},
+			want: domain.StatusDropped, reason: domain.ReasonSuppressed, visMin: -1},
 		{name: "suppression of an old address does not apply", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
-			setup: func(h *harness, n *domain.Notification) { h.store.profiles[user].User.SuppressedEmail = "old@example.com" },
+			setup: func(h *harness, n *domain.Notification) {
+				h.store.profiles[user].User.SuppressedEmail = "old@example.com"
+			},
 			wantSends: 1, want: domain.StatusSent, attempts: 1, visMin: -1},
 		{name: "phone removed", typ: "otp.code", channel: domain.ChannelSMS, status: domain.StatusQueued,
 			setup: func(h *harness, n *domain.Notification) { h.store.profiles[user].User.Phone = "" },
@@ -183,7 +187,9 @@ func TestHandleOutcomes(t *testing.T) {
 		{name: "notification gone (TTL)", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
 			body: `{"notificationId":"gone","channel":"email"}`, want: domain.StatusQueued, visMin: -1},
 		{name: "table unavailable: retried after the backoff", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued, receives: 1,
-			setup:    func(h *harness, n *domain.Notification) { h.store.loadErr = errors.New("ProvisionedThroughputExceeded") },
+			setup: func(h *harness, n *domain.Notification) {
+				h.store.loadErr = errors.New("ProvisionedThroughputExceeded")
+			},
 			wantFail: true, want: domain.StatusQueued, visMin: time.Second, visMax: 20 * time.Second},
 	}
 	for _, tt := range tests {
