@@ -61,6 +61,9 @@ func runDev(ctx context.Context, args []string) error {
   user token       %[1]s/_dev/token?sub=u1
   sent email       %[3]s   (SES emulator UI; JSON at %[1]s/_dev/emails)
   queues           %[1]s/_dev/queues
+  SMS / Web Push   %[1]s/_dev/sms   %[1]s/_dev/push   (POST %[1]s/_dev/push-subscriptions)
+  faults           POST %[1]s/_dev/faults {"channel":"email","mode":"transient","times":2}
+  SES events       POST %[1]s/_dev/ses-events (an SES Delivery/Bounce/Complaint event)
   health           %[1]s/_dev/health
   DynamoDB Local   %[4]s
   SQS (fauxqs)     %[5]s

@@ -14,6 +14,7 @@ const usage = `herald — notification service tooling
 
 Usage:
   herald dev           run the whole system locally (emulators + functions)
+  herald vapid-keys    generate a VAPID key pair for Web Push
 
 Run 'herald <command> -h' for a command's flags.
 `
@@ -29,6 +30,8 @@ func main() {
 	switch os.Args[1] {
 	case "dev":
 		err = runDev(ctx, os.Args[2:])
+	case "vapid-keys":
+		err = runVAPIDKeys(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

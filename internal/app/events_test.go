@@ -22,6 +22,7 @@ func TestSampleEventsRoundTrip(t *testing.T) {
 		"sms-work-message.json":        func() any { return new(events.SQSEvent) },
 		"push-work-message.json":       func() any { return new(events.SQSEvent) },
 		"scheduler-tick.json":          func() any { return new(events.EventBridgeEvent) },
+		"feedback-ses-bounce.json":     func() any { return new(events.SNSEvent) },
 	}
 	files, _ := filepath.Glob("../../events/*.json")
 	if len(files) != len(samples) {

@@ -198,6 +198,44 @@ func TestTemplateInvariants(t *testing.T) {
 		}
 	})
 
+	t.Run("email feedback: configuration set → SNS topic → feedback function", func(t *testing.T) {
+		found := false
+		for id, d := range tm.GetAllSESConfigurationSetEventDestinationResources() {
+			ed := d.EventDestination
+			types := strings.Join(ed.MatchingEventTypes, ",")
+			if d.ConfigurationSetName != "${ref:EmailConfigurationSet}" || ed.SnsDestination == nil || ed.SnsDestination.TopicARN != "${ref:FeedbackTopic}" ||
+				!aws.ToBool(ed.Enabled) || !strings.Contains(types, "delivery") || !strings.Contains(types, "bounce") || !strings.Contains(types, "complaint") {
+				t.Errorf("%s: want delivery, bounce and complaint of EmailConfigurationSet published to FeedbackTopic", id)
+			}
+			found = true
+		}
+		if !found {
+			t.Error("no SES event destination")
+		}
+		fn, err := tm.GetServerlessFunctionWithName("FeedbackFunction")
+		if err != nil {
+			t.Fatal(err)
+		}
+		subscribed := false
+		for _, ev := range fn.Events {
+			raw, _ := json.Marshal(ev.Properties)
+			var p struct{ Topic string }
+			_ = json.Unmarshal(raw, &p)
+			subscribed = subscribed || (ev.Type == "SNS" && p.Topic == "${ref:FeedbackTopic}")
+		}
+		if !subscribed || fn.DeadLetterQueue == nil {
+			t.Error("FeedbackFunction must subscribe to FeedbackTopic and park failed events in a DLQ")
+		}
+		policies := tm.GetAllSNSTopicPolicyResources()
+		if p, ok := policies["FeedbackTopicPolicy"]; !ok || !strings.Contains(jsonString(p.PolicyDocument), "ses.amazonaws.com") || !strings.Contains(jsonString(p.PolicyDocument), "AWS:SourceArn") {
+			t.Error("FeedbackTopicPolicy must let SES (this configuration set only) publish")
+		}
+		email, _ := tm.GetServerlessFunctionWithName("EmailFunction")
+		if email == nil || email.Environment == nil || email.Environment.Variables["SES_CONFIGURATION_SET"] != "${ref:EmailConfigurationSet}" {
+			t.Error("EmailFunction must send with the configuration set")
+		}
+	})
+
 	t.Run("outputs", func(t *testing.T) {
 		want := []string{"ApiUrl", "TableName", "EmailDLQUrl", "SmsDLQUrl", "PushDLQUrl", "RelayDLQUrl"}
 		for id := range queues {
