@@ -69,13 +69,9 @@ func (h *Handler) unsubscribeRoutes(u Unsubscribe) map[string]route {
 func (h *Handler) verifyUnsubscribe(ctx context.Context, u Unsubscribe, req *request) (unsubscribe.Claims, *Problem) {
 	if u.Store == nil || u.Tokens == nil {
 		h.log.ErrorContext(ctx, "unsubscribe is not configured")
-		return unsubscribe.Claims{}, &Problem{Status: http.StatusServiceUnavailable, Code: "unsubscribe_unavailable", Title: "Unsubscribe is not available"}
+		return unsubscribe.Claims{}, &Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}
 	}
-	token := req.QueryStringParameters["token"]
-	if token == "" {
-		return unsubscribe.Claims{}, &Problem{Status: http.StatusBadRequest, Code: "unsubscribe_token_missing", Title: "The link has no token"}
-	}
-	claims, err := u.Tokens.Verify(ctx, token)
+	claims, err := u.Tokens.Verify(ctx, req.QueryStringParameters["token"])
 	switch {
 	case errors.Is(err, unsubscribe.ErrExpired):
 		return claims, &Problem{Status: http.StatusGone, Code: "unsubscribe_token_expired", Title: "The unsubscribe link has expired",
