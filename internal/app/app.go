@@ -81,7 +81,7 @@ func NewAPI(d Deps) (*api.Handler, error) {
 		return nil, err
 	}
 	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log,
-		Unsubscribe: api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeTokens{d: d}}}), nil
+		Unsubscribe: api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeSigner{d: d}}}), nil
 }
 
 func randomID() string {
@@ -155,9 +155,7 @@ func NewEmail(d Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	signer, err := d.unsubscribeSigner(ctx)
+	signer, err := newLazyUnsubscribeSigner(d)
 	if err != nil {
 		return nil, err
 	}

@@ -32,38 +32,57 @@ func (d Deps) unsubscribeSigner(ctx context.Context) (*unsubscribe.Signer, error
 	return unsubscribe.NewSigner([]byte(secret), 0, d.Now)
 }
 
-// unsubscribeLinks signs the List-Unsubscribe URLs of the email function.
-type unsubscribeLinks struct {
-	signer *unsubscribe.Signer
-	base   string
-}
-
-func (l unsubscribeLinks) URL(userID, notificationType string) string {
-	return l.signer.URL(l.base, userID, notificationType)
-}
-
-// lazyUnsubscribeTokens verifies tokens for the API, reading the secret on
-// the first unsubscribe request rather than on every cold start of the API
-// function; a failed read is retried on the next request.
-type lazyUnsubscribeTokens struct {
+// lazyUnsubscribeSigner reads the secret on first use rather than at init,
+// so cold starts make no Secrets Manager call (the API needs it only for
+// unsubscribe requests, the email function only for non-mandatory types); a
+// failed read is retried on the next use.
+type lazyUnsubscribeSigner struct {
 	d      Deps
 	mu     sync.Mutex
 	signer *unsubscribe.Signer
 }
 
-func (l *lazyUnsubscribeTokens) Verify(ctx context.Context, token string) (unsubscribe.Claims, error) {
+func newLazyUnsubscribeSigner(d Deps) (*lazyUnsubscribeSigner, error) {
+	if d.Getenv("UNSUBSCRIBE_SECRET") == "" && d.Getenv("UNSUBSCRIBE_SECRET_ARN") == "" {
+		return nil, fmt.Errorf("missing environment: UNSUBSCRIBE_SECRET_ARN")
+	}
+	return &lazyUnsubscribeSigner{d: d}, nil
+}
+
+func (l *lazyUnsubscribeSigner) get(ctx context.Context) (*unsubscribe.Signer, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.signer == nil {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		s, err := l.d.unsubscribeSigner(ctx)
-		cancel()
 		if err != nil {
-			l.mu.Unlock()
-			return unsubscribe.Claims{}, err
+			return nil, err
 		}
 		l.signer = s
 	}
-	s := l.signer
-	l.mu.Unlock()
+	return l.signer, nil
+}
+
+// Verify implements api.UnsubscribeTokens.
+func (l *lazyUnsubscribeSigner) Verify(ctx context.Context, token string) (unsubscribe.Claims, error) {
+	s, err := l.get(ctx)
+	if err != nil {
+		return unsubscribe.Claims{}, err
+	}
 	return s.Verify(token)
+}
+
+// unsubscribeLinks signs the List-Unsubscribe URLs of the email function.
+type unsubscribeLinks struct {
+	signer *lazyUnsubscribeSigner
+	base   string
+}
+
+func (l unsubscribeLinks) URL(ctx context.Context, userID, notificationType string) (string, error) {
+	s, err := l.signer.get(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.URL(l.base, userID, notificationType), nil
 }

@@ -25,9 +25,9 @@ type API interface {
 var _ API = (*sesv2.Client)(nil)
 
 // UnsubscribeLinks makes the signed one-click unsubscribe URL for a user and
-// notification type.
+// notification type (the signing key may be fetched on first use).
 type UnsubscribeLinks interface {
-	URL(userID, notificationType string) string
+	URL(ctx context.Context, userID, notificationType string) (string, error)
 }
 
 // Config is the sender's fixed configuration.
@@ -62,14 +62,18 @@ const (
 
 // Send implements worker.Provider.
 func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
-	out, err := p.api.SendEmail(ctx, p.input(m))
+	in, err := p.input(ctx, m)
+	if err != nil {
+		return "", &worker.ProviderError{Transient: true, Code: "unsubscribe_link", Err: err}
+	}
+	out, err := p.api.SendEmail(ctx, in)
 	if err != nil {
 		return "", Classify(err)
 	}
 	return aws.ToString(out.MessageId), nil
 }
 
-func (p *Provider) input(m *worker.Message) *sesv2.SendEmailInput {
+func (p *Provider) input(ctx context.Context, m *worker.Message) (*sesv2.SendEmailInput, error) {
 	msg := &types.Message{
 		Subject: &types.Content{Data: aws.String(m.Content.Subject), Charset: aws.String("UTF-8")},
 		Body: &types.Body{
@@ -82,7 +86,10 @@ func (p *Provider) input(m *worker.Message) *sesv2.SendEmailInput {
 		// the body "List-Unsubscribe=One-Click"; mailbox providers require
 		// both headers from bulk senders. Mandatory types (security, codes)
 		// cannot be turned off, so they carry no unsubscribe link.
-		url := p.cfg.Unsubscribe.URL(m.Notification.Recipient.UserID, m.Notification.Type)
+		url, err := p.cfg.Unsubscribe.URL(ctx, m.Notification.Recipient.UserID, m.Notification.Type)
+		if err != nil {
+			return nil, err
+		}
 		msg.Headers = []types.MessageHeader{
 			{Name: aws.String("List-Unsubscribe"), Value: aws.String("<" + url + ">")},
 			{Name: aws.String("List-Unsubscribe-Post"), Value: aws.String("List-Unsubscribe=One-Click")},
@@ -100,7 +107,7 @@ func (p *Provider) input(m *worker.Message) *sesv2.SendEmailInput {
 	if p.cfg.ConfigurationSet != "" {
 		in.ConfigurationSetName = aws.String(p.cfg.ConfigurationSet)
 	}
-	return in
+	return in, nil
 }
 
 // tagValue keeps SES's allowed tag characters (letters, digits, _ and -).

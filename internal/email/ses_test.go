@@ -31,10 +31,10 @@ func (f *fakeSES) SendEmail(_ context.Context, in *sesv2.SendEmailInput, _ ...fu
 	return &sesv2.SendEmailOutput{MessageId: aws.String("ses-1")}, nil
 }
 
-type links struct{}
+type links struct{ err error }
 
-func (links) URL(userID, typ string) string {
-	return "https://api.example.com/v1/unsubscribe?token=" + userID + "." + typ
+func (l links) URL(_ context.Context, userID, typ string) (string, error) {
+	return "https://api.example.com/v1/unsubscribe?token=" + userID + "." + typ, l.err
 }
 
 func message(t *testing.T, typ string) *worker.Message {
@@ -99,6 +99,17 @@ func TestMandatoryTypesHaveNoUnsubscribeLink(t *testing.T) {
 	}
 	if _, ok := header(api.in, "List-Unsubscribe"); ok || api.in.ConfigurationSetName != nil {
 		t.Errorf("mandatory type: headers %v, configuration set %v", api.in.Content.Simple.Headers, api.in.ConfigurationSetName)
+	}
+}
+
+// TestUnsubscribeKeyUnavailableIsTransient: if the signing key cannot be
+// read, the email is retried, never sent without its unsubscribe link.
+func TestUnsubscribeKeyUnavailableIsTransient(t *testing.T) {
+	api := &fakeSES{}
+	_, err := New(api, Config{From: "n@example.com", Unsubscribe: links{err: errors.New("secrets manager unavailable")}}).Send(context.Background(), message(t, "reservation.approved"))
+	var pe *worker.ProviderError
+	if !errors.As(err, &pe) || !pe.Transient || api.in != nil {
+		t.Fatalf("err = %v, sent = %v; want a transient error and no send", err, api.in != nil)
 	}
 }
 

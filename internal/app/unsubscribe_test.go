@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+func deps(env map[string]string) Deps {
+	return Deps{Getenv: func(k string) string { return env[k] }, Now: time.Now}
+}
+
+func TestUnsubscribeSignerFromConfiguration(t *testing.T) {
+	if _, err := newLazyUnsubscribeSigner(deps(nil)); err == nil || !strings.Contains(err.Error(), "UNSUBSCRIBE_SECRET_ARN") {
+		t.Fatalf("no secret configured: err = %v", err)
+	}
+	signer, err := newLazyUnsubscribeSigner(deps(map[string]string{"UNSUBSCRIBE_SECRET": strings.Repeat("s", 40)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := unsubscribeLinks{signer: signer, base: "https://api.example.com/v1/unsubscribe"}
+	raw, err := links.URL(context.Background(), "u1", "reservation.approved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(raw)
+	c, err := signer.Verify(context.Background(), u.Query().Get("token"))
+	if err != nil || c.UserID != "u1" || c.Type != "reservation.approved" || !strings.HasPrefix(raw, "https://api.example.com/v1/unsubscribe?token=") {
+		t.Fatalf("link %s verifies as %+v, %v", raw, c, err)
+	}
+	short, _ := newLazyUnsubscribeSigner(deps(map[string]string{"UNSUBSCRIBE_SECRET": "short"}))
+	if _, err := short.Verify(context.Background(), "x.y"); err == nil || !strings.Contains(err.Error(), "at least") {
+		t.Fatalf("short secret: err = %v", err)
+	}
+}
+
+func TestNewEmailRequiresTheUnsubscribeURL(t *testing.T) {
+	_, err := NewEmail(deps(map[string]string{"EMAIL_FROM": "n@example.com", "UNSUBSCRIBE_SECRET": strings.Repeat("s", 40)}))
+	if err == nil || !strings.Contains(err.Error(), "UNSUBSCRIBE_URL") {
+		t.Fatalf("err = %v", err)
+	}
+}
