@@ -181,22 +181,23 @@ func TestTransientForeverGoesToDLQ(t *testing.T) {
 	if len(hits) != maxReceiveCount {
 		t.Fatalf("%d provider calls, want %d (one per receive)", len(hits), maxReceiveCount)
 	}
-	// Gap n follows receive n: full jitter over min(cap, base·2^(n-1)),
-	// floored at SQS's 1 s granularity, plus the poller's latency.
-	const slack = 1500 * time.Millisecond
+	// Gap n follows receive n: full jitter over min(cap, base·2^(n-1)) —
+	// ceilings 1 s then 2 s here — floored at SQS's 1 s granularity, plus the
+	// poller's latency. With full jitter the ceilings double but a single
+	// sample need not grow; the unit test TestBackoffGrowsWithReceivesAndHighIsShorter
+	// checks the distribution. Here: never sooner than the floor, never later
+	// than the ceiling (the queue's own timeout would be 180 s).
+	const slack = 2 * time.Second
 	var gaps []time.Duration
 	for i := 1; i < len(hits); i++ {
 		gap := hits[i].Sub(hits[i-1])
 		gaps = append(gaps, gap)
 		ceiling := min(backoffCap, backoffBase<<(i-1))
 		if gap < time.Second || gap > ceiling+slack {
-			t.Errorf("gap %d = %v, want within [1s, %v]", i, gap, ceiling+slack)
+			t.Errorf("gap %d = %v, want within [1s, %v + latency]", i, gap, ceiling)
 		}
 	}
 	t.Logf("receive gaps %v", gaps)
-	if gaps[1] < gaps[0]-300*time.Millisecond {
-		t.Errorf("gaps %v: the second retry came sooner than the first", gaps)
-	}
 }
 
 // TestGoneSubscriptionIsDeleted: a 410 removes that subscription while the
