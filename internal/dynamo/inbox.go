@@ -56,7 +56,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 	case inbox.FilterArchived:
 		pk = archivedPrefix + userID
 	}
-	names := map[string]string{"#ipk": pkName, "#isk": skName}
+	names := map[string]string{"#ipk": pkName}
 	for k, v := range inboxProjection {
 		names[k] = v
 	}
@@ -64,6 +64,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 	values := map[string]types.AttributeValue{":pk": str(pk)}
 	if position != "" {
 		cond += " AND #isk < :pos"
+		names["#isk"] = skName
 		values[":pos"] = str(position)
 	}
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
@@ -384,12 +385,74 @@ func (s *Store) updateMarker(ctx context.Context, userID string, a *inbox.Announ
 	return inbox.Marker{ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt)}, true, nil
 }
 
-// NotificationItem returns the stored form of n, exactly as CreateNotification
-// writes it (fixtures and bulk loads use it with BatchWriteItem).
-func (s *Store) NotificationItem(n *domain.Notification) (map[string]types.AttributeValue, error) {
-	item, err := attributevalue.MarshalMap(s.toNotificationItem(n))
-	if err != nil {
-		return nil, fmt.Errorf("marshal notification %s: %w", n.ID, err)
+// Bulk writes.
+const (
+	batchWriteSize        = 25 // BatchWriteItem's limit
+	maxBatchWriteAttempts = 8
+)
+
+// PutNotifications writes notifications as CreateNotification stores them,
+// but unconditionally and in bulk: BatchWriteItem with 25 items per request,
+// `parallel` requests at a time, unprocessed items retried with backoff a
+// bounded number of times. It does not deduplicate, so it is for fixtures,
+// benchmarks and bulk loads, never for intake.
+func (s *Store) PutNotifications(ctx context.Context, ns []*domain.Notification, parallel int) error {
+	batches := make(chan []types.WriteRequest)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range max(1, parallel) {
+		wg.Go(func() {
+			for batch := range batches {
+				if err := s.writeBatch(ctx, batch); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
 	}
-	return item, nil
+	var err error
+	for start := 0; start < len(ns) && err == nil; start += batchWriteSize {
+		batch := make([]types.WriteRequest, 0, batchWriteSize)
+		for _, n := range ns[start:min(start+batchWriteSize, len(ns))] {
+			item, merr := attributevalue.MarshalMap(s.toNotificationItem(n))
+			if merr != nil {
+				err = fmt.Errorf("marshal notification %s: %w", n.ID, merr)
+				break
+			}
+			batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		}
+		if err == nil {
+			batches <- batch
+		}
+	}
+	close(batches)
+	wg.Wait()
+	select {
+	case werr := <-errs:
+		return errors.Join(err, werr)
+	default:
+		return err
+	}
+}
+
+func (s *Store) writeBatch(ctx context.Context, batch []types.WriteRequest) error {
+	request := map[string][]types.WriteRequest{s.table: batch}
+	for attempt := 1; len(request) > 0; attempt++ {
+		if attempt > maxBatchWriteAttempts {
+			return fmt.Errorf("put notifications: items still unprocessed after %d attempts", maxBatchWriteAttempts)
+		}
+		if attempt > 1 {
+			if err := sleepCtx(ctx, time.Duration(attempt*attempt)*10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: request})
+		if err != nil {
+			return fmt.Errorf("put notifications: %w", err)
+		}
+		request = out.UnprocessedItems
+	}
+	return nil
 }
