@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sync"
 	"time"
@@ -25,9 +26,9 @@ type InboxStore interface {
 	// kept); another user's or a missing id is domain.ErrNotFound.
 	MarkRead(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error)
 	Archive(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error)
-	// MarkAllRead marks the unread notifications created up to upTo (a
-	// bounded number per call; more reports that some remain).
-	MarkAllRead(ctx context.Context, userID string, upTo time.Time) (updated int, more bool, err error)
+	// MarkAllRead marks the unread notifications created up to upTo, at
+	// most limit; more reports that some may remain.
+	MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (updated int, more bool, err error)
 	// InboxState reads the user's markers of the given announcements and,
 	// withLocale, the profile's locale, in one batch read.
 	InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (InboxState, error)
@@ -81,10 +82,20 @@ func (x *inboxAPI) owner(req *request) (string, *Problem) {
 		return "", &Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required",
 			Detail: "inbox routes need a user token"}
 	}
-	if req.PathParameters["userId"] != req.subject {
+	if !samePathUser(req.PathParameters["userId"], req.subject) {
 		return "", errNoInbox
 	}
 	return req.subject, nil
+}
+
+// samePathUser compares the path's userId with the subject, also in its
+// percent-decoded form: subjects like "auth0|123" travel encoded in paths.
+func samePathUser(param, subject string) bool {
+	if param == subject {
+		return true
+	}
+	decoded, err := url.PathUnescape(param)
+	return err == nil && decoded == subject
 }
 
 // itemIDShape bounds the ids the routes look up (notification and
@@ -343,6 +354,11 @@ func (x *inboxAPI) storeError(ctx context.Context, what string, err error) respo
 	return x.internalError(ctx, what, err)
 }
 
+// ReadAllPerCall bounds the notifications one read-all marks, so that a call
+// ends well inside the API's timeout whatever the backlog (8 updates in
+// flight); the answer says "more" and the client calls again.
+const ReadAllPerCall = 1000
+
 type readAllResult struct {
 	Updated int `json:"updated"`
 	// More: unread notifications remain (one call marks a bounded number);
@@ -362,7 +378,7 @@ func (x *inboxAPI) markAllRead(ctx context.Context, req *request) response {
 		more     bool
 		notifErr error
 	)
-	wg.Go(func() { updated, more, notifErr = x.store.MarkAllRead(ctx, user, now) })
+	wg.Go(func() { updated, more, notifErr = x.store.MarkAllRead(ctx, user, now, ReadAllPerCall) })
 	annUpdated, annErr := x.readAllAnnouncements(ctx, user, now)
 	wg.Wait()
 	if err := errors.Join(notifErr, annErr); err != nil {

@@ -124,12 +124,16 @@ func (f *fakeInbox) Archive(_ context.Context, user, id string, at time.Time) (*
 	return &c, nil
 }
 
-func (f *fakeInbox) MarkAllRead(_ context.Context, user string, upTo time.Time) (int, bool, error) {
+func (f *fakeInbox) MarkAllRead(_ context.Context, user string, upTo time.Time, limit int) (int, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls["MarkAllRead"] = limit
 	n := 0
 	for _, x := range f.notifications {
 		if x.Recipient.UserID == user && x.ReadAt.IsZero() && x.ArchivedAt.IsZero() && !x.CreatedAt.After(upTo) {
+			if n == limit {
+				return n, true, nil
+			}
 			x.ReadAt = upTo
 			n++
 		}
@@ -363,6 +367,7 @@ func TestInboxRoutesAreConfinedToTheTokensSubject(t *testing.T) {
 		{"read-all of another inbox", call{route: routeReadAll, path: map[string]string{"userId": "alice"}, sub: "mallory"}, 404, "not_found"},
 		{"malformed id", call{route: routeRead, path: map[string]string{"userId": "alice", "id": "../x"}, sub: "alice"}, 404, "not_found"},
 		{"missing id", call{route: routeRead, path: map[string]string{"userId": "alice", "id": "n404"}, sub: "alice"}, 404, "not_found"},
+		{"encoded subject of another user", call{route: routeList, path: map[string]string{"userId": "auth0%7Cmallory"}, sub: "auth0|alice"}, 404, "not_found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -377,6 +382,15 @@ func TestInboxRoutesAreConfinedToTheTokensSubject(t *testing.T) {
 	}
 	if n := fx.store.notifications["n1"]; !n.ReadAt.IsZero() || !n.ArchivedAt.IsZero() {
 		t.Errorf("alice's item changed: %+v", n)
+	}
+}
+
+func TestPercentEncodedSubjectsMatch(t *testing.T) {
+	fx := newFixture(t)
+	for _, param := range []string{"auth0|alice", "auth0%7Calice", "auth0%7calice"} {
+		if r := fx.do(call{route: routeCount, path: map[string]string{"userId": param}, sub: "auth0|alice"}); r.status != 200 {
+			t.Errorf("path %q: %d %s", param, r.status, r.body)
+		}
 	}
 }
 
@@ -619,8 +633,11 @@ func TestReadAllMarksNotificationsAndOnlyActiveUnreadAnnouncements(t *testing.T)
 	r := fx.do(call{route: routeReadAll, path: map[string]string{"userId": "u"}, sub: "u"})
 	var res readAllResult
 	r.decode(t, &res)
-	if r.status != 200 || res.Updated != 3 {
+	if r.status != 200 || res.Updated != 3 || res.More {
 		t.Fatalf("read-all: %d %s, want 3 updated", r.status, r.body)
+	}
+	if limit := fx.store.count("MarkAllRead"); limit != ReadAllPerCall {
+		t.Errorf("read-all asked the store for up to %d, want %d", limit, ReadAllPerCall)
 	}
 	got := slices.Sorted(maps.Keys(fx.store.markers["u"]))
 	want := slices.Sorted(slices.Values([]string{annID("a"), annID("archived"), annID("read")}))

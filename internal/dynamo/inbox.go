@@ -167,20 +167,15 @@ func (s *Store) updateOwned(ctx context.Context, userID, id, update string, valu
 	return decodeNotification(out.Attributes)
 }
 
-// MaxReadAllPerCall bounds the notifications one MarkAllRead marks, so that a
-// call ends well inside the API's timeout whatever the backlog; the caller
-// learns that more remain and calls again.
-const MaxReadAllPerCall = 1000
-
 // readAllConcurrency is how many UpdateItems MarkAllRead runs at once.
 const readAllConcurrency = 8
 
-// MarkAllRead marks read every unread notification of userID created at or
-// before upTo (items arriving meanwhile stay unread), at most
-// MaxReadAllPerCall of them. It returns how many it changed and whether
-// unread items older than upTo may remain. Each item is its own conditional
-// update, so concurrent reads are neither lost nor counted twice.
-func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time) (int, bool, error) {
+// MarkAllRead marks read the unread notifications of userID created at or
+// before upTo (items arriving meanwhile stay unread), at most limit of them.
+// It returns how many it changed and whether unread items older than upTo
+// may remain. Each item is its own conditional update, so concurrent reads
+// are neither lost nor counted twice.
+func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (int, bool, error) {
 	at := str(formatTime(upTo))
 	// '$' sorts right after '#', so this bound admits every key of upTo's
 	// instant and nothing later.
@@ -217,7 +212,7 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time) 
 	}
 	sent, more, err := 0, false, error(nil)
 	var start map[string]types.AttributeValue
-	for sent < MaxReadAllPerCall {
+	for sent < limit {
 		var out *dynamodb.QueryOutput
 		out, err = s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
@@ -225,7 +220,7 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time) 
 			KeyConditionExpression:    aws.String("gsi2pk = :pk AND gsi2sk < :upper"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(unreadPrefix + userID), ":upper": upper},
 			ProjectionExpression:      aws.String("id"),
-			Limit:                     aws.Int32(int32(min(100, MaxReadAllPerCall-sent))),
+			Limit:                     aws.Int32(int32(min(100, limit-sent))),
 			ExclusiveStartKey:         start,
 		})
 		if err != nil {
@@ -242,7 +237,7 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time) 
 			break
 		}
 		start = out.LastEvaluatedKey
-		more = sent >= MaxReadAllPerCall
+		more = sent >= limit
 	}
 	close(ids)
 	wg.Wait()

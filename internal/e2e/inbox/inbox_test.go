@@ -323,3 +323,28 @@ func TestEachPageIsOneQuery(t *testing.T) {
 		t.Errorf("unread count: %v, want %v", got, want)
 	}
 }
+
+// TestReadAllIsBoundedPerCall drives the adapter with a small bound: each
+// call marks at most that many, says whether more remain, and leaves items
+// newer than its start unread.
+func TestReadAllIsBoundedPerCall(t *testing.T) {
+	user := stacktest.UniqueID("bound")
+	base := stacktest.Stack(t).Clock.Now().Add(-time.Minute)
+	insert(t, user, "old", 25, func(i int) time.Time { return base.Add(time.Duration(i) * time.Millisecond) })
+	insert(t, user, "late", 1, func(int) time.Time { return base.Add(time.Hour) })
+	st := store(t)
+	ctx := context.Background()
+	upTo := base.Add(time.Second)
+	for _, want := range []struct {
+		updated int
+		more    bool
+	}{{10, true}, {10, true}, {5, false}, {0, false}} {
+		n, more, err := st.MarkAllRead(ctx, user, upTo, 10)
+		if err != nil || n != want.updated || more != want.more {
+			t.Fatalf("MarkAllRead = %d, %v, %v; want %d, %v", n, more, err, want.updated, want.more)
+		}
+	}
+	if c, err := st.CountUnread(ctx, user, 100); err != nil || c != 1 {
+		t.Errorf("unread after read-all up to %s: %d %v, want the later item only", upTo, c, err)
+	}
+}
