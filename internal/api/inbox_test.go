@@ -43,7 +43,9 @@ func newFakeInbox() *fakeInbox {
 		markers: map[string]map[string]inbox.Marker{}, locales: map[string]string{}, calls: map[string]int{}}
 }
 
-func sortKey(t time.Time, id string) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") + "#" + id }
+func sortKey(t time.Time, id string) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000000Z") + "#" + id
+}
 
 func (f *fakeInbox) count(op string) int {
 	f.mu.Lock()
