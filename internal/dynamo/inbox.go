@@ -188,9 +188,7 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, 
 	ids := make(chan string)
 	var wg sync.WaitGroup
 	for range readAllConcurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for id := range ids {
 				_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 					TableName:                 aws.String(s.table),
@@ -203,12 +201,14 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, 
 				switch {
 				case err == nil:
 					updated++
-				case !isConditionFailed(err): // lost to a concurrent read or archive: not ours to count
+				case isConditionFailed(err):
+					// A concurrent read or archive got there first: not ours to count.
+				default:
 					errs = append(errs, fmt.Errorf("mark %s read: %w", id, err))
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	sent, more, err := 0, false, error(nil)
 	var start map[string]types.AttributeValue
