@@ -157,12 +157,37 @@ func New(cfg Config, store Store, vis Visibility, p Provider, cat *catalog.Catal
 		rand: rand.New(rand.NewPCG(seed, seed>>1))}
 }
 
+// maxParallel bounds the messages of one batch processed at once.
+const maxParallel = 10
+
 // Handle processes a batch; failed items are retried by SQS, the rest deleted.
+// Messages are independent (each claims its own delivery), so they are
+// processed concurrently: a batch takes about its slowest provider call, not
+// the sum. A panic fails only its own message.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	failed := make([]bool, len(ev.Records))
+	sem := make(chan struct{}, maxParallel)
+	var wg sync.WaitGroup
+	for i, msg := range ev.Records {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					h.log.ErrorContext(ctx, "worker panic", "messageId", msg.MessageId, "panic", fmt.Sprint(r))
+					failed[i] = true
+				}
+				<-sem
+				wg.Done()
+			}()
+			failed[i] = h.handleOne(ctx, msg) != nil
+		}()
+	}
+	wg.Wait()
 	var resp events.SQSEventResponse
-	for _, msg := range ev.Records {
-		if err := h.handleOne(ctx, msg); err != nil {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 		}
 	}
 	return resp, nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,5 +371,32 @@ func TestLogsCarryNoContact(t *testing.T) {
 	h.handle(t, message("m", "n1", domain.ChannelEmail, 2))
 	if strings.Contains(h.logs.String(), "u1@example.com") {
 		t.Fatalf("address in logs:\n%s", h.logs)
+	}
+}
+
+// TestBatchIsProcessedConcurrently: a batch takes about its slowest send, and
+// a panic fails only its own message.
+func TestBatchIsProcessedConcurrently(t *testing.T) {
+	h := newHarness(t, domain.ChannelEmail, Config{})
+	var msgs []events.SQSMessage
+	for i := range 10 {
+		id := fmt.Sprintf("n%d", i)
+		h.notification(id, "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
+		msgs = append(msgs, message("m"+id, id, domain.ChannelEmail, 1))
+	}
+	var calls atomic.Int32
+	h.provider.during = func() {
+		if calls.Add(1) == 3 {
+			panic("provider bug")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	start := time.Now()
+	failed := h.handle(t, msgs...)
+	if elapsed := time.Since(start); elapsed > 600*time.Millisecond {
+		t.Errorf("10 sends of 100 ms took %v: not concurrent", elapsed)
+	}
+	if len(failed) != 1 || h.provider.sends() != 9 {
+		t.Fatalf("failures %v, sends %d: want exactly the panicking message failed", failed, h.provider.sends())
 	}
 }
