@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -54,11 +55,20 @@ func (t *Type) ValidateData(data map[string]any) error {
 	return nil
 }
 
-func (v Variable) check(s string) string {
-	max := v.MaxLength
-	if max == 0 {
-		max = defaultMaxLength
+func (v Variable) maxLength() int {
+	if v.MaxLength > 0 {
+		return v.MaxLength
 	}
+	return defaultMaxLength
+}
+
+// urlChars are the characters RFC 3986 allows in a URI; anything else must be
+// percent-encoded. Keeping URLs to them also bounds their SMS cost (all are
+// GSM-7; '[', ']' and '~' take two septets).
+const urlChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%"
+
+func (v Variable) check(s string) string {
+	max := v.maxLength()
 	if s == "" {
 		return "must not be empty"
 	}
@@ -67,6 +77,11 @@ func (v Variable) check(s string) string {
 	}
 	switch v.Kind {
 	case "url":
+		for i := 0; i < len(s); i++ {
+			if strings.IndexByte(urlChars, s[i]) < 0 {
+				return "must be an absolute http(s) URL with only RFC 3986 characters (percent-encode the rest)"
+			}
+		}
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return "must be an absolute http(s) URL"
