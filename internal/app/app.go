@@ -80,7 +80,9 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log}), nil
+	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log,
+		Users: st, PushSubscriptions: st, Preferences: st,
+		AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true"}), nil
 }
 
 func randomID() string {

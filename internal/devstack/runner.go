@@ -318,6 +318,9 @@ var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 // environment: what AWS would read from SSM, and permission to reach the local
 // push service over http on loopback.
 func (s *Stack) localEnv(id string) map[string]string {
+	if id == "ApiFunction" { // accepts the local push service's subscriptions
+		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true"}
+	}
 	if id != "PushFunction" {
 		return nil
 	}
