@@ -103,12 +103,7 @@ func (h *Handler) decodeBatchItem(raw json.RawMessage, prefix string, it *batchI
 	if len(raw) == 0 || raw[0] != '{' {
 		return fieldProblem(http.StatusBadRequest, "invalid_type", prefix, "each item must be an object")
 	}
-	if p := checkKeys(raw, batchItemSchema); p != nil {
-		p.Pointer = prefix + p.Pointer
-		return p
-	}
-	if err := json.Unmarshal(raw, it); err != nil {
-		p := jsonProblem(err)
+	if p := decodeNotificationRequest(raw, &it.notificationRequest, &it.IdempotencyKey); p != nil {
 		p.Pointer = prefix + p.Pointer
 		return p
 	}

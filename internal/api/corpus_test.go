@@ -104,7 +104,7 @@ func badRequests(t testing.TB) []badRequest {
 		{name: "recipient is a string", body: notif("recipient", `"u1"`), status: 400, code: "invalid_type", pointer: "/recipient"},
 		{name: "userId is a number", body: notif("recipient", `{"userId":1}`), status: 400, code: "invalid_type", pointer: "/recipient/userId"},
 		{name: "channels is a string", body: notif("channels", `"email"`), status: 400, code: "invalid_type", pointer: "/channels"},
-		{name: "channel is a number", body: notif("channels", `[1]`), status: 400, code: "invalid_type", pointer: "/channels"},
+		{name: "channel is a number", body: notif("channels", `["email",1]`), status: 400, code: "invalid_type", pointer: "/channels/1"},
 		{name: "priority is a boolean", body: notif("priority", `true`), status: 400, code: "invalid_type", pointer: "/priority"},
 		{name: "data is an array", body: notif("data", `["https://example.com"]`), status: 400, code: "invalid_type", pointer: "/data"},
 		{name: "data is a string", body: notif("data", `"x"`), status: 400, code: "invalid_type", pointer: "/data"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // schema lists the object keys a request body may contain. encoding/json
@@ -56,30 +57,47 @@ func withField(m map[string]*schema, name string) map[string]*schema {
 func checkKeys(doc []byte, s *schema) *Problem {
 	w := keyWalker{b: doc}
 	w.ws()
-	return w.value(s, nil)
+	return w.value(s)
 }
+
+// maxTrackedDepth bounds the path kept for pointers; request schemas are
+// three levels deep, and deeper keys are still checked.
+const maxTrackedDepth = 16
 
 type keyWalker struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int
+	// path[:depth] is where the walk is, kept in place (no allocation on the
+	// happy path); only an error turns it into a JSON pointer.
+	path [maxTrackedDepth]pathStep
 }
 
-// pathSeg is one step of the JSON pointer, kept as a linked list on the
-// stack so the happy path builds no strings.
-type pathSeg struct {
-	parent *pathSeg
-	key    []byte // object key, or nil for an array index
-	index  int
+type pathStep struct {
+	key   []byte // object key, or nil for an array index
+	index int
 }
 
-func (p *pathSeg) pointer() string {
-	if p == nil {
-		return ""
+func (w *keyWalker) push(step pathStep) {
+	if w.depth < maxTrackedDepth {
+		w.path[w.depth] = step
 	}
-	if p.key == nil {
-		return p.parent.pointer() + "/" + strconv.Itoa(p.index)
+	w.depth++
+}
+
+func (w *keyWalker) pop() { w.depth-- }
+
+func (w *keyWalker) pointer() string {
+	var b strings.Builder
+	for _, st := range w.path[:min(w.depth, maxTrackedDepth)] {
+		b.WriteByte('/')
+		if st.key == nil {
+			b.WriteString(strconv.Itoa(st.index))
+		} else {
+			b.WriteString(escapePointer(string(st.key)))
+		}
 	}
-	return p.parent.pointer() + "/" + escapePointer(string(p.key))
+	return b.String()
 }
 
 func (w *keyWalker) ws() {
@@ -93,15 +111,15 @@ func (w *keyWalker) ws() {
 	}
 }
 
-func (w *keyWalker) value(s *schema, path *pathSeg) *Problem {
+func (w *keyWalker) value(s *schema) *Problem {
 	if w.i >= len(w.b) {
 		return nil
 	}
 	switch w.b[w.i] {
 	case '{':
-		return w.object(s, path)
+		return w.object(s)
 	case '[':
-		return w.array(path)
+		return w.array()
 	case '"':
 		w.str()
 	default: // number, true, false, null
@@ -137,7 +155,7 @@ func (w *keyWalker) str() (raw []byte, escaped bool) {
 	return w.b[start:], escaped
 }
 
-func (w *keyWalker) object(s *schema, path *pathSeg) *Problem {
+func (w *keyWalker) object(s *schema) *Problem {
 	w.i++ // {
 	var seenBuf [16][]byte
 	seen := seenBuf[:0]
@@ -159,16 +177,16 @@ func (w *keyWalker) object(s *schema, path *pathSeg) *Problem {
 			_ = json.Unmarshal(w.b[start:w.i], &k)
 			key = []byte(k)
 		}
-		here := &pathSeg{parent: path, key: key}
+		w.push(pathStep{key: key})
 		if seenMap != nil {
 			if seenMap[string(key)] {
-				return duplicateField(here)
+				return w.duplicateField(key)
 			}
 			seenMap[string(key)] = true
 		} else {
 			for _, k := range seen {
 				if bytes.Equal(k, key) {
-					return duplicateField(here)
+					return w.duplicateField(key)
 				}
 			}
 			if len(seen) == cap(seen) {
@@ -186,7 +204,7 @@ func (w *keyWalker) object(s *schema, path *pathSeg) *Problem {
 			if s.fields != nil {
 				var ok bool
 				if child, ok = s.fields[string(key)]; !ok {
-					return fieldProblem(http.StatusBadRequest, "unknown_field", here.pointer(), fmt.Sprintf("unknown field %q", key))
+					return fieldProblem(http.StatusBadRequest, "unknown_field", w.pointer(), fmt.Sprintf("unknown field %q", key))
 				}
 			} else {
 				child = s.anyKey
@@ -195,15 +213,16 @@ func (w *keyWalker) object(s *schema, path *pathSeg) *Problem {
 		w.ws()
 		w.i++ // :
 		w.ws()
-		if p := w.value(child, here); p != nil {
+		if p := w.value(child); p != nil {
 			return p
 		}
+		w.pop()
 	}
 }
 
 // array walks the elements; objects inside arrays are checked for repeated
 // keys only (no request schema puts objects in arrays).
-func (w *keyWalker) array(path *pathSeg) *Problem {
+func (w *keyWalker) array() *Problem {
 	w.i++ // [
 	for n := 0; ; {
 		w.ws()
@@ -216,12 +235,14 @@ func (w *keyWalker) array(path *pathSeg) *Problem {
 			n++
 			continue
 		}
-		if p := w.value(nil, &pathSeg{parent: path, index: n}); p != nil {
+		w.push(pathStep{index: n})
+		if p := w.value(nil); p != nil {
 			return p
 		}
+		w.pop()
 	}
 }
 
-func duplicateField(p *pathSeg) *Problem {
-	return fieldProblem(http.StatusBadRequest, "duplicate_field", p.pointer(), fmt.Sprintf("field %q appears more than once", p.key))
+func (w *keyWalker) duplicateField(key []byte) *Problem {
+	return fieldProblem(http.StatusBadRequest, "duplicate_field", w.pointer(), fmt.Sprintf("field %q appears more than once", key))
 }

@@ -82,7 +82,7 @@ func (h *Handler) createNotification(ctx context.Context, req *request) response
 		}
 	}
 	var nr notificationRequest
-	if p := decodeStrict(body, notificationSchema, &nr); p != nil {
+	if p := decodeNotificationRequest(body, &nr, nil); p != nil {
 		return problemResponse(p)
 	}
 	return h.accept(ctx, req.caller, key, hasKey, &nr, "")
@@ -256,27 +256,36 @@ func readBody(req *request, limit int, limitText string) ([]byte, *Problem) {
 }
 
 // decodeStrict decodes one JSON object into v: valid UTF-8, valid JSON, keys
-// exactly as s allows (each once), values of the right types.
+// exactly as s allows (each once), values of the right types. json.Unmarshal
+// checks the syntax before it decodes, so the key walk runs on valid JSON.
 func decodeStrict(body []byte, s *schema, v any) *Problem {
-	trimmed := bytes.TrimSpace(body)
+	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
 	switch {
 	case len(trimmed) == 0:
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	case !jsonValid(trimmed):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8 JSON"}
+	case !utf8.Valid(trimmed):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
 	case trimmed[0] != '{':
+		if !json.Valid(trimmed) {
+			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
+		}
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
 	}
+	err := json.Unmarshal(trimmed, v)
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
+	}
+	// Key problems first: an unknown or repeated key explains a type error
+	// better than the type error does.
 	if p := checkKeys(trimmed, s); p != nil {
 		return p
 	}
-	if err := json.Unmarshal(trimmed, v); err != nil {
+	if err != nil {
 		return jsonProblem(err)
 	}
 	return nil
 }
-
-func jsonValid(b []byte) bool { return utf8.Valid(b) && json.Valid(b) }
 
 // header returns a request header. API Gateway (payload 2.0) lower-cases
 // header names; the loop covers other spellings without allocating.

@@ -6,20 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/mail"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
-)
-
-var (
-	e164        = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	userIDShape = regexp.MustCompile(`^[A-Za-z0-9._:@|-]{1,128}$`)
 )
 
 const (
@@ -133,7 +126,7 @@ func validateUserID(id, pointer string) *Problem {
 	if id == "" {
 		return fieldProblem(http.StatusBadRequest, "missing_field", pointer, "userId is required")
 	}
-	if !userIDShape.MatchString(id) {
+	if !validUserID(id) {
 		return fieldProblem(http.StatusBadRequest, "invalid_user_id", pointer, "userId must be 1-128 characters of letters, digits and ._:@|-")
 	}
 	return nil
@@ -145,7 +138,7 @@ func validateContacts(email, phone, locale, base string) *Problem {
 	if email != "" && !validEmail(email) {
 		return fieldProblem(http.StatusBadRequest, "invalid_email", base+"/email", "email must be a plain address like name@example.com")
 	}
-	if phone != "" && !e164.MatchString(phone) {
+	if phone != "" && !validE164(phone) {
 		return fieldProblem(http.StatusBadRequest, "invalid_phone", base+"/phone", "phone must be E.164, like +15551234567")
 	}
 	if locale != "" && !validLocale(locale) {
@@ -173,9 +166,11 @@ func decodeData(raw json.RawMessage) (map[string]any, *Problem) {
 	if raw[0] != '{' {
 		return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
 	}
-	var data map[string]any
-	if err := json.Unmarshal(raw, &data); err != nil {
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
+	data, ok := decodeStringObject(raw)
+	if !ok { // not flat strings: let the catalog name the odd value
+		if err := json.Unmarshal(raw, &data); err != nil {
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
+		}
 	}
 	for k, v := range data {
 		if hasControl(k) {
@@ -211,22 +206,6 @@ func parseTime(s, pointer string) (time.Time, *Problem) {
 	}
 	return t, nil
 }
-
-func validEmail(s string) bool {
-	if len(s) > 254 || hasControl(s) {
-		return false
-	}
-	at := strings.LastIndexByte(s, '@')
-	if at < 1 || !strings.Contains(s[at:], ".") {
-		return false
-	}
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && a.Name == ""
-}
-
-var localeShape = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
-
-func validLocale(s string) bool { return len(s) <= 35 && localeShape.MatchString(s) }
 
 func hasControl(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -289,4 +268,59 @@ func jsonTypeName(t reflect.Type) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+// decodeStringObject decodes a valid JSON object whose values are all
+// strings — the shape of template data — without reflection. It reports
+// false for anything else.
+func decodeStringObject(raw []byte) (map[string]any, bool) {
+	w := keyWalker{b: raw}
+	w.ws()
+	if w.i >= len(raw) || raw[w.i] != '{' {
+		return nil, false
+	}
+	w.i++
+	out := make(map[string]any, 4)
+	for {
+		w.ws()
+		if w.i >= len(raw) {
+			return nil, false
+		}
+		switch raw[w.i] {
+		case '}':
+			return out, true
+		case ',':
+			w.i++
+			continue
+		}
+		key, ok := w.decodedString()
+		if !ok {
+			return nil, false
+		}
+		w.ws()
+		w.i++ // :
+		w.ws()
+		if w.i >= len(raw) || raw[w.i] != '"' {
+			return nil, false
+		}
+		val, ok := w.decodedString()
+		if !ok {
+			return nil, false
+		}
+		out[key] = val
+	}
+}
+
+// decodedString consumes a JSON string at the cursor and returns its value.
+func (w *keyWalker) decodedString() (string, bool) {
+	start := w.i
+	raw, escaped := w.str()
+	if !escaped {
+		return string(raw), true
+	}
+	var s string
+	if err := json.Unmarshal(w.b[start:w.i], &s); err != nil {
+		return "", false
+	}
+	return s, true
 }

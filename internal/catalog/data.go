@@ -24,11 +24,10 @@ const defaultMaxLength = 2048
 // variable present as a string of its kind, nothing undeclared. Errors come in a
 // stable order (missing before undeclared, then by name).
 func (t *Type) ValidateData(data map[string]any) error {
-	names := make([]string, 0, len(t.Variables))
-	for n := range t.Variables {
-		names = append(names, n)
+	names := t.variableNames
+	if names == nil { // a Type built by hand rather than loaded
+		names = sortedNames(t.Variables)
 	}
-	sort.Strings(names)
 	for _, n := range names {
 		v, ok := data[n]
 		if !ok {
@@ -42,17 +41,26 @@ func (t *Type) ValidateData(data map[string]any) error {
 			return &DataError{Variable: n, Problem: err}
 		}
 	}
-	extra := make([]string, 0)
+	if len(data) == len(names) {
+		return nil // every key is a declared variable
+	}
+	var extra []string
 	for n := range data {
 		if _, ok := t.Variables[n]; !ok {
 			extra = append(extra, n)
 		}
 	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		return &DataError{Variable: extra[0], Problem: "undeclared"}
+	sort.Strings(extra)
+	return &DataError{Variable: extra[0], Problem: "undeclared"}
+}
+
+func sortedNames(m map[string]Variable) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
 	}
-	return nil
+	sort.Strings(out)
+	return out
 }
 
 func (v Variable) maxLength() int {
