@@ -46,6 +46,10 @@ func (s *Stack) routeDev() {
 	s.mux.Handle("/_dev/sns", s.SMS.APIHandler())
 	s.mux.Handle("/_dev/sms", s.SMS.ListHandler())
 	s.mux.HandleFunc("GET /_dev/calls", func(w http.ResponseWriter, r *http.Request) {
+		if fn := r.URL.Query().Get("function"); fn != "" { // e.g. ?function=ApiFunction
+			writeJSON(w, http.StatusOK, s.Calls.FunctionSnapshot(fn))
+			return
+		}
 		writeJSON(w, http.StatusOK, s.Calls.Snapshot())
 	})
 }
