@@ -166,7 +166,13 @@ func TestBatchPartialFailure(t *testing.T) {
 	}
 	// Retrying the batch replays the accepted items and still refuses the bad ones.
 	again := stacktest.Do(t, http.MethodPost, "/v1/notifications/batch", body, caller("svc-a"))
-	var out2 struct{ Results []struct{ Status int; ID string; Replayed bool } }
+	var out2 struct {
+		Results []struct {
+			Status   int
+			ID       string
+			Replayed bool
+		}
+	}
 	again.JSON(t, &out2)
 	if !out2.Results[0].Replayed || out2.Results[0].ID != out.Results[0].ID || out2.Results[1].Status != 422 {
 		t.Fatalf("retry = %s", again.Body)
