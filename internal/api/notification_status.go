@@ -73,9 +73,9 @@ func timePtr(t time.Time) *string {
 	return &s
 }
 
-func notificationNotFound() response {
-	return problemResponse(&Problem{Status: http.StatusNotFound, Code: "notification_not_found", Parameter: "id",
-		Detail: "no notification with this id was created by this caller"})
+func notificationNotFound() *Problem {
+	return &Problem{Status: http.StatusNotFound, Code: "notification_not_found", Parameter: "id",
+		Detail: "no notification with this id was created by this caller"}
 }
 
 // getNotification returns the caller's own notification; any other id —
@@ -84,16 +84,14 @@ func notificationNotFound() response {
 func (h *Handler) getNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validNotificationID(id) {
-		return notificationNotFound()
+		return problemResponse(notificationNotFound())
 	}
 	n, ds, err := h.notifications.GetNotificationWithDeliveries(ctx, id)
 	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return notificationNotFound()
 	case err != nil:
-		return h.internalError(ctx, "get notification", err)
+		return h.storeError(ctx, "get notification", err, notificationNotFound)
 	case n.Caller != req.caller:
-		return notificationNotFound()
+		return problemResponse(notificationNotFound())
 	}
 	return response{status: http.StatusOK, body: viewOf(n, ds)}
 }
@@ -111,18 +109,14 @@ var cancellable = []domain.Status{domain.StatusPlanned, domain.StatusDeferred, d
 func (h *Handler) cancelNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validNotificationID(id) {
-		return notificationNotFound()
+		return problemResponse(notificationNotFound())
 	}
-	_, err := h.notifications.CancelNotification(ctx, id, req.caller)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return notificationNotFound()
-	case err != nil:
-		return h.internalError(ctx, "cancel notification", err)
+	if _, err := h.notifications.CancelNotification(ctx, id, req.caller); err != nil {
+		return h.storeError(ctx, "cancel notification", err, notificationNotFound)
 	}
 	n, ds, err := h.notifications.GetNotificationWithDeliveries(ctx, id)
 	if err != nil {
-		return h.internalError(ctx, "read cancelled notification", err)
+		return h.storeError(ctx, "read cancelled notification", err, notificationNotFound)
 	}
 	dropped := 0
 	for i, d := range ds {

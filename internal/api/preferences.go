@@ -69,7 +69,7 @@ func (h *Handler) getPreferences(ctx context.Context, req *request) response {
 	}
 	prefs, err := h.preferences.GetPreferences(ctx, userID)
 	if err != nil {
-		return h.internalError(ctx, "get preferences", err)
+		return h.storeError(ctx, "get preferences", err, nil)
 	}
 	return response{status: http.StatusOK, body: h.effectivePreferences(userID, prefs)}
 }
@@ -105,7 +105,7 @@ func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 		prefs, err = h.preferences.MergePreferences(ctx, userID, changes)
 	}
 	if err != nil {
-		return h.internalError(ctx, "merge preferences", err)
+		return h.storeError(ctx, "merge preferences", err, nil)
 	}
 	h.log.InfoContext(ctx, "preferences merged", "userId", userID, "types", len(changes), "outcome", "merged")
 	return response{status: http.StatusOK, body: h.effectivePreferences(userID, prefs)}

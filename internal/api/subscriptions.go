@@ -62,7 +62,7 @@ func (h *Handler) createPushSubscription(ctx context.Context, req *request) resp
 	stored := domain.PushSubscription{ID: subscriptionID(sr.Endpoint), Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: h.now()}
 	created, err := h.pushSubscriptions.SavePushSubscription(ctx, userID, stored)
 	if err != nil {
-		return h.internalError(ctx, "save push subscription", err)
+		return h.storeError(ctx, "save push subscription", err, nil)
 	}
 	status := http.StatusOK
 	if created {
@@ -109,18 +109,16 @@ func (h *Handler) deletePushSubscription(ctx context.Context, req *request) resp
 	if p != nil {
 		return problemResponse(p)
 	}
-	notFound := &Problem{Status: http.StatusNotFound, Code: "subscription_not_found", Parameter: "subscriptionId",
-		Detail: "this user has no push subscription with this id"}
+	notFound := func() *Problem {
+		return &Problem{Status: http.StatusNotFound, Code: "subscription_not_found", Parameter: "subscriptionId",
+			Detail: "this user has no push subscription with this id"}
+	}
 	subID := req.PathParameters["subscriptionId"]
 	if !validSubscriptionID(subID) {
-		return problemResponse(notFound)
+		return problemResponse(notFound())
 	}
-	err := h.pushSubscriptions.DeletePushSubscription(ctx, userID, subID)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return problemResponse(notFound)
-	case err != nil:
-		return h.internalError(ctx, "delete push subscription", err)
+	if err := h.pushSubscriptions.DeletePushSubscription(ctx, userID, subID); err != nil {
+		return h.storeError(ctx, "delete push subscription", err, notFound)
 	}
 	h.log.InfoContext(ctx, "push subscription deleted", "userId", userID, "subscriptionId", subID, "outcome", "deleted")
 	return response{status: http.StatusNoContent}

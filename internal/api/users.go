@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"regexp"
 	"time"
@@ -100,7 +99,7 @@ func (h *Handler) putUser(ctx context.Context, req *request) response {
 		u.DigestMinutes = *ur.DigestMinutes
 	}
 	if err := h.users.PutUser(ctx, u); err != nil {
-		return h.internalError(ctx, "put user", err)
+		return h.storeError(ctx, "put user", err, nil)
 	}
 	h.log.InfoContext(ctx, "user saved", "userId", userID, "outcome", "saved")
 	return response{status: http.StatusOK, body: userViewOf(u)}
@@ -147,11 +146,10 @@ func (h *Handler) getUser(ctx context.Context, req *request) response {
 		return problemResponse(p)
 	}
 	u, err := h.users.GetUser(ctx, userID)
-	switch {
-	case errors.Is(err, domain.ErrNotFound):
-		return problemResponse(&Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile stored for this user"})
-	case err != nil:
-		return h.internalError(ctx, "get user", err)
+	if err != nil {
+		return h.storeError(ctx, "get user", err, func() *Problem {
+			return &Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile stored for this user"}
+		})
 	}
 	return response{status: http.StatusOK, body: userViewOf(u)}
 }

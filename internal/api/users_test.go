@@ -182,3 +182,18 @@ func TestPreferences(t *testing.T) {
 		t.Error("empty merge wrote")
 	}
 }
+
+func TestStoreConflictIs409(t *testing.T) {
+	ta := newTestAPI(t)
+	ta.store.fail = fmt.Errorf("merge preferences of u1: %w", domain.ErrConflict)
+	for _, c := range []call{
+		{route: "PUT /v1/users/{userId}", body: `{}`},
+		{route: "PUT /v1/users/{userId}/preferences", body: `{"preferences":{"comment.created":{"push":false}}}`},
+	} {
+		c.params, c.caller = map[string]string{"userId": "u1"}, "svc"
+		resp := ta.do(t, c)
+		if p := decodeProblem(t, resp); resp.StatusCode != http.StatusConflict || p.Code != "conflict" {
+			t.Errorf("%s = %d %s", c.route, resp.StatusCode, resp.Body)
+		}
+	}
+}
