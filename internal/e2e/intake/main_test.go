@@ -5,8 +5,10 @@ package intake
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "^$" {
+		os.Exit(m.Run()) // benchmarks only (make bench): this package has none, so no stack
+	}
 	// Short backoffs: nothing here waits on retries, but keep failures fast.
 	stacktest.Main(m, devstack.Config{Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s"}})
 }
