@@ -66,7 +66,7 @@ func toPreferences(m map[string]map[string]bool) domain.Preferences {
 // profile query, so the merge is read → merge → conditional put on a version
 // number, retried when a concurrent merge won.
 func (s *Store) MergePreferences(ctx context.Context, userID string, changes map[string]map[domain.Channel]*bool) (domain.Preferences, error) {
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < 8; attempt++ {
 		sp, err := s.readPrefs(ctx, userID)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
@@ -174,5 +175,38 @@ func TestPreferencesRoundTrip(t *testing.T) {
 	stacktest.Do(t, http.MethodPut, path, `{"preferences":{"invoice.payment_failed":{"email":null}}}`).JSON(t, &v)
 	if c := v.Preferences["invoice.payment_failed"]["email"]; !c.Enabled || c.Source != "default" {
 		t.Errorf("after null = %+v", c)
+	}
+}
+
+// TestConcurrentPreferenceMerges: merges that race on the one preferences
+// item all land (optimistic locking retries the losers).
+func TestConcurrentPreferenceMerges(t *testing.T) {
+	user := stacktest.UniqueID("prefs-race")
+	path := "/v1/users/" + user + "/preferences"
+	changes := []string{
+		`{"preferences":{"invoice.payment_failed":{"email":false}}}`,
+		`{"preferences":{"invoice.payment_failed":{"push":false}}}`,
+		`{"preferences":{"reservation.approved":{"email":false}}}`,
+		`{"preferences":{"reservation.approved":{"push":false}}}`,
+		`{"preferences":{"comment.created":{"push":false}}}`,
+	}
+	var wg sync.WaitGroup
+	for _, c := range changes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := stacktest.Do(t, http.MethodPut, path, c); r.StatusCode != http.StatusOK {
+				t.Errorf("PUT %s = %d %s", c, r.StatusCode, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	var v prefsView
+	stacktest.Do(t, http.MethodGet, path, nil).JSON(t, &v)
+	for _, tc := range [][2]string{{"invoice.payment_failed", "email"}, {"invoice.payment_failed", "push"},
+		{"reservation.approved", "email"}, {"reservation.approved", "push"}, {"comment.created", "push"}} {
+		if c := v.Preferences[tc[0]][tc[1]]; c.Enabled || c.Source != "user" {
+			t.Errorf("%s/%s = %+v: a concurrent merge was lost", tc[0], tc[1], c)
+		}
 	}
 }
