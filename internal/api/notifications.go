@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -133,7 +134,8 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	case err != nil:
 		return h.internalError(ctx, "create notification", err)
 	}
-	h.log.InfoContext(ctx, "notification accepted", "notificationId", n.ID, "type", n.Type, "priority", n.Priority, "outcome", "accepted")
+	h.log.LogAttrs(ctx, slog.LevelInfo, "notification accepted", slog.String("notificationId", n.ID),
+		slog.String("type", n.Type), slog.String("priority", string(n.Priority)), slog.String("outcome", "accepted"))
 	return accepted(n)
 }
 
