@@ -48,7 +48,7 @@ type batchResponse struct {
 // rules as a single request), and answers 207 with one result per item in
 // request order. Only an unusable envelope fails the whole request.
 func (h *Handler) createNotificationBatch(ctx context.Context, req *request) response {
-	body, p := readBody(req, maxBatchBytes, "1 MiB")
+	body, p := readBodyLimit(req, maxBatchBytes, "1 MiB")
 	if p != nil {
 		return problemResponse(p)
 	}

@@ -354,7 +354,7 @@ func decodeProblem(t testing.TB, resp events.APIGatewayV2HTTPResponse) problemBo
 	return p
 }
 
-func decodeJSON[T any](t testing.TB, body string) T {
+func decodeBody[T any](t testing.TB, body string) T {
 	t.Helper()
 	var v T
 	if err := json.Unmarshal([]byte(body), &v); err != nil {

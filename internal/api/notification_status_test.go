@@ -16,7 +16,7 @@ func (ta *testAPI) accepted(t *testing.T, body, key string) string {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
 	}
-	return decodeJSON[acceptedBody](t, resp.Body).ID
+	return decodeBody[acceptedBody](t, resp.Body).ID
 }
 
 func TestGetNotificationShowsDeliveries(t *testing.T) {
@@ -68,7 +68,7 @@ func TestCancelDropsWhatIsNotSentYet(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE = %d %s", resp.StatusCode, resp.Body)
 	}
-	v := decodeJSON[notificationView](t, resp.Body)
+	v := decodeBody[notificationView](t, resp.Body)
 	if v.Status != "cancelled" || v.CancelledAt == nil {
 		t.Errorf("view = %+v", v)
 	}
@@ -85,7 +85,7 @@ func TestCancelDropsWhatIsNotSentYet(t *testing.T) {
 	// Cancelling again answers the same and writes nothing new.
 	writes := ta.store.writeCount()
 	again := ta.do(t, call{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
-	if again.StatusCode != http.StatusOK || decodeJSON[notificationView](t, again.Body).Status != "cancelled" || ta.store.writeCount() != writes {
+	if again.StatusCode != http.StatusOK || decodeBody[notificationView](t, again.Body).Status != "cancelled" || ta.store.writeCount() != writes {
 		t.Fatalf("second DELETE = %d %s (writes %d → %d)", again.StatusCode, again.Body, writes, ta.store.writeCount())
 	}
 }

@@ -72,7 +72,7 @@ const (
 )
 
 func (h *Handler) createNotification(ctx context.Context, req *request) response {
-	body, p := readBody(req, maxBodyBytes, "64 KiB")
+	body, p := readBody(req)
 	if p != nil {
 		return problemResponse(p)
 	}
@@ -242,8 +242,11 @@ func requestHash(nr *notificationRequest, n *domain.Notification, data map[strin
 }
 
 // readBody returns the request body, decoded from base64 when API Gateway
-// encoded it, or a 413 beyond limit.
-func readBody(req *request, limit int, limitText string) ([]byte, *Problem) {
+// encoded it, or a 413 beyond 64 KiB.
+func readBody(req *request) ([]byte, *Problem) { return readBodyLimit(req, maxBodyBytes, "64 KiB") }
+
+// readBodyLimit is readBody with another limit.
+func readBodyLimit(req *request, limit int, limitText string) ([]byte, *Problem) {
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		var err error
@@ -258,8 +261,8 @@ func readBody(req *request, limit int, limitText string) ([]byte, *Problem) {
 }
 
 // decodeStrict decodes one JSON object into v: valid UTF-8, valid JSON, keys
-// exactly as s allows (each once), values of the right types. json.Unmarshal
-// checks the syntax before it decodes, so the key walk runs on valid JSON.
+// exactly as s allows (each once, with the pointer of the first offender),
+// values of the right types.
 func decodeStrict(body []byte, s *schema, v any) *Problem {
 	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
 	switch {
@@ -267,24 +270,28 @@ func decodeStrict(body []byte, s *schema, v any) *Problem {
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
 	case !utf8.Valid(trimmed):
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
+	case !json.Valid(trimmed):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
 	case trimmed[0] != '{':
-		if !json.Valid(trimmed) {
-			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-		}
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
 	}
-	err := json.Unmarshal(trimmed, v)
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	}
-	// Key problems first: an unknown or repeated key explains a type error
-	// better than the type error does.
 	if p := checkKeys(trimmed, s); p != nil {
 		return p
 	}
-	if err != nil {
+	return decodeJSON(trimmed, v)
+}
+
+// decodeJSON decodes one JSON object into v with encoding/json, refusing
+// unknown fields. decodeStrict is stricter (exact keys, no repeats, pointers
+// for nested unknown fields) where a schema is declared.
+func decodeJSON(body []byte, v any) *Problem {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return jsonProblem(err)
+	}
+	if dec.More() {
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a single JSON object"}
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ func TestCreateNotificationAccepts(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status = %d %s", resp.StatusCode, resp.Body)
 	}
-	body := decodeJSON[acceptedBody](t, resp.Body)
+	body := decodeBody[acceptedBody](t, resp.Body)
 	if body.Status != "accepted" || !validNotificationID(body.ID) || body.CreatedAt != "2026-03-01T12:00:00Z" {
 		t.Errorf("body = %+v", body)
 	}
@@ -48,7 +48,7 @@ func TestIdempotency(t *testing.T) {
 	}
 	// Keys are scoped per caller.
 	other := ta.do(t, call{route: "POST /v1/notifications", body: validInvoice, caller: "other", headers: map[string]string{"Idempotency-Key": "k1"}})
-	if other.StatusCode != http.StatusAccepted || other.Headers[replayedHeader] != "" || decodeJSON[acceptedBody](t, other.Body).ID == decodeJSON[acceptedBody](t, first.Body).ID {
+	if other.StatusCode != http.StatusAccepted || other.Headers[replayedHeader] != "" || decodeBody[acceptedBody](t, other.Body).ID == decodeBody[acceptedBody](t, first.Body).ID {
 		t.Fatalf("other caller = %d %s %v", other.StatusCode, other.Body, other.Headers)
 	}
 	if len(ta.store.notifications) != 2 {
@@ -63,7 +63,7 @@ func TestSendAtInAnotherZoneIsTheSameRequest(t *testing.T) {
 	if a.StatusCode != http.StatusAccepted || b.StatusCode != http.StatusAccepted || b.Headers[replayedHeader] != "true" {
 		t.Fatalf("a = %d %s, b = %d %s", a.StatusCode, a.Body, b.StatusCode, b.Body)
 	}
-	n := ta.store.notifications[decodeJSON[acceptedBody](t, a.Body).ID]
+	n := ta.store.notifications[decodeBody[acceptedBody](t, a.Body).ID]
 	// otp.code expires 10 minutes after it is due when no expiresAt is given.
 	if want := time.Date(2026, 3, 1, 13, 10, 0, 0, time.UTC); !n.ExpiresAt.Equal(want) {
 		t.Errorf("ExpiresAt = %v, want %v", n.ExpiresAt, want)
@@ -141,7 +141,7 @@ func TestAuthentication(t *testing.T) {
 	// The caller comes from the IAM context only; a header cannot pick it.
 	resp = ta.do(t, call{route: "POST /v1/notifications", body: validInvoice, caller: "svc",
 		headers: map[string]string{"X-Herald-Dev-Caller": "other", "Idempotency-Key": "a"}})
-	id := decodeJSON[acceptedBody](t, resp.Body).ID
+	id := decodeBody[acceptedBody](t, resp.Body).ID
 	if got := ta.store.notifications[id].Caller; got != "arn:aws:iam::123456789012:user/svc" {
 		t.Fatalf("caller = %q", got)
 	}

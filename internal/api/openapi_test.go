@@ -38,6 +38,15 @@ var pendingInTemplate = []string{
 	"POST /v1/unsubscribe",
 }
 
+// codesImplementedElsewhere are problem codes openapi.yaml documents for
+// handlers other issues add (unsubscribe, issue 4; inbox and announcements,
+// issue 5). The test fails when the handler answers one: remove it from here
+// then.
+var codesImplementedElsewhere = []string{
+	"unsubscribe_token_invalid", "unsubscribe_token_expired", "type_not_unsubscribable",
+	"invalid_limit", "invalid_cursor", "invalid_filter", "invalid_url", "invalid_expires_at", "not_found", "forbidden",
+}
+
 var methods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
 type openapiDoc struct {
@@ -277,7 +286,10 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 		}
 	}
 	for _, c := range documented {
-		if !used[c] {
+		switch elsewhere := slices.Contains(codesImplementedElsewhere, c); {
+		case used[c] && elsewhere:
+			t.Errorf("the handler answers %q now: remove it from codesImplementedElsewhere", c)
+		case !used[c] && !elsewhere:
 			t.Errorf("openapi.yaml lists code %q, which the handler never answers", c)
 		}
 	}

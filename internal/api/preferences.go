@@ -82,7 +82,7 @@ func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 	if p != nil {
 		return problemResponse(p)
 	}
-	body, p := readBody(req, maxBodyBytes, "64 KiB")
+	body, p := readBody(req)
 	if p != nil {
 		return problemResponse(p)
 	}

@@ -44,7 +44,7 @@ func (h *Handler) createPushSubscription(ctx context.Context, req *request) resp
 	if p != nil {
 		return problemResponse(p)
 	}
-	body, p := readBody(req, maxBodyBytes, "64 KiB")
+	body, p := readBody(req)
 	if p != nil {
 		return problemResponse(p)
 	}

@@ -83,7 +83,7 @@ func (h *Handler) putUser(ctx context.Context, req *request) response {
 	if p != nil {
 		return problemResponse(p)
 	}
-	body, p := readBody(req, maxBodyBytes, "64 KiB")
+	body, p := readBody(req)
 	if p != nil {
 		return problemResponse(p)
 	}

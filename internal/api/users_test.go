@@ -20,7 +20,7 @@ func TestUserRoundTrip(t *testing.T) {
 		t.Fatalf("PUT = %d %s", resp.StatusCode, resp.Body)
 	}
 	got := ta.do(t, call{route: "GET /v1/users/{userId}", params: u1, caller: "svc"})
-	v := decodeJSON[userView](t, got.Body)
+	v := decodeBody[userView](t, got.Body)
 	if got.StatusCode != 200 || v.UserID != "u1" || v.Email != "ann@example.com" || v.Phone != "+819012345678" || v.Locale != "ja-JP" ||
 		v.Timezone != "Asia/Tokyo" || v.QuietHours == nil || *v.QuietHours != (domain.QuietHours{Start: "22:00", End: "07:30"}) ||
 		v.DigestMinutes != 30 || v.EmailSuppressed || v.UpdatedAt == "" {
@@ -31,7 +31,7 @@ func TestUserRoundTrip(t *testing.T) {
 	}
 	// PUT replaces: what is left out is cleared.
 	ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com"}`, caller: "svc"})
-	v = decodeJSON[userView](t, ta.do(t, call{route: "GET /v1/users/{userId}", params: u1, caller: "svc"}).Body)
+	v = decodeBody[userView](t, ta.do(t, call{route: "GET /v1/users/{userId}", params: u1, caller: "svc"}).Body)
 	if v.Phone != "" || v.QuietHours != nil || v.Timezone != "" || v.DigestMinutes != 0 {
 		t.Fatalf("after replace: %+v", v)
 	}
@@ -42,12 +42,12 @@ func TestUserEmailSuppression(t *testing.T) {
 	ta.store.users["u1"] = &domain.User{ID: "u1", Email: "ann@example.com", SuppressedEmail: "ann@example.com"}
 	u1 := map[string]string{"userId": "u1"}
 	// The same address stays suppressed.
-	v := decodeJSON[userView](t, ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com","locale":"en"}`, caller: "svc"}).Body)
+	v := decodeBody[userView](t, ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com","locale":"en"}`, caller: "svc"}).Body)
 	if !v.EmailSuppressed {
 		t.Fatalf("suppression lost without an email change: %+v", v)
 	}
 	// A new address lifts it.
-	v = decodeJSON[userView](t, ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.org"}`, caller: "svc"}).Body)
+	v = decodeBody[userView](t, ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.org"}`, caller: "svc"}).Body)
 	if v.EmailSuppressed || ta.store.users["u1"].SuppressedEmail != "" {
 		t.Fatalf("suppression kept after an email change: %+v", ta.store.users["u1"])
 	}
@@ -79,7 +79,7 @@ func TestPushSubscriptions(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
 	}
-	v := decodeJSON[subscriptionView](t, resp.Body)
+	v := decodeBody[subscriptionView](t, resp.Body)
 	if !validSubscriptionID(v.ID) || resp.Headers["Location"] != "/v1/users/u1/push-subscriptions/"+v.ID {
 		t.Fatalf("created %s %v", resp.Body, resp.Headers)
 	}
@@ -90,7 +90,7 @@ func TestPushSubscriptions(t *testing.T) {
 	// The same browser registering again (new keys) replaces it: 200, same id.
 	again := ta.do(t, call{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, caller: "svc",
 		body: pushSubscriptionBody(t, "https://push.example.com/send/abc")})
-	if again.StatusCode != http.StatusOK || decodeJSON[subscriptionView](t, again.Body).ID != v.ID || len(ta.store.subs["u1"]) != 1 {
+	if again.StatusCode != http.StatusOK || decodeBody[subscriptionView](t, again.Body).ID != v.ID || len(ta.store.subs["u1"]) != 1 {
 		t.Fatalf("re-register = %d %s", again.StatusCode, again.Body)
 	}
 	del := call{route: "DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}", params: map[string]string{"userId": "u1", "subscriptionId": v.ID}, caller: "svc"}
@@ -132,7 +132,7 @@ func TestPreferences(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
 		}
-		return decodeJSON[prefsView](t, resp.Body)
+		return decodeBody[prefsView](t, resp.Body)
 	}
 	v := get()
 	if len(v.Preferences) != 5 || v.UserID != "u1" {
@@ -152,7 +152,7 @@ func TestPreferences(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("PUT %s = %d %s", body, resp.StatusCode, resp.Body)
 		}
-		return decodeJSON[prefsView](t, resp.Body)
+		return decodeBody[prefsView](t, resp.Body)
 	}
 	v = put(`{"preferences":{"comment.created":{"push":false},"security.login_alert":{"email":false},"invoice.payment_failed":{"email":false}}}`)
 	if c := v.Preferences["comment.created"]["push"]; c != (preferenceCell{Enabled: false, Source: "user"}) {

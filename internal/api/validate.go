@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -235,16 +236,28 @@ func escapePointer(s string) string {
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-// jsonProblem turns a decoding error (after the syntax and key checks) into a
-// 400 naming the field.
+// jsonProblem turns a decoding error into a 400 naming the field where
+// possible.
 func jsonProblem(err error) *Problem {
+	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
+	var tim *time.ParseError
+	switch {
+	case errors.As(err, &syn):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
+	case errors.As(err, &typ):
 		if typ.Field == "" {
 			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
 		}
 		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
 		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, fmt.Sprintf("%s must be %s", typ.Field, jsonTypeName(typ.Type)))
+	case errors.As(err, &tim):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_time", Detail: "times must be RFC 3339, like 2026-12-01T10:00:00Z"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return fieldProblem(http.StatusBadRequest, "unknown_field", "/"+escapePointer(name), fmt.Sprintf("unknown field %q", name))
+	case errors.Is(err, io.EOF):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
 	}
 	return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
 }
