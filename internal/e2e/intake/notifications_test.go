@@ -16,6 +16,7 @@ import (
 // store exactly 40 notifications, and every request with one (caller, key)
 // gets the identical answer.
 func TestDuplicateStorm(t *testing.T) {
+	stacktest.Stack(t) // skips here, not in the goroutines, without a stack
 	user := stacktest.UniqueID("storm")
 	const keys, perKey = 20, 5
 	callers := []string{"svc-a", "svc-b"}

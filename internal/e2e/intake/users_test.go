@@ -181,6 +181,7 @@ func TestPreferencesRoundTrip(t *testing.T) {
 // TestConcurrentPreferenceMerges: merges that race on the one preferences
 // item all land (optimistic locking retries the losers).
 func TestConcurrentPreferenceMerges(t *testing.T) {
+	stacktest.Stack(t) // skips here, not in the goroutines, without a stack
 	user := stacktest.UniqueID("prefs-race")
 	path := "/v1/users/" + user + "/preferences"
 	changes := []string{
