@@ -20,7 +20,7 @@ func TestBatchPartialFailure(t *testing.T) {
 		`{"idempotencyKey":"f","type":"otp.code","recipient":{"userId":"u1"},"data":{"code":"123456"},"channels":["push"]}`,
 		`{"idempotencyKey":"g","type":"comment.created","recipient":{"userId":"u1"},"data":{"actorLabel":"A","url":"https://example.com/c"}}`,
 	}
-	resp := ta.do(t, call{route: "POST /v1/notifications/batch", caller: "svc", body: `{"notifications":[` + strings.Join(items, ",") + `]}`})
+	resp := ta.do(t, apiCall{route: "POST /v1/notifications/batch", caller: "svc", body: `{"notifications":[` + strings.Join(items, ",") + `]}`})
 	if resp.StatusCode != http.StatusMultiStatus || resp.Headers["Content-Type"] != "application/json" {
 		t.Fatalf("status = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -69,18 +69,18 @@ func TestBatchSharesIdempotencyWithSingleRequests(t *testing.T) {
 	body := `{"notifications":[
 		{"idempotencyKey":"k1","type":"otp.code","recipient":{"userId":"u1"},"data":{"code":"123456"}},
 		{"idempotencyKey":"k2","type":"otp.code","recipient":{"userId":"u1"},"data":{"code":"123456"}}]}`
-	first := decodeBody[batchResponse](t, ta.do(t, call{route: "POST /v1/notifications/batch", caller: "svc", body: body}).Body).Results
+	first := decodeBody[batchResponse](t, ta.do(t, apiCall{route: "POST /v1/notifications/batch", caller: "svc", body: body}).Body).Results
 	if !first[0].Replayed || first[0].ID != decodeBody[acceptedBody](t, single.Body).ID || first[1].Replayed {
 		t.Fatalf("first batch = %+v", first)
 	}
 	// Retrying the whole batch replays every item.
-	again := decodeBody[batchResponse](t, ta.do(t, call{route: "POST /v1/notifications/batch", caller: "svc", body: body}).Body).Results
+	again := decodeBody[batchResponse](t, ta.do(t, apiCall{route: "POST /v1/notifications/batch", caller: "svc", body: body}).Body).Results
 	if !again[0].Replayed || !again[1].Replayed || again[1].ID != first[1].ID || again[1].CreatedAt != first[1].CreatedAt {
 		t.Fatalf("retry = %+v", again)
 	}
 	// A changed payload under a used key is refused for that item only.
 	changed := strings.Replace(body, `"code":"123456"}}]`, `"code":"654321"}}]`, 1)
-	res := decodeBody[batchResponse](t, ta.do(t, call{route: "POST /v1/notifications/batch", caller: "svc", body: changed}).Body).Results
+	res := decodeBody[batchResponse](t, ta.do(t, apiCall{route: "POST /v1/notifications/batch", caller: "svc", body: changed}).Body).Results
 	if res[0].Status != 202 || res[1].Status != 422 || res[1].Problem.Code != "idempotency_key_reused" || res[1].Problem.Pointer != "/notifications/1/idempotencyKey" {
 		t.Fatalf("changed = %+v %+v", res[0], res[1].Problem)
 	}
@@ -95,7 +95,7 @@ func TestBatchOfAHundred(t *testing.T) {
 	for i := range items {
 		items[i] = fmt.Sprintf(`{"idempotencyKey":"k%d","type":"otp.code","recipient":{"userId":"u%d"},"data":{"code":"%06d"}}`, i, i, i)
 	}
-	resp := ta.do(t, call{route: "POST /v1/notifications/batch", caller: "svc", body: `{"notifications":[` + strings.Join(items, ",") + `]}`})
+	resp := ta.do(t, apiCall{route: "POST /v1/notifications/batch", caller: "svc", body: `{"notifications":[` + strings.Join(items, ",") + `]}`})
 	res := decodeBody[batchResponse](t, resp.Body).Results
 	ids := map[string]bool{}
 	for i, r := range res {

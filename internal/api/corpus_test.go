@@ -229,7 +229,7 @@ func TestValidationCorpus(t *testing.T) {
 			if route == "" {
 				route = "POST /v1/notifications"
 			}
-			resp := ta.doRaw(t, call{route: route, params: tt.params, body: tt.body, headers: tt.headers, caller: "svc"}, tt.base64)
+			resp := ta.doRaw(t, apiCall{route: route, params: tt.params, body: tt.body, headers: tt.headers, caller: "svc"}, tt.base64)
 			if resp.StatusCode != tt.status {
 				t.Fatalf("status = %d, want %d: %s", resp.StatusCode, tt.status, resp.Body)
 			}

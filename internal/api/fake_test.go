@@ -278,8 +278,8 @@ func newTestAPI(t testing.TB) *testAPI {
 	return ta
 }
 
-// call describes one API Gateway request.
-type call struct {
+// apiCall describes one API Gateway request.
+type apiCall struct {
 	route   string            // route key, e.g. "POST /v1/notifications"
 	params  map[string]string // path parameters
 	body    string
@@ -289,14 +289,14 @@ type call struct {
 	jwtSub  string // JWT subject instead of IAM
 }
 
-func (ta *testAPI) do(t testing.TB, c call) events.APIGatewayV2HTTPResponse {
+func (ta *testAPI) do(t testing.TB, c apiCall) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	return ta.doRaw(t, c, false)
 }
 
 // doRaw is do with the body flagged as base64 (API Gateway does that for
 // bodies it does not consider text).
-func (ta *testAPI) doRaw(t testing.TB, c call, base64Body bool) events.APIGatewayV2HTTPResponse {
+func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, Body: c.body, Headers: map[string]string{}, PathParameters: c.params, IsBase64Encoded: base64Body}
 	for k, v := range c.headers {
@@ -326,7 +326,7 @@ func (ta *testAPI) doRaw(t testing.TB, c call, base64Body bool) events.APIGatewa
 // post sends a notification as caller "svc".
 func (ta *testAPI) post(t testing.TB, body string, headers ...string) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	c := call{route: "POST /v1/notifications", body: body, caller: "svc", headers: map[string]string{}}
+	c := apiCall{route: "POST /v1/notifications", body: body, caller: "svc", headers: map[string]string{}}
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ":")
 		c.headers[strings.TrimSpace(k)] = strings.TrimSpace(v)

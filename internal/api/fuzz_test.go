@@ -31,7 +31,7 @@ func FuzzDecodeNotification(f *testing.F) {
 	ta := newTestAPI(f)
 	f.Fuzz(func(t *testing.T, body, key string) {
 		checkDecoderAgrees(t, body)
-		c := call{route: "POST /v1/notifications", body: body, caller: "svc", headers: map[string]string{}}
+		c := apiCall{route: "POST /v1/notifications", body: body, caller: "svc", headers: map[string]string{}}
 		if key != "" {
 			c.headers["Idempotency-Key"] = key
 		}

@@ -25,7 +25,7 @@ func TestGetNotificationShowsDeliveries(t *testing.T) {
 	due := testNow.Add(time.Hour)
 	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: domain.StatusSent, Attempts: 2, UpdatedAt: testNow})
 	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelPush, Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due, UpdatedAt: testNow})
-	resp := ta.do(t, call{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	resp := ta.do(t, apiCall{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -40,8 +40,8 @@ func TestGetNotificationShowsDeliveries(t *testing.T) {
 		t.Fatal("contact or data leaked into the status view")
 	}
 	// Another caller cannot see it, and cannot tell it exists.
-	other := ta.do(t, call{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "other"})
-	unknown := ta.do(t, call{route: "GET /v1/notifications/{id}", params: map[string]string{"id": NewRandomID(make([]byte, 16))}, caller: "svc"})
+	other := ta.do(t, apiCall{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "other"})
+	unknown := ta.do(t, apiCall{route: "GET /v1/notifications/{id}", params: map[string]string{"id": NewRandomID(make([]byte, 16))}, caller: "svc"})
 	if other.StatusCode != 404 || other.Body != unknown.Body {
 		t.Fatalf("other caller = %d %s; unknown = %s", other.StatusCode, other.Body, unknown.Body)
 	}
@@ -60,11 +60,11 @@ func TestCancelDropsWhatIsNotSentYet(t *testing.T) {
 		ta.store.addDelivery(d)
 	}
 	// Another caller cannot cancel it.
-	resp := ta.do(t, call{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "intruder"})
+	resp := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "intruder"})
 	if resp.StatusCode != 404 || ta.store.notifications[id].Status != domain.NotificationAccepted {
 		t.Fatalf("foreign cancel = %d %s", resp.StatusCode, resp.Body)
 	}
-	resp = ta.do(t, call{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	resp = ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("DELETE = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -84,7 +84,7 @@ func TestCancelDropsWhatIsNotSentYet(t *testing.T) {
 	}
 	// Cancelling again answers the same and writes nothing new.
 	writes := ta.store.writeCount()
-	again := ta.do(t, call{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	again := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
 	if again.StatusCode != http.StatusOK || decodeBody[notificationView](t, again.Body).Status != "cancelled" || ta.store.writeCount() != writes {
 		t.Fatalf("second DELETE = %d %s (writes %d → %d)", again.StatusCode, again.Body, writes, ta.store.writeCount())
 	}
@@ -95,7 +95,7 @@ func TestCancelEveryUnsentState(t *testing.T) {
 		ta := newTestAPI(t)
 		id := ta.accepted(t, validInvoice, "k")
 		ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: s})
-		ta.do(t, call{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+		ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
 		if d := ta.store.deliveries[id][domain.ChannelEmail]; d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled {
 			t.Errorf("%s → %s/%s, want dropped/cancelled", s, d.Status, d.Reason)
 		}
@@ -104,7 +104,7 @@ func TestCancelEveryUnsentState(t *testing.T) {
 		ta := newTestAPI(t)
 		id := ta.accepted(t, validInvoice, "k")
 		ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: s})
-		ta.do(t, call{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+		ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
 		if d := ta.store.deliveries[id][domain.ChannelEmail]; d.Status != s {
 			t.Errorf("%s changed to %s", s, d.Status)
 		}
@@ -116,7 +116,7 @@ func TestGetAndCancelStoreErrors(t *testing.T) {
 	id := ta.accepted(t, validInvoice, "k")
 	ta.store.fail = errors.New("boom")
 	for _, route := range []string{"GET /v1/notifications/{id}", "DELETE /v1/notifications/{id}"} {
-		resp := ta.do(t, call{route: route, params: map[string]string{"id": id}, caller: "svc"})
+		resp := ta.do(t, apiCall{route: route, params: map[string]string{"id": id}, caller: "svc"})
 		if p := decodeProblem(t, resp); resp.StatusCode != 500 || p.Code != "internal" {
 			t.Errorf("%s = %d %s", route, resp.StatusCode, resp.Body)
 		}

@@ -47,7 +47,7 @@ func TestIdempotency(t *testing.T) {
 		t.Fatalf("reuse = %d %s", reused.StatusCode, reused.Body)
 	}
 	// Keys are scoped per caller.
-	other := ta.do(t, call{route: "POST /v1/notifications", body: validInvoice, caller: "other", headers: map[string]string{"Idempotency-Key": "k1"}})
+	other := ta.do(t, apiCall{route: "POST /v1/notifications", body: validInvoice, caller: "other", headers: map[string]string{"Idempotency-Key": "k1"}})
 	if other.StatusCode != http.StatusAccepted || other.Headers[replayedHeader] != "" || decodeBody[acceptedBody](t, other.Body).ID == decodeBody[acceptedBody](t, first.Body).ID {
 		t.Fatalf("other caller = %d %s %v", other.StatusCode, other.Body, other.Headers)
 	}
@@ -126,20 +126,20 @@ func TestConcurrentDuplicatesWriteOnce(t *testing.T) {
 func TestAuthentication(t *testing.T) {
 	ta := newTestAPI(t)
 	// No identity at all: 401.
-	resp := ta.do(t, call{route: "POST /v1/notifications", body: validInvoice})
+	resp := ta.do(t, apiCall{route: "POST /v1/notifications", body: validInvoice})
 	if p := decodeProblem(t, resp); resp.StatusCode != 401 || p.Code != "unauthenticated" {
 		t.Fatalf("no identity = %d %s", resp.StatusCode, resp.Body)
 	}
 	// A user token on a service route: 403.
 	for _, route := range []string{"POST /v1/notifications", "POST /v1/notifications/batch", "GET /v1/notifications/{id}",
 		"DELETE /v1/notifications/{id}", "PUT /v1/users/{userId}", "GET /v1/users/{userId}/preferences"} {
-		resp = ta.do(t, call{route: route, body: validInvoice, jwtSub: "u1", params: map[string]string{"id": "x", "userId": "u1"}})
+		resp = ta.do(t, apiCall{route: route, body: validInvoice, jwtSub: "u1", params: map[string]string{"id": "x", "userId": "u1"}})
 		if p := decodeProblem(t, resp); resp.StatusCode != 403 || p.Code != "service_route" {
 			t.Fatalf("%s with a JWT = %d %s", route, resp.StatusCode, resp.Body)
 		}
 	}
 	// The caller comes from the IAM context only; a header cannot pick it.
-	resp = ta.do(t, call{route: "POST /v1/notifications", body: validInvoice, caller: "svc",
+	resp = ta.do(t, apiCall{route: "POST /v1/notifications", body: validInvoice, caller: "svc",
 		headers: map[string]string{"X-Herald-Dev-Caller": "other", "Idempotency-Key": "a"}})
 	id := decodeBody[acceptedBody](t, resp.Body).ID
 	if got := ta.store.notifications[id].Caller; got != "arn:aws:iam::123456789012:user/svc" {
@@ -156,7 +156,7 @@ func TestAuthentication(t *testing.T) {
 func TestAssumedRoleSessionsShareIdempotency(t *testing.T) {
 	ta := newTestAPI(t)
 	send := func(session string) string {
-		return ta.do(t, call{route: "POST /v1/notifications", body: validInvoice, headers: map[string]string{"Idempotency-Key": "k"},
+		return ta.do(t, apiCall{route: "POST /v1/notifications", body: validInvoice, headers: map[string]string{"Idempotency-Key": "k"},
 			arn: "arn:aws:sts::123456789012:assumed-role/Billing/" + session}).Body
 	}
 	if a, b := send("s1"), send("s2"); a != b {
@@ -175,7 +175,7 @@ func TestStoreFailureIs500WithoutDetail(t *testing.T) {
 
 func TestUnknownRouteIs404(t *testing.T) {
 	ta := newTestAPI(t)
-	resp := ta.do(t, call{route: "PATCH /v1/nothing", caller: "svc"})
+	resp := ta.do(t, apiCall{route: "PATCH /v1/nothing", caller: "svc"})
 	if p := decodeProblem(t, resp); resp.StatusCode != 404 || p.Code != "route_not_found" {
 		t.Fatalf("= %d %s", resp.StatusCode, resp.Body)
 	}

@@ -15,11 +15,11 @@ func TestUserRoundTrip(t *testing.T) {
 	ta := newTestAPI(t)
 	u1 := map[string]string{"userId": "u1"}
 	body := `{"email":"ann@example.com","phone":"+819012345678","locale":"ja-JP","timezone":"Asia/Tokyo","quietHours":{"start":"22:00","end":"07:30"},"digestMinutes":30}`
-	resp := ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: body, caller: "svc"})
+	resp := ta.do(t, apiCall{route: "PUT /v1/users/{userId}", params: u1, body: body, caller: "svc"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("PUT = %d %s", resp.StatusCode, resp.Body)
 	}
-	got := ta.do(t, call{route: "GET /v1/users/{userId}", params: u1, caller: "svc"})
+	got := ta.do(t, apiCall{route: "GET /v1/users/{userId}", params: u1, caller: "svc"})
 	v := decodeBody[userView](t, got.Body)
 	if got.StatusCode != 200 || v.UserID != "u1" || v.Email != "ann@example.com" || v.Phone != "+819012345678" || v.Locale != "ja-JP" ||
 		v.Timezone != "Asia/Tokyo" || v.QuietHours == nil || *v.QuietHours != (domain.QuietHours{Start: "22:00", End: "07:30"}) ||
@@ -30,8 +30,8 @@ func TestUserRoundTrip(t *testing.T) {
 		t.Errorf("PUT answered %s, GET %s", resp.Body, got.Body)
 	}
 	// PUT replaces: what is left out is cleared.
-	ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com"}`, caller: "svc"})
-	v = decodeBody[userView](t, ta.do(t, call{route: "GET /v1/users/{userId}", params: u1, caller: "svc"}).Body)
+	ta.do(t, apiCall{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com"}`, caller: "svc"})
+	v = decodeBody[userView](t, ta.do(t, apiCall{route: "GET /v1/users/{userId}", params: u1, caller: "svc"}).Body)
 	if v.Phone != "" || v.QuietHours != nil || v.Timezone != "" || v.DigestMinutes != 0 {
 		t.Fatalf("after replace: %+v", v)
 	}
@@ -42,12 +42,12 @@ func TestUserEmailSuppression(t *testing.T) {
 	ta.store.users["u1"] = &domain.User{ID: "u1", Email: "ann@example.com", SuppressedEmail: "ann@example.com"}
 	u1 := map[string]string{"userId": "u1"}
 	// The same address stays suppressed.
-	v := decodeBody[userView](t, ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com","locale":"en"}`, caller: "svc"}).Body)
+	v := decodeBody[userView](t, ta.do(t, apiCall{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.com","locale":"en"}`, caller: "svc"}).Body)
 	if !v.EmailSuppressed {
 		t.Fatalf("suppression lost without an email change: %+v", v)
 	}
 	// A new address lifts it.
-	v = decodeBody[userView](t, ta.do(t, call{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.org"}`, caller: "svc"}).Body)
+	v = decodeBody[userView](t, ta.do(t, apiCall{route: "PUT /v1/users/{userId}", params: u1, body: `{"email":"ann@example.org"}`, caller: "svc"}).Body)
 	if v.EmailSuppressed || ta.store.users["u1"].SuppressedEmail != "" {
 		t.Fatalf("suppression kept after an email change: %+v", ta.store.users["u1"])
 	}
@@ -75,7 +75,7 @@ func TestPushSubscriptions(t *testing.T) {
 	ta := newTestAPI(t)
 	u1 := map[string]string{"userId": "u1"}
 	body := pushSubscriptionBody(t, "https://push.example.com/send/abc")
-	resp := ta.do(t, call{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, body: body, caller: "svc"})
+	resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, body: body, caller: "svc"})
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -88,12 +88,12 @@ func TestPushSubscriptions(t *testing.T) {
 		t.Fatalf("stored %+v", stored)
 	}
 	// The same browser registering again (new keys) replaces it: 200, same id.
-	again := ta.do(t, call{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, caller: "svc",
+	again := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, caller: "svc",
 		body: pushSubscriptionBody(t, "https://push.example.com/send/abc")})
 	if again.StatusCode != http.StatusOK || decodeBody[subscriptionView](t, again.Body).ID != v.ID || len(ta.store.subs["u1"]) != 1 {
 		t.Fatalf("re-register = %d %s", again.StatusCode, again.Body)
 	}
-	del := call{route: "DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}", params: map[string]string{"userId": "u1", "subscriptionId": v.ID}, caller: "svc"}
+	del := apiCall{route: "DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}", params: map[string]string{"userId": "u1", "subscriptionId": v.ID}, caller: "svc"}
 	if resp := ta.do(t, del); resp.StatusCode != http.StatusNoContent || resp.Body != "" {
 		t.Fatalf("DELETE = %d %s", resp.StatusCode, resp.Body)
 	}
@@ -107,7 +107,7 @@ func TestLoopbackPushEndpointsOnlyWhenAllowed(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		ta := newTestAPI(t)
 		ta.h.pushLoopback = allow
-		resp := ta.do(t, call{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, body: body, caller: "svc"})
+		resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, body: body, caller: "svc"})
 		if want := map[bool]int{false: 400, true: 201}[allow]; resp.StatusCode != want {
 			t.Errorf("allow=%v: %d %s", allow, resp.StatusCode, resp.Body)
 		}
@@ -115,7 +115,7 @@ func TestLoopbackPushEndpointsOnlyWhenAllowed(t *testing.T) {
 	// Never a non-loopback http endpoint, even when allowed.
 	ta := newTestAPI(t)
 	ta.h.pushLoopback = true
-	resp := ta.do(t, call{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, caller: "svc",
+	resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, caller: "svc",
 		body: pushSubscriptionBody(t, "http://push.example.com/x")})
 	if resp.StatusCode != 400 {
 		t.Errorf("http non-loopback = %d", resp.StatusCode)
@@ -128,7 +128,7 @@ func TestPreferences(t *testing.T) {
 	ta := newTestAPI(t)
 	u1 := map[string]string{"userId": "u1"}
 	get := func() prefsView {
-		resp := ta.do(t, call{route: "GET /v1/users/{userId}/preferences", params: u1, caller: "svc"})
+		resp := ta.do(t, apiCall{route: "GET /v1/users/{userId}/preferences", params: u1, caller: "svc"})
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
 		}
@@ -148,7 +148,7 @@ func TestPreferences(t *testing.T) {
 		t.Errorf("mandatory = %+v", c)
 	}
 	put := func(body string) prefsView {
-		resp := ta.do(t, call{route: "PUT /v1/users/{userId}/preferences", params: u1, body: body, caller: "svc"})
+		resp := ta.do(t, apiCall{route: "PUT /v1/users/{userId}/preferences", params: u1, body: body, caller: "svc"})
 		if resp.StatusCode != 200 {
 			t.Fatalf("PUT %s = %d %s", body, resp.StatusCode, resp.Body)
 		}
@@ -186,7 +186,7 @@ func TestPreferences(t *testing.T) {
 func TestStoreConflictIs409(t *testing.T) {
 	ta := newTestAPI(t)
 	ta.store.fail = fmt.Errorf("merge preferences of u1: %w", domain.ErrConflict)
-	for _, c := range []call{
+	for _, c := range []apiCall{
 		{route: "PUT /v1/users/{userId}", body: `{}`},
 		{route: "PUT /v1/users/{userId}/preferences", body: `{"preferences":{"comment.created":{"push":false}}}`},
 	} {

@@ -80,7 +80,7 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log,
+	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log,
 		Users: st, PushSubscriptions: st, Preferences: st,
 		AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true"}), nil
 }
