@@ -2,6 +2,10 @@
 package main
 
 import (
+	// IANA time zones for user timezones and quiet hours: provided.al2023 has
+	// no zoneinfo.
+	_ "time/tzdata"
+
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"

@@ -31,6 +31,14 @@ type Deps struct {
 	Now           func() time.Time
 	NewID         func() string
 	Log           *slog.Logger
+
+	// Users, subscriptions and preferences (service routes).
+	Users             UserStore
+	PushSubscriptions PushSubscriptionStore
+	Preferences       PreferenceStore
+	// AllowInsecurePushLoopback accepts http:// push endpoints on loopback
+	// hosts (the local runner's push service); false in AWS.
+	AllowInsecurePushLoopback bool
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
 }
@@ -43,6 +51,11 @@ type Handler struct {
 	newID         func() string
 	log           *slog.Logger
 	routes        map[string]route
+
+	users             UserStore
+	pushSubscriptions PushSubscriptionStore
+	preferences       PreferenceStore
+	pushLoopback      bool
 }
 
 type route func(ctx context.Context, req *request) response
@@ -63,10 +76,12 @@ type response struct {
 // New wires the API handler.
 func New(d Deps) *Handler {
 	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log, routes: map[string]route{}}
+	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	// Each feature registers its routes (route key → handler).
 	for _, group := range []map[string]route{
 		h.notificationRoutes(),
 		h.inboxRoutes(d),
+		h.userRoutes(),
 		h.unsubscribeRoutes(d.Unsubscribe),
 	} {
 		for k, r := range group {

@@ -5,11 +5,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/domain"
 )
@@ -17,25 +22,33 @@ import (
 // NotificationStore is what the notification routes need from the table.
 type NotificationStore interface {
 	CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error)
+	GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error)
+	CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error)
+	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
 func (h *Handler) notificationRoutes() map[string]route {
 	return map[string]route{
-		"POST /v1/notifications": h.createNotification,
+		"POST /v1/notifications":        service(h.createNotification),
+		"POST /v1/notifications/batch":  service(h.createNotificationBatch),
+		"GET /v1/notifications/{id}":    service(h.getNotification),
+		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
 	}
 }
 
-// notificationRequest is the body of POST /v1/notifications.
+// notificationRequest is the body of POST /v1/notifications. Times stay
+// strings until validation so that a bad one is reported with its pointer;
+// data stays raw so that its size is measured as sent.
 type notificationRequest struct {
-	Type       string         `json:"type"`
-	Recipient  recipientBody  `json:"recipient"`
-	Data       map[string]any `json:"data,omitempty"`
-	Priority   string         `json:"priority,omitempty"`
-	Channels   []string       `json:"channels,omitempty"`
-	ResourceID string         `json:"resourceId,omitempty"`
-	BatchKey   string         `json:"batchKey,omitempty"`
-	SendAt     *time.Time     `json:"sendAt,omitempty"`
-	ExpiresAt  *time.Time     `json:"expiresAt,omitempty"`
+	Type       string          `json:"type"`
+	Recipient  recipientBody   `json:"recipient"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	Priority   string          `json:"priority,omitempty"`
+	Channels   []string        `json:"channels,omitempty"`
+	ResourceID string          `json:"resourceId,omitempty"`
+	BatchKey   string          `json:"batchKey,omitempty"`
+	SendAt     string          `json:"sendAt,omitempty"`
+	ExpiresAt  string          `json:"expiresAt,omitempty"`
 }
 
 type recipientBody struct {
@@ -52,62 +65,86 @@ type acceptedBody struct {
 	CreatedAt string `json:"createdAt"`
 }
 
-const maxBodyBytes = 64 << 10
+const (
+	maxBodyBytes = 64 << 10
+	// replayedHeader marks a response replayed from an earlier request.
+	replayedHeader = "Idempotent-Replayed"
+)
 
 func (h *Handler) createNotification(ctx context.Context, req *request) response {
 	body, p := readBody(req)
 	if p != nil {
 		return problemResponse(p)
 	}
-	key, hasKey := header(req, "Idempotency-Key")
+	key, hasKey := header(req, "idempotency-key")
 	if hasKey {
 		if p := validateIdempotencyKey(key); p != nil {
 			return problemResponse(p)
 		}
 	}
 	var nr notificationRequest
-	if p := decodeJSON(body, &nr); p != nil {
+	if p := decodeNotificationRequest(body, &nr, nil); p != nil {
 		return problemResponse(p)
 	}
-	n, p := h.validateNotification(&nr)
+	return h.accept(ctx, req.caller, key, hasKey, &nr, "")
+}
+
+// accept validates one notification request and stores it with one
+// conditional write. pointerPrefix locates the request inside a batch.
+func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, nr *notificationRequest, pointerPrefix string) response {
+	n, data, p := h.validateNotification(nr)
 	if p != nil {
+		if p.Pointer != "" {
+			p.Pointer = pointerPrefix + p.Pointer
+		}
 		return problemResponse(p)
 	}
-	n.Caller = req.caller
-	n.RequestHash = requestHash(&nr)
+	n.Caller = caller
+	n.RequestHash = requestHash(nr, n, data)
+	var reused *Problem
 	switch {
 	case hasKey:
 		n.DedupeKey = "k\x00" + key
+		reused = &Problem{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
+			Detail: "this idempotency key was already used with a different request"}
+		if pointerPrefix != "" {
+			reused.Pointer = pointerPrefix + "/idempotencyKey"
+		} else {
+			reused.Header = "Idempotency-Key"
+		}
 	case nr.ResourceID != "":
 		n.DedupeKey = "r\x00" + nr.Recipient.UserID + "\x00" + nr.Type + "\x00" + nr.ResourceID
+		reused = &Problem{Status: http.StatusUnprocessableEntity, Code: "resource_id_reused", Pointer: pointerPrefix + "/resourceId",
+			Detail: "a different notification of this type for this user and resourceId was already accepted"}
 	}
 	if n.DedupeKey != "" {
-		n.ID = dedupeID(n.Caller, n.DedupeKey)
+		n.ID = dedupeID(caller, n.DedupeKey)
 	} else {
 		n.ID = h.newID()
 	}
 	stored, err := h.notifications.CreateNotification(ctx, n)
 	switch {
-	case errors.Is(err, domain.ErrConflict) && stored != nil && stored.Caller == n.Caller && stored.DedupeKey == n.DedupeKey:
+	case errors.Is(err, domain.ErrConflict) && stored != nil && stored.Caller == n.Caller && stored.DedupeKey == n.DedupeKey && n.DedupeKey != "":
 		if stored.RequestHash != n.RequestHash {
-			return problemResponse(&Problem{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-				Detail: "this idempotency key was already used with a different request"})
+			return problemResponse(reused)
 		}
 		resp := accepted(stored)
-		resp.headers["Idempotent-Replayed"] = "true"
+		resp.headers[replayedHeader] = "true"
 		return resp
 	case err != nil:
 		return h.internalError(ctx, "create notification", err)
 	}
-	h.log.InfoContext(ctx, "notification accepted", "notificationId", n.ID, "type", n.Type, "priority", n.Priority, "outcome", "accepted")
+	h.log.LogAttrs(ctx, slog.LevelInfo, "notification accepted", slog.String("notificationId", n.ID),
+		slog.String("type", n.Type), slog.String("priority", string(n.Priority)), slog.String("outcome", "accepted"))
 	return accepted(n)
 }
 
 func accepted(n *domain.Notification) response {
+	location := "/v1/notifications/" + n.ID
 	return response{
 		status:  http.StatusAccepted,
-		body:    acceptedBody{ID: n.ID, Status: "accepted", CreatedAt: n.CreatedAt.UTC().Format(time.RFC3339Nano)},
-		headers: map[string]string{"Location": "/v1/notifications/" + n.ID},
+		body:    &acceptedBody{ID: n.ID, Status: "accepted", CreatedAt: n.CreatedAt.UTC().Format(time.RFC3339Nano)},
+		headers: map[string]string{"Location": location},
 	}
 }
 
@@ -115,7 +152,11 @@ func accepted(n *domain.Notification) response {
 // that the table's conditional put on the id is the deduplication: one write,
 // no lock, no read-then-write.
 func dedupeID(caller, dedupeKey string) string {
-	sum := sha256.Sum256([]byte(caller + "\x00" + dedupeKey))
+	buf := make([]byte, 0, 512)
+	buf = append(buf, caller...)
+	buf = append(buf, 0)
+	buf = append(buf, dedupeKey...)
+	sum := sha256.Sum256(buf)
 	return "n" + idEncoding.EncodeToString(sum[:16])
 }
 
@@ -124,16 +165,88 @@ var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadd
 // NewRandomID returns a random notification id shaped like dedupe ids.
 func NewRandomID(random []byte) string { return "n" + idEncoding.EncodeToString(random[:16]) }
 
-// requestHash is a canonical hash of the decoded request: encoding/json writes
-// struct fields in a fixed order and map keys sorted, so equal requests hash
-// equally whatever their whitespace or key order.
-func requestHash(nr *notificationRequest) string {
-	b, _ := json.Marshal(nr)
-	sum := sha256.Sum256(b)
+// validNotificationID reports whether id has the shape of the ids Herald
+// issues ("n" + 26 base32 characters); anything else cannot exist.
+func validNotificationID(id string) bool {
+	if len(id) != 27 || id[0] != 'n' {
+		return false
+	}
+	for i := 1; i < len(id); i++ {
+		if strings.IndexByte("0123456789abcdefghjkmnpqrstvwxyz", id[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// requestHash is a canonical hash of an accepted request: every field as
+// given, with times as UTC instants, channels as a set and data keys sorted,
+// so equal requests hash equally whatever their whitespace, key order or
+// time zone notation. Fields are length-prefixed, so no two different
+// requests share an encoding.
+func requestHash(nr *notificationRequest, n *domain.Notification, data map[string]any) string {
+	buf := make([]byte, 0, 1024)
+	put := func(s string) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	put("v1")
+	put(nr.Type)
+	put(nr.Recipient.UserID)
+	put(nr.Recipient.Email)
+	put(nr.Recipient.Phone)
+	put(nr.Recipient.Locale)
+	put(nr.Priority)
+	channels := make([]string, 0, 3)
+	for _, c := range nr.Channels {
+		if !slices.Contains(channels, c) {
+			channels = append(channels, c)
+		}
+	}
+	slices.Sort(channels)
+	buf = binary.AppendUvarint(buf, uint64(len(channels)))
+	for _, c := range channels {
+		put(c)
+	}
+	put(nr.ResourceID)
+	put(nr.BatchKey)
+	expiresAt := time.Time{} // as requested, not the type's default
+	if nr.ExpiresAt != "" {
+		expiresAt = n.ExpiresAt
+	}
+	for _, t := range []time.Time{n.SendAt, expiresAt} {
+		if t.IsZero() {
+			buf = append(buf, 0)
+			continue
+		}
+		buf = append(buf, 1)
+		buf = binary.AppendVarint(buf, t.UnixNano())
+	}
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf = binary.AppendUvarint(buf, uint64(len(keys)))
+	for _, k := range keys {
+		put(k)
+		if s, ok := data[k].(string); ok {
+			put(s)
+		} else { // validation admits only strings; stay total anyway
+			raw, _ := json.Marshal(data[k])
+			put(string(raw))
+		}
+	}
+	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
 }
 
-func readBody(req *request) ([]byte, *Problem) {
+// readBody returns the request body, decoded from base64 when API Gateway
+// encoded it, or a 413 beyond 64 KiB.
+func readBody(req *request) ([]byte, *Problem) { return readBodyLimit(req, maxBodyBytes, "64 KiB") }
+
+// readBodyLimit is readBody with another limit.
+func readBodyLimit(req *request, limit int, limitText string) ([]byte, *Problem) {
 	body := []byte(req.Body)
 	if req.IsBase64Encoded {
 		var err error
@@ -141,12 +254,36 @@ func readBody(req *request) ([]byte, *Problem) {
 			return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_body", Detail: "body is not valid base64"}
 		}
 	}
-	if len(body) > maxBodyBytes {
-		return nil, &Problem{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Detail: "body exceeds 64 KiB"}
+	if len(body) > limit {
+		return nil, &Problem{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Detail: "body exceeds " + limitText}
 	}
 	return body, nil
 }
 
+// decodeStrict decodes one JSON object into v: valid UTF-8, valid JSON, keys
+// exactly as s allows (each once, with the pointer of the first offender),
+// values of the right types.
+func decodeStrict(body []byte, s *schema, v any) *Problem {
+	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
+	switch {
+	case len(trimmed) == 0:
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
+	case !utf8.Valid(trimmed):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
+	case !json.Valid(trimmed):
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
+	case trimmed[0] != '{':
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
+	}
+	if p := checkKeys(trimmed, s); p != nil {
+		return p
+	}
+	return decodeJSON(trimmed, v)
+}
+
+// decodeJSON decodes one JSON object into v with encoding/json, refusing
+// unknown fields. decodeStrict is stricter (exact keys, no repeats, pointers
+// for nested unknown fields) where a schema is declared.
 func decodeJSON(body []byte, v any) *Problem {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -159,9 +296,14 @@ func decodeJSON(body []byte, v any) *Problem {
 	return nil
 }
 
-func header(req *request, name string) (string, bool) {
+// header returns a request header. API Gateway (payload 2.0) lower-cases
+// header names; the loop covers other spellings without allocating.
+func header(req *request, lowerName string) (string, bool) {
+	if v, ok := req.Headers[lowerName]; ok {
+		return v, true
+	}
 	for k, v := range req.Headers {
-		if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(name) {
+		if strings.EqualFold(k, lowerName) {
 			return v, true
 		}
 	}

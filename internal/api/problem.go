@@ -11,6 +11,10 @@ type Problem struct {
 	Code   string `json:"code"`
 	// Pointer is the JSON pointer (RFC 6901) of the offending field.
 	Pointer string `json:"pointer,omitempty"`
+	// Header names the offending request header; Parameter the offending path
+	// or query parameter.
+	Header    string `json:"header,omitempty"`
+	Parameter string `json:"parameter,omitempty"`
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }

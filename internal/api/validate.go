@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/mail"
-	"regexp"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -17,127 +16,216 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-var (
-	e164        = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	userIDShape = regexp.MustCompile(`^[A-Za-z0-9._:@|-]{1,128}$`)
+const (
+	maxDataBytes   = 16 << 10
+	maxKeyLength   = 255 // resourceId, batchKey, Idempotency-Key
+	sendAtPastSlop = time.Minute
 )
 
-const maxDataBytes = 16 << 10
-
-func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notification, *Problem) {
+// validateNotification checks a decoded request against the catalog and the
+// limits, and builds the notification to store with its decoded data. The
+// checks run in a fixed order, so one request always gets the same problem.
+func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notification, map[string]any, *Problem) {
 	now := h.now()
 	if nr.Type == "" {
-		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/type", "type is required")
+		return nil, nil, fieldProblem(http.StatusBadRequest, "missing_field", "/type", "type is required")
 	}
 	typ, ok := h.catalog.Lookup(nr.Type)
 	if !ok {
-		return nil, fieldProblem(http.StatusUnprocessableEntity, "unknown_type", "/type", fmt.Sprintf("type %q is not in the catalog", nr.Type))
+		return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unknown_type", "/type", "type is not in the catalog")
 	}
 	r := nr.Recipient
-	if r.UserID == "" {
-		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/recipient/userId", "recipient.userId is required")
+	if p := validateUserID(r.UserID, "/recipient/userId"); p != nil {
+		return nil, nil, p
 	}
-	if !userIDShape.MatchString(r.UserID) {
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_user_id", "/recipient/userId", "userId must be 1-128 characters of letters, digits and ._:@|-")
-	}
-	if r.Email != "" && !validEmail(r.Email) {
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_email", "/recipient/email", "email must be a plain address like name@example.com")
-	}
-	if r.Phone != "" && !e164.MatchString(r.Phone) {
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_phone", "/recipient/phone", "phone must be E.164, like +15551234567")
-	}
-	if r.Locale != "" && !validLocale(r.Locale) {
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_locale", "/recipient/locale", "locale must be a BCP 47 tag like ja-JP")
+	if p := validateContacts(r.Email, r.Phone, r.Locale, "/recipient"); p != nil {
+		return nil, nil, p
 	}
 	n := &domain.Notification{
-		Type: nr.Type, Recipient: domain.Recipient(r), Data: nr.Data, Priority: typ.Priority,
+		Type: nr.Type, Recipient: domain.Recipient(r), Priority: typ.Priority,
 		ResourceID: nr.ResourceID, BatchKey: nr.BatchKey, CreatedAt: now, Status: domain.NotificationAccepted,
 	}
 	if nr.Priority != "" {
 		p, err := domain.ParsePriority(nr.Priority)
 		if err != nil {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_priority", "/priority", "priority must be high, normal or low")
+			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_priority", "/priority", "priority must be high, normal or low")
 		}
 		n.Priority = p
 	}
+	if nr.Channels != nil && len(nr.Channels) == 0 {
+		return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", "/channels", "channels must list at least one channel when given")
+	}
 	for i, s := range nr.Channels {
+		ptr := fmt.Sprintf("/channels/%d", i)
 		c, err := domain.ParseChannel(s)
-		if err != nil {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_channel", fmt.Sprintf("/channels/%d", i), "channel must be email, sms or push")
+		switch {
+		case err != nil:
+			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr, "channel must be email, sms or push")
+		case containsChannel(n.Channels, c):
+			return nil, nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr, "channel listed twice")
+		case !typ.HasChannel(c):
+			return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr, "the type has no template for this channel")
 		}
 		n.Channels = append(n.Channels, c)
 	}
-	for _, f := range []struct{ v, ptr string }{{nr.ResourceID, "/resourceId"}, {nr.BatchKey, "/batchKey"}} {
-		if len(f.v) > 255 || hasControl(f.v) {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_string", f.ptr, "must be at most 255 characters without control characters")
-		}
+	if p := validateKey(nr.ResourceID, "/resourceId"); p != nil {
+		return nil, nil, p
 	}
-	if raw, _ := json.Marshal(nr.Data); len(raw) > maxDataBytes {
-		return nil, fieldProblem(http.StatusRequestEntityTooLarge, "data_too_large", "/data", "data exceeds 16 KiB")
+	if p := validateKey(nr.BatchKey, "/batchKey"); p != nil {
+		return nil, nil, p
 	}
-	if err := typ.ValidateData(nr.Data); err != nil {
-		var de *catalog.DataError
-		if errors.As(err, &de) {
-			code := "invalid_variable"
-			switch de.Problem {
-			case "missing":
-				code = "missing_variable"
-			case "undeclared":
-				code = "undeclared_variable"
-			}
-			return nil, fieldProblem(http.StatusUnprocessableEntity, code, "/data/"+escapePointer(de.Variable), err.Error())
-		}
-		return nil, fieldProblem(http.StatusUnprocessableEntity, "invalid_variable", "/data", err.Error())
+	data, p := decodeData(nr.Data)
+	if p != nil {
+		return nil, nil, p
 	}
-	if nr.SendAt != nil {
-		if nr.SendAt.Before(now.Add(-time.Minute)) || nr.SendAt.After(now.AddDate(1, 0, 0)) {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_send_at", "/sendAt", "sendAt must be between one minute ago and one year ahead")
-		}
-		n.SendAt = nr.SendAt.UTC()
+	if err := typ.ValidateData(data); err != nil {
+		return nil, nil, dataProblem(err)
 	}
-	if nr.ExpiresAt != nil {
-		earliest := now
-		if nr.SendAt != nil {
-			earliest = *nr.SendAt
+	n.Data = data
+	if nr.SendAt != "" {
+		t, p := parseTime(nr.SendAt, "/sendAt")
+		if p != nil {
+			return nil, nil, p
 		}
-		if !nr.ExpiresAt.After(earliest) {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_expires_at", "/expiresAt", "expiresAt must be after sendAt and in the future")
+		if t.Before(now.Add(-sendAtPastSlop)) || t.After(now.AddDate(1, 0, 0)) {
+			return nil, nil, fieldProblem(http.StatusBadRequest, "send_at_out_of_range", "/sendAt", "sendAt must be between one minute ago and one year ahead")
 		}
-		n.ExpiresAt = nr.ExpiresAt.UTC()
+		n.SendAt = t.UTC()
+	}
+	start := now
+	if n.SendAt.After(now) {
+		start = n.SendAt
+	}
+	if nr.ExpiresAt != "" {
+		t, p := parseTime(nr.ExpiresAt, "/expiresAt")
+		if p != nil {
+			return nil, nil, p
+		}
+		switch {
+		case !n.SendAt.IsZero() && !t.After(n.SendAt):
+			return nil, nil, fieldProblem(http.StatusBadRequest, "expires_before_send_at", "/expiresAt", "expiresAt must be after sendAt")
+		case !t.After(now):
+			return nil, nil, fieldProblem(http.StatusBadRequest, "expires_in_past", "/expiresAt", "expiresAt must be in the future")
+		}
+		n.ExpiresAt = t.UTC()
 	} else if typ.DefaultExpiry > 0 {
-		start := now
-		if !n.SendAt.IsZero() && n.SendAt.After(now) {
-			start = n.SendAt
-		}
 		n.ExpiresAt = start.Add(typ.DefaultExpiry)
 	}
-	return n, nil
+	return n, data, nil
 }
 
-func validEmail(s string) bool {
-	if len(s) > 254 || hasControl(s) {
-		return false
+func containsChannel(cs []domain.Channel, c domain.Channel) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
 	}
-	a, err := mail.ParseAddress(s)
-	return err == nil && a.Address == s && a.Name == "" && strings.Contains(s[strings.LastIndexByte(s, '@'):], ".")
+	return false
 }
 
-var localeShape = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
+func validateUserID(id, pointer string) *Problem {
+	if id == "" {
+		return fieldProblem(http.StatusBadRequest, "missing_field", pointer, "userId is required")
+	}
+	if !validUserID(id) {
+		return fieldProblem(http.StatusBadRequest, "invalid_user_id", pointer, "userId must be 1-128 characters of letters, digits and ._:@|-")
+	}
+	return nil
+}
 
-func validLocale(s string) bool { return len(s) <= 35 && localeShape.MatchString(s) }
+// validateContacts checks the optional email, phone and locale found under
+// base (a JSON pointer).
+func validateContacts(email, phone, locale, base string) *Problem {
+	if email != "" && !validEmail(email) {
+		return fieldProblem(http.StatusBadRequest, "invalid_email", base+"/email", "email must be a plain address like name@example.com")
+	}
+	if phone != "" && !validE164(phone) {
+		return fieldProblem(http.StatusBadRequest, "invalid_phone", base+"/phone", "phone must be E.164, like +15551234567")
+	}
+	if locale != "" && !validLocale(locale) {
+		return fieldProblem(http.StatusBadRequest, "invalid_locale", base+"/locale", "locale must be a BCP 47 tag like ja-JP")
+	}
+	return nil
+}
+
+func validateKey(v, pointer string) *Problem {
+	if len(v) > maxKeyLength || hasControl(v) {
+		return fieldProblem(http.StatusBadRequest, "invalid_string", pointer, "must be at most 255 bytes without control characters")
+	}
+	return nil
+}
+
+// decodeData decodes the data object, enforcing its size limit and that its
+// keys and string values carry no control characters.
+func decodeData(raw json.RawMessage) (map[string]any, *Problem) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if len(raw) > maxDataBytes {
+		return nil, fieldProblem(http.StatusRequestEntityTooLarge, "data_too_large", "/data", "data exceeds 16 KiB")
+	}
+	if raw[0] != '{' {
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
+	}
+	data, ok := decodeStringObject(raw)
+	if !ok { // not flat strings: let the catalog name the odd value
+		if err := json.Unmarshal(raw, &data); err != nil {
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
+		}
+	}
+	for k, v := range data {
+		if hasControl(k) {
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/data/"+escapePointer(k), "keys must not contain control characters")
+		}
+		if s, ok := v.(string); ok && hasControl(s) {
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/data/"+escapePointer(k), "values must not contain control characters")
+		}
+	}
+	return data, nil
+}
+
+// dataProblem turns a catalog data error into a 422 naming the variable.
+func dataProblem(err error) *Problem {
+	var de *catalog.DataError
+	if !errors.As(err, &de) {
+		return fieldProblem(http.StatusUnprocessableEntity, "invalid_variable", "/data", err.Error())
+	}
+	code := "invalid_variable"
+	switch de.Problem {
+	case "missing":
+		code = "missing_variable"
+	case "undeclared":
+		code = "undeclared_variable"
+	}
+	return fieldProblem(http.StatusUnprocessableEntity, code, "/data/"+escapePointer(de.Variable), err.Error())
+}
+
+func parseTime(s, pointer string) (time.Time, *Problem) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fieldProblem(http.StatusBadRequest, "invalid_time", pointer, "must be an RFC 3339 time like 2026-12-01T10:00:00Z")
+	}
+	return t, nil
+}
 
 func hasControl(s string) bool {
-	return strings.IndexFunc(s, unicode.IsControl) >= 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c >= 0x80 {
+			// Slow path only for non-ASCII (C1 controls are multi-byte).
+			return strings.IndexFunc(s, unicode.IsControl) >= 0
+		}
+	}
+	return false
 }
 
 func validateIdempotencyKey(k string) *Problem {
-	if len(k) < 1 || len(k) > 255 {
-		return fieldProblem(http.StatusBadRequest, "invalid_idempotency_key", "", "Idempotency-Key must be 1-255 printable ASCII characters")
+	bad := len(k) < 1 || len(k) > maxKeyLength
+	for i := 0; i < len(k) && !bad; i++ {
+		bad = k[i] < 0x20 || k[i] > 0x7e
 	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return fieldProblem(http.StatusBadRequest, "invalid_idempotency_key", "", "Idempotency-Key must be 1-255 printable ASCII characters")
-		}
+	if bad {
+		return &Problem{Status: http.StatusBadRequest, Code: "invalid_idempotency_key", Header: "Idempotency-Key",
+			Detail: "Idempotency-Key must be 1-255 printable ASCII characters"}
 	}
 	return nil
 }
@@ -148,7 +236,8 @@ func escapePointer(s string) string {
 
 func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
 
-// jsonProblem turns a decoding error into a 400 naming the field where possible.
+// jsonProblem turns a decoding error into a 400 naming the field where
+// possible.
 func jsonProblem(err error) *Problem {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -157,15 +246,94 @@ func jsonProblem(err error) *Problem {
 	case errors.As(err, &syn):
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
 	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
+		}
 		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
-		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, fmt.Sprintf("%s must be %s", typ.Field, typ.Type))
+		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, fmt.Sprintf("%s must be %s", typ.Field, jsonTypeName(typ.Type)))
 	case errors.As(err, &tim):
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_time", Detail: "times must be RFC 3339, like 2026-12-01T10:00:00Z"}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return fieldProblem(http.StatusBadRequest, "unknown_field", "/"+name, fmt.Sprintf("unknown field %q", name))
+		return fieldProblem(http.StatusBadRequest, "unknown_field", "/"+escapePointer(name), fmt.Sprintf("unknown field %q", name))
 	case errors.Is(err, io.EOF):
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
 	}
 	return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
+}
+
+// jsonTypeName names a Go type the way a JSON client thinks of it.
+func jsonTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
+// decodeStringObject decodes a valid JSON object whose values are all
+// strings — the shape of template data — without reflection. It reports
+// false for anything else.
+func decodeStringObject(raw []byte) (map[string]any, bool) {
+	w := keyWalker{b: raw}
+	w.ws()
+	if w.i >= len(raw) || raw[w.i] != '{' {
+		return nil, false
+	}
+	w.i++
+	out := make(map[string]any, 4)
+	for {
+		w.ws()
+		if w.i >= len(raw) {
+			return nil, false
+		}
+		switch raw[w.i] {
+		case '}':
+			return out, true
+		case ',':
+			w.i++
+			continue
+		}
+		key, ok := w.decodedString()
+		if !ok {
+			return nil, false
+		}
+		w.ws()
+		w.i++ // :
+		w.ws()
+		if w.i >= len(raw) || raw[w.i] != '"' {
+			return nil, false
+		}
+		val, ok := w.decodedString()
+		if !ok {
+			return nil, false
+		}
+		out[key] = val
+	}
+}
+
+// decodedString consumes a JSON string at the cursor and returns its value.
+func (w *keyWalker) decodedString() (string, bool) {
+	start := w.i
+	raw, escaped := w.str()
+	if !escaped {
+		return string(raw), true
+	}
+	var s string
+	if err := json.Unmarshal(w.b[start:w.i], &s); err != nil {
+		return "", false
+	}
+	return s, true
 }

@@ -65,6 +65,7 @@ type Type struct {
 	// deliverable if the caller gives no expiresAt (e.g. one-time codes).
 	DefaultExpiry time.Duration
 	Variables     map[string]Variable
+	variableNames []string // sorted, for ValidateData
 	locales       map[string]*localeTemplates
 }
 
@@ -304,6 +305,7 @@ func parseType(raw []byte) (*Type, error) {
 			return nil, fmt.Errorf("variable %s: unknown kind %q", name, v.Kind)
 		}
 	}
+	t.variableNames = sortedNames(t.Variables)
 	var err error
 	if t.Priority, err = domain.ParsePriority(f.Priority); err != nil {
 		return nil, err

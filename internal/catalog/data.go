@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -23,11 +24,10 @@ const defaultMaxLength = 2048
 // variable present as a string of its kind, nothing undeclared. Errors come in a
 // stable order (missing before undeclared, then by name).
 func (t *Type) ValidateData(data map[string]any) error {
-	names := make([]string, 0, len(t.Variables))
-	for n := range t.Variables {
-		names = append(names, n)
+	names := t.variableNames
+	if names == nil { // a Type built by hand rather than loaded
+		names = sortedNames(t.Variables)
 	}
-	sort.Strings(names)
 	for _, n := range names {
 		v, ok := data[n]
 		if !ok {
@@ -41,24 +41,42 @@ func (t *Type) ValidateData(data map[string]any) error {
 			return &DataError{Variable: n, Problem: err}
 		}
 	}
-	extra := make([]string, 0)
+	if len(data) == len(names) {
+		return nil // every key is a declared variable
+	}
+	var extra []string
 	for n := range data {
 		if _, ok := t.Variables[n]; !ok {
 			extra = append(extra, n)
 		}
 	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		return &DataError{Variable: extra[0], Problem: "undeclared"}
-	}
-	return nil
+	sort.Strings(extra)
+	return &DataError{Variable: extra[0], Problem: "undeclared"}
 }
 
-func (v Variable) check(s string) string {
-	max := v.MaxLength
-	if max == 0 {
-		max = defaultMaxLength
+func sortedNames(m map[string]Variable) []string {
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
 	}
+	sort.Strings(out)
+	return out
+}
+
+func (v Variable) maxLength() int {
+	if v.MaxLength > 0 {
+		return v.MaxLength
+	}
+	return defaultMaxLength
+}
+
+// urlChars are the characters RFC 3986 allows in a URI; anything else must be
+// percent-encoded. Keeping URLs to them also bounds their SMS cost (all are
+// GSM-7; '[', ']' and '~' take two septets).
+const urlChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%"
+
+func (v Variable) check(s string) string {
+	max := v.maxLength()
 	if s == "" {
 		return "must not be empty"
 	}
@@ -67,6 +85,11 @@ func (v Variable) check(s string) string {
 	}
 	switch v.Kind {
 	case "url":
+		for i := 0; i < len(s); i++ {
+			if strings.IndexByte(urlChars, s[i]) < 0 {
+				return "must be an absolute http(s) URL with only RFC 3986 characters (percent-encode the rest)"
+			}
+		}
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return "must be an absolute http(s) URL"

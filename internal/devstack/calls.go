@@ -3,7 +3,10 @@ package devstack
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
@@ -15,18 +18,30 @@ import (
 type Calls struct {
 	mu     sync.Mutex
 	counts map[string]int
+	// byFunction splits the counts by the function whose invocation made
+	// the request (from the Lambda context the runner gives each invocation).
+	byFunction map[string]map[string]int
 }
 
 // NewCalls returns an empty counter.
-func NewCalls() *Calls { return &Calls{counts: map[string]int{}} }
+func NewCalls() *Calls {
+	return &Calls{counts: map[string]int{}, byFunction: map[string]map[string]int{}}
+}
 
 // Middleware registers the counter on an SDK client's stack.
 func (c *Calls) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldCallCounter",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			fn := functionOf(ctx)
 			c.mu.Lock()
 			c.counts[key]++
+			if fn != "" {
+				if c.byFunction[fn] == nil {
+					c.byFunction[fn] = map[string]int{}
+				}
+				c.byFunction[fn][key]++
+			}
 			c.mu.Unlock()
 			return next.HandleInitialize(ctx, in)
 		}), middleware.Before)
@@ -43,10 +58,34 @@ func (c *Calls) Snapshot() map[string]int {
 	return out
 }
 
+// FunctionSnapshot returns a copy of the counts of requests made by one
+// function's invocations (logical id, e.g. "ApiFunction").
+func (c *Calls) FunctionSnapshot(function string) map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.byFunction[function]))
+	for k, v := range c.byFunction[function] {
+		out[k] = v
+	}
+	return out
+}
+
+// functionOf names the function whose invocation ctx belongs to, from the
+// ARN in its Lambda context ("…:function:ApiFunction").
+func functionOf(ctx context.Context) string {
+	lc, ok := lambdacontext.FromContext(ctx)
+	if !ok {
+		return ""
+	}
+	arn := lc.InvokedFunctionArn
+	return arn[strings.LastIndexByte(arn, ':')+1:]
+}
+
 // Reset zeroes the counts.
 func (c *Calls) Reset() {
 	c.mu.Lock()
 	c.counts = map[string]int{}
+	c.byFunction = map[string]map[string]int{}
 	c.mu.Unlock()
 }
 

@@ -48,6 +48,10 @@ func (s *Stack) routeDev() {
 	s.mux.HandleFunc("POST /_dev/faults", s.faultsRoute)
 	s.mux.HandleFunc("POST /_dev/ses-events", s.sesEventsRoute)
 	s.mux.HandleFunc("GET /_dev/calls", func(w http.ResponseWriter, r *http.Request) {
+		if fn := r.URL.Query().Get("function"); fn != "" { // e.g. ?function=ApiFunction
+			writeJSON(w, http.StatusOK, s.Calls.FunctionSnapshot(fn))
+			return
+		}
 		writeJSON(w, http.StatusOK, s.Calls.Snapshot())
 	})
 }

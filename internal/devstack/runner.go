@@ -340,7 +340,8 @@ func (s *Stack) localEnv(id string) map[string]string {
 	case "EmailFunction":
 		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret, "UNSUBSCRIBE_URL": s.APIURL + "/v1/unsubscribe"}
 	case "ApiFunction":
-		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret}
+		// Accepts the local push service's subscriptions; verifies unsubscribe links.
+		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true", "UNSUBSCRIBE_SECRET": s.unsubscribeSecret}
 	}
 	return nil
 }

@@ -214,3 +214,46 @@ func (s *Store) GetNotificationWithDeliveries(ctx context.Context, id string) (*
 	}
 	return n, ds, nil
 }
+
+// CancelNotification marks caller's notification cancelled with one
+// conditional update (the first cancelledAt is kept) and returns it. Another
+// caller's notification, or none, is domain.ErrNotFound. Cancelling twice
+// writes nothing the second time and returns the cancelled notification.
+// Deliveries are not touched here: the caller transitions them, and the
+// worker's recheck drops whatever it finds cancelled at send time.
+func (s *Store) CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(NotificationPK(id), notificationSK),
+		UpdateExpression:         aws.String("SET #status = :cancelled, cancelledAt = :now"),
+		ConditionExpression:      aws.String("attribute_exists(pk) AND caller = :caller AND #status <> :cancelled"),
+		ExpressionAttributeNames: map[string]string{"#status": "status"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":cancelled": str(string(domain.NotificationCancelled)), ":now": str(formatTime(s.now())), ":caller": str(caller),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return decodeNotification(out.Attributes)
+	}
+	ccf, ok := asConditionFailed(err)
+	if !ok {
+		return nil, fmt.Errorf("cancel notification %s: %w", id, err)
+	}
+	current, derr := decodeNotification(ccf.Item)
+	if derr == nil && current == nil && len(ccf.Item) == 0 {
+		// An emulator that does not return the item: read it.
+		current, derr = s.GetNotification(ctx, id)
+		if errors.Is(derr, domain.ErrNotFound) {
+			current, derr = nil, nil
+		}
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("cancel notification %s: %w", id, derr)
+	}
+	if current != nil && current.Caller == caller && current.Status == domain.NotificationCancelled {
+		return current, nil
+	}
+	return nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+}

@@ -15,4 +15,8 @@ var (
 	_ worker.Store          = (*Store)(nil)
 	_ scheduler.Store       = (*Store)(nil)
 	_ push.Subscriptions    = (*Store)(nil)
+
+	_ api.UserStore             = (*Store)(nil)
+	_ api.PushSubscriptionStore = (*Store)(nil)
+	_ api.PreferenceStore       = (*Store)(nil)
 )

@@ -128,37 +128,95 @@ func (it *userItem) toDomain() *domain.User {
 	}
 }
 
+// GetUser reads a user's profile (strongly consistent); domain.ErrNotFound if
+// the user has none.
+func (s *Store) GetUser(ctx context.Context, userID string) (*domain.User, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(UserPK(userID), profileSK), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get user %s: %w", userID, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, fmt.Errorf("user %s: %w", userID, domain.ErrNotFound)
+	}
+	var it userItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal user %s: %w", userID, err)
+	}
+	return it.toDomain(), nil
+}
+
 // PutUser replaces a user's profile. A changed email address lifts the
-// suppression of the old one.
+// suppression of the old one: with u.SuppressedEmail empty (the API never
+// sets it), a stored suppression survives only when it is for the address
+// being written. A non-empty u.SuppressedEmail is stored as given. On return
+// u holds what was stored (SuppressedEmail, UpdatedAt).
+//
+// The suppression is decided by conditional puts, not a read: the common
+// case (no suppression, or one for another address) is one write; a
+// suppression of the same address costs a second conditional write.
 func (s *Store) PutUser(ctx context.Context, u *domain.User) error {
+	now := s.now()
 	it := userItem{
 		PK: UserPK(u.ID), SK: profileSK, Kind: "user", UserID: u.ID, Email: u.Email, Phone: u.Phone,
 		Locale: u.Locale, Timezone: u.Timezone, QuietHours: u.QuietHours, DigestMinutes: u.DigestMinutes,
-		SuppressedEmail: u.SuppressedEmail, UpdatedAt: formatTime(s.now()),
+		SuppressedEmail: u.SuppressedEmail, UpdatedAt: formatTime(now),
 	}
-	item, err := attributevalue.MarshalMap(it)
-	if err != nil {
-		return fmt.Errorf("marshal user %s: %w", u.ID, err)
+	explicit := u.SuppressedEmail != ""
+	for attempt := 0; attempt < 4; attempt++ {
+		in := &dynamodb.PutItemInput{TableName: aws.String(s.table)}
+		switch {
+		case explicit:
+		case attempt%2 == 0: // drop any suppression that is not for this address
+			it.SuppressedEmail = ""
+			in.ConditionExpression = aws.String("attribute_not_exists(suppressedEmail) OR suppressedEmail <> :email")
+		default: // the stored suppression is for this very address: keep it
+			it.SuppressedEmail = u.Email
+			in.ConditionExpression = aws.String("suppressedEmail = :email")
+		}
+		if in.ConditionExpression != nil {
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":email": str(u.Email)}
+		}
+		item, err := attributevalue.MarshalMap(it)
+		if err != nil {
+			return fmt.Errorf("marshal user %s: %w", u.ID, err)
+		}
+		in.Item = item
+		_, err = s.db.PutItem(ctx, in)
+		if isConditionFailed(err) {
+			continue // the suppression changed under us: try the other case
+		}
+		if err != nil {
+			return fmt.Errorf("put user %s: %w", u.ID, err)
+		}
+		u.SuppressedEmail, u.UpdatedAt = it.SuppressedEmail, now
+		return nil
 	}
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
-		return fmt.Errorf("put user %s: %w", u.ID, err)
-	}
-	return nil
+	return fmt.Errorf("put user %s: suppression keeps changing: %w", u.ID, domain.ErrConflict)
 }
 
 // AddPushSubscription stores a subscription under the user.
 func (s *Store) AddPushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) error {
+	_, err := s.SavePushSubscription(ctx, userID, sub)
+	return err
+}
+
+// SavePushSubscription stores a subscription under the user, replacing one
+// with the same id, and reports whether it is new.
+func (s *Store) SavePushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) (created bool, err error) {
 	item, err := attributevalue.MarshalMap(pushSubItem{
 		PK: UserPK(userID), SK: pushSubPrefix + sub.ID, Kind: "pushSubscription", ID: sub.ID,
 		Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: formatTime(sub.CreatedAt),
 	})
 	if err != nil {
-		return fmt.Errorf("marshal push subscription: %w", err)
+		return false, fmt.Errorf("marshal push subscription: %w", err)
 	}
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}); err != nil {
-		return fmt.Errorf("put push subscription for %s: %w", userID, err)
+	out, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item, ReturnValues: types.ReturnValueAllOld})
+	if err != nil {
+		return false, fmt.Errorf("put push subscription for %s: %w", userID, err)
 	}
-	return nil
+	return len(out.Attributes) == 0, nil
 }
 
 // DeletePushSubscription removes a subscription; domain.ErrNotFound if absent.

@@ -175,8 +175,8 @@ func queueIdle(t testing.TB, queueID string) bool {
 	return false
 }
 
-// updateNotification changes stored notification attributes directly (the
-// cancel route belongs to another feature; the worker only reads the item).
+// updateNotification changes stored notification attributes directly (no
+// route changes expiresAt; the worker only reads the item).
 func updateNotification(t testing.TB, id string, set map[string]string) {
 	t.Helper()
 	st := stacktest.Stack(t)
@@ -262,9 +262,17 @@ func uniquePhone() string {
 	return fmt.Sprintf("+1555%07d", time.Now().UnixNano()%10_000_000)
 }
 
-// pushSubscription registers a browser-like subscription at the local push
-// service and stores it for the user, as POST /v1/users/{id}/push-subscriptions would.
-func pushSubscription(t testing.TB, user string) domain.PushSubscription {
+// subscription is a browser-like subscription of the local push service,
+// registered for a user through the public API.
+type subscription struct {
+	SinkID string // the push service's id (its /_dev/push listing)
+	ID     string // Herald's id (the user's profile)
+}
+
+// pushSubscription makes a subscription at the local push service and
+// registers it as a browser would: POST /v1/users/{id}/push-subscriptions
+// with its PushSubscription JSON.
+func pushSubscription(t testing.TB, user string) subscription {
 	t.Helper()
 	resp := stacktest.Do(t, http.MethodPost, "/_dev/push-subscriptions", nil)
 	if resp.StatusCode != http.StatusCreated {
@@ -272,14 +280,17 @@ func pushSubscription(t testing.TB, user string) domain.PushSubscription {
 	}
 	var created struct {
 		ID, Endpoint string
-		Keys         struct{ P256dh, Auth string }
+		Keys         map[string]string
 	}
 	resp.JSON(t, &created)
-	sub := domain.PushSubscription{ID: created.ID, Endpoint: created.Endpoint, P256dh: created.Keys.P256dh, Auth: created.Keys.Auth, CreatedAt: time.Now()}
-	if err := store(t).AddPushSubscription(context.Background(), user, sub); err != nil {
-		t.Fatal(err)
+	reg := stacktest.Do(t, http.MethodPost, "/v1/users/"+user+"/push-subscriptions",
+		map[string]any{"endpoint": created.Endpoint, "expirationTime": nil, "keys": created.Keys})
+	if reg.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/users/%s/push-subscriptions = %d %s", user, reg.StatusCode, reg.Body)
 	}
-	return sub
+	var registered struct{ ID string }
+	reg.JSON(t, &registered)
+	return subscription{SinkID: created.ID, ID: registered.ID}
 }
 
 // pushMessage is one decrypted push listed at /_dev/push.

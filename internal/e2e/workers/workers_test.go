@@ -46,9 +46,18 @@ func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 	if done.StatusCode != http.StatusOK {
 		t.Fatalf("POST unsubscribe = %d %s", done.StatusCode, done.Body)
 	}
-	p, err := store(t).GetRecipientProfile(context.Background(), user)
-	if on, ok := p.Preferences.Enabled("reservation.approved", domain.ChannelEmail); err != nil || !ok || on {
-		t.Fatalf("preference after unsubscribe: %v %v (%v)", on, ok, err)
+	var prefs struct {
+		Preferences map[string]map[string]struct {
+			Enabled bool
+			Source  string
+		}
+	}
+	stacktest.Do(t, http.MethodGet, "/v1/users/"+user+"/preferences", nil).JSON(t, &prefs)
+	if cell := prefs.Preferences["reservation.approved"]["email"]; cell.Enabled || cell.Source != "user" {
+		t.Fatalf("preference after unsubscribe: %+v, want off by the user", cell)
+	}
+	if cell := prefs.Preferences["reservation.approved"]["push"]; !cell.Enabled {
+		t.Fatalf("unsubscribing from email turned push off: %+v", cell)
 	}
 	// Idempotent; a forged token is refused.
 	if again := stacktest.Do(t, http.MethodPost, u.RequestURI(), "List-Unsubscribe=One-Click", "Content-Type: application/x-www-form-urlencoded"); again.StatusCode != http.StatusOK {
@@ -86,7 +95,7 @@ func TestPushDeliversDecryptedPayload(t *testing.T) {
 	id := notify(t, reservation(user, []string{"push"}, nil))
 	d := waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
 	wantOutcome(t, d, domain.StatusSent, domain.ReasonNone, 1)
-	msgs := pushesTo(t, sub.ID)
+	msgs := pushesTo(t, sub.SinkID)
 	if len(msgs) != 1 {
 		t.Fatalf("%d pushes", len(msgs))
 	}
@@ -123,7 +132,7 @@ var channelCases = []channelCase{
 		user := stacktest.UniqueID("fp")
 		sub := pushSubscription(t, user)
 		id := notify(t, reservation(user, []string{"push"}, nil))
-		return id, func() int { return stacktest.Stack(t).Push.ReceivedCount(sub.ID) }
+		return id, func() int { return stacktest.Stack(t).Push.ReceivedCount(sub.SinkID) }
 	}},
 }
 
@@ -206,15 +215,15 @@ func TestGoneSubscriptionIsDeleted(t *testing.T) {
 	st := stacktest.Stack(t)
 	user := stacktest.UniqueID("gone")
 	expired, live := pushSubscription(t, user), pushSubscription(t, user)
-	if resp := stacktest.Do(t, http.MethodDelete, "/_dev/push-subscriptions/"+expired.ID, nil); resp.StatusCode != http.StatusNoContent {
+	if resp := stacktest.Do(t, http.MethodDelete, "/_dev/push-subscriptions/"+expired.SinkID, nil); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("expire: %d", resp.StatusCode)
 	}
 	id := notify(t, reservation(user, []string{"push"}, nil))
 	wantOutcome(t, waitStatus(t, id, domain.ChannelPush, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
-	if n := len(pushesTo(t, live.ID)); n != 1 {
+	if n := len(pushesTo(t, live.SinkID)); n != 1 {
 		t.Errorf("live subscription got %d pushes", n)
 	}
-	if st.Push.ReceivedCount(expired.ID) != 0 {
+	if st.Push.ReceivedCount(expired.SinkID) != 0 {
 		t.Error("the expired subscription received a push")
 	}
 	p, err := store(t).GetRecipientProfile(context.Background(), user)
@@ -231,19 +240,27 @@ func TestGoneSubscriptionIsDeleted(t *testing.T) {
 }
 
 // TestRecheckDropsCancelledAndExpired: the worker re-reads the notification
-// before sending.
+// before sending. The delivery is still queued when the notification changes
+// (a cancel that lost the race with the work message, or an expiry while it
+// waited), so only the recheck stands between it and a send.
 func TestRecheckDropsCancelledAndExpired(t *testing.T) {
 	st := stacktest.Stack(t)
 	tests := []struct {
 		name   string
-		change func(now time.Time) map[string]string
+		change func(t *testing.T, id string)
 		reason domain.Reason
 	}{
-		{"cancelled", func(now time.Time) map[string]string {
-			return map[string]string{"status": string(domain.NotificationCancelled), "cancelledAt": now.UTC().Format("2006-01-02T15:04:05.000000000Z")}
+		{"cancelled", func(t *testing.T, id string) {
+			n, err := store(t).GetNotification(context.Background(), id)
+			if err == nil {
+				_, err = store(t).CancelNotification(context.Background(), id, n.Caller)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 		}, domain.ReasonCancelled},
-		{"expired", func(now time.Time) map[string]string {
-			return map[string]string{"expiresAt": now.Add(-time.Second).UTC().Format("2006-01-02T15:04:05.000000000Z")}
+		{"expired", func(t *testing.T, id string) {
+			updateNotification(t, id, map[string]string{"expiresAt": st.Clock.Now().Add(-time.Second).UTC().Format("2006-01-02T15:04:05.000000000Z")})
 		}, domain.ReasonExpired},
 	}
 	for _, tt := range tests {
@@ -251,7 +268,7 @@ func TestRecheckDropsCancelledAndExpired(t *testing.T) {
 			user := stacktest.UniqueID("re")
 			addr := user + "@example.com"
 			id := queued(t, user, domain.ChannelEmail, map[string]any{"email": addr})
-			updateNotification(t, id, tt.change(st.Clock.Now()))
+			tt.change(t, id)
 			sendWork(t, "EmailNormalQueue", workMessage(id, domain.ChannelEmail))
 			d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDropped)
 			wantOutcome(t, d, domain.StatusDropped, tt.reason, 0)
@@ -320,8 +337,8 @@ func TestOptedOutNumberIsDropped(t *testing.T) {
 func TestEmailFeedback(t *testing.T) {
 	user := stacktest.UniqueID("fb")
 	addr := user + "@example.com"
-	if err := store(t).PutUser(context.Background(), &domain.User{ID: user, Email: addr}); err != nil {
-		t.Fatal(err)
+	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": addr}); resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
 	}
 	first := notify(t, reservation(user, []string{"email"}, nil))
 	waitStatus(t, first, domain.ChannelEmail, domain.StatusSent)
@@ -343,10 +360,24 @@ func TestEmailFeedback(t *testing.T) {
 		t.Fatalf("duplicate Bounce = %d", resp.StatusCode)
 	}
 
+	// Writing the profile again with the same address keeps the suppression.
+	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": addr}); resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
+	}
 	second := notify(t, reservation(user, []string{"email"}, nil))
 	wantOutcome(t, waitStatus(t, second, domain.ChannelEmail, domain.StatusDropped), domain.StatusDropped, domain.ReasonSuppressed, 0)
 	if n := len(emailsTo(t, addr)); n != 1 {
 		t.Fatalf("%d emails to a suppressed address, want only the first", n)
+	}
+	// A new address lifts it.
+	newAddr := user + "-new@example.com"
+	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": newAddr}); resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
+	}
+	fourth := notify(t, reservation(user, []string{"email"}, nil))
+	wantOutcome(t, waitStatus(t, fourth, domain.ChannelEmail, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
+	if n := len(emailsTo(t, newAddr)); n != 1 {
+		t.Fatalf("%d emails to the new address, want 1", n)
 	}
 
 	// A complaint on another user's mail: complained and suppressed.

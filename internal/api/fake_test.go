@@ -1,0 +1,366 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// fakeStore is an in-memory table with the same conditional semantics as the
+// DynamoDB store: create-if-absent returning the existing item, transitions
+// conditional on the source state, cancel conditional on the caller.
+type fakeStore struct {
+	mu            sync.Mutex
+	notifications map[string]*domain.Notification
+	deliveries    map[string]map[domain.Channel]*domain.Delivery
+	users         map[string]*domain.User
+	subs          map[string]map[string]domain.PushSubscription
+	prefs         map[string]domain.Preferences
+	writes        int
+	fail          error // returned by every call when set
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{
+		notifications: map[string]*domain.Notification{}, deliveries: map[string]map[domain.Channel]*domain.Delivery{},
+		users: map[string]*domain.User{}, subs: map[string]map[string]domain.PushSubscription{}, prefs: map[string]domain.Preferences{},
+	}
+}
+
+var (
+	_ NotificationStore     = (*fakeStore)(nil)
+	_ UserStore             = (*fakeStore)(nil)
+	_ PushSubscriptionStore = (*fakeStore)(nil)
+	_ PreferenceStore       = (*fakeStore)(nil)
+)
+
+func (f *fakeStore) CreateNotification(_ context.Context, n *domain.Notification) (*domain.Notification, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if existing, ok := f.notifications[n.ID]; ok {
+		cp := *existing
+		return &cp, fmt.Errorf("create notification %s: %w", n.ID, domain.ErrConflict)
+	}
+	cp := *n
+	f.notifications[n.ID] = &cp
+	f.writes++
+	return n, nil
+}
+
+func (f *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, nil, f.fail
+	}
+	n, ok := f.notifications[id]
+	if !ok {
+		return nil, nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+	}
+	var ds []domain.Delivery
+	for _, c := range domain.Channels {
+		if d, ok := f.deliveries[id][c]; ok {
+			ds = append(ds, *d)
+		}
+	}
+	cp := *n
+	return &cp, ds, nil
+}
+
+func (f *fakeStore) CancelNotification(_ context.Context, id, caller string) (*domain.Notification, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	n, ok := f.notifications[id]
+	if !ok || n.Caller != caller {
+		return nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+	}
+	if n.Status != domain.NotificationCancelled {
+		n.Status, n.CancelledAt = domain.NotificationCancelled, time.Now()
+		f.writes++
+	}
+	cp := *n
+	return &cp, nil
+}
+
+func (f *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	d, ok := f.deliveries[id][ch]
+	if !ok {
+		return nil, fmt.Errorf("delivery %s/%s: %w", id, ch, domain.ErrConflict)
+	}
+	from := c.From
+	if len(from) == 0 {
+		from = domain.SourcesOf(c.To)
+	}
+	allowed := false
+	for _, s := range from {
+		if !domain.CanTransition(s, c.To) {
+			return nil, domain.ErrInvalidTransition{From: s, To: c.To}
+		}
+		allowed = allowed || s == d.Status
+	}
+	if !allowed {
+		cp := *d
+		return &cp, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
+	}
+	d.Status, d.Reason, d.UpdatedAt = c.To, c.Reason, time.Now()
+	f.writes++
+	cp := *d
+	return &cp, nil
+}
+
+func (f *fakeStore) addDelivery(d domain.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deliveries[d.NotificationID] == nil {
+		f.deliveries[d.NotificationID] = map[domain.Channel]*domain.Delivery{}
+	}
+	f.deliveries[d.NotificationID][d.Channel] = &d
+}
+
+func (f *fakeStore) GetUser(_ context.Context, id string) (*domain.User, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	u, ok := f.users[id]
+	if !ok {
+		return nil, fmt.Errorf("user %s: %w", id, domain.ErrNotFound)
+	}
+	cp := *u
+	return &cp, nil
+}
+
+func (f *fakeStore) PutUser(_ context.Context, u *domain.User) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	if old, ok := f.users[u.ID]; ok && u.SuppressedEmail == "" && old.SuppressedEmail == u.Email {
+		u.SuppressedEmail = old.SuppressedEmail
+	}
+	u.UpdatedAt = time.Now()
+	cp := *u
+	f.users[u.ID] = &cp
+	f.writes++
+	return nil
+}
+
+func (f *fakeStore) SavePushSubscription(_ context.Context, userID string, sub domain.PushSubscription) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return false, f.fail
+	}
+	if f.subs[userID] == nil {
+		f.subs[userID] = map[string]domain.PushSubscription{}
+	}
+	_, existed := f.subs[userID][sub.ID]
+	f.subs[userID][sub.ID] = sub
+	f.writes++
+	return !existed, nil
+}
+
+func (f *fakeStore) DeletePushSubscription(_ context.Context, userID, subID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	if _, ok := f.subs[userID][subID]; !ok {
+		return fmt.Errorf("push subscription %s: %w", subID, domain.ErrNotFound)
+	}
+	delete(f.subs[userID], subID)
+	f.writes++
+	return nil
+}
+
+func (f *fakeStore) GetPreferences(_ context.Context, userID string) (domain.Preferences, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	out := domain.Preferences{}
+	for t, m := range f.prefs[userID] {
+		out[t] = maps.Clone(m)
+	}
+	return out, nil
+}
+
+func (f *fakeStore) MergePreferences(_ context.Context, userID string, changes map[string]map[domain.Channel]*bool) (domain.Preferences, error) {
+	f.mu.Lock()
+	if f.fail != nil {
+		f.mu.Unlock()
+		return nil, f.fail
+	}
+	p := f.prefs[userID]
+	if p == nil {
+		p = domain.Preferences{}
+		f.prefs[userID] = p
+	}
+	for t, m := range changes {
+		for c, on := range m {
+			if on == nil {
+				delete(p[t], c)
+				continue
+			}
+			if p[t] == nil {
+				p[t] = map[domain.Channel]bool{}
+			}
+			p[t][c] = *on
+		}
+		if len(p[t]) == 0 {
+			delete(p, t)
+		}
+	}
+	f.writes++
+	f.mu.Unlock()
+	return f.GetPreferences(context.Background(), userID)
+}
+
+func (f *fakeStore) writeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.writes
+}
+
+// testNow is the handler's clock in tests.
+var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+type testAPI struct {
+	h     *Handler
+	store *fakeStore
+	ids   int
+	mu    sync.Mutex
+}
+
+func newTestAPI(t testing.TB) *testAPI {
+	t.Helper()
+	ta := &testAPI{store: newFakeStore()}
+	ta.h = New(Deps{
+		Notifications: ta.store, Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
+		Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow },
+		NewID: func() string {
+			ta.mu.Lock()
+			defer ta.mu.Unlock()
+			ta.ids++
+			var b [16]byte
+			b[0], b[1] = byte(ta.ids>>8), byte(ta.ids)
+			return NewRandomID(b[:])
+		},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	return ta
+}
+
+// apiCall describes one API Gateway request.
+type apiCall struct {
+	route   string            // route key, e.g. "POST /v1/notifications"
+	params  map[string]string // path parameters
+	body    string
+	headers map[string]string
+	caller  string // IAM caller (user name); "" for none
+	arn     string // IAM principal ARN, instead of caller
+	jwtSub  string // JWT subject instead of IAM
+}
+
+func (ta *testAPI) do(t testing.TB, c apiCall) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	return ta.doRaw(t, c, false)
+}
+
+// doRaw is do with the body flagged as base64 (API Gateway does that for
+// bodies it does not consider text).
+func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, Body: c.body, Headers: map[string]string{}, PathParameters: c.params, IsBase64Encoded: base64Body}
+	for k, v := range c.headers {
+		ev.Headers[strings.ToLower(k)] = v
+	}
+	switch {
+	case c.jwtSub != "":
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": c.jwtSub}},
+		}
+	case c.caller != "" || c.arn != "":
+		arn := c.arn
+		if arn == "" {
+			arn = "arn:aws:iam::123456789012:user/" + c.caller
+		}
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: arn},
+		}
+	}
+	resp, err := ta.h.Handle(context.Background(), ev)
+	if err != nil {
+		t.Fatalf("%s: handler error %v", c.route, err)
+	}
+	return resp
+}
+
+// post sends a notification as caller "svc".
+func (ta *testAPI) post(t testing.TB, body string, headers ...string) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	c := apiCall{route: "POST /v1/notifications", body: body, caller: "svc", headers: map[string]string{}}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		c.headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return ta.do(t, c)
+}
+
+type problemBody struct {
+	Type, Title, Detail, Code, Pointer, Header, Parameter string
+	Status                                                int
+}
+
+func decodeProblem(t testing.TB, resp events.APIGatewayV2HTTPResponse) problemBody {
+	t.Helper()
+	if ct := resp.Headers["Content-Type"]; ct != "application/problem+json" {
+		t.Fatalf("Content-Type = %q for status %d (%s)", ct, resp.StatusCode, resp.Body)
+	}
+	var p problemBody
+	if err := json.Unmarshal([]byte(resp.Body), &p); err != nil {
+		t.Fatalf("problem body %q: %v", resp.Body, err)
+	}
+	if p.Status != resp.StatusCode || p.Code == "" || p.Type != problemTypeBase+p.Code || p.Title == "" {
+		t.Fatalf("malformed problem for %d: %s", resp.StatusCode, resp.Body)
+	}
+	return p
+}
+
+func decodeBody[T any](t testing.TB, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("decode %q: %v", body, err)
+	}
+	return v
+}
+
+const validInvoice = `{"type":"invoice.payment_failed","recipient":{"userId":"u1","email":"u1@example.com"},"data":{"invoiceUrl":"https://example.com/i/9"}}`

@@ -1,0 +1,154 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// notificationView is GET /v1/notifications/{id}: the notification as
+// accepted (without its data and contact overrides) and its delivery on
+// each channel.
+type notificationView struct {
+	ID          string                  `json:"id"`
+	Type        string                  `json:"type"`
+	Status      string                  `json:"status"`
+	Recipient   viewRecipient           `json:"recipient"`
+	Priority    string                  `json:"priority"`
+	Channels    []string                `json:"channels,omitempty"`
+	ResourceID  string                  `json:"resourceId,omitempty"`
+	BatchKey    string                  `json:"batchKey,omitempty"`
+	SendAt      *string                 `json:"sendAt"`
+	ExpiresAt   *string                 `json:"expiresAt"`
+	CreatedAt   string                  `json:"createdAt"`
+	CancelledAt *string                 `json:"cancelledAt"`
+	Deliveries  map[string]deliveryView `json:"deliveries"`
+}
+
+type viewRecipient struct {
+	UserID string `json:"userId"`
+}
+
+// deliveryView is one channel's progress. Reason and dueAt are null when
+// they do not apply.
+type deliveryView struct {
+	Status    string  `json:"status"`
+	Reason    *string `json:"reason"`
+	Attempts  int     `json:"attempts"`
+	UpdatedAt string  `json:"updatedAt"`
+	DueAt     *string `json:"dueAt"`
+}
+
+func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
+	v := &notificationView{
+		ID: n.ID, Type: n.Type, Status: string(n.Status), Recipient: viewRecipient{UserID: n.Recipient.UserID},
+		Priority: string(n.Priority), ResourceID: n.ResourceID, BatchKey: n.BatchKey,
+		SendAt: timePtr(n.SendAt), ExpiresAt: timePtr(n.ExpiresAt), CreatedAt: formatTime(n.CreatedAt),
+		CancelledAt: timePtr(n.CancelledAt), Deliveries: make(map[string]deliveryView, len(ds)),
+	}
+	for _, c := range n.Channels {
+		v.Channels = append(v.Channels, string(c))
+	}
+	for _, d := range ds {
+		dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt)}
+		if d.Reason != domain.ReasonNone {
+			r := string(d.Reason)
+			dv.Reason = &r
+		}
+		v.Deliveries[string(d.Channel)] = dv
+	}
+	return v
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func timePtr(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := formatTime(t)
+	return &s
+}
+
+func notificationNotFound() *Problem {
+	return &Problem{Status: http.StatusNotFound, Code: "notification_not_found", Parameter: "id",
+		Detail: "no notification with this id was created by this caller"}
+}
+
+// getNotification returns the caller's own notification; any other id —
+// malformed, unknown or another caller's — is the same 404, so ids of other
+// callers cannot be probed.
+func (h *Handler) getNotification(ctx context.Context, req *request) response {
+	id := req.PathParameters["id"]
+	if !validNotificationID(id) {
+		return problemResponse(notificationNotFound())
+	}
+	n, ds, err := h.notifications.GetNotificationWithDeliveries(ctx, id)
+	switch {
+	case err != nil:
+		return h.storeError(ctx, "get notification", err, notificationNotFound)
+	case n.Caller != req.caller:
+		return problemResponse(notificationNotFound())
+	}
+	return response{status: http.StatusOK, body: viewOf(n, ds)}
+}
+
+// cancellable are the delivery states that have not reached a provider yet.
+var cancellable = []domain.Status{domain.StatusPlanned, domain.StatusDeferred, domain.StatusQueued, domain.StatusRetrying}
+
+// cancelNotification cancels the caller's notification: one conditional
+// update marks it cancelled, then every delivery not yet sent moves to
+// dropped: cancelled with its own conditional transition. A delivery that
+// got further in the meantime keeps its state, and deliveries planned after
+// this point are dropped by the worker's recheck, which reads the cancelled
+// status before it sends. Cancelling again answers the same and retries the
+// transitions, so a crash between the steps heals on retry.
+func (h *Handler) cancelNotification(ctx context.Context, req *request) response {
+	id := req.PathParameters["id"]
+	if !validNotificationID(id) {
+		return problemResponse(notificationNotFound())
+	}
+	if _, err := h.notifications.CancelNotification(ctx, id, req.caller); err != nil {
+		return h.storeError(ctx, "cancel notification", err, notificationNotFound)
+	}
+	n, ds, err := h.notifications.GetNotificationWithDeliveries(ctx, id)
+	if err != nil {
+		return h.storeError(ctx, "read cancelled notification", err, notificationNotFound)
+	}
+	dropped := 0
+	for i, d := range ds {
+		if !containsStatus(cancellable, d.Status) {
+			continue
+		}
+		after, err := h.notifications.Transition(ctx, id, d.Channel, domain.Change{
+			To: domain.StatusDropped, From: cancellable, Reason: domain.ReasonCancelled,
+		})
+		switch {
+		case err == nil:
+			ds[i] = *after
+			dropped++
+		case errors.Is(err, domain.ErrConflict):
+			if after != nil { // it moved on (e.g. claimed for sending): show where it is
+				ds[i] = *after
+			}
+		default:
+			// The notification is cancelled; the worker's recheck drops this
+			// delivery at send time. Report its last known state.
+			h.log.ErrorContext(ctx, "drop cancelled delivery", "notificationId", id, "channel", d.Channel, "error", err)
+		}
+	}
+	h.log.InfoContext(ctx, "notification cancelled", "notificationId", id, "droppedDeliveries", dropped, "outcome", "cancelled")
+	return response{status: http.StatusOK, body: viewOf(n, ds)}
+}
+
+func containsStatus(ss []domain.Status, s domain.Status) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

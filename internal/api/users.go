@@ -1,0 +1,155 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// UserStore is what the user profile routes need from the table.
+type UserStore interface {
+	GetUser(ctx context.Context, userID string) (*domain.User, error)
+	// PutUser replaces the profile; a changed email lifts the suppression of
+	// the old address. On return u holds what was stored.
+	PutUser(ctx context.Context, u *domain.User) error
+}
+
+func (h *Handler) userRoutes() map[string]route {
+	return map[string]route{
+		"PUT /v1/users/{userId}":                                        service(h.putUser),
+		"GET /v1/users/{userId}":                                        service(h.getUser),
+		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
+		"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": service(h.deletePushSubscription),
+		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
+		"PUT /v1/users/{userId}/preferences":                            service(h.putPreferences),
+	}
+}
+
+// userRequest is the body of PUT /v1/users/{userId}: the whole profile
+// (fields left out are cleared).
+type userRequest struct {
+	Email         string             `json:"email"`
+	Phone         string             `json:"phone"`
+	Locale        string             `json:"locale"`
+	Timezone      string             `json:"timezone"`
+	QuietHours    *domain.QuietHours `json:"quietHours"`
+	DigestMinutes *int               `json:"digestMinutes"`
+}
+
+// userView is a stored profile. The suppressed address itself is not shown;
+// emailSuppressed says whether email to the current address is suppressed.
+type userView struct {
+	UserID          string             `json:"userId"`
+	Email           string             `json:"email,omitempty"`
+	Phone           string             `json:"phone,omitempty"`
+	Locale          string             `json:"locale,omitempty"`
+	Timezone        string             `json:"timezone,omitempty"`
+	QuietHours      *domain.QuietHours `json:"quietHours,omitempty"`
+	DigestMinutes   int                `json:"digestMinutes"`
+	EmailSuppressed bool               `json:"emailSuppressed"`
+	UpdatedAt       string             `json:"updatedAt"`
+}
+
+func userViewOf(u *domain.User) *userView {
+	return &userView{
+		UserID: u.ID, Email: u.Email, Phone: u.Phone, Locale: u.Locale, Timezone: u.Timezone,
+		QuietHours: u.QuietHours, DigestMinutes: u.DigestMinutes,
+		EmailSuppressed: u.SuppressedEmail != "" && u.SuppressedEmail == u.Email, UpdatedAt: formatTime(u.UpdatedAt),
+	}
+}
+
+const maxDigestMinutes = 24 * 60
+
+var (
+	clockShape    = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	timezoneShape = regexp.MustCompile(`^[A-Za-z0-9_+-]+(/[A-Za-z0-9_+-]+)*$`)
+)
+
+// pathUserID reads and checks the {userId} path parameter.
+func pathUserID(req *request) (string, *Problem) {
+	id := req.PathParameters["userId"]
+	if p := validateUserID(id, ""); p != nil {
+		p.Parameter = "userId"
+		return "", p
+	}
+	return id, nil
+}
+
+func (h *Handler) putUser(ctx context.Context, req *request) response {
+	userID, p := pathUserID(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	body, p := readBody(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	var ur userRequest
+	if p := decodeStrict(body, userSchema, &ur); p != nil {
+		return problemResponse(p)
+	}
+	if p := validateUser(&ur); p != nil {
+		return problemResponse(p)
+	}
+	u := &domain.User{ID: userID, Email: ur.Email, Phone: ur.Phone, Locale: ur.Locale, Timezone: ur.Timezone, QuietHours: ur.QuietHours}
+	if ur.DigestMinutes != nil {
+		u.DigestMinutes = *ur.DigestMinutes
+	}
+	if err := h.users.PutUser(ctx, u); err != nil {
+		return h.storeError(ctx, "put user", err, nil)
+	}
+	h.log.InfoContext(ctx, "user saved", "userId", userID, "outcome", "saved")
+	return response{status: http.StatusOK, body: userViewOf(u)}
+}
+
+func validateUser(ur *userRequest) *Problem {
+	if p := validateContacts(ur.Email, ur.Phone, ur.Locale, ""); p != nil {
+		return p
+	}
+	if ur.Timezone != "" && !validTimezone(ur.Timezone) {
+		return fieldProblem(http.StatusBadRequest, "invalid_timezone", "/timezone", "timezone must be an IANA time zone like Asia/Tokyo")
+	}
+	if q := ur.QuietHours; q != nil {
+		if !clockShape.MatchString(q.Start) {
+			return fieldProblem(http.StatusBadRequest, "invalid_quiet_hours", "/quietHours/start", "start must be HH:MM (00:00-23:59)")
+		}
+		if !clockShape.MatchString(q.End) {
+			return fieldProblem(http.StatusBadRequest, "invalid_quiet_hours", "/quietHours/end", "end must be HH:MM (00:00-23:59)")
+		}
+		if q.Start == q.End {
+			return fieldProblem(http.StatusBadRequest, "invalid_quiet_hours", "/quietHours", "start and end must differ (leave quietHours out for none)")
+		}
+	}
+	if d := ur.DigestMinutes; d != nil && (*d < 0 || *d > maxDigestMinutes) {
+		return fieldProblem(http.StatusBadRequest, "invalid_digest_minutes", "/digestMinutes", "digestMinutes must be 0 (the default window) to 1440")
+	}
+	return nil
+}
+
+// validTimezone accepts IANA zone names the runtime knows (the functions
+// embed time/tzdata, as Lambda's provided.al2023 has no zoneinfo). "Local"
+// means the server's zone, never the user's.
+func validTimezone(tz string) bool {
+	if len(tz) > 64 || tz == "Local" || !timezoneShape.MatchString(tz) {
+		return false
+	}
+	_, err := time.LoadLocation(tz)
+	return err == nil
+}
+
+func (h *Handler) getUser(ctx context.Context, req *request) response {
+	userID, p := pathUserID(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	u, err := h.users.GetUser(ctx, userID)
+	if err != nil {
+		return h.storeError(ctx, "get user", err, func() *Problem {
+			return &Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile stored for this user"}
+		})
+	}
+	return response{status: http.StatusOK, body: userViewOf(u)}
+}

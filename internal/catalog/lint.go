@@ -1,0 +1,93 @@
+package catalog
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+)
+
+// Lint checks the rules a catalog must keep beyond parsing (the shipped
+// catalog is linted by the package tests):
+//   - no SMS or push template references a variable marked personal: those
+//     texts end up on lock screens and in provider logs;
+//   - every SMS template fits one segment with worst-case data (see the SMS
+//     segment budget in sms.go).
+//
+// It returns every violation, sorted, or nil.
+func (c *Catalog) Lint() []error {
+	var errs []error
+	for _, name := range c.Names() {
+		errs = append(errs, c.types[name].Lint()...)
+	}
+	return errs
+}
+
+// Lint checks one type; see Catalog.Lint.
+func (t *Type) Lint() []error {
+	var errs []error
+	worst := t.WorstCaseData()
+	for _, locale := range t.Locales() {
+		lt := t.locales[locale]
+		where := func(kind string) string { return fmt.Sprintf("%s %s %s", t.Name, locale, kind) }
+		if lt.sms != nil {
+			errs = append(errs, t.lintPersonal(where("sms.text"), lt.sms)...)
+			text, err := execText(lt.sms, worst)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: render with worst-case data: %w", where("sms.text"), err))
+			} else if fits, enc, n := SMSFitsOneSegment(text); !fits {
+				limit := SMSSegmentGSM7
+				if enc == EncodingUCS2 {
+					limit = SMSSegmentUCS2
+				}
+				errs = append(errs, fmt.Errorf("%s: %d %s units with worst-case data, one segment holds %d (lower the variables' maxLength or shorten the text)",
+					where("sms.text"), n, enc, limit))
+			}
+		}
+		if lt.push != nil {
+			for field, tmpl := range map[string]*template.Template{"title": lt.push.title, "body": lt.push.body, "url": lt.push.url} {
+				errs = append(errs, t.lintPersonal(where("push."+field), tmpl)...)
+			}
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
+func (t *Type) lintPersonal(where string, tmpl *template.Template) []error {
+	if tmpl == nil {
+		return nil
+	}
+	var errs []error
+	for _, f := range FieldsOf(tmpl.Tree) {
+		if t.Variables[f].Personal {
+			errs = append(errs, fmt.Errorf("%s: uses personal variable %q (not allowed in SMS or push)", where, f))
+		}
+	}
+	return errs
+}
+
+// WorstCaseData returns data for the type that costs the most SMS units any
+// valid data can: each variable at its maximum length, made of its kind's
+// most expensive characters (see the SMS segment budget in sms.go). It
+// passes ValidateData (for url limits of at least 18 characters).
+func (t *Type) WorstCaseData() map[string]any {
+	out := make(map[string]any, len(t.Variables))
+	for name, v := range t.Variables {
+		n := v.maxLength()
+		switch v.Kind {
+		case "url":
+			const prefix = "https://x.example/"
+			if n < len(prefix) {
+				out[name] = prefix // shorter limits reject every URL anyway
+				continue
+			}
+			out[name] = prefix + strings.Repeat("~", n-len(prefix))
+		case "code":
+			out[name] = strings.Repeat("W", n)
+		default:
+			out[name] = strings.Repeat("😀", n)
+		}
+	}
+	return out
+}
