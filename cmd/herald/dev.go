@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/ops"
 )
 
 // devEnvOverrides maps dev-runner environment variables to template parameters.
@@ -56,6 +57,11 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Stop()
+	statePath, err := ops.WriteState(*root, localState(st))
+	if err != nil {
+		return err
+	}
+	defer os.Remove(statePath)
 	fmt.Fprintf(os.Stderr, `herald dev: ready
   API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
   user token       %[1]s/_dev/token?sub=u1
@@ -64,9 +70,26 @@ func runDev(ctx context.Context, args []string) error {
   health           %[1]s/_dev/health
   DynamoDB Local   %[4]s
   SQS (fauxqs)     %[5]s
+  DLQs             herald dlq list   (state for the CLI: %[6]s)
 Press Ctrl-C to stop.
-`, st.APIURL, devstack.DevCallerHeader, st.Emulators.SES, st.Emulators.DynamoDB, st.Emulators.SQS)
+`, st.APIURL, devstack.DevCallerHeader, st.Emulators.SES, st.Emulators.DynamoDB, st.Emulators.SQS, statePath)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "herald dev: stopping…")
 	return nil
+}
+
+// localState describes the running stack for `herald dlq` (and anything else
+// that wants to find it): the same endpoints the functions use.
+func localState(st *devstack.Stack) ops.LocalState {
+	queues := map[string]string{}
+	for id, q := range st.Resources.Queues {
+		queues[id] = q.URL
+	}
+	return ops.LocalState{
+		PID: os.Getpid(), APIURL: st.APIURL, Region: devstack.LocalRegion, Table: st.Resources.Table, Queues: queues,
+		Endpoints: map[string]string{
+			"DYNAMODB": st.Emulators.DynamoDB, "DYNAMODB_STREAMS": st.Emulators.DynamoDB, "SQS": st.Emulators.SQS,
+			"SESV2": st.Emulators.SES, "SNS": st.APIURL + "/_dev/sns",
+		},
+	}
 }
