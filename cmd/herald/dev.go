@@ -57,7 +57,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Stop()
-	statePath, err := ops.WriteState(*root, localState(st))
+	statePath, err := ops.WriteState(*root, st.LocalState())
 	if err != nil {
 		return err
 	}
@@ -76,20 +76,4 @@ Press Ctrl-C to stop.
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "herald dev: stopping…")
 	return nil
-}
-
-// localState describes the running stack for `herald dlq` (and anything else
-// that wants to find it): the same endpoints the functions use.
-func localState(st *devstack.Stack) ops.LocalState {
-	queues := map[string]string{}
-	for id, q := range st.Resources.Queues {
-		queues[id] = q.URL
-	}
-	return ops.LocalState{
-		PID: os.Getpid(), APIURL: st.APIURL, Region: devstack.LocalRegion, Table: st.Resources.Table, Queues: queues,
-		Endpoints: map[string]string{
-			"DYNAMODB": st.Emulators.DynamoDB, "DYNAMODB_STREAMS": st.Emulators.DynamoDB, "SQS": st.Emulators.SQS,
-			"SESV2": st.Emulators.SES, "SNS": st.APIURL + "/_dev/sns",
-		},
-	}
 }

@@ -149,7 +149,7 @@ func (o *Operator) status(ctx context.Context, q DLQ) (QueueStatus, error) {
 	if depth == 0 {
 		return s, nil
 	}
-	msgs, err := o.peek(ctx, q, ageSample)
+	msgs, err := o.peek(ctx, q, min(ageSample, depth))
 	if err != nil {
 		return s, err
 	}
@@ -300,9 +300,16 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 	if err != nil {
 		return q, nil, err
 	}
-	msgs, err := o.peek(ctx, q, limit)
+	depth, err := o.depth(ctx, q)
 	if err != nil {
 		return q, nil, err
+	}
+	var msgs []sqstypes.Message
+	if depth > 0 {
+		// Asking for no more than the depth spares a final empty long poll.
+		if msgs, err = o.peek(ctx, q, min(limit, depth)); err != nil {
+			return q, nil, err
+		}
 	}
 	if len(msgs) == 0 {
 		return q, nil, fmt.Errorf("%s DLQ (%s) %w", q.Name, q.QueueName(), ErrEmpty)
