@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -491,11 +490,3 @@ func (e *env) parkDelivery(id string, c domain.Channel, p domain.Priority, statu
 	e.sqs.park(dlq.URL, e.op.Target.Work[domain.QueueName(c, p)], `{"notificationId":"`+id+`","channel":"`+string(c)+`"}`, 6, t0.Add(-30*time.Minute))
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if strings.Contains(x, s) {
-			return true
-		}
-	}
-	return false
-}
