@@ -489,4 +489,3 @@ func (e *env) parkDelivery(id string, c domain.Channel, p domain.Priority, statu
 	dlq, _ := e.op.Target.DLQ(string(c))
 	e.sqs.park(dlq.URL, e.op.Target.Work[domain.QueueName(c, p)], `{"notificationId":"`+id+`","channel":"`+string(c)+`"}`, 6, t0.Add(-30*time.Minute))
 }
-
