@@ -189,14 +189,14 @@ func (o *Operator) queueARN(ctx context.Context, q DLQ) (string, error) {
 }
 
 // receive takes up to limit distinct messages and keeps them invisible for
-// the hold time; the caller releases or deletes each.
-func (o *Operator) receive(ctx context.Context, q DLQ, limit int) ([]sqstypes.Message, error) {
+// hold; the caller releases or deletes each.
+func (o *Operator) receive(ctx context.Context, q DLQ, limit int, hold time.Duration) ([]sqstypes.Message, error) {
 	var out []sqstypes.Message
 	index := map[string]int{}
 	for len(out) < limit {
 		resp, err := o.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(q.URL), MaxNumberOfMessages: int32(min(10, limit-len(out))),
-			VisibilityTimeout: int32(o.hold() / time.Second), WaitTimeSeconds: o.pollWait(),
+			VisibilityTimeout: int32(hold / time.Second), WaitTimeSeconds: o.pollWait(),
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		if err != nil {
@@ -237,7 +237,7 @@ func (o *Operator) release(ctx context.Context, q DLQ, msgs []sqstypes.Message) 
 // messages stay in the DLQ, but each inspection adds one to its
 // ApproximateReceiveCount (SQS has no read-only peek).
 func (o *Operator) peek(ctx context.Context, q DLQ, limit int) ([]sqstypes.Message, error) {
-	msgs, err := o.receive(ctx, q, limit)
+	msgs, err := o.receive(ctx, q, limit, o.hold())
 	if err != nil {
 		return nil, err
 	}

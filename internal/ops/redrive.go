@@ -230,14 +230,12 @@ func (o *Operator) redriveHold(rate float64) time.Duration {
 // each new one; fn returns true when it removed the message from the DLQ.
 // Every message not removed is released when the scan ends.
 func (o *Operator) scan(ctx context.Context, q DLQ, rate float64, fn func(sqstypes.Message) (bool, error)) error {
-	saved := o.Hold
-	o.Hold = o.redriveHold(rate)
-	defer func() { o.Hold = saved }()
+	hold := o.redriveHold(rate)
 	seen := map[string]int{} // message id → index in held, or -1 once removed
 	var held []sqstypes.Message
 	defer func() { o.release(context.WithoutCancel(ctx), q, held) }()
 	for {
-		batch, err := o.receive(ctx, q, 10)
+		batch, err := o.receive(ctx, q, 10, hold)
 		if err != nil {
 			return err
 		}
