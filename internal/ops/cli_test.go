@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -249,5 +251,36 @@ func TestParseRate(t *testing.T) {
 		if _, err := parseRate(in); err == nil {
 			t.Errorf("parseRate(%q): no error", in)
 		}
+	}
+}
+
+func TestRelayReplanner(t *testing.T) {
+	rec := func(_ context.Context, id string) (events.DynamoDBEventRecord, error) {
+		if id == "gone" {
+			return events.DynamoDBEventRecord{}, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+		}
+		return events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{SequenceNumber: "replan-" + id}}, nil
+	}
+	var got []string
+	handle := func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		seq := ev.Records[0].Change.SequenceNumber
+		got = append(got, seq)
+		if seq == "replan-bad" {
+			return events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{{ItemIdentifier: seq}}}, nil
+		}
+		return events.DynamoDBEventResponse{}, nil
+	}
+	r := RelayReplanner{Handle: handle, Record: rec}
+	if err := r.Replan(context.Background(), "ok"); err != nil {
+		t.Errorf("ok: %v", err)
+	}
+	if err := r.Replan(context.Background(), "bad"); err == nil {
+		t.Error("a record the relay reports failed must be an error")
+	}
+	if err := r.Replan(context.Background(), "gone"); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("gone: %v", err)
+	}
+	if strings.Join(got, ",") != "replan-ok,replan-bad" {
+		t.Errorf("relay invoked with %v", got)
 	}
 }
