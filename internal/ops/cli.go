@@ -69,6 +69,14 @@ func usageError(format string, a ...any) error {
 
 // Run runs one `herald dlq` subcommand.
 func (c CLI) Run(ctx context.Context, args []string) error {
+	err := c.run(ctx, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h: the usage was printed
+	}
+	return err
+}
+
+func (c CLI) run(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(c.Stdout, DLQUsage)
 		if len(args) == 0 {

@@ -233,6 +233,9 @@ func TestCLI(t *testing.T) {
 			t.Errorf("%v: err %v, want a usage error", args, err)
 		}
 	}
+	if _, errOut, err := runCLI(t, e, "redrive", "-h"); err != nil || !strings.Contains(errOut, "Usage:") {
+		t.Errorf("-h: %v %q", err, errOut)
+	}
 	if _, _, err := runCLI(t, e, "show", "emial"); err == nil || IsUsage(err) || !strings.Contains(err.Error(), "unknown queue") {
 		t.Errorf("unknown queue: %v", err)
 	}
