@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/email"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/push"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/relay"
@@ -40,6 +41,17 @@ type Deps struct {
 	Log    *slog.Logger
 	// Catalog is the embedded catalog, parsed once per process.
 	Catalog *catalog.Catalog
+	// Metrics records operational metrics (EMF on stdout in Lambda); nil
+	// records nothing.
+	Metrics metrics.Recorder
+}
+
+// Recorder is the metrics recorder handlers take: Metrics, or a no-op.
+func (d Deps) Recorder() metrics.Recorder {
+	if d.Metrics == nil {
+		return metrics.Nop{}
+	}
+	return d.Metrics
 }
 
 func (d Deps) require(names ...string) (map[string]string, error) {
