@@ -68,19 +68,26 @@ func (h *Handler) Release(ctx context.Context) (int, error) {
 			return released, nil
 		}
 		var items []domain.WorkItem
+		stale := 0
 		for _, d := range due {
 			if d.Status == domain.StatusDeferred {
 				_, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
 					To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
 				})
 				if errors.Is(err, domain.ErrConflict) {
-					continue // cancelled, or another run released it
+					stale++ // cancelled, or another run released it (the index lags)
+					continue
 				}
 				if err != nil {
 					return released, fmt.Errorf("release %s/%s: %w", d.NotificationID, d.Channel, err)
 				}
 			}
 			items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel}, Priority: d.Priority})
+		}
+		if len(items) == 0 && stale == len(due) {
+			// Only entries the index has not caught up with yet: querying
+			// again would return them again. The next run sees the rest.
+			return released, nil
 		}
 		errs := h.pub.Publish(ctx, items)
 		progress := false
