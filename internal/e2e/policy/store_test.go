@@ -90,7 +90,7 @@ func TestDigestJoinIsIdempotentAndSealed(t *testing.T) {
 		t.Errorf("leader retry: %+v", got)
 	}
 	want(join("b", t0.Add(time.Minute)), domain.DigestJoined, "a")
-	want(join("b", t0.Add(time.Minute)), domain.DigestJoined, "a") // retry: no second entry
+	want(join("b", t0.Add(time.Minute)), domain.DigestJoined, "a")  // retry: no second entry
 	want(join("c", t0.Add(-time.Second)), domain.DigestJoined, "a") // accepted earlier, processed later
 	want(join("d", t0.Add(2*time.Minute)), domain.DigestJoined, "a")
 
