@@ -156,3 +156,21 @@ func decideChannel(in Input, c domain.Channel) Decision {
 	}
 	return d
 }
+
+// NeedsProfile reports whether deciding n requires the recipient's stored
+// profile. It does not when nothing in it can change the outcome: a mandatory
+// (preferences ignored), high-priority (no quiet hours, no rate limit, no
+// digest) notification whose every channel has a contact given at intake
+// (push always needs the stored subscriptions). One-time codes sent to the
+// number in the request are the case: the relay then skips a read.
+func NeedsProfile(n *domain.Notification, t *catalog.Type) bool {
+	if !t.Mandatory || n.Priority != domain.PriorityHigh {
+		return true
+	}
+	for _, c := range Channels(n, t) {
+		if _, ok := Contact(n, &domain.RecipientProfile{}, c); !ok {
+			return true
+		}
+	}
+	return false
+}

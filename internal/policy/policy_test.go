@@ -390,3 +390,29 @@ func TestDigestDue(t *testing.T) {
 		})
 	}
 }
+
+func TestNeedsProfile(t *testing.T) {
+	otp := &catalog.Type{Name: "otp.code", Priority: domain.PriorityHigh, Channels: []domain.Channel{domain.ChannelSMS}, Mandatory: true}
+	withPush := &catalog.Type{Name: "x", Priority: domain.PriorityHigh, Channels: []domain.Channel{domain.ChannelSMS, domain.ChannelPush}, Mandatory: true}
+	phone := domain.Recipient{UserID: "u1", Phone: "+15551234567"}
+	tests := []struct {
+		name string
+		n    *domain.Notification
+		typ  *catalog.Type
+		want bool
+	}{
+		{"mandatory, high, contact given", &domain.Notification{Recipient: phone, Priority: domain.PriorityHigh}, otp, false},
+		{"no contact given: read the stored one", &domain.Notification{Recipient: domain.Recipient{UserID: "u1"}, Priority: domain.PriorityHigh}, otp, true},
+		{"not high: quiet hours and limits apply", &domain.Notification{Recipient: phone, Priority: domain.PriorityNormal}, otp, true},
+		{"not mandatory: preferences apply", &domain.Notification{Recipient: phone, Priority: domain.PriorityHigh}, normalType, true},
+		{"push needs the subscriptions", &domain.Notification{Recipient: phone, Priority: domain.PriorityHigh}, withPush, true},
+		{"only the channel with a contact requested", &domain.Notification{Recipient: phone, Priority: domain.PriorityHigh, Channels: []domain.Channel{domain.ChannelSMS}}, withPush, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NeedsProfile(tt.n, tt.typ); got != tt.want {
+				t.Errorf("NeedsProfile = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -191,6 +191,9 @@ func insert(seq string, n *domain.Notification) events.DynamoDBEventRecord {
 	if n.Recipient.Email != "" {
 		img["email"] = s(n.Recipient.Email)
 	}
+	if n.Recipient.Phone != "" {
+		img["phone"] = s(n.Recipient.Phone)
+	}
 	if n.BatchKey != "" {
 		img["batchKey"] = s(n.BatchKey)
 	}

@@ -15,8 +15,9 @@
 // leader and members (see internal/dynamo), so a retry neither counts twice
 // nor changes its digest role.
 //
-// Within one batch, records of the same user are planned in stream order (one
-// profile read per user and batch; the first of a burst opens the digest and
+// Within one batch, records of the same user are planned in stream order (at
+// most one profile read per user and batch, none when policy.NeedsProfile says
+// the stored profile cannot change the outcome; the first of a burst opens the digest and
 // the rate limit skips the last ones), different users in parallel. All work
 // messages of the batch then go out together: SendMessageBatch grouped per
 // queue, ten per call, the calls in parallel.
@@ -142,20 +143,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	// Plan: one user's records in order, users in parallel.
 	planned := make([][]domain.WorkItem, len(recs))
 	h.parallel(len(groups), func(g int) {
-		jobs := groups[g]
-		profile, err := h.store.GetRecipientProfile(ctx, jobs[0].n.Recipient.UserID)
-		for _, j := range jobs {
-			if err == nil {
-				planned[j.record], err = h.plan(ctx, j.n, profile)
-				if err != nil {
-					h.recordFailed(ctx, recs[j.record], j.n, "plan", err)
-					failed[j.record].Store(true)
-					err = nil // the user's next records are independent
-				}
-				continue
+		profiles := profileOnce{store: h.store, userID: groups[g][0].n.Recipient.UserID}
+		for _, j := range groups[g] {
+			var err error
+			if planned[j.record], err = h.plan(ctx, j.n, &profiles); err != nil {
+				h.recordFailed(ctx, recs[j.record], j.n, "plan", err)
+				failed[j.record].Store(true)
 			}
-			h.recordFailed(ctx, recs[j.record], j.n, "read profile", err)
-			failed[j.record].Store(true)
 		}
 	})
 
@@ -235,12 +229,19 @@ func (h *Handler) markQueued(ctx context.Context, it domain.WorkItem) error {
 
 // plan records the deliveries of one notification and returns the work items
 // still to send.
-func (h *Handler) plan(ctx context.Context, n *domain.Notification, profile *domain.RecipientProfile) ([]domain.WorkItem, error) {
+func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *profileOnce) ([]domain.WorkItem, error) {
 	typ, ok := h.catalog.Lookup(n.Type)
 	if !ok {
 		// Intake validated the type; a type removed since cannot be delivered.
 		h.log.WarnContext(ctx, "notification type no longer in catalog", "notificationId", n.ID, "type", n.Type)
 		return nil, nil
+	}
+	profile := &domain.RecipientProfile{Preferences: domain.Preferences{}}
+	if policy.NeedsProfile(n, typ) {
+		var err error
+		if profile, err = profiles.get(ctx); err != nil {
+			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
+		}
 	}
 	now := h.now()
 	var items []domain.WorkItem
@@ -313,6 +314,25 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 		}
 	}
 	return nil
+}
+
+// profileOnce reads one user's profile at most once per batch, and only if a
+// record needs it. A failed read is retried by the next record.
+type profileOnce struct {
+	store   Store
+	userID  string
+	profile *domain.RecipientProfile
+}
+
+func (p *profileOnce) get(ctx context.Context) (*domain.RecipientProfile, error) {
+	if p.profile == nil {
+		profile, err := p.store.GetRecipientProfile(ctx, p.userID)
+		if err != nil {
+			return nil, fmt.Errorf("read profile: %w", err)
+		}
+		p.profile = profile
+	}
+	return p.profile, nil
 }
 
 // parallel calls fn(0..n-1) on at most h.concurrency goroutines.

@@ -405,3 +405,16 @@ func TestDeferredDeliveriesCarryTheirDueTime(t *testing.T) {
 		t.Errorf("sent %v, want only the high-priority one", f.pub.sent)
 	}
 }
+
+func TestOneTimeCodeToAGivenNumberSkipsTheProfileRead(t *testing.T) {
+	f := newFixture(t)
+	otp := &domain.Notification{ID: "o1", Type: "otp.code", Recipient: domain.Recipient{UserID: "u9", Phone: "+15551234567"},
+		Priority: domain.PriorityHigh, Data: map[string]any{"code": "123456"}, CreatedAt: now}
+	if failed := f.handle(t, insert("1", otp)); len(failed) > 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	f.wantDelivery(t, "o1", domain.ChannelSMS, domain.StatusQueued, "")
+	if f.store.profileReads["u9"] != 0 {
+		t.Errorf("read the profile %d times", f.store.profileReads["u9"])
+	}
+}
