@@ -89,6 +89,13 @@ func location(name string) *time.Location {
 // time.Date leaves both cases unspecified, hence this.
 func wallInstant(y int, m time.Month, d, hh, mm int, loc *time.Location, last bool) time.Time {
 	wall := time.Date(y, m, d, hh, mm, 0, 0, time.UTC)
+	// Most days have no transition within a day and a half: one offset, one instant.
+	_, before := wall.Add(-36 * time.Hour).In(loc).Zone()
+	if _, after := wall.Add(36 * time.Hour).In(loc).Zone(); before == after {
+		if c := wall.Add(-time.Duration(before) * time.Second); wallClock(c, loc).Equal(wall) {
+			return c
+		}
+	}
 	var found []time.Time
 	var lo, hi time.Time
 	// The offsets in force around that date: transitions are months apart, so

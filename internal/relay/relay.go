@@ -168,18 +168,20 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		errs := h.pub.Publish(ctx, items)
 		h.parallel(len(toSend), func(i int) {
 			p := toSend[i]
-			log := h.log.With("notificationId", p.item.Message.NotificationID, "channel", p.item.Message.Channel, "priority", p.item.Priority)
+			m := p.item.Message
 			if errs[i] != nil {
-				log.ErrorContext(ctx, "enqueue failed", "sequenceNumber", recs[p.record].Change.SequenceNumber, "error", errs[i])
+				h.log.ErrorContext(ctx, "enqueue failed", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority,
+					"sequenceNumber", recs[p.record].Change.SequenceNumber, "error", errs[i])
 				failed[p.record].Store(true)
 				return
 			}
 			if err := h.markQueued(ctx, p.item); err != nil {
-				log.ErrorContext(ctx, "mark queued failed", "sequenceNumber", recs[p.record].Change.SequenceNumber, "error", err)
+				h.log.ErrorContext(ctx, "mark queued failed", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority,
+					"sequenceNumber", recs[p.record].Change.SequenceNumber, "error", err)
 				failed[p.record].Store(true)
 				return
 			}
-			log.InfoContext(ctx, "delivery planned", "outcome", domain.StatusQueued)
+			h.log.InfoContext(ctx, "delivery planned", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority, "outcome", domain.StatusQueued)
 		})
 	}
 
