@@ -221,7 +221,8 @@ func BenchmarkRequestsPerNotification(b *testing.B) {
 // then right after a scheduled campaign of 2,000 low-priority emails was
 // released into the low queue (the scheduler queues them in seconds, faster
 // than the low queue's MaximumConcurrency of 2 drains them). The ratio of
-// the two p95s is the isolation (goal ≤ 1.2). The emulators' JITs keep
+// the two p95s is the isolation (goal ≤ 1.2). Each p95 is the median of three
+// rounds of 20, still well inside the backlog. The emulators' JITs keep
 // speeding up for thousands of requests, so a first, unmeasured cycle warms
 // them, and the idle measurement is repeated after the measured campaign has
 // drained (its drift shows the noise). Loopback only, bounded by the waits'
@@ -248,10 +249,22 @@ type cycle struct {
 	backlog, backlogEnd   int
 }
 
+// medianP95 runs `rounds` rounds of n high-priority notifications and
+// returns the median of their p95s: one round's p95 is its second-slowest
+// sample, which a shared machine's noise moves by hundreds of milliseconds.
+func medianP95(b *testing.B, st *devstack.Stack, run string, n, rounds int) time.Duration {
+	var ps []time.Duration
+	for r := range rounds {
+		ps = append(ps, p95(highLatencies(b, st, fmt.Sprintf("%s-%d", run, r), n)))
+	}
+	slices.Sort(ps)
+	return ps[len(ps)/2]
+}
+
 func isolationCycle(b *testing.B, st *devstack.Stack, run string) cycle {
-	const highN, lowN = 20, 2000
+	const highN, rounds, lowN = 20, 3, 2000
 	var c cycle
-	c.idle = p95(highLatencies(b, st, run+"-idle", highN))
+	c.idle = medianP95(b, st, run+"-idle", highN, rounds)
 
 	sendAt := st.Clock.Now().Add(10 * time.Minute)
 	low := submit(b, run+"-low", lowN, 8, email(map[string]any{"priority": "low", "sendAt": sendAt.UTC().Format(time.RFC3339Nano)}))
@@ -262,10 +275,10 @@ func isolationCycle(b *testing.B, st *devstack.Stack, run string) cycle {
 		b.Fatalf("released %d of %d: %v", released, lowN, err)
 	}
 	c.backlog = lowPending(b, st)
-	c.busy = p95(highLatencies(b, st, run+"-busy", highN))
+	c.busy = medianP95(b, st, run+"-busy", highN, rounds)
 	c.backlogEnd = lowPending(b, st)
 
 	waitFor(b, st, low, domain.ChannelEmail, 10*time.Minute, sent)
-	c.idleAgain = p95(highLatencies(b, st, run+"-idle-again", highN))
+	c.idleAgain = medianP95(b, st, run+"-idle-again", highN, rounds)
 	return c
 }
