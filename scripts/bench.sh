@@ -11,3 +11,6 @@ printf '%-12s %10s\n' function bytes
 for f in build/*/bootstrap; do
   printf '%-12s %10s\n' "$(basename "$(dirname "$f")")" "$(stat -c %s "$f")"
 done
+echo
+echo "== Cold start (fake Lambda Runtime API on loopback; process start → first poll, → first response)"
+go run ./scripts/coldstart -runs "${COLDSTART_RUNS:-5}"

@@ -25,6 +25,8 @@ import (
 // DynamoDB store implements them all.
 type Deps struct {
 	Notifications NotificationStore
+	Inbox         InboxStore
+	Announcements AnnouncementStore
 	Catalog       *catalog.Catalog
 	Now           func() time.Time
 	NewID         func() string
@@ -62,6 +64,7 @@ func New(d Deps) *Handler {
 	// Each feature registers its routes (route key → handler).
 	for _, group := range []map[string]route{
 		h.notificationRoutes(),
+		h.inboxRoutes(d),
 	} {
 		for k, r := range group {
 			h.routes[k] = r

@@ -81,7 +81,7 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Deps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log}), nil
+	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log}), nil
 }
 
 func randomID() string {

@@ -81,9 +81,6 @@ type Stack struct {
 	stopOnce sync.Once
 }
 
-// endpointVars are the SDK's standard per-service endpoint variables.
-var endpointVars = []string{"AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_DYNAMODB_STREAMS", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SESV2", "AWS_ENDPOINT_URL_SNS"}
-
 // Start starts the emulators, creates the resources and runs the functions.
 // It sets the process's AWS_ENDPOINT_URL_* variables and local credentials so
 // that every SDK client in the process talks to the emulators.

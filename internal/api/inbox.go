@@ -1,0 +1,422 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/inbox"
+)
+
+// InboxStore is what the inbox routes need from the table.
+type InboxStore interface {
+	// ListInbox reads one page of the user's notifications under the filter,
+	// newest first, strictly older than position, with one query; more
+	// reports whether older ones remain.
+	ListInbox(ctx context.Context, userID string, f inbox.Filter, position string, limit int) (entries []inbox.Entry, more bool, err error)
+	// CountUnread counts unread notifications, stopping at limit.
+	CountUnread(ctx context.Context, userID string, limit int) (int, error)
+	// MarkRead and Archive change the user's own notification (first time
+	// kept); another user's or a missing id is domain.ErrNotFound.
+	MarkRead(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error)
+	Archive(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error)
+	// MarkAllRead marks the unread notifications created up to upTo, at
+	// most limit; more reports that some may remain.
+	MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (updated int, more bool, err error)
+	// InboxState reads the user's markers of the given announcements and,
+	// withLocale, the profile's locale, in one batch read.
+	InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (InboxState, error)
+	// MarkAnnouncementRead writes the user's read marker (first readAt
+	// kept); onlyUnread leaves read or archived ones alone and changed says
+	// whether it wrote.
+	MarkAnnouncementRead(ctx context.Context, userID string, a *inbox.Announcement, at time.Time, onlyUnread bool) (m inbox.Marker, changed bool, err error)
+	ArchiveAnnouncement(ctx context.Context, userID string, a *inbox.Announcement, at time.Time) (inbox.Marker, error)
+}
+
+// InboxState is what the inbox needs about the user besides the page.
+type InboxState struct {
+	// Locale is the profile's locale ("" when none).
+	Locale string
+	// Markers holds the user's markers by announcement id.
+	Markers map[string]inbox.Marker
+}
+
+// inboxAPI serves the user-facing inbox routes (JWT) and the service-facing
+// announcement routes (IAM); both read the active announcements through one
+// per-instance cache.
+type inboxAPI struct {
+	*Handler
+	store         InboxStore
+	announcements AnnouncementStore
+	active        *announcementCache
+}
+
+// inboxRoutes registers the inbox and announcement routes.
+func (h *Handler) inboxRoutes(d Deps) map[string]route {
+	x := &inboxAPI{Handler: h, store: d.Inbox, announcements: d.Announcements,
+		active: &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}}
+	return map[string]route{
+		"GET /v1/users/{userId}/inbox":               x.list,
+		"GET /v1/users/{userId}/inbox/unread-count":  x.unreadCount,
+		"POST /v1/users/{userId}/inbox/{id}/read":    x.markRead,
+		"POST /v1/users/{userId}/inbox/read-all":     x.markAllRead,
+		"POST /v1/users/{userId}/inbox/{id}/archive": x.archive,
+		"POST /v1/announcements":                     x.createAnnouncement,
+		"GET /v1/announcements":                      x.listAnnouncements,
+	}
+}
+
+var errNoInbox = &Problem{Status: http.StatusNotFound, Code: "not_found", Title: "Not found"}
+
+// owner returns the inbox's user: the token's subject, which must be the
+// path's userId. Another user's inbox is a 404, exactly like a missing one,
+// so that ids of other users cannot be probed.
+func (x *inboxAPI) owner(req *request) (string, *Problem) {
+	if req.subject == "" {
+		return "", &Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required",
+			Detail: "inbox routes need a user token"}
+	}
+	if !samePathUser(req.PathParameters["userId"], req.subject) {
+		return "", errNoInbox
+	}
+	return req.subject, nil
+}
+
+// samePathUser compares the path's userId with the subject, also in its
+// percent-decoded form: subjects like "auth0|123" travel encoded in paths.
+func samePathUser(param, subject string) bool {
+	if param == subject {
+		return true
+	}
+	decoded, err := url.PathUnescape(param)
+	return err == nil && decoded == subject
+}
+
+// itemIDShape bounds the ids the routes look up (notification and
+// announcement ids are 27 base32 characters; anything far off is a 404
+// without a read).
+var itemIDShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// inboxItem is one rendered inbox entry.
+type inboxItem struct {
+	ID         string  `json:"id"`
+	Kind       string  `json:"kind"`
+	Type       string  `json:"type"`
+	Title      string  `json:"title"`
+	Body       string  `json:"body"`
+	URL        *string `json:"url"`
+	CreatedAt  string  `json:"createdAt"`
+	ReadAt     *string `json:"readAt"`
+	ArchivedAt *string `json:"archivedAt"`
+}
+
+// Item kinds.
+const (
+	kindNotification = "notification"
+	kindAnnouncement = "announcement"
+)
+
+type inboxPage struct {
+	Items      []inboxItem `json:"items"`
+	NextCursor string      `json:"nextCursor,omitempty"`
+}
+
+func (x *inboxAPI) list(ctx context.Context, req *request) response {
+	user, p := x.owner(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	q := req.QueryStringParameters
+	f, err := inbox.ParseFilter(q["filter"])
+	if err != nil {
+		return problemResponse(&Problem{Status: http.StatusBadRequest, Code: "invalid_filter", Detail: "filter must be all, unread or archived"})
+	}
+	limit, err := inbox.ParseLimit(q["limit"])
+	if err != nil {
+		return problemResponse(&Problem{Status: http.StatusBadRequest, Code: "invalid_limit", Detail: "limit must be an integer from 1 to 100"})
+	}
+	position := ""
+	if c, ok := q["cursor"]; ok {
+		cur, err := inbox.DecodeCursor(c, string(f))
+		if err != nil {
+			return problemResponse(&Problem{Status: http.StatusBadRequest, Code: "invalid_cursor",
+				Detail: "cursor is not one this list returned (a cursor is only valid with the filter it came from)"})
+		}
+		position = cur.Position
+	}
+	// The page's one query runs alongside the (cached) announcements and the
+	// one batch read of the user's markers and locale.
+	var (
+		wg      sync.WaitGroup
+		entries []inbox.Entry
+		more    bool
+		listErr error
+	)
+	wg.Go(func() { entries, more, listErr = x.store.ListInbox(ctx, user, f, position, limit) })
+	active, state, stateErr := x.userAnnouncements(ctx, user, true)
+	wg.Wait()
+	if err := errors.Join(listErr, stateErr); err != nil {
+		return x.internalError(ctx, "list inbox", err)
+	}
+	page, after := inbox.Page(entries, more, inbox.AnnouncementEntries(active, state.Markers, f, position), limit)
+	body := inboxPage{Items: make([]inboxItem, 0, len(page))}
+	for _, e := range page {
+		body.Items = append(body.Items, x.render(ctx, e, state.Locale))
+	}
+	if after != "" {
+		body.NextCursor = inbox.Cursor{Scope: string(f), Position: after}.Encode()
+	}
+	return response{status: http.StatusOK, body: body, headers: map[string]string{"Cache-Control": "no-store"}}
+}
+
+// userAnnouncements returns the active announcements and the user's state
+// (markers, and the profile locale when withLocale).
+func (x *inboxAPI) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, InboxState, error) {
+	active, err := x.active.get(ctx)
+	if err != nil {
+		return nil, InboxState{}, err
+	}
+	if len(active) == 0 && !withLocale {
+		return nil, InboxState{}, nil
+	}
+	state, err := x.store.InboxState(ctx, user, inbox.AnnouncementIDs(active), withLocale)
+	return active, state, err
+}
+
+func (x *inboxAPI) render(ctx context.Context, e inbox.Entry, profileLocale string) inboxItem {
+	if a := e.Announcement; a != nil {
+		return inboxItem{
+			ID: a.ID, Kind: kindAnnouncement, Type: kindAnnouncement, Title: a.Title, Body: a.Body, URL: optional(a.URL),
+			CreatedAt: a.PublishedAt.UTC().Format(time.RFC3339Nano), ReadAt: optionalTime(e.Marker.ReadAt), ArchivedAt: optionalTime(e.Marker.ArchivedAt),
+		}
+	}
+	n := e.Notification
+	item := inboxItem{
+		ID: n.ID, Kind: kindNotification, Type: n.Type, Title: n.Type,
+		CreatedAt: n.CreatedAt.UTC().Format(time.RFC3339Nano), ReadAt: optionalTime(n.ReadAt), ArchivedAt: optionalTime(n.ArchivedAt),
+	}
+	locale := n.Recipient.Locale
+	if locale == "" {
+		locale = profileLocale
+	}
+	c, err := x.renderInApp(n, locale)
+	if err != nil {
+		// The item stays listed (it can still be read or archived) with its
+		// type as the title; the logs say why.
+		x.log.WarnContext(ctx, "render inbox item", "notificationId", n.ID, "type", n.Type, "error", err)
+		return item
+	}
+	item.Title, item.Body, item.URL = c.Title, c.Body, optional(c.URL)
+	return item
+}
+
+var errUnknownType = errors.New("type is not in the catalog")
+
+func (x *inboxAPI) renderInApp(n *domain.Notification, locale string) (catalog.Content, error) {
+	t, ok := x.catalog.Lookup(n.Type)
+	if !ok {
+		return catalog.Content{}, errUnknownType
+	}
+	return t.Render(catalog.KindInApp, locale, n.Data)
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optionalTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	return optional(t.UTC().Format(time.RFC3339Nano))
+}
+
+func (x *inboxAPI) unreadCount(ctx context.Context, req *request) response {
+	user, p := x.owner(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	var (
+		wg       sync.WaitGroup
+		count    int
+		countErr error
+	)
+	wg.Go(func() { count, countErr = x.store.CountUnread(ctx, user, inbox.CountCap) })
+	active, state, stateErr := x.userAnnouncements(ctx, user, false)
+	wg.Wait()
+	if err := errors.Join(countErr, stateErr); err != nil {
+		return x.internalError(ctx, "count unread", err)
+	}
+	badge := inbox.NewBadge(count + inbox.UnreadAnnouncements(active, state.Markers))
+	return response{status: http.StatusOK, body: badge, headers: map[string]string{"Cache-Control": "no-store"}}
+}
+
+// itemState is the answer to read and archive.
+type itemState struct {
+	ID         string  `json:"id"`
+	Kind       string  `json:"kind"`
+	ReadAt     *string `json:"readAt"`
+	ArchivedAt *string `json:"archivedAt"`
+}
+
+func (x *inboxAPI) markRead(ctx context.Context, req *request) response {
+	return x.changeItem(ctx, req, "mark read",
+		func(user, id string, at time.Time) (*domain.Notification, error) {
+			return x.store.MarkRead(ctx, user, id, at)
+		},
+		func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
+			m, _, err := x.store.MarkAnnouncementRead(ctx, user, a, at, false)
+			return m, err
+		})
+}
+
+func (x *inboxAPI) archive(ctx context.Context, req *request) response {
+	return x.changeItem(ctx, req, "archive",
+		func(user, id string, at time.Time) (*domain.Notification, error) {
+			return x.store.Archive(ctx, user, id, at)
+		},
+		func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
+			return x.store.ArchiveAnnouncement(ctx, user, a, at)
+		})
+}
+
+// changeItem applies a read or archive to one inbox item: a notification
+// through a write conditional on its owner, an active announcement through
+// the user's marker.
+func (x *inboxAPI) changeItem(ctx context.Context, req *request, what string,
+	notification func(user, id string, at time.Time) (*domain.Notification, error),
+	announcement func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error),
+) response {
+	user, p := x.owner(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	id := req.PathParameters["id"]
+	if !itemIDShape.MatchString(id) {
+		return problemResponse(errNoInbox)
+	}
+	now := x.now()
+	if inbox.IsAnnouncementID(id) {
+		a, err := x.activeAnnouncement(ctx, id, now)
+		if err != nil {
+			return x.storeError(ctx, what, err)
+		}
+		m, err := announcement(user, a, now)
+		if err != nil {
+			return x.storeError(ctx, what, err)
+		}
+		return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindAnnouncement, ReadAt: optionalTime(m.ReadAt), ArchivedAt: optionalTime(m.ArchivedAt)}}
+	}
+	n, err := notification(user, id, now)
+	if err != nil {
+		return x.storeError(ctx, what, err)
+	}
+	x.log.InfoContext(ctx, "inbox item changed", "notificationId", id, "action", what, "outcome", "ok")
+	return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindNotification, ReadAt: optionalTime(n.ReadAt), ArchivedAt: optionalTime(n.ArchivedAt)}}
+}
+
+// activeAnnouncement finds an announcement users can act on now: from the
+// cache, or from the table when this instance has not seen it yet.
+func (x *inboxAPI) activeAnnouncement(ctx context.Context, id string, now time.Time) (*inbox.Announcement, error) {
+	active, err := x.active.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range active {
+		if active[i].ID == id {
+			return &active[i], nil
+		}
+	}
+	a, err := x.announcements.GetAnnouncement(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Active(now) {
+		return nil, domain.ErrNotFound
+	}
+	return a, nil
+}
+
+// storeError answers 404 for missing or foreign items and 500 otherwise.
+func (x *inboxAPI) storeError(ctx context.Context, what string, err error) response {
+	if statusFor(err) == http.StatusNotFound {
+		return problemResponse(errNoInbox)
+	}
+	return x.internalError(ctx, what, err)
+}
+
+// ReadAllPerCall bounds the notifications one read-all marks, so that a call
+// ends well inside the API's timeout whatever the backlog (8 updates in
+// flight); the answer says "more" and the client calls again.
+const ReadAllPerCall = 1000
+
+type readAllResult struct {
+	Updated int `json:"updated"`
+	// More: unread notifications remain (one call marks a bounded number);
+	// call again.
+	More bool `json:"more,omitempty"`
+}
+
+func (x *inboxAPI) markAllRead(ctx context.Context, req *request) response {
+	user, p := x.owner(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	now := x.now()
+	var (
+		wg       sync.WaitGroup
+		updated  int
+		more     bool
+		notifErr error
+	)
+	wg.Go(func() { updated, more, notifErr = x.store.MarkAllRead(ctx, user, now, ReadAllPerCall) })
+	annUpdated, annErr := x.readAllAnnouncements(ctx, user, now)
+	wg.Wait()
+	if err := errors.Join(notifErr, annErr); err != nil {
+		return x.internalError(ctx, "read all", err)
+	}
+	x.log.InfoContext(ctx, "inbox read all", "updated", updated+annUpdated, "more", more, "outcome", "ok")
+	return response{status: http.StatusOK, body: readAllResult{Updated: updated + annUpdated, More: more}}
+}
+
+// readAllAnnouncements writes read markers for the active announcements the
+// user has not read or archived; announcements that are not active get none.
+func (x *inboxAPI) readAllAnnouncements(ctx context.Context, user string, now time.Time) (int, error) {
+	active, state, err := x.userAnnouncements(ctx, user, false)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		n    int
+		errs []error
+	)
+	for i := range active {
+		a := &active[i]
+		if m := state.Markers[a.ID]; !inbox.Shows(inbox.FilterUnread, m.Read(), m.Archived()) {
+			continue
+		}
+		wg.Go(func() {
+			_, changed, err := x.store.MarkAnnouncementRead(ctx, user, a, now, true)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if changed {
+				n++
+			}
+		})
+	}
+	wg.Wait()
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,453 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/inbox"
+)
+
+var _ api.InboxStore = (*Store)(nil)
+
+// The inbox reads a user's notifications through the sparse indexes the
+// notification item carries (see toNotificationItem):
+//
+//	gsi1  INBOX#<user> | ARCHIVED#<user>   <createdAt>#<id>   listing, newest first
+//	gsi2  UNREAD#<user>                    <createdAt>#<id>   only unread, unarchived items
+//
+// Reading and archiving are single conditional UpdateItems on the
+// notification that move it between these partitions (REMOVE gsi2pk/gsi2sk,
+// SET gsi1pk = ARCHIVED#…), so the unread count is always a capped count of
+// gsi2: derived from the items, never a counter that can drift.
+//
+// A user's state of an announcement is a marker item ANNREAD#<user> /
+// <announcementId>, written only when the user reads or archives it and
+// deleted by TTL when the announcement expires.
+const markerPrefix = "ANNREAD#"
+
+// inboxProjection reads what rendering needs and leaves contact details
+// (email, phone) and bookkeeping out of the page.
+var inboxProjection = map[string]string{
+	"#pk": "pk", "#sk": "sk", "#id": "id", "#type": "type", "#user": "userId", "#locale": "locale",
+	"#data": "data", "#created": "createdAt", "#read": "readAt", "#archived": "archivedAt",
+	"#status": "status", "#g1sk": "gsi1sk", "#g2sk": "gsi2sk",
+}
+
+const inboxProjectionExpr = "#pk, #sk, #id, #type, #user, #locale, #data, #created, #read, #archived, #status, #g1sk, #g2sk"
+
+// ListInbox reads one page of a user's notifications under filter, newest
+// first, strictly older than position ("" = from the newest), with a single
+// Query of limit+1 items; more reports whether older items remain.
+func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, position string, limit int) ([]inbox.Entry, bool, error) {
+	index, pkName, skName, pk := IndexInbox, "gsi1pk", "gsi1sk", inboxPrefix+userID
+	switch f {
+	case inbox.FilterUnread:
+		index, pkName, skName, pk = IndexUnread, "gsi2pk", "gsi2sk", unreadPrefix+userID
+	case inbox.FilterArchived:
+		pk = archivedPrefix + userID
+	}
+	names := map[string]string{"#ipk": pkName}
+	for k, v := range inboxProjection {
+		names[k] = v
+	}
+	cond := "#ipk = :pk"
+	values := map[string]types.AttributeValue{":pk": str(pk)}
+	if position != "" {
+		cond += " AND #isk < :pos"
+		names["#isk"] = skName
+		values[":pos"] = str(position)
+	}
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		IndexName:                 aws.String(index),
+		KeyConditionExpression:    aws.String(cond),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ProjectionExpression:      aws.String(inboxProjectionExpr),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(limit + 1)),
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("query inbox %s: %w", f, err)
+	}
+	entries := make([]inbox.Entry, 0, len(out.Items))
+	for _, av := range out.Items {
+		n, err := decodeNotification(av)
+		if err != nil {
+			return nil, false, err
+		}
+		sk, _ := av[skName].(*types.AttributeValueMemberS)
+		if sk == nil {
+			return nil, false, fmt.Errorf("inbox item %s has no %s", n.ID, skName)
+		}
+		entries = append(entries, inbox.Entry{SortKey: sk.Value, Notification: n})
+	}
+	// A short page with a LastEvaluatedKey happens when the query hit
+	// DynamoDB's 1 MB page size: there may be more.
+	more := len(entries) > limit || len(out.LastEvaluatedKey) > 0
+	if len(entries) > limit {
+		entries = entries[:limit]
+	}
+	return entries, more, nil
+}
+
+// CountUnread counts a user's unread notifications, stopping at limit: a
+// COUNT query on the sparse unread index reads at most limit items however
+// many the user has.
+func (s *Store) CountUnread(ctx context.Context, userID string, limit int) (int, error) {
+	count := 0
+	var start map[string]types.AttributeValue
+	for count < limit {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			IndexName:                 aws.String(IndexUnread),
+			KeyConditionExpression:    aws.String("gsi2pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(unreadPrefix + userID)},
+			Select:                    types.SelectCount,
+			Limit:                     aws.Int32(int32(limit - count)),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("count unread: %w", err)
+		}
+		count += int(out.Count)
+		// Only a page cut short by the 1 MB limit continues.
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	return min(count, limit), nil
+}
+
+// MarkRead marks a user's notification read, keeping the first readAt, and
+// takes it out of the unread index. It is conditional on the notification
+// belonging to userID: anyone else's id, like a missing one, is
+// domain.ErrNotFound and changes nothing.
+func (s *Store) MarkRead(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
+	return s.updateOwned(ctx, userID, id, "SET readAt = if_not_exists(readAt, :at) REMOVE gsi2pk, gsi2sk",
+		map[string]types.AttributeValue{":at": str(formatTime(at))})
+}
+
+// Archive moves a user's notification to the archived listing (gsi1
+// ARCHIVED#user) and out of the unread index, keeping the first archivedAt.
+// Ownership is checked as in MarkRead.
+func (s *Store) Archive(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
+	return s.updateOwned(ctx, userID, id,
+		"SET archivedAt = if_not_exists(archivedAt, :at), gsi1pk = :archived REMOVE gsi2pk, gsi2sk",
+		map[string]types.AttributeValue{":at": str(formatTime(at)), ":archived": str(archivedPrefix + userID)})
+}
+
+func (s *Store) updateOwned(ctx context.Context, userID, id, update string, values map[string]types.AttributeValue) (*domain.Notification, error) {
+	values[":user"] = str(userID)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(NotificationPK(id), notificationSK),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("userId = :user"),
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if isConditionFailed(err) {
+		return nil, fmt.Errorf("inbox item %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update inbox item %s: %w", id, err)
+	}
+	return decodeNotification(out.Attributes)
+}
+
+// readAllConcurrency is how many UpdateItems MarkAllRead runs at once.
+const readAllConcurrency = 8
+
+// MarkAllRead marks read the unread notifications of userID created at or
+// before upTo (items arriving meanwhile stay unread), at most limit of them.
+// It returns how many it changed and whether unread items older than upTo
+// may remain. Each item is its own conditional update, so concurrent reads
+// are neither lost nor counted twice.
+func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (int, bool, error) {
+	at := str(formatTime(upTo))
+	// '$' sorts right after '#', so this bound admits every key of upTo's
+	// instant and nothing later.
+	upper := str(formatTime(upTo) + "$")
+	var (
+		mu      sync.Mutex
+		updated int
+		errs    []error
+	)
+	ids := make(chan string)
+	var wg sync.WaitGroup
+	for range readAllConcurrency {
+		wg.Go(func() {
+			for id := range ids {
+				_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName:                 aws.String(s.table),
+					Key:                       key(NotificationPK(id), notificationSK),
+					UpdateExpression:          aws.String("SET readAt = if_not_exists(readAt, :at) REMOVE gsi2pk, gsi2sk"),
+					ConditionExpression:       aws.String("userId = :user AND attribute_exists(gsi2pk)"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":at": at, ":user": str(userID)},
+				})
+				mu.Lock()
+				switch {
+				case err == nil:
+					updated++
+				case isConditionFailed(err):
+					// A concurrent read or archive got there first: not ours to count.
+				default:
+					errs = append(errs, fmt.Errorf("mark %s read: %w", id, err))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	sent, more, err := 0, false, error(nil)
+	var start map[string]types.AttributeValue
+	for sent < limit {
+		var out *dynamodb.QueryOutput
+		out, err = s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			IndexName:                 aws.String(IndexUnread),
+			KeyConditionExpression:    aws.String("gsi2pk = :pk AND gsi2sk < :upper"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(unreadPrefix + userID), ":upper": upper},
+			ProjectionExpression:      aws.String("id"),
+			Limit:                     aws.Int32(int32(min(100, limit-sent))),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			err = fmt.Errorf("query unread: %w", err)
+			break
+		}
+		for _, av := range out.Items {
+			if id, ok := av["id"].(*types.AttributeValueMemberS); ok {
+				ids <- id.Value
+				sent++
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+		more = sent >= limit
+	}
+	close(ids)
+	wg.Wait()
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return updated, true, fmt.Errorf("mark all read: %w", err)
+	}
+	return updated, more, nil
+}
+
+// markerItem is a user's state of one announcement.
+type markerItem struct {
+	PK             string `dynamodbav:"pk"`
+	SK             string `dynamodbav:"sk"`
+	ReadAt         string `dynamodbav:"readAt,omitempty"`
+	ArchivedAt     string `dynamodbav:"archivedAt,omitempty"`
+	Locale         string `dynamodbav:"locale,omitempty"` // the profile item shares the batch read
+	AnnouncementID string `dynamodbav:"announcementId,omitempty"`
+}
+
+func markerKey(userID, announcementID string) map[string]types.AttributeValue {
+	return key(markerPrefix+userID, announcementID)
+}
+
+// maxBatchGetAttempts bounds the retries of unprocessed keys.
+const maxBatchGetAttempts = 5
+
+// InboxState reads, in one BatchGetItem, the user's markers of the given
+// announcements and, when withLocale is set, the profile's locale.
+func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (api.InboxState, error) {
+	st := api.InboxState{Markers: map[string]inbox.Marker{}}
+	keys := make([]map[string]types.AttributeValue, 0, len(announcementIDs)+1)
+	if withLocale {
+		keys = append(keys, key(UserPK(userID), profileSK))
+	}
+	for _, id := range announcementIDs {
+		keys = append(keys, markerKey(userID, id))
+	}
+	if len(keys) == 0 {
+		return st, nil
+	}
+	if len(keys) > 100 {
+		return st, fmt.Errorf("inbox state: %d keys exceed one batch read", len(keys))
+	}
+	request := map[string]types.KeysAndAttributes{s.table: {
+		Keys:                     keys,
+		ProjectionExpression:     aws.String("pk, sk, readAt, archivedAt, #locale"),
+		ExpressionAttributeNames: map[string]string{"#locale": "locale"},
+	}}
+	for attempt := 1; len(request) > 0; attempt++ {
+		if attempt > maxBatchGetAttempts {
+			return st, fmt.Errorf("inbox state: keys still unprocessed after %d attempts", maxBatchGetAttempts)
+		}
+		if attempt > 1 {
+			if err := sleepCtx(ctx, time.Duration(attempt*attempt)*10*time.Millisecond); err != nil {
+				return st, err
+			}
+		}
+		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		if err != nil {
+			return st, fmt.Errorf("inbox state: %w", err)
+		}
+		for _, av := range out.Responses[s.table] {
+			var it markerItem
+			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+				return st, fmt.Errorf("inbox state: unmarshal: %w", err)
+			}
+			if it.PK == UserPK(userID) {
+				st.Locale = it.Locale
+				continue
+			}
+			st.Markers[it.SK] = inbox.Marker{ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt)}
+		}
+		request = out.UnprocessedKeys
+	}
+	return st, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// MarkAnnouncementRead records that userID read a, keeping the first readAt.
+// With onlyUnread it changes nothing when the user already read or archived
+// it, and changed reports whether it wrote (read-all counts those).
+func (s *Store) MarkAnnouncementRead(ctx context.Context, userID string, a *inbox.Announcement, at time.Time, onlyUnread bool) (inbox.Marker, bool, error) {
+	cond := ""
+	if onlyUnread {
+		cond = "attribute_not_exists(readAt) AND attribute_not_exists(archivedAt)"
+	}
+	return s.updateMarker(ctx, userID, a, "readAt", at, cond)
+}
+
+// ArchiveAnnouncement records that userID archived a, keeping the first
+// archivedAt.
+func (s *Store) ArchiveAnnouncement(ctx context.Context, userID string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
+	m, _, err := s.updateMarker(ctx, userID, a, "archivedAt", at, "")
+	return m, err
+}
+
+// updateMarker upserts the marker with attr set once. Its TTL is the
+// announcement's expiry: markers go when their announcement does.
+func (s *Store) updateMarker(ctx context.Context, userID string, a *inbox.Announcement, attr string, at time.Time, cond string) (inbox.Marker, bool, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              markerKey(userID, a.ID),
+		UpdateExpression: aws.String("SET #attr = if_not_exists(#attr, :at), #kind = :kind, #user = :user, #ann = :id, #ttl = :ttl"),
+		ExpressionAttributeNames: map[string]string{
+			"#attr": attr, "#kind": "kind", "#user": "userId", "#ann": "announcementId", "#ttl": "ttl",
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at": str(formatTime(at)), ":kind": str("announcementMarker"), ":user": str(userID),
+			":id": str(a.ID), ":ttl": num(a.ExpiresAt.Unix()),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	}
+	if cond != "" {
+		in.ConditionExpression = aws.String(cond)
+	}
+	out, err := s.db.UpdateItem(ctx, in)
+	if isConditionFailed(err) {
+		return inbox.Marker{}, false, nil
+	}
+	if err != nil {
+		return inbox.Marker{}, false, fmt.Errorf("mark announcement %s: %w", a.ID, err)
+	}
+	var it markerItem
+	if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
+		return inbox.Marker{}, false, fmt.Errorf("unmarshal marker: %w", err)
+	}
+	return inbox.Marker{ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt)}, true, nil
+}
+
+// Bulk writes.
+const (
+	batchWriteSize        = 25 // BatchWriteItem's limit
+	maxBatchWriteAttempts = 8
+)
+
+// PutNotifications writes notifications as CreateNotification stores them,
+// but unconditionally and in bulk: BatchWriteItem with 25 items per request,
+// `parallel` requests at a time, unprocessed items retried with backoff a
+// bounded number of times. It does not deduplicate, so it is for fixtures,
+// benchmarks and bulk loads, never for intake.
+func (s *Store) PutNotifications(ctx context.Context, ns []*domain.Notification, parallel int) error {
+	batches := make(chan []types.WriteRequest)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range max(1, parallel) {
+		wg.Go(func() {
+			for batch := range batches {
+				if err := s.writeBatch(ctx, batch); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	var err error
+	for start := 0; start < len(ns) && err == nil; start += batchWriteSize {
+		batch := make([]types.WriteRequest, 0, batchWriteSize)
+		for _, n := range ns[start:min(start+batchWriteSize, len(ns))] {
+			item, merr := attributevalue.MarshalMap(s.toNotificationItem(n))
+			if merr != nil {
+				err = fmt.Errorf("marshal notification %s: %w", n.ID, merr)
+				break
+			}
+			batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: item}})
+		}
+		if err == nil {
+			batches <- batch
+		}
+	}
+	close(batches)
+	wg.Wait()
+	select {
+	case werr := <-errs:
+		return errors.Join(err, werr)
+	default:
+		return err
+	}
+}
+
+func (s *Store) writeBatch(ctx context.Context, batch []types.WriteRequest) error {
+	request := map[string][]types.WriteRequest{s.table: batch}
+	for attempt := 1; len(request) > 0; attempt++ {
+		if attempt > maxBatchWriteAttempts {
+			return fmt.Errorf("put notifications: items still unprocessed after %d attempts", maxBatchWriteAttempts)
+		}
+		if attempt > 1 {
+			if err := sleepCtx(ctx, time.Duration(attempt*attempt)*10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: request})
+		if err != nil {
+			return fmt.Errorf("put notifications: %w", err)
+		}
+		request = out.UnprocessedItems
+	}
+	return nil
+}
