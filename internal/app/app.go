@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/email"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/push"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/relay"
@@ -113,8 +114,12 @@ func NewRelay(d Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, err := policy.LimitsFromEnv(d.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
-	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log), nil
+	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log, relay.WithLimits(limits)), nil
 }
 
 // NewScheduler wires the scheduler function.

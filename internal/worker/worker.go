@@ -191,7 +191,10 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 	log = log.With("attempt", claimed.Attempts)
 
-	content, err := typ.Render(catalog.KindOf(wm.Channel), locale(n, profile), n.Data)
+	content, err := h.render(ctx, n, d, typ, locale(n, profile)) // digest.go: a digest leader renders its digest
+	if errors.Is(err, errDigestLoad) {
+		return h.retryDigest(ctx, log, msg, n, d, err)
+	}
 	if err != nil {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonNotApplicable, LastError: "render failed"})
 	}
