@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== Go benchmarks ($(go version | cut -d' ' -f3), $(nproc) cores, $(date -u +%FT%TZ))"
-go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" ./... 2>&1 | grep -E '^(Benchmark|ok|PASS|FAIL|goos|goarch|cpu|pkg)' | grep -v '^ok.*no test files' || true
+go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" -timeout "${BENCHTIMEOUT:-30m}" ./... 2>&1 | grep -E '^(Benchmark|ok|PASS|FAIL|goos|goarch|cpu|pkg)' | grep -v '^ok.*no test files' || true
 echo
 echo "== Lambda binaries (linux/arm64, -tags lambda.norpc, stripped)"
 printf '%-12s %10s\n' function bytes

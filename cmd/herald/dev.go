@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/ops"
 )
 
 // devEnvOverrides maps dev-runner environment variables to template parameters.
@@ -56,6 +57,11 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Stop()
+	statePath, err := ops.WriteState(*root, st.LocalState())
+	if err != nil {
+		return err
+	}
+	defer os.Remove(statePath)
 	fmt.Fprintf(os.Stderr, `herald dev: ready
   API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
   user token       %[1]s/_dev/token?sub=u1
@@ -67,8 +73,9 @@ func runDev(ctx context.Context, args []string) error {
   health           %[1]s/_dev/health
   DynamoDB Local   %[4]s
   SQS (fauxqs)     %[5]s
+  DLQs             herald dlq list   (state for the CLI: %[6]s)
 Press Ctrl-C to stop.
-`, st.APIURL, devstack.DevCallerHeader, st.Emulators.SES, st.Emulators.DynamoDB, st.Emulators.SQS)
+`, st.APIURL, devstack.DevCallerHeader, st.Emulators.SES, st.Emulators.DynamoDB, st.Emulators.SQS, statePath)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "herald dev: stopping…")
 	return nil

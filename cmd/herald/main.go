@@ -1,5 +1,5 @@
-// Command herald is Herald's command-line tool: the local stack (dev) and,
-// later, operator commands.
+// Command herald is Herald's command-line tool: the local stack (dev) and
+// operator commands (dlq).
 package main
 
 import (
@@ -8,12 +8,16 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/heraldhq/herald/internal/ops"
 )
 
 const usage = `herald — notification service tooling
 
 Usage:
   herald dev           run the whole system locally (emulators + functions)
+  herald dlq …         inspect, redrive and purge the dead-letter queues
+                       (list | show | redrive | purge; 'herald dlq help')
   herald vapid-keys    generate a VAPID key pair for Web Push
 
 Run 'herald <command> -h' for a command's flags.
@@ -30,6 +34,12 @@ func main() {
 	switch os.Args[1] {
 	case "dev":
 		err = runDev(ctx, os.Args[2:])
+	case "dlq":
+		err = runDLQ(ctx, os.Args[2:])
+		if ops.IsUsage(err) {
+			fmt.Fprintln(os.Stderr, "herald:", err)
+			os.Exit(2)
+		}
 	case "vapid-keys":
 		err = runVAPIDKeys(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":

@@ -23,6 +23,8 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/email"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/push"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/relay"
@@ -40,6 +42,17 @@ type Deps struct {
 	Log    *slog.Logger
 	// Catalog is the embedded catalog, parsed once per process.
 	Catalog *catalog.Catalog
+	// Metrics records operational metrics (EMF on stdout in Lambda); nil
+	// records nothing.
+	Metrics metrics.Recorder
+}
+
+// Recorder is the metrics recorder handlers take: Metrics, or a no-op.
+func (d Deps) Recorder() metrics.Recorder {
+	if d.Metrics == nil {
+		return metrics.Nop{}
+	}
+	return d.Metrics
 }
 
 func (d Deps) require(names ...string) (map[string]string, error) {
@@ -102,8 +115,12 @@ func NewRelay(d Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, err := policy.LimitsFromEnv(d.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
-	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log), nil
+	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log, relay.WithLimits(limits)), nil
 }
 
 // NewScheduler wires the scheduler function.
@@ -147,7 +164,7 @@ func (d Deps) worker(p worker.Provider) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return worker.New(cfg, st, queue.NewVisibility(sqs.NewFromConfig(d.AWS)), p, d.Catalog, d.Now, d.Log), nil
+	return worker.New(cfg, st, queue.NewVisibility(sqs.NewFromConfig(d.AWS)), p, d.Catalog, d.Now, d.Log).WithMetrics(d.Recorder()), nil
 }
 
 // NewEmail wires the email function. UNSUBSCRIBE_URL is the public URL of

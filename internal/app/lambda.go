@@ -10,11 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // LambdaDeps builds the dependencies of a Lambda main: JSON logs through
 // lambdacontext (request ids injected), one aws.Config from the environment,
-// the catalog. Any failure ends the process before the first invocation.
+// the catalog, EMF metrics on stdout (namespace METRICS_NAMESPACE, default
+// Herald). Any failure ends the process before the first invocation.
 func LambdaDeps() Deps {
 	log := lambdacontext.NewLogger()
 	cfg, err := config.LoadDefaultConfig(context.Background())
@@ -25,7 +27,8 @@ func LambdaDeps() Deps {
 	if err != nil {
 		Fail(log, err)
 	}
-	return Deps{AWS: cfg, Getenv: os.Getenv, Now: time.Now, Log: log, Catalog: cat}
+	return Deps{AWS: cfg, Getenv: os.Getenv, Now: time.Now, Log: log, Catalog: cat,
+		Metrics: metrics.NewEMF(os.Stdout, os.Getenv("METRICS_NAMESPACE"), time.Now)}
 }
 
 // Fail logs a start-up error and exits; Lambda reports the init failure.

@@ -74,6 +74,8 @@ type localeTemplates struct {
 	sms   *template.Template
 	push  *linkTemplates
 	inapp *linkTemplates
+	// digest is the optional `digest:` section (digest.go).
+	digest *digestTemplates
 }
 
 type emailTemplates struct {
@@ -268,8 +270,9 @@ type fileLocaleTmpl struct {
 	SMS *struct {
 		Text string `yaml:"text"`
 	} `yaml:"sms"`
-	Push  *fileLink `yaml:"push"`
-	InApp *fileLink `yaml:"inapp"`
+	Push   *fileLink   `yaml:"push"`
+	InApp  *fileLink   `yaml:"inapp"`
+	Digest *fileDigest `yaml:"digest"`
 }
 
 type fileLink struct {
@@ -335,6 +338,9 @@ func parseType(raw []byte) (*Type, error) {
 		}
 		t.locales[locale] = parsed
 	}
+	if err := t.checkDigest(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -386,6 +392,9 @@ func (t *Type) parseLocale(f fileLocaleTmpl) (*localeTemplates, error) {
 		return nil, err
 	}
 	if lt.inapp, err = t.link("inapp", f.InApp); err != nil {
+		return nil, err
+	}
+	if lt.digest, err = t.parseDigest(f.Digest); err != nil {
 		return nil, err
 	}
 	return lt, nil

@@ -28,6 +28,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
 	"github.com/heraldhq/herald/internal/smssink"
@@ -234,6 +235,8 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
 		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
 		Catalog: cat,
+		// As in Lambda, EMF documents go to the function's log stream.
+		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
 	}, nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // TestTemplateInvariants checks the deployable template for the properties the
@@ -246,6 +249,195 @@ func TestTemplateInvariants(t *testing.T) {
 		for _, o := range want {
 			if _, ok := tm.Outputs[o]; !ok {
 				t.Errorf("output %s missing", o)
+			}
+		}
+	})
+}
+
+// TestTemplateOperations checks the alarms and the dashboard: every DLQ
+// alarms on one visible message, every channel on its failure ratio, high
+// priority on its p95 latency, all notifying the alarm topic, and they read
+// the metrics internal/metrics emits, under the names and dimensions it uses.
+func TestTemplateOperations(t *testing.T) {
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := tm.Params["AlarmTopicArn"]; !ok || p != "" {
+		t.Errorf("parameter AlarmTopicArn must exist with an empty default (a topic is created then), got %q", p)
+	}
+	topic, ok := tm.Resources["AlarmTopic"]
+	if !ok || topic.AWSCloudFormationType() != "AWS::SNS::Topic" || !strings.Contains(string(raw), "Condition: CreateAlarmTopic") {
+		t.Error("AlarmTopic: an SNS topic created when AlarmTopicArn is empty")
+	}
+	alarms := tm.GetAllCloudWatchAlarmResources()
+	// Conditions are not evaluated locally: read the actions unresolved.
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unresolved struct {
+		Resources map[string]struct {
+			Properties struct{ AlarmActions, OKActions []any }
+		}
+	}
+	if err := json.Unmarshal(plain, &unresolved); err != nil {
+		t.Fatal(err)
+	}
+	topicAction := `[{"Fn::If":["CreateAlarmTopic",{"Ref":"AlarmTopic"},{"Ref":"AlarmTopicArn"}]}]`
+	notifies := func(id string) {
+		a := alarms[id]
+		p := unresolved.Resources[id].Properties
+		if jsonString(p.AlarmActions) != topicAction || jsonString(p.OKActions) != topicAction {
+			t.Errorf("%s: must notify the alarm topic (actions %s, OK actions %s)", id, jsonString(p.AlarmActions), jsonString(p.OKActions))
+		}
+		if a.TreatMissingData == nil || *a.TreatMissingData != "notBreaching" {
+			t.Errorf("%s: missing data must not breach (no traffic is not an incident)", id)
+		}
+	}
+	isMetric := func(name string) bool {
+		for _, n := range metrics.Names() {
+			if string(n) == name {
+				return true
+			}
+		}
+		return false
+	}
+
+	t.Run("every DLQ alarms on one visible message", func(t *testing.T) {
+		for _, dlq := range []string{"EmailDLQ", "SmsDLQ", "PushDLQ", "RelayDLQ", "FeedbackDLQ"} {
+			found := ""
+			for id, a := range alarms {
+				if aws.ToString(a.Namespace) == "AWS/SQS" && len(a.Dimensions) == 1 && a.Dimensions[0].Name == "QueueName" &&
+					a.Dimensions[0].Value == "${getatt:"+dlq+".QueueName}" {
+					found = id
+					if aws.ToString(a.MetricName) != "ApproximateNumberOfMessagesVisible" || a.Threshold == nil || *a.Threshold != 1 ||
+						a.ComparisonOperator != "GreaterThanOrEqualToThreshold" || aws.ToInt(a.Period) > 300 {
+						t.Errorf("%s: want ApproximateNumberOfMessagesVisible ≥ 1 within 5 minutes", id)
+					}
+				}
+			}
+			if found == "" {
+				t.Errorf("no alarm on %s", dlq)
+				continue
+			}
+			notifies(found)
+		}
+	})
+
+	t.Run("failure ratio per channel over 15 minutes", func(t *testing.T) {
+		for _, ch := range []string{"email", "sms", "push"} {
+			found := ""
+			for id, a := range alarms {
+				stats := map[string]string{} // metric name → query id
+				for _, q := range a.Metrics {
+					if q.MetricStat == nil || q.MetricStat.Metric == nil {
+						continue
+					}
+					m := q.MetricStat.Metric
+					if aws.ToString(m.Namespace) == metrics.DefaultNamespace && len(m.Dimensions) == 1 &&
+						m.Dimensions[0].Name == metrics.DimChannel && m.Dimensions[0].Value == ch {
+						stats[aws.ToString(m.MetricName)] = q.Id
+						if q.MetricStat.Period != 900 || q.MetricStat.Stat != "Sum" {
+							t.Errorf("%s: %s must be summed over 900 s", id, aws.ToString(m.MetricName))
+						}
+					}
+				}
+				if stats["Failed"] == "" || stats["Sent"] == "" {
+					continue
+				}
+				found = id
+				var expr string
+				for _, q := range a.Metrics {
+					if aws.ToBool(q.ReturnData) {
+						expr = aws.ToString(q.Expression)
+					}
+				}
+				f, s := stats["Failed"], stats["Sent"]
+				if !strings.Contains(expr, "100 * FILL("+f+", 0) / (FILL("+s+", 0) + FILL("+f+", 0))") ||
+					a.Threshold == nil || *a.Threshold != 5 || a.ComparisonOperator != "GreaterThanThreshold" {
+					t.Errorf("%s: want 100·Failed/(Sent+Failed) > 5, got %q %v %s", id, expr, aws.ToFloat64(a.Threshold), a.ComparisonOperator)
+				}
+			}
+			if found == "" {
+				t.Errorf("no failure-ratio alarm for %s", ch)
+				continue
+			}
+			notifies(found)
+		}
+	})
+
+	t.Run("high-priority p95 latency above 60 s", func(t *testing.T) {
+		found := ""
+		for id, a := range alarms {
+			if aws.ToString(a.MetricName) != string(metrics.DeliveryLatency) {
+				continue
+			}
+			found = id
+			if aws.ToString(a.Namespace) != metrics.DefaultNamespace || aws.ToString(a.ExtendedStatistic) != "p95" ||
+				len(a.Dimensions) != 1 || a.Dimensions[0].Name != metrics.DimPriority || a.Dimensions[0].Value != "high" ||
+				a.Threshold == nil || *a.Threshold != 60000 || a.ComparisonOperator != "GreaterThanThreshold" {
+				t.Errorf("%s: want Herald DeliveryLatency{Priority=high} p95 > 60000 ms", id)
+			}
+		}
+		if found == "" {
+			t.Fatal("no latency alarm")
+		}
+		notifies(found)
+	})
+
+	t.Run("alarms read metrics the code emits", func(t *testing.T) {
+		for id, a := range alarms {
+			if aws.ToString(a.Namespace) == metrics.DefaultNamespace && !isMetric(aws.ToString(a.MetricName)) {
+				t.Errorf("%s: metric %q is not emitted by internal/metrics", id, aws.ToString(a.MetricName))
+			}
+			for _, q := range a.Metrics {
+				if q.MetricStat != nil && aws.ToString(q.MetricStat.Metric.Namespace) == metrics.DefaultNamespace && !isMetric(aws.ToString(q.MetricStat.Metric.MetricName)) {
+					t.Errorf("%s: metric %q is not emitted by internal/metrics", id, aws.ToString(q.MetricStat.Metric.MetricName))
+				}
+			}
+		}
+	})
+
+	t.Run("dashboard", func(t *testing.T) {
+		dashboards := tm.GetAllCloudWatchDashboardResources()
+		if len(dashboards) != 1 {
+			t.Fatalf("%d dashboards, want 1", len(dashboards))
+		}
+		for id, d := range dashboards {
+			var body struct {
+				Widgets []struct {
+					Type       string `json:"type"`
+					Properties struct {
+						Title   string `json:"title"`
+						Alarms  []string
+						Metrics [][]any `json:"metrics"`
+					} `json:"properties"`
+				} `json:"widgets"`
+			}
+			if err := json.Unmarshal([]byte(d.DashboardBody), &body); err != nil {
+				t.Fatalf("%s: body is not JSON: %v", id, err)
+			}
+			var titles []string
+			for _, w := range body.Widgets {
+				titles = append(titles, w.Properties.Title)
+				if w.Type == "alarm" && len(w.Properties.Alarms) != len(alarms) {
+					t.Errorf("%s: the alarm widget shows %d alarms, the template has %d", id, len(w.Properties.Alarms), len(alarms))
+				}
+			}
+			for _, want := range []string{"DLQ depth", "Failure ratio", "latency"} {
+				if !strings.Contains(strings.Join(titles, "|"), want) {
+					t.Errorf("%s: no %q panel in %v", id, want, titles)
+				}
+			}
+		}
+		for aid := range alarms {
+			if !strings.Contains(string(raw), "${"+aid+".Arn}") {
+				t.Errorf("alarm %s is not on the dashboard", aid)
 			}
 		}
 	})

@@ -13,6 +13,7 @@ var (
 	_ api.NotificationStore = (*Store)(nil)
 	_ relay.Store           = (*Store)(nil)
 	_ worker.Store          = (*Store)(nil)
+	_ worker.DigestStore    = (*Store)(nil)
 	_ scheduler.Store       = (*Store)(nil)
 	_ push.Subscriptions    = (*Store)(nil)
 

@@ -1,6 +1,15 @@
 // Package policy decides, for a new notification, what happens on each
 // channel: queued now, deferred until a time, skipped or dropped with a reason.
 // It is pure: the relay gathers the inputs, policy decides, the relay records.
+//
+// The order of the rules: cancelled or expired → dropped; preference off (a
+// mandatory type ignores the user's override) → skipped: preference; no
+// contact → skipped: no_contact; then the send time: sendAt in the future
+// defers (scheduled), and a non-high delivery whose send time falls in the
+// user's quiet hours defers to the window's end (quiet_hours); a send time at
+// or after expiresAt drops it (expired). What remains may be rate limited
+// (Limited) or collapse into a digest (DigestUntil): those two need the table,
+// so the relay resolves them.
 package policy
 
 import (
@@ -25,6 +34,15 @@ type Decision struct {
 	Status  domain.Status // queued, deferred, skipped or dropped
 	Reason  domain.Reason
 	DueAt   time.Time // when deferred
+	// Limited: the delivery will produce a message and the per-user channel
+	// rate limit applies to it (neither high priority nor a mandatory type).
+	// The relay counts it and, over the limit, records skipped: rate_limited.
+	Limited bool
+	// DigestUntil, when set, makes the delivery a digest candidate (a batch
+	// key on a digestible type, not high priority, not scheduled): the relay
+	// opens a digest that closes at this time, or joins the open one. When no
+	// digest takes it, the rest of the decision stands.
+	DigestUntil time.Time
 }
 
 // Channels resolves the channels a notification targets: the requested ones
@@ -95,16 +113,64 @@ func decideChannel(in Input, c domain.Channel) Decision {
 	switch {
 	case n.Status == domain.NotificationCancelled:
 		d.Status, d.Reason = domain.StatusDropped, domain.ReasonCancelled
+		return d
 	case n.Expired(in.Now):
 		d.Status, d.Reason = domain.StatusDropped, domain.ReasonExpired
+		return d
 	case !Enabled(in.Type, in.Profile.Preferences, c):
 		d.Status, d.Reason = domain.StatusSkipped, domain.ReasonPreference
-	default:
-		if _, ok := Contact(n, in.Profile, c); !ok {
-			d.Status, d.Reason = domain.StatusSkipped, domain.ReasonNoContact
-		} else if n.SendAt.After(in.Now) {
-			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonScheduled, n.SendAt
+		return d
+	}
+	if _, ok := Contact(n, in.Profile, c); !ok {
+		d.Status, d.Reason = domain.StatusSkipped, domain.ReasonNoContact
+		return d
+	}
+	user := in.Profile.User
+	high := n.Priority == domain.PriorityHigh
+	at, reason := in.Now, domain.ReasonNone
+	if n.SendAt.After(in.Now) {
+		at, reason = n.SendAt, domain.ReasonScheduled
+	}
+	if !high {
+		if end, quiet := QuietUntil(user, at); quiet {
+			at, reason = end, domain.ReasonQuietHours
+		}
+	}
+	if !n.ExpiresAt.IsZero() && !at.Before(n.ExpiresAt) {
+		// It could only be sent after it stops mattering.
+		d.Status, d.Reason = domain.StatusDropped, domain.ReasonExpired
+		return d
+	}
+	if at.After(in.Now) {
+		d.Status, d.Reason, d.DueAt = domain.StatusDeferred, reason, at
+	}
+	d.Limited = !Exempt(in.Type, n.Priority)
+	if n.BatchKey != "" && in.Type.Digestible && !high && reason != domain.ReasonScheduled {
+		opened := n.CreatedAt
+		if opened.IsZero() {
+			opened = in.Now
+		}
+		if due := DigestDue(user, n.Priority, opened); n.ExpiresAt.IsZero() || due.Before(n.ExpiresAt) {
+			d.DigestUntil = due
 		}
 	}
 	return d
+}
+
+// NeedsProfile reports whether deciding n requires the recipient's stored
+// profile. It does not when nothing in it can change the outcome: a mandatory
+// (preferences ignored), high-priority (no quiet hours, no rate limit, no
+// digest) notification whose every channel has a contact given at intake
+// (push always needs the stored subscriptions). One-time codes sent to the
+// number in the request are the case: the relay then skips a read.
+func NeedsProfile(n *domain.Notification, t *catalog.Type) bool {
+	if !t.Mandatory || n.Priority != domain.PriorityHigh {
+		return true
+	}
+	for _, c := range Channels(n, t) {
+		if _, ok := Contact(n, &domain.RecipientProfile{}, c); !ok {
+			return true
+		}
+	}
+	return false
 }

@@ -1,13 +1,26 @@
 // Package relay turns new notifications (DynamoDB stream INSERTs) into
-// per-channel deliveries: it records each delivery's first state with a
-// conditional write and puts ids-only work messages on the channel queues.
+// per-channel deliveries: it applies the delivery policy (preferences,
+// contacts, expiry, sendAt, quiet hours, rate limits, digests), records each
+// delivery's first state with a conditional write and puts ids-only work
+// messages on the channel queues.
 //
 // Idempotence rule: a delivery is created as `planned` (or directly in its
 // final skipped/dropped/deferred state); a work message is sent only while the
 // delivery is still `planned`, and the delivery then moves `planned → queued`.
 // A retried stream record finds the delivery past `planned` and sends nothing;
 // a crash between the send and the transition re-sends, and the worker's claim
-// lets only one of the two messages through.
+// lets only one of the two messages through. The table lookups that precede
+// the delivery's creation are idempotent per notification too: the rate-limit
+// counter remembers which notifications it counted, and a digest remembers its
+// leader and members (see internal/dynamo), so a retry neither counts twice
+// nor changes its digest role.
+//
+// Within one batch, records of the same user are planned in stream order (at
+// most one profile read per user and batch, none when policy.NeedsProfile says
+// the stored profile cannot change the outcome; the first of a burst opens the digest and
+// the rate limit skips the last ones), different users in parallel. All work
+// messages of the batch then go out together: SendMessageBatch grouped per
+// queue, ten per call, the calls in parallel.
 package relay
 
 import (
@@ -15,6 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,6 +44,13 @@ type Store interface {
 	GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error)
 	CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
+	// CountDelivery counts a notification against a user's limit on a channel
+	// in one fixed window and reports whether it is within the limit. Counting
+	// the same notification again reports the first answer without counting.
+	CountDelivery(ctx context.Context, userID string, c domain.Channel, windowStart time.Time, window time.Duration, limit int, notificationID string) (bool, error)
+	// JoinDigest opens or joins the digest of a key; asking again for the same
+	// notification gives the same role.
+	JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error)
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -42,17 +64,46 @@ type DecodeFunc func(map[string]events.DynamoDBAttributeValue) (*domain.Notifica
 
 // Handler is the relay Lambda handler.
 type Handler struct {
-	store   Store
-	pub     Publisher
-	decode  DecodeFunc
-	catalog *catalog.Catalog
-	now     func() time.Time
-	log     *slog.Logger
+	store       Store
+	pub         Publisher
+	decode      DecodeFunc
+	catalog     *catalog.Catalog
+	now         func() time.Time
+	log         *slog.Logger
+	limits      policy.Limits
+	concurrency int
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithLimits sets the per-user channel rate limits (default policy.DefaultLimits).
+func WithLimits(l policy.Limits) Option { return func(h *Handler) { h.limits = l } }
+
+// WithConcurrency bounds how many users' records, and how many queued
+// transitions, are processed at once (default 16).
+func WithConcurrency(n int) Option {
+	return func(h *Handler) {
+		if n > 0 {
+			h.concurrency = n
+		}
+	}
 }
 
 // New wires a relay handler.
-func New(store Store, pub Publisher, decode DecodeFunc, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Handler {
-	return &Handler{store: store, pub: pub, decode: decode, catalog: cat, now: now, log: log}
+func New(store Store, pub Publisher, decode DecodeFunc, cat *catalog.Catalog, now func() time.Time, log *slog.Logger, opts ...Option) *Handler {
+	h := &Handler{store: store, pub: pub, decode: decode, catalog: cat, now: now, log: log,
+		limits: policy.DefaultLimits(), concurrency: 16}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// job is one notification record of the batch.
+type job struct {
+	record int
+	n      *domain.Notification
 }
 
 // pending is a planned delivery waiting for its work message.
@@ -62,17 +113,49 @@ type pending struct {
 }
 
 // Handle processes a batch of stream records and reports the sequence numbers
-// of the records that must be retried.
+// of the records that must be retried. It never fails the whole batch.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	failed := make([]bool, len(ev.Records))
-	var toSend []pending
-	for i, rec := range ev.Records {
-		items, err := h.plan(ctx, rec)
+	recs := ev.Records
+	failed := make([]atomic.Bool, len(recs))
+
+	// Decode, and group the notifications by recipient in stream order.
+	var groups [][]job
+	groupOf := map[string]int{}
+	for i, rec := range recs {
+		n, err := h.decodeRecord(rec)
 		if err != nil {
-			h.log.ErrorContext(ctx, "relay record failed", "sequenceNumber", rec.Change.SequenceNumber, "error", err)
-			failed[i] = true
+			h.recordFailed(ctx, rec, nil, "decode", err)
+			failed[i].Store(true)
 			continue
 		}
+		if n == nil {
+			continue
+		}
+		g, ok := groupOf[n.Recipient.UserID]
+		if !ok {
+			g = len(groups)
+			groupOf[n.Recipient.UserID] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], job{record: i, n: n})
+	}
+
+	// Plan: one user's records in order, users in parallel.
+	planned := make([][]domain.WorkItem, len(recs))
+	h.parallel(len(groups), func(g int) {
+		profiles := profileOnce{store: h.store, userID: groups[g][0].n.Recipient.UserID}
+		for _, j := range groups[g] {
+			var err error
+			if planned[j.record], err = h.plan(ctx, j.n, &profiles); err != nil {
+				h.recordFailed(ctx, recs[j.record], j.n, "plan", err)
+				failed[j.record].Store(true)
+			}
+		}
+	})
+
+	// Send every work message of the batch at once, then record queued.
+	var toSend []pending
+	for i, items := range planned {
 		for _, it := range items {
 			toSend = append(toSend, pending{record: i, item: it})
 		}
@@ -83,25 +166,57 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			items[i] = p.item
 		}
 		errs := h.pub.Publish(ctx, items)
-		for i, p := range toSend {
+		h.parallel(len(toSend), func(i int) {
+			p := toSend[i]
+			m := p.item.Message
 			if errs[i] != nil {
-				h.log.ErrorContext(ctx, "enqueue failed", "notificationId", p.item.Message.NotificationID, "channel", p.item.Message.Channel, "error", errs[i])
-				failed[p.record] = true
-				continue
+				h.log.ErrorContext(ctx, "enqueue failed", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority,
+					"sequenceNumber", recs[p.record].Change.SequenceNumber, "error", errs[i])
+				failed[p.record].Store(true)
+				return
 			}
 			if err := h.markQueued(ctx, p.item); err != nil {
-				h.log.ErrorContext(ctx, "mark queued failed", "notificationId", p.item.Message.NotificationID, "channel", p.item.Message.Channel, "error", err)
-				failed[p.record] = true
+				h.log.ErrorContext(ctx, "mark queued failed", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority,
+					"sequenceNumber", recs[p.record].Change.SequenceNumber, "error", err)
+				failed[p.record].Store(true)
+				return
 			}
-		}
+			h.log.InfoContext(ctx, "delivery planned", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority, "outcome", domain.StatusQueued)
+		})
 	}
+
 	var resp events.DynamoDBEventResponse
-	for i, f := range failed {
-		if f {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: ev.Records[i].Change.SequenceNumber})
+	for i := range failed {
+		if failed[i].Load() {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: recs[i].Change.SequenceNumber})
 		}
 	}
 	return resp, nil
+}
+
+// decodeRecord returns the notification of an INSERT record, or nil for
+// anything else (even if the mapping's filter let it through).
+func (h *Handler) decodeRecord(rec events.DynamoDBEventRecord) (*domain.Notification, error) {
+	if rec.EventName != string(events.DynamoDBOperationTypeInsert) {
+		return nil, nil
+	}
+	return h.decode(rec.Change.NewImage)
+}
+
+// recordFailed logs a record that will be reported for retry with what an
+// operator needs to find it: the notification id (or the item key when the
+// image did not decode), the stream sequence number and event id. A record
+// that keeps failing reaches the relay DLQ as Lambda's on-failure record
+// (shard id and sequence-number range, no payload); see docs/decisions.md for
+// reading it back from the stream.
+func (h *Handler) recordFailed(ctx context.Context, rec events.DynamoDBEventRecord, n *domain.Notification, step string, err error) {
+	attrs := []any{"step", step, "sequenceNumber", rec.Change.SequenceNumber, "eventId", rec.EventID, "error", err}
+	if n != nil {
+		attrs = append(attrs, "notificationId", n.ID)
+	} else if pk, ok := rec.Change.Keys["pk"]; ok && pk.DataType() == events.DataTypeString {
+		attrs = append(attrs, "key", pk.String())
+	}
+	h.log.ErrorContext(ctx, "relay record failed", attrs...)
 }
 
 func (h *Handler) markQueued(ctx context.Context, it domain.WorkItem) error {
@@ -109,45 +224,39 @@ func (h *Handler) markQueued(ctx context.Context, it domain.WorkItem) error {
 		To: domain.StatusQueued, From: []domain.Status{domain.StatusPlanned},
 	})
 	if errors.Is(err, domain.ErrConflict) {
-		return nil // a concurrent retry got there first: the message is out either way
+		return nil // a concurrent retry or the worker got there first: the message is out either way
 	}
 	return err
 }
 
-// plan records the deliveries of one stream record and returns the work items
-// still to send. Records that are not notification INSERTs are ignored even if
-// the mapping's filter let them through.
-func (h *Handler) plan(ctx context.Context, rec events.DynamoDBEventRecord) ([]domain.WorkItem, error) {
-	if rec.EventName != string(events.DynamoDBOperationTypeInsert) {
-		return nil, nil
-	}
-	n, err := h.decode(rec.Change.NewImage)
-	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if n == nil {
-		return nil, nil
-	}
+// plan records the deliveries of one notification and returns the work items
+// still to send.
+func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *profileOnce) ([]domain.WorkItem, error) {
 	typ, ok := h.catalog.Lookup(n.Type)
 	if !ok {
 		// Intake validated the type; a type removed since cannot be delivered.
 		h.log.WarnContext(ctx, "notification type no longer in catalog", "notificationId", n.ID, "type", n.Type)
 		return nil, nil
 	}
-	profile, err := h.store.GetRecipientProfile(ctx, n.Recipient.UserID)
-	if err != nil {
-		return nil, fmt.Errorf("notification %s: %w", n.ID, err)
+	profile := &domain.RecipientProfile{Preferences: domain.Preferences{}}
+	if policy.NeedsProfile(n, typ) {
+		var err error
+		if profile, err = profiles.get(ctx); err != nil {
+			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
+		}
 	}
 	now := h.now()
 	var items []domain.WorkItem
 	for _, d := range policy.Decide(policy.Input{Notification: n, Type: typ, Profile: profile, Now: now}) {
-		status := d.Status
-		if status == domain.StatusQueued {
-			status = domain.StatusPlanned
-		}
 		del := &domain.Delivery{
 			NotificationID: n.ID, Channel: d.Channel, Priority: n.Priority,
-			Status: status, Reason: d.Reason, DueAt: d.DueAt, UpdatedAt: now,
+			Status: d.Status, Reason: d.Reason, DueAt: d.DueAt, UpdatedAt: now,
+		}
+		if err := h.resolve(ctx, n, d, del, now); err != nil {
+			return nil, fmt.Errorf("notification %s %s: %w", n.ID, d.Channel, err)
+		}
+		if del.Status == domain.StatusQueued {
+			del.Status = domain.StatusPlanned
 		}
 		existing, err := h.store.CreateDelivery(ctx, del)
 		switch {
@@ -157,8 +266,9 @@ func (h *Handler) plan(ctx context.Context, rec events.DynamoDBEventRecord) ([]d
 			}
 		case err != nil:
 			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
-		case status != domain.StatusPlanned:
-			h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority, "outcome", status, "reason", d.Reason)
+		case del.Status != domain.StatusPlanned:
+			h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
+				"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)
 			continue
 		}
 		items = append(items, domain.WorkItem{
@@ -167,4 +277,82 @@ func (h *Handler) plan(ctx context.Context, rec events.DynamoDBEventRecord) ([]d
 		})
 	}
 	return items, nil
+}
+
+// resolve applies what the pure decision left to the table: a digest
+// candidate opens or joins a digest (a leader is deferred to the window's end,
+// a member is skipped: digested); a delivery that will still produce its own
+// message counts against the rate limit and, over it, is skipped: rate_limited.
+func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.Decision, del *domain.Delivery, now time.Time) error {
+	accepted := n.CreatedAt
+	if accepted.IsZero() {
+		accepted = now
+	}
+	if !d.DigestUntil.IsZero() {
+		out, err := h.store.JoinDigest(ctx, domain.DigestRequest{
+			Key:            domain.DigestKey{UserID: n.Recipient.UserID, Channel: d.Channel, BatchKey: n.BatchKey},
+			NotificationID: n.ID, CreatedAt: accepted, WindowEnd: d.DigestUntil,
+		})
+		if err != nil {
+			return fmt.Errorf("digest: %w", err)
+		}
+		switch out.Role {
+		case domain.DigestLeader:
+			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonDigest, out.WindowEnd, n.ID
+			return nil
+		case domain.DigestJoined:
+			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusSkipped, domain.ReasonDigested, time.Time{}, out.DigestID
+			return nil
+		}
+		// DigestAlone: the open digest is sent or full; go on our own.
+	}
+	if d.Limited && (del.Status == domain.StatusQueued || del.Status == domain.StatusDeferred) {
+		ok, err := h.store.CountDelivery(ctx, n.Recipient.UserID, d.Channel, h.limits.WindowStart(accepted), h.limits.Window, h.limits.For(d.Channel), n.ID)
+		if err != nil {
+			return fmt.Errorf("rate limit: %w", err)
+		}
+		if !ok {
+			del.Status, del.Reason, del.DueAt = domain.StatusSkipped, domain.ReasonRateLimited, time.Time{}
+		}
+	}
+	return nil
+}
+
+// profileOnce reads one user's profile at most once per batch, and only if a
+// record needs it. A failed read is retried by the next record.
+type profileOnce struct {
+	store   Store
+	userID  string
+	profile *domain.RecipientProfile
+}
+
+func (p *profileOnce) get(ctx context.Context) (*domain.RecipientProfile, error) {
+	if p.profile == nil {
+		profile, err := p.store.GetRecipientProfile(ctx, p.userID)
+		if err != nil {
+			return nil, fmt.Errorf("read profile: %w", err)
+		}
+		p.profile = profile
+	}
+	return p.profile, nil
+}
+
+// parallel calls fn(0..n-1) on at most h.concurrency goroutines.
+func (h *Handler) parallel(n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(h.concurrency, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -35,11 +37,13 @@ type Handler struct {
 	// pageSize bounds one query; a run drains pages until nothing is due or
 	// its context is about to end.
 	pageSize int32
+	// concurrency bounds the conditional writes in flight.
+	concurrency int
 }
 
 // New wires a scheduler.
 func New(store Store, pub Publisher, now func() time.Time, log *slog.Logger) *Handler {
-	return &Handler{store: store, pub: pub, now: now, log: log, pageSize: 100}
+	return &Handler{store: store, pub: pub, now: now, log: log, pageSize: 100, concurrency: 16}
 }
 
 // Handle releases every due delivery: deferred → planned (kept in the due
@@ -56,7 +60,9 @@ type Summary struct {
 	Released int `json:"released"`
 }
 
-// Release runs one pass and returns how many deliveries it queued.
+// Release runs one pass and returns how many deliveries it queued. Each page
+// of due deliveries is released with its conditional writes in parallel
+// (bounded), so a scheduled campaign reaches its queue in seconds.
 func (h *Handler) Release(ctx context.Context) (int, error) {
 	released := 0
 	for ctx.Err() == nil {
@@ -67,42 +73,77 @@ func (h *Handler) Release(ctx context.Context) (int, error) {
 		if len(due) == 0 {
 			return released, nil
 		}
-		var items []domain.WorkItem
-		for _, d := range due {
-			if d.Status == domain.StatusDeferred {
-				_, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
-					To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
-				})
-				if errors.Is(err, domain.ErrConflict) {
-					continue // cancelled, or another run released it
-				}
-				if err != nil {
-					return released, fmt.Errorf("release %s/%s: %w", d.NotificationID, d.Channel, err)
-				}
+		// deferred → planned, keeping the due-index entry until queued.
+		ready := make([]bool, len(due))
+		errs := make([]error, len(due))
+		h.parallel(len(due), func(i int) {
+			d := due[i]
+			if d.Status != domain.StatusDeferred {
+				ready[i] = true // planned: an earlier release stopped before queued
+				return
 			}
-			items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel}, Priority: d.Priority})
+			_, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
+				To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
+			})
+			switch {
+			case errors.Is(err, domain.ErrConflict):
+				// cancelled, or another run released it (the index lags)
+			case err != nil:
+				errs[i] = fmt.Errorf("release %s/%s: %w", d.NotificationID, d.Channel, err)
+			default:
+				ready[i] = true
+			}
+		})
+		if err := errors.Join(errs...); err != nil {
+			return released, err
 		}
-		errs := h.pub.Publish(ctx, items)
-		progress := false
-		for i, it := range items {
-			if errs[i] != nil {
-				h.log.ErrorContext(ctx, "release enqueue failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", errs[i])
-				continue
+		var items []domain.WorkItem
+		for i, d := range due {
+			if ready[i] {
+				items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel}, Priority: d.Priority})
+			}
+		}
+		if len(items) == 0 {
+			// Only entries the index has not caught up with yet: querying
+			// again would return them again. The next run sees the rest.
+			return released, nil
+		}
+		sendErrs := h.pub.Publish(ctx, items)
+		var queued atomic.Int64
+		h.parallel(len(items), func(i int) {
+			it := items[i]
+			if sendErrs[i] != nil {
+				h.log.ErrorContext(ctx, "release enqueue failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", sendErrs[i])
+				return
 			}
 			_, err := h.store.Transition(ctx, it.Message.NotificationID, it.Message.Channel, domain.Change{
 				To: domain.StatusQueued, From: []domain.Status{domain.StatusPlanned},
 			})
 			if err != nil && !errors.Is(err, domain.ErrConflict) {
 				h.log.ErrorContext(ctx, "release record failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", err)
-				continue
+				return
 			}
-			progress = true
-			released++
+			queued.Add(1)
 			h.log.InfoContext(ctx, "delivery released", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "priority", it.Priority, "outcome", "queued")
-		}
-		if !progress {
+		})
+		if queued.Load() == 0 {
 			return released, fmt.Errorf("no due delivery could be released")
 		}
+		released += int(queued.Load())
 	}
 	return released, ctx.Err()
+}
+
+// parallel calls fn(0..n-1) on at most h.concurrency goroutines.
+func (h *Handler) parallel(n int, fn func(i int)) {
+	sem := make(chan struct{}, h.concurrency)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }

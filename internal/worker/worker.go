@@ -50,6 +50,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 )
 
@@ -140,6 +141,7 @@ type Handler struct {
 	catalog    *catalog.Catalog
 	now        func() time.Time
 	log        *slog.Logger
+	metrics    metrics.Recorder
 	randMu     sync.Mutex
 	rand       *rand.Rand
 }
@@ -154,7 +156,15 @@ func New(cfg Config, store Store, vis Visibility, p Provider, cat *catalog.Catal
 	}
 	seed := uint64(time.Now().UnixNano())
 	return &Handler{cfg: cfg, store: store, visibility: vis, provider: p, catalog: cat, now: now, log: log,
-		rand: rand.New(rand.NewPCG(seed, seed>>1))}
+		metrics: metrics.Nop{}, rand: rand.New(rand.NewPCG(seed, seed>>1))}
+}
+
+// WithMetrics makes the handler count its outcomes (Sent, Retried, Failed,
+// Dropped by channel, priority and reason) and the delivery latency of what
+// it sends, flushed once per invocation.
+func (h *Handler) WithMetrics(m metrics.Recorder) *Handler {
+	h.metrics = m
+	return h
 }
 
 // maxParallel bounds the messages of one batch processed at once.
@@ -184,6 +194,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}()
 	}
 	wg.Wait()
+	h.metrics.Flush(ctx)
 	var resp events.SQSEventResponse
 	for i, f := range failed {
 		if f {
@@ -257,12 +268,16 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 	log = log.With("attempt", claimed.Attempts)
 
-	content, err := typ.Render(catalog.KindOf(wm.Channel), locale(n, profile), n.Data)
+	content, err := h.render(ctx, n, d, typ, locale(n, profile)) // digest.go: a digest leader renders its digest
+	if errors.Is(err, errDigestLoad) {
+		return h.retryDigest(ctx, log, msg, n, d, err)
+	}
 	if err != nil {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonNotApplicable, LastError: "render failed"})
 	}
 	pmid, sendErr := h.provider.Send(ctx, &Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact})
 	if sendErr == nil {
+		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(n.CreatedAt, h.now()))
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid})
 	}
 	var pe *ProviderError
@@ -369,7 +384,16 @@ func (h *Handler) finish(ctx context.Context, log *slog.Logger, id string, c dom
 		return errRetry
 	}
 	log.InfoContext(ctx, "delivery outcome", "outcome", d.Status, "reason", d.Reason, "attempts", d.Attempts)
+	if name, ok := outcomeMetrics[d.Status]; ok {
+		h.metrics.Add(ctx, name, metrics.Dims{Channel: d.Channel, Priority: d.Priority, Reason: d.Reason}, 1)
+	}
 	return nil
+}
+
+// outcomeMetrics count the outcomes the worker records.
+var outcomeMetrics = map[domain.Status]metrics.Name{
+	domain.StatusSent: metrics.Sent, domain.StatusRetrying: metrics.Retried,
+	domain.StatusFailed: metrics.Failed, domain.StatusDropped: metrics.Dropped,
 }
 
 func (h *Handler) backoff(p domain.Priority, receives int) time.Duration {

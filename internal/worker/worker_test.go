@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 var (
@@ -398,5 +400,60 @@ func TestBatchIsProcessedConcurrently(t *testing.T) {
 	}
 	if len(failed) != 1 || h.provider.sends() != 9 {
 		t.Fatalf("failures %v, sends %d: want exactly the panicking message failed", failed, h.provider.sends())
+	}
+}
+
+// recorder captures metrics.
+type recorder struct {
+	mu      sync.Mutex
+	counts  map[string]int
+	latency []float64
+	flushes int
+}
+
+func (r *recorder) Add(_ context.Context, name metrics.Name, d metrics.Dims, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[fmt.Sprintf("%s/%s/%s/%s", name, d.Channel, d.Priority, d.Reason)] += n
+}
+
+func (r *recorder) Observe(_ context.Context, name metrics.Name, d metrics.Dims, v float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if name == metrics.DeliveryLatency && d.Channel == domain.ChannelEmail {
+		r.latency = append(r.latency, v)
+	}
+}
+
+func (r *recorder) Flush(context.Context) { r.mu.Lock(); r.flushes++; r.mu.Unlock() }
+
+// TestOutcomeMetrics: every recorded outcome is counted by channel, priority
+// and reason, sends also report their latency, once flushed per invocation.
+func TestOutcomeMetrics(t *testing.T) {
+	h := newHarness(t, domain.ChannelEmail, Config{})
+	rec := &recorder{counts: map[string]int{}}
+	h.handler.WithMetrics(rec)
+	for i, st := range []domain.Status{domain.StatusQueued, domain.StatusQueued, domain.StatusQueued, domain.StatusQueued} {
+		n := h.notification(fmt.Sprintf("n%d", i), "reservation.approved", domain.ChannelEmail, st)
+		n.CreatedAt = fixedAt.Add(-1500 * time.Millisecond)
+	}
+	h.store.notifications["n3"].Status = domain.NotificationCancelled
+	h.provider.errs = []error{nil, &ProviderError{Transient: true, Code: "Throttling"}, &ProviderError{Code: "MessageRejected"}}
+	// Sequential batches keep the scripted errors in order.
+	for i := range 4 {
+		h.handle(t, message(fmt.Sprintf("m%d", i), fmt.Sprintf("n%d", i), domain.ChannelEmail, 1))
+	}
+	want := map[string]int{
+		"Sent/email/normal/": 1, "Retried/email/normal/": 1,
+		"Failed/email/normal/rejected": 1, "Dropped/email/normal/cancelled": 1,
+	}
+	if fmt.Sprint(rec.counts) != fmt.Sprint(want) {
+		t.Errorf("counts %v, want %v", rec.counts, want)
+	}
+	if len(rec.latency) != 1 || rec.latency[0] != 1500 {
+		t.Errorf("latency %v, want [1500]", rec.latency)
+	}
+	if rec.flushes != 4 {
+		t.Errorf("%d flushes, want one per invocation", rec.flushes)
 	}
 }

@@ -141,9 +141,10 @@ func coldStart(bin string, env []string, event string) (initDur, total time.Dura
 	if err := cmd.Start(); err != nil {
 		return 0, 0, err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// One Wait only, in this goroutine; the deferred kill reaps through it.
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }()
 	select {
 	case t := <-polled:
 		initDur = t.Sub(start)

@@ -1,0 +1,284 @@
+// Package isolation benchmarks the pipeline on the local stack: billed AWS
+// requests per delivered notification, and priority isolation (how much a
+// backlog of low-priority mail delays high-priority mail). Both are slow, so
+// the package starts its stack only when benchmarks are requested
+// (`make bench`, or go test -run '^$' -bench . ./internal/e2e/isolation).
+package isolation
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
+)
+
+func TestMain(m *testing.M) {
+	if !benchmarking() {
+		os.Exit(m.Run())
+	}
+	// The schedule is driven by the benchmark (Scheduler.Release), so that no
+	// periodic query lands in the request counts. The stream is polled every
+	// 10 ms when idle (the runner's default is 100 ms) so that an idle stack
+	// is not measured slower than a busy one, whose shard reader never sleeps.
+	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Hour, PollInterval: 10 * time.Millisecond})
+}
+
+func benchmarking() bool {
+	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, "-test.bench="); ok && v != "" && v != "^$" {
+			return true
+		}
+	}
+	return false
+}
+
+// observer reads the table without being counted in Stack.Calls.
+func observer(st *devstack.Stack) *dynamo.Store {
+	cfg := st.AWS.Copy()
+	cfg.APIOptions = nil
+	return dynamo.New(dynamodb.NewFromConfig(cfg), st.Resources.Table)
+}
+
+// submit posts n notifications built by body(user) for distinct users, with
+// `parallel` clients, and returns their ids in submission order.
+func submit(b *testing.B, run string, n, parallel int, body func(user string) map[string]any) []string {
+	b.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			resp := stacktest.Do(b, http.MethodPost, "/v1/notifications", body(fmt.Sprintf("%s-%d", run, i)))
+			if resp.StatusCode != http.StatusAccepted {
+				b.Errorf("POST = %d %s", resp.StatusCode, resp.Body)
+				return
+			}
+			var out struct{ ID string }
+			resp.JSON(b, &out)
+			ids[i] = out.ID
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return ids
+}
+
+// email is a single-channel email notification (contact given at intake).
+func email(extra map[string]any) func(user string) map[string]any {
+	return func(user string) map[string]any {
+		body := map[string]any{
+			"type":      "reservation.approved",
+			"recipient": map[string]any{"userId": user, "email": user + "@example.com"},
+			"data":      map[string]any{"reservationUrl": "https://example.com/r/" + user},
+			"channels":  []string{"email"},
+		}
+		for k, v := range extra {
+			body[k] = v
+		}
+		return body
+	}
+}
+
+// otp is a one-time code by SMS to the number given at intake.
+func otp(user string) map[string]any {
+	return map[string]any{
+		"type": "otp.code", "recipient": map[string]any{"userId": user, "phone": "+15550100000"},
+		"data": map[string]any{"code": "123456"},
+	}
+}
+
+// waitFor polls until every notification's delivery on c satisfies done and
+// returns the deliveries with their notifications' acceptance times.
+func waitFor(b *testing.B, st *devstack.Stack, ids []string, c domain.Channel, timeout time.Duration, done func(domain.Delivery) bool) (map[string]domain.Delivery, map[string]time.Time) {
+	b.Helper()
+	obs := observer(st)
+	got := map[string]domain.Delivery{}
+	accepted := map[string]time.Time{}
+	deadline := time.Now().Add(timeout)
+	for len(got) < len(ids) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d notifications done after %s", len(got), len(ids), timeout)
+		}
+		for _, id := range ids {
+			if _, ok := got[id]; ok {
+				continue
+			}
+			n, ds, err := obs.GetNotificationWithDeliveries(context.Background(), id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, d := range ds {
+				if d.Channel == c && done(d) {
+					got[id], accepted[id] = d, n.CreatedAt
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond) // the stamps, not the polls, time the deliveries
+	}
+	return got, accepted
+}
+
+func sent(d domain.Delivery) bool { return d.Status == domain.StatusSent }
+
+// p95 is the nearest-rank 95th percentile.
+func p95(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := (95*len(s) + 99) / 100
+	return s[max(rank-1, 0)]
+}
+
+// highLatencies submits n high-priority notifications one after another and
+// returns accepted→sent for each (the stack's clock stamps both).
+func highLatencies(b *testing.B, st *devstack.Stack, run string, n int) []time.Duration {
+	b.Helper()
+	ids := submit(b, run, n, 1, email(map[string]any{"priority": "high"}))
+	ds, accepted := waitFor(b, st, ids, domain.ChannelEmail, 2*time.Minute, sent)
+	out := make([]time.Duration, 0, n)
+	for _, id := range ids {
+		out = append(out, ds[id].UpdatedAt.Sub(accepted[id]))
+	}
+	return out
+}
+
+func lowPending(b *testing.B, st *devstack.Stack) int {
+	b.Helper()
+	qs, err := st.QueueDepths(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.LogicalID == "EmailLowQueue" {
+			return q.Visible + q.InFlight + q.Delayed
+		}
+	}
+	b.Fatal("no EmailLowQueue")
+	return 0
+}
+
+// BenchmarkRequestsPerNotification counts the AWS requests Herald's own code
+// makes per delivered single-channel (email) notification, from intake to
+// `sent`, with the SDK call counter. Left out: the event source mappings'
+// requests (DynamoDB Streams reads for Lambda triggers are free; SQS
+// ReceiveMessage/DeleteMessageBatch are made by Lambda's pollers, amortised
+// over batches of up to 10) and the runner's own. Normal priority is rate
+// limited (one more request); high priority is exempt.
+func BenchmarkRequestsPerNotification(b *testing.B) {
+	st := stacktest.Stack(b)
+	const n = 50
+	cases := []struct {
+		name    string
+		channel domain.Channel
+		body    func(user string) map[string]any
+	}{
+		{"email-normal", domain.ChannelEmail, email(map[string]any{"priority": "normal"})},
+		{"email-high", domain.ChannelEmail, email(map[string]any{"priority": "high"})},
+		{"otp-sms", domain.ChannelSMS, otp},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := range b.N {
+				st.Calls.Reset()
+				ids := submit(b, fmt.Sprintf("req-%s-%d-%d", tc.name, i, time.Now().UnixNano()), n, 4, tc.body)
+				waitFor(b, st, ids, tc.channel, 2*time.Minute, sent)
+				time.Sleep(500 * time.Millisecond) // the last sends' outcome writes
+				calls := st.Calls.Snapshot()
+				total, pollers := 0, 0
+				var parts []string
+				for _, op := range devstack.Keys(calls) {
+					if strings.HasPrefix(op, "DynamoDB Streams.") || op == "SQS.ReceiveMessage" || op == "SQS.DeleteMessageBatch" || op == "SQS.GetQueueAttributes" {
+						pollers += calls[op]
+						continue
+					}
+					total += calls[op]
+					parts = append(parts, fmt.Sprintf("%s=%.2f", op, float64(calls[op])/n))
+				}
+				b.ReportMetric(float64(total)/n, "requests/notification")
+				b.Logf("%s, per notification: %s (event source mappings, not counted: %d requests)", tc.name, strings.Join(parts, " "), pollers)
+			}
+		})
+	}
+}
+
+// BenchmarkPriorityIsolation is DESIGN §1's claim measured: 20 high-priority
+// emails sent one after another, accepted→sent p95, first on an idle stack,
+// then right after a scheduled campaign of 2,000 low-priority emails was
+// released into the low queue (the scheduler queues them in seconds, faster
+// than the low queue's MaximumConcurrency of 2 drains them). The ratio of
+// the two p95s is the isolation (goal ≤ 1.2). Each p95 is the median of three
+// rounds of 20, still well inside the backlog. The emulators' JITs keep
+// speeding up for thousands of requests, so a first, unmeasured cycle warms
+// them, and the idle measurement is repeated after the measured campaign has
+// drained (its drift shows the noise). Loopback only, bounded by the waits'
+// timeouts; about three minutes.
+func BenchmarkPriorityIsolation(b *testing.B) {
+	st := stacktest.Stack(b)
+	for i := range b.N {
+		run := fmt.Sprintf("iso-%d-%d", i, time.Now().UnixNano())
+		isolationCycle(b, st, run+"-warm")
+		c := isolationCycle(b, st, run)
+		b.ReportMetric(float64(c.idle.Milliseconds()), "p95_idle_ms")
+		b.ReportMetric(float64(c.busy.Milliseconds()), "p95_backlog_ms")
+		b.ReportMetric(float64(c.idleAgain.Milliseconds()), "p95_idle_after_ms")
+		b.ReportMetric(float64(c.busy)/float64(c.idle), "ratio")
+		b.ReportMetric(float64(c.backlog), "low_backlog_start")
+		b.ReportMetric(float64(c.backlogEnd), "low_backlog_end")
+		b.Logf("high p95 idle %s, with backlog %s (ratio %.2f), idle again %s; low messages pending: %d when the high ones started, %d when they were all sent",
+			c.idle, c.busy, float64(c.busy)/float64(c.idle), c.idleAgain, c.backlog, c.backlogEnd)
+	}
+}
+
+type cycle struct {
+	idle, busy, idleAgain time.Duration
+	backlog, backlogEnd   int
+}
+
+// medianP95 runs `rounds` rounds of n high-priority notifications and
+// returns the median of their p95s: one round's p95 is its second-slowest
+// sample, which a shared machine's noise moves by hundreds of milliseconds.
+func medianP95(b *testing.B, st *devstack.Stack, run string, n, rounds int) time.Duration {
+	var ps []time.Duration
+	for r := range rounds {
+		ps = append(ps, p95(highLatencies(b, st, fmt.Sprintf("%s-%d", run, r), n)))
+	}
+	slices.Sort(ps)
+	return ps[len(ps)/2]
+}
+
+func isolationCycle(b *testing.B, st *devstack.Stack, run string) cycle {
+	const highN, rounds, lowN = 20, 3, 2000
+	var c cycle
+	c.idle = medianP95(b, st, run+"-idle", highN, rounds)
+
+	sendAt := st.Clock.Now().Add(10 * time.Minute)
+	low := submit(b, run+"-low", lowN, 8, email(map[string]any{"priority": "low", "sendAt": sendAt.UTC().Format(time.RFC3339Nano)}))
+	waitFor(b, st, low, domain.ChannelEmail, 5*time.Minute, func(d domain.Delivery) bool { return d.Status == domain.StatusDeferred })
+	st.Clock.Advance(sendAt.Sub(st.Clock.Now()) + time.Second)
+	released, err := st.Scheduler.Release(context.Background())
+	if err != nil || released != lowN {
+		b.Fatalf("released %d of %d: %v", released, lowN, err)
+	}
+	c.backlog = lowPending(b, st)
+	c.busy = medianP95(b, st, run+"-busy", highN, rounds)
+	c.backlogEnd = lowPending(b, st)
+
+	waitFor(b, st, low, domain.ChannelEmail, 10*time.Minute, sent)
+	c.idleAgain = medianP95(b, st, run+"-idle-again", highN, rounds)
+	return c
+}

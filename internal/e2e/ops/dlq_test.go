@@ -1,0 +1,266 @@
+package ops
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/ops"
+)
+
+// parkExhausted creates a real notification for addr, held back by sendAt,
+// then gives its email delivery the history the worker writes when retries
+// run out (three transient failures, failed: exhausted) and parks its work
+// message in the email DLQ, as SQS's redrive does after maxReceiveCount.
+func parkExhausted(t *testing.T, addr string) string {
+	t.Helper()
+	st := stacktest.Stack(t)
+	ctx := context.Background()
+	id := post(t, map[string]any{
+		"type": "invoice.payment_failed", "channels": []string{"email"},
+		"recipient": map[string]any{"userId": stacktest.UniqueID("u"), "email": addr},
+		"data":      map[string]any{"invoiceUrl": "https://example.com/i/77"},
+		"sendAt":    st.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+	})
+	delivery(t, id, domain.ChannelEmail, "the delivery deferred", status(domain.StatusDeferred, domain.ReasonScheduled))
+	s := store(t)
+	now := st.Clock.Now()
+	steps := []domain.Change{{To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}}}
+	for range 3 {
+		steps = append(steps,
+			domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusRetrying}, LeaseUntil: now.Add(time.Minute), IncrementAttempts: true},
+			domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: "Throttling"})
+	}
+	steps[len(steps)-1] = domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: "Throttling"}
+	for _, c := range steps {
+		if _, err := s.Transition(ctx, id, domain.ChannelEmail, c); err != nil {
+			t.Fatalf("transition to %s: %v", c.To, err)
+		}
+	}
+	_, err := sqs.NewFromConfig(st.AWS).SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(st.Resources.Queues["EmailDLQ"].URL), MessageBody: aws.String(`{"notificationId":"` + id + `","channel":"email"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func depth(t *testing.T, name string) ops.QueueStatus {
+	t.Helper()
+	var qs []ops.QueueStatus
+	heraldJSON(t, &qs, "list")
+	for _, q := range qs {
+		if q.Name == name {
+			return q
+		}
+	}
+	t.Fatalf("no %s DLQ in %+v", name, qs)
+	return ops.QueueStatus{}
+}
+
+// TestDLQRedriveDeliversOnce is the issue's acceptance scenario: a delivery
+// parked in the email DLQ is listed, shown with its notification and last
+// error, and redriven: sent exactly once, DLQ empty.
+func TestDLQRedriveDeliversOnce(t *testing.T) {
+	addr := "dlq-" + stacktest.UniqueID("r") + "@example.com"
+	id := parkExhausted(t, addr)
+
+	if q := depth(t, "email"); q.Depth != 1 || q.Channel != "email" || q.Queue != "herald-EmailDLQ" {
+		t.Fatalf("list: %+v", q)
+	}
+	var parked []ops.Parked
+	heraldJSON(t, &parked, "show", "email")
+	if len(parked) != 1 {
+		t.Fatalf("show: %+v", parked)
+	}
+	p := parked[0]
+	if p.NotificationID != id || p.LastError != "Throttling" || p.Status != "failed" || p.Reason != "exhausted" ||
+		p.Attempts != 3 || p.Type != "invoice.payment_failed" || p.Priority != "high" || p.SentAt.IsZero() {
+		t.Errorf("show: %+v", p)
+	}
+	out, err := herald(t, "show", "email")
+	if err != nil || !strings.Contains(out, id) || !strings.Contains(out, "Throttling") || strings.Contains(out, addr) {
+		t.Errorf("show (text): %v\n%s", err, out)
+	}
+	if q := depth(t, "email"); q.Depth != 1 {
+		t.Fatalf("show must leave the message in the DLQ: %+v", q)
+	}
+
+	var res ops.RedriveResult
+	heraldJSON(t, &res, "redrive", "email", "--all")
+	if res.Task != nil {
+		t.Errorf("the local SQS has no message move tasks, yet a task was reported: %+v", res.Task)
+	}
+	if len(res.Items) != 1 || res.Items[0].Action != ops.ActionRequeue || !res.Items[0].Done {
+		t.Fatalf("redrive: %+v", res)
+	}
+	var mails []stacktest.Email
+	stacktest.Eventually(t, 20*time.Second, "the redriven email", func() bool {
+		mails = stacktest.EmailsTo(t, addr)
+		return len(mails) > 0
+	})
+	d := delivery(t, id, domain.ChannelEmail, "the delivery sent", status(domain.StatusSent, ""))
+	if d.Attempts != 4 {
+		t.Errorf("attempts %d, want 4 (three before the DLQ, one after)", d.Attempts)
+	}
+	time.Sleep(time.Second)
+	if n := len(stacktest.EmailsTo(t, addr)); n != 1 {
+		t.Errorf("%d emails, want exactly 1", n)
+	}
+	if q := depth(t, "email"); q.Depth != 0 {
+		t.Errorf("DLQ not empty: %+v", q)
+	}
+	if out, err := herald(t, "redrive", "email", "--all"); err != nil || !strings.Contains(out, "is empty") {
+		t.Errorf("redrive of the empty DLQ: %v %s", err, out)
+	}
+}
+
+// TestDLQRedriveOfCancelledNotification: the redriven message reaches the
+// worker, whose recheck drops it.
+func TestDLQRedriveOfCancelledNotification(t *testing.T) {
+	st := stacktest.Stack(t)
+	addr := "dlq-" + stacktest.UniqueID("c") + "@example.com"
+	id := parkExhausted(t, addr)
+	// Cancel as DELETE /v1/notifications/{id} does: the notification's status.
+	_, err := dynamodb.NewFromConfig(st.AWS).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                aws.String(st.Resources.Table),
+		Key:                      map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: dynamo.NotificationPK(id)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "N"}},
+		UpdateExpression:         aws.String("SET #s = :c"),
+		ExpressionAttributeNames: map[string]string{"#s": "status"},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":c": &ddbtypes.AttributeValueMemberS{Value: string(domain.NotificationCancelled)},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := herald(t, "redrive", "email", "--id", id)
+	if err != nil || !strings.Contains(out, "requeued") {
+		t.Fatalf("redrive: %v\n%s", err, out)
+	}
+	delivery(t, id, domain.ChannelEmail, "the delivery dropped: cancelled", status(domain.StatusDropped, domain.ReasonCancelled))
+	time.Sleep(500 * time.Millisecond)
+	if n := len(stacktest.EmailsTo(t, addr)); n != 0 {
+		t.Errorf("%d emails for a cancelled notification", n)
+	}
+	if q := depth(t, "email"); q.Depth != 0 {
+		t.Errorf("DLQ not empty: %+v", q)
+	}
+}
+
+// insertSequence finds the stream record of a notification's INSERT.
+func insertSequence(t *testing.T, streamARN, id string) (shard, seq string) {
+	t.Helper()
+	ctx := context.Background()
+	c := dynamodbstreams.NewFromConfig(stacktest.Stack(t).AWS)
+	desc, err := c.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamARN)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range desc.StreamDescription.Shards {
+		it, err := c.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn: aws.String(streamARN), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for iter, empty := it.ShardIterator, 0; iter != nil && empty < 2; {
+			out, err := c.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Records) == 0 {
+				empty++
+			}
+			for _, r := range out.Records {
+				pk, _ := r.Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS)
+				sk, _ := r.Dynamodb.Keys["sk"].(*streamtypes.AttributeValueMemberS)
+				if r.EventName == streamtypes.OperationTypeInsert && pk != nil && sk != nil && pk.Value == dynamo.NotificationPK(id) && sk.Value == "N" {
+					return aws.ToString(sh.ShardId), aws.ToString(r.Dynamodb.SequenceNumber)
+				}
+			}
+			iter = out.NextShardIterator
+		}
+	}
+	t.Fatalf("no INSERT record for %s", id)
+	return "", ""
+}
+
+// TestRelayDLQRedrive: a stream batch the relay gave up on is shown with its
+// notification (read back from the stream) and, once the cause is fixed,
+// redriven by re-running the relay's planning, which sends the email.
+func TestRelayDLQRedrive(t *testing.T) {
+	st := stacktest.Stack(t)
+	ctx := context.Background()
+	user := stacktest.UniqueID("u")
+	addr := "relay-" + stacktest.UniqueID("r") + "@example.com"
+	// No address yet: the relay records skipped: no_contact.
+	id := post(t, map[string]any{
+		"type": "invoice.payment_failed", "channels": []string{"email"},
+		"recipient": map[string]any{"userId": user}, "data": map[string]any{"invoiceUrl": "https://example.com/i/78"},
+	})
+	delivery(t, id, domain.ChannelEmail, "the delivery skipped", status(domain.StatusSkipped, domain.ReasonNoContact))
+	// Undo the relay's work, as if it had failed on this record every time,
+	// and park the on-failure record Lambda would have written. Then fix the
+	// cause: the user gets an address.
+	_, err := dynamodb.NewFromConfig(st.AWS).DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(st.Resources.Table),
+		Key:       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: dynamo.NotificationPK(id)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "D#email"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store(t).PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
+		t.Fatal(err)
+	}
+	streamARN, err := st.Resources.Resolve("${getatt:Table.StreamArn}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard, seq := insertSequence(t, streamARN, id)
+	body := `{"requestContext":{"requestId":"r1","functionArn":"RelayStreamMapping","condition":"RetryAttemptsExhausted","approximateInvokeCount":6},` +
+		`"responseContext":{"statusCode":200,"executedVersion":"$LATEST"},"version":"1.0","timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `",` +
+		`"DDBStreamBatchInfo":{"shardId":"` + shard + `","startSequenceNumber":"` + seq + `","endSequenceNumber":"` + seq + `","batchSize":1,"streamArn":"` + streamARN + `"}}`
+	if _, err := sqs.NewFromConfig(st.AWS).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.Resources.Queues["RelayDLQ"].URL), MessageBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+
+	if q := depth(t, "relay"); q.Depth != 1 || q.Channel != "" {
+		t.Fatalf("list: %+v", q)
+	}
+	var parked []ops.Parked
+	heraldJSON(t, &parked, "show", "relay")
+	if len(parked) != 1 || len(parked[0].NotificationIDs) != 1 || parked[0].NotificationIDs[0] != id || parked[0].Condition != "RetryAttemptsExhausted" {
+		t.Fatalf("show relay: %+v", parked)
+	}
+
+	out, err := herald(t, "redrive", "relay", "--all")
+	if err != nil || !strings.Contains(out, "replanned") {
+		t.Fatalf("redrive relay: %v\n%s", err, out)
+	}
+	stacktest.Eventually(t, 20*time.Second, "the email planned by the redrive", func() bool { return len(stacktest.EmailsTo(t, addr)) > 0 })
+	delivery(t, id, domain.ChannelEmail, "the delivery sent", status(domain.StatusSent, ""))
+	if q := depth(t, "relay"); q.Depth != 0 {
+		t.Errorf("relay DLQ not empty: %+v", q)
+	}
+	// Re-planning again is harmless: nothing new is sent.
+	if out, err := herald(t, "redrive", "relay", "--id", id); err != nil || !strings.Contains(out, "replanned") {
+		t.Errorf("second re-plan: %v\n%s", err, out)
+	}
+	time.Sleep(time.Second)
+	if n := len(stacktest.EmailsTo(t, addr)); n != 1 {
+		t.Errorf("%d emails, want 1", n)
+	}
+}

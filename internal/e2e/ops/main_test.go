@@ -1,0 +1,126 @@
+// Package ops tests the operator tooling end to end on a private local stack:
+// `herald dlq` against real parked messages, and the functions' logs for
+// personal data. Its stack runs the scheduler hourly (tests manufacture
+// their own failures, and one advances the stack's clock) and retries after
+// one second.
+package ops
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/ops"
+)
+
+// logs captures every function's log output for the whole run.
+var logs = &syncBuffer{}
+
+func TestMain(m *testing.M) {
+	var w io.Writer = logs
+	if os.Getenv("HERALD_TEST_LOGS") != "" {
+		w = io.MultiWriter(logs, os.Stderr)
+	}
+	stacktest.Main(m, devstack.Config{
+		ScheduleInterval: time.Hour,
+		Overrides:        map[string]string{"BackoffBase": "1s", "BackoffCap": "2s"},
+		Logs:             w,
+	})
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func store(t *testing.T) *dynamo.Store {
+	st := stacktest.Stack(t)
+	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table)
+}
+
+// herald runs `herald dlq args…` in-process, finding the stack the way the
+// command does by default: through the state file `herald dev` writes.
+func herald(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	st := stacktest.Stack(t)
+	path, err := ops.WriteState(t.TempDir(), st.LocalState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err = ops.CLI{Stdout: &out, Stderr: &errOut, Connect: ops.DefaultConnect}.Run(context.Background(), append(args, "--state", path))
+	t.Logf("herald dlq %s\n%s%s", strings.Join(args, " "), errOut.String(), out.String())
+	return out.String(), err
+}
+
+func heraldJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out, err := herald(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatalf("herald dlq %v: %v", args, err)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("herald dlq %v --json: %v\n%s", args, err, out)
+	}
+}
+
+// post creates a notification and returns its id.
+func post(t *testing.T, body map[string]any) string {
+	t.Helper()
+	resp := stacktest.Do(t, http.MethodPost, "/v1/notifications", body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
+	}
+	var accepted struct{ ID string }
+	resp.JSON(t, &accepted)
+	return accepted.ID
+}
+
+// delivery waits for the notification's delivery on c to satisfy cond.
+func delivery(t *testing.T, id string, c domain.Channel, what string, cond func(domain.Delivery) bool) domain.Delivery {
+	t.Helper()
+	var got domain.Delivery
+	stacktest.Eventually(t, 20*time.Second, what, func() bool {
+		_, ds, err := store(t).GetNotificationWithDeliveries(context.Background(), id)
+		if err != nil {
+			return false
+		}
+		for _, d := range ds {
+			if d.Channel == c && cond(d) {
+				got = d
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func status(s domain.Status, r domain.Reason) func(domain.Delivery) bool {
+	return func(d domain.Delivery) bool { return d.Status == s && d.Reason == r }
+}

@@ -1,0 +1,211 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/dynamo"
+)
+
+// Where selects a deployment: a CloudFormation stack, or a local stack state
+// file; empty means the default (see Resolver.Resolve).
+type Where struct {
+	Stack string
+	State string
+}
+
+// StacksAPI is the CloudFormation call used to read a stack's outputs.
+type StacksAPI interface {
+	DescribeStacks(context.Context, *cloudformation.DescribeStacksInput, ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+var _ StacksAPI = (*cloudformation.Client)(nil)
+
+// Resolver finds the deployment the commands act on. Its fields are the
+// process's environment; tests replace them.
+type Resolver struct {
+	Getenv func(string) string
+	Setenv func(string, string) error
+	Getwd  func() (string, error)
+	// Alive reports whether a process exists (stale state detection).
+	Alive      func(pid int) bool
+	LoadConfig func(context.Context) (aws.Config, error)
+	Stacks     func(aws.Config) StacksAPI
+}
+
+// DefaultResolver uses the process environment and the AWS SDK.
+func DefaultResolver() Resolver {
+	return Resolver{
+		Getenv: os.Getenv, Setenv: os.Setenv, Getwd: os.Getwd,
+		Alive: func(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil },
+		LoadConfig: func(ctx context.Context) (aws.Config, error) {
+			return config.LoadDefaultConfig(ctx)
+		},
+		Stacks: func(cfg aws.Config) StacksAPI { return cloudformation.NewFromConfig(cfg) },
+	}
+}
+
+// ErrNoTarget: nothing says which deployment to act on.
+var ErrNoTarget = errors.New("no deployment selected: pass --stack NAME (or set HERALD_STACK), set TABLE_NAME and the queue URL variables, or start the local stack with `make dev`")
+
+// ErrNoCredentials: the AWS SDK found no credentials.
+var ErrNoCredentials = errors.New("no AWS credentials")
+
+// Resolve picks the deployment, in this order: --stack (or HERALD_STACK):
+// the stack's outputs; TABLE_NAME / *_QUEUE_URL / *_DLQ_URL variables;
+// --state, or .herald/dev.json found upwards from the working directory,
+// whose endpoints are put into the process environment
+// (AWS_ENDPOINT_URL_*), as `herald dev` does for its functions.
+func (r Resolver) Resolve(ctx context.Context, w Where) (aws.Config, Target, string, error) {
+	stack := w.Stack
+	if stack == "" && w.State == "" {
+		stack = r.Getenv("HERALD_STACK")
+	}
+	if stack != "" {
+		cfg, err := r.awsConfig(ctx)
+		if err != nil {
+			return aws.Config{}, Target{}, "", err
+		}
+		t, err := r.fromStack(ctx, cfg, stack)
+		return cfg, t, "stack " + stack + " (" + cfg.Region + ")", err
+	}
+	if w.State == "" {
+		t, ok, err := TargetFromEnv(r.Getenv)
+		if ok {
+			if err != nil {
+				return aws.Config{}, Target{}, "", err
+			}
+			cfg, err := r.awsConfig(ctx)
+			return cfg, t, "environment (" + cfg.Region + ")", err
+		}
+	}
+	path := w.State
+	if path == "" {
+		wd, err := r.Getwd()
+		if err != nil {
+			return aws.Config{}, Target{}, "", err
+		}
+		var found bool
+		if path, found = FindState(wd); !found {
+			return aws.Config{}, Target{}, "", ErrNoTarget
+		}
+	}
+	st, err := ReadState(path)
+	if err != nil {
+		return aws.Config{}, Target{}, "", err
+	}
+	if !r.Alive(st.PID) {
+		return aws.Config{}, Target{}, "", fmt.Errorf("%w %s: `herald dev` (pid %d) is not running; start it with `make dev` or delete the file", ErrStaleState, path, st.PID)
+	}
+	t, err := st.Target()
+	if err != nil {
+		return aws.Config{}, Target{}, "", err
+	}
+	env := st.Env()
+	for _, k := range envKeys(env) {
+		if err := r.Setenv(k, env[k]); err != nil {
+			return aws.Config{}, Target{}, "", err
+		}
+	}
+	cfg, err := r.awsConfig(ctx)
+	return cfg, t, "local stack " + st.APIURL, err
+}
+
+func (r Resolver) awsConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := r.LoadConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Credentials == nil {
+		return aws.Config{}, fmt.Errorf("%w: configure a profile (AWS_PROFILE) or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY", ErrNoCredentials)
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return aws.Config{}, fmt.Errorf("%w: configure a profile (AWS_PROFILE) or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY: %v", ErrNoCredentials, err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, errors.New("no AWS region: set AWS_REGION or the profile's region")
+	}
+	return cfg, nil
+}
+
+func (r Resolver) fromStack(ctx context.Context, cfg aws.Config, stack string) (Target, error) {
+	out, err := r.Stacks(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	if err != nil {
+		return Target{}, fmt.Errorf("stack %s in %s: %w", stack, cfg.Region, err)
+	}
+	if len(out.Stacks) == 0 {
+		return Target{}, fmt.Errorf("stack %s not found in %s", stack, cfg.Region)
+	}
+	outputs := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	t, err := TargetFromOutputs(outputs)
+	if err != nil {
+		return Target{}, fmt.Errorf("stack %s outputs: %w", stack, err)
+	}
+	return t, nil
+}
+
+// Connect builds an Operator with real AWS clients for t. log receives the
+// relay's logs when the relay DLQ is redriven (nil discards them).
+func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	store := dynamo.New(dynamodb.NewFromConfig(cfg), t.Table)
+	cat, err := catalog.Load()
+	if err != nil {
+		return nil, err
+	}
+	env := t.RelayEnv()
+	relay, err := app.NewRelay(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: time.Now, Log: log, Catalog: cat})
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	return &Operator{
+		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Streams: dynamodbstreams.NewFromConfig(cfg),
+		Replanner: RelayReplanner{Handle: relay.Handle, Record: store.NotificationInsertRecord},
+	}, nil
+}
+
+// RelayReplanner re-runs the relay's planning for a notification: the
+// notification's current item becomes a one-record INSERT batch for the
+// relay handler. Safe to repeat: the relay creates each delivery at most once
+// and sends a work message only while the delivery is still planned.
+type RelayReplanner struct {
+	Handle func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
+	Record func(ctx context.Context, id string) (events.DynamoDBEventRecord, error)
+}
+
+// Replan implements Replanner.
+func (r RelayReplanner) Replan(ctx context.Context, id string) error {
+	rec, err := r.Record(ctx, id)
+	if err != nil {
+		return err
+	}
+	resp, err := r.Handle(ctx, events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	if len(resp.BatchItemFailures) > 0 {
+		return fmt.Errorf("relay could not plan notification %s (see its log)", id)
+	}
+	return nil
+}

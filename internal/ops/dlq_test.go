@@ -1,0 +1,432 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+var ctx = context.Background()
+
+func TestTargetFromOutputsAndLookup(t *testing.T) {
+	outputs := map[string]string{"TableName": "prod-Table-1", "ApiUrl": "https://x"}
+	for _, q := range dlqs {
+		outputs[q.LogicalID+"Url"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-" + q.LogicalID + "-AbC"
+	}
+	for _, c := range domain.Channels {
+		for _, p := range domain.Priorities {
+			outputs[WorkQueueLogicalID(c, p)+"Url"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-" + WorkQueueLogicalID(c, p)
+		}
+	}
+	tg, err := TargetFromOutputs(outputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 4 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" {
+		t.Fatalf("target %+v", tg)
+	}
+	lookups := []struct{ arg, want string }{
+		{"email", "email"}, {"RELAY", "relay"}, {"PushDLQ", "push"}, {"prod-SmsDLQ-AbC", "sms"},
+		{"https://sqs.eu-west-1.amazonaws.com/1/prod-EmailDLQ-AbC", "email"},
+	}
+	for _, l := range lookups {
+		q, err := tg.DLQ(l.arg)
+		if err != nil || q.Name != l.want {
+			t.Errorf("DLQ(%q) = %v, %v; want %s", l.arg, q.Name, err, l.want)
+		}
+	}
+	_, err = tg.DLQ("emial")
+	var uq *UnknownQueueError
+	if !errors.As(err, &uq) || !strings.Contains(err.Error(), "email, sms, push, relay") || !strings.Contains(err.Error(), "prod-EmailDLQ-AbC") {
+		t.Errorf("unknown queue error: %v", err)
+	}
+
+	delete(outputs, "RelayDLQUrl")
+	delete(outputs, "TableName")
+	if _, err := TargetFromOutputs(outputs); err == nil || !strings.Contains(err.Error(), "RelayDLQ") || !strings.Contains(err.Error(), "table name") {
+		t.Errorf("missing outputs: %v", err)
+	}
+}
+
+func TestTargetFromEnv(t *testing.T) {
+	full := map[string]string{"TABLE_NAME": "tbl"}
+	for _, q := range dlqs {
+		full[DLQEnvName(q.Name)] = "https://sqs/1/" + q.LogicalID
+	}
+	for _, c := range domain.Channels {
+		for _, p := range domain.Priorities {
+			full[strings.ToUpper(string(c))+"_"+strings.ToUpper(string(p))+"_QUEUE_URL"] = "https://sqs/1/" + WorkQueueLogicalID(c, p)
+		}
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		ok      bool
+		wantErr string
+	}{
+		{"nothing set", map[string]string{}, false, ""},
+		{"complete", full, true, ""},
+		{"partial", map[string]string{"EMAIL_DLQ_URL": "https://sqs/1/e"}, true, "TABLE_NAME"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg, ok, err := TargetFromEnv(func(k string) string { return tt.env[k] })
+			if ok != tt.ok {
+				t.Fatalf("ok = %v", ok)
+			}
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatalf("no error, want one (%s)", tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok && (tg.Table != "tbl" || tg.DLQs[3].URL != "https://sqs/1/RelayDLQ") {
+				t.Errorf("target %+v", tg)
+			}
+		})
+	}
+}
+
+func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.parkDelivery("n2", domain.ChannelEmail, domain.PriorityLow, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.sqs.park(smsDLQ, "", "garbage", 1, t0.Add(-2*time.Hour))
+	qs, err := e.op.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []QueueStatus{
+		{Name: "email", Channel: "email", Queue: "herald-EmailDLQ", Depth: 2, OldestAgeSeconds: 1800},
+		{Name: "sms", Channel: "sms", Queue: "herald-SmsDLQ", Depth: 1, OldestAgeSeconds: 7200},
+		{Name: "push", Channel: "push", Queue: "herald-PushDLQ"},
+		{Name: "relay", Queue: "herald-RelayDLQ"},
+	}
+	if !reflect.DeepEqual(qs, want) {
+		t.Errorf("list\n got %+v\nwant %+v", qs, want)
+	}
+	if e.sqs.visible(emailDLQ) != 2 || e.sqs.visible(smsDLQ) != 1 {
+		t.Error("list must leave the messages visible")
+	}
+}
+
+func TestShowChannelDLQ(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.sqs.park(emailDLQ, emailHigh, `{"notificationId":"gone","channel":"email"}`, 6, t0)
+	e.sqs.park(emailDLQ, emailHigh, `not json`, 6, t0)
+	e.sqs.park(emailDLQ, emailHigh, `{"notificationId":"n1","channel":"sms"}`, 6, t0)
+	q, parked, err := e.op.Show(ctx, "email", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Name != "email" || len(parked) != 4 {
+		t.Fatalf("got %s with %d messages", q.Name, len(parked))
+	}
+	p := parked[0]
+	if p.NotificationID != "n1" || p.Type != "invoice.payment_failed" || p.Channel != "email" || p.Priority != "high" ||
+		p.Status != "failed" || p.Reason != "exhausted" || p.Attempts != 6 || p.LastError != "Throttling" || p.Receives != 6 ||
+		!p.SentAt.Equal(t0.Add(-30*time.Minute)) || p.AcceptedAt.IsZero() || p.Problem != "" {
+		t.Errorf("parked %+v", p)
+	}
+	for i, want := range []string{"no longer stored", "malformed", "malformed"} {
+		if !strings.Contains(parked[i+1].Problem, want) {
+			t.Errorf("message %d problem %q, want %q", i+1, parked[i+1].Problem, want)
+		}
+	}
+	// Left in place, each inspection counted once.
+	if e.sqs.visible(emailDLQ) != 4 || e.sqs.receivesOf(emailDLQ)[0] != 7 {
+		t.Errorf("visible %d, receives %v", e.sqs.visible(emailDLQ), e.sqs.receivesOf(emailDLQ))
+	}
+	// Limit.
+	if _, parked, _ := e.op.Show(ctx, "email", 2); len(parked) != 2 {
+		t.Errorf("limit 2 showed %d", len(parked))
+	}
+	if _, _, err := e.op.Show(ctx, "push", 10); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty DLQ: %v", err)
+	}
+	if _, _, err := e.op.Show(ctx, "nope", 10); err == nil {
+		t.Error("unknown queue: no error")
+	}
+}
+
+func onFailureBody(start, end string) string {
+	return fmt.Sprintf(`{"requestContext":{"requestId":"r","condition":"RetryAttemptsExhausted","approximateInvokeCount":6},"version":"1.0","timestamp":"2026-03-01T11:00:00Z",`+
+		`"DDBStreamBatchInfo":{"shardId":"shard-1","startSequenceNumber":%q,"endSequenceNumber":%q,"batchSize":2,"streamArn":"arn:aws:dynamodb:us-east-1:0:table/t/stream/s"}}`, start, end)
+}
+
+func relayStream() *fakeStreams {
+	return &fakeStreams{records: []streamtypes.Record{
+		streamRecord(1, streamtypes.OperationTypeInsert, "N#before", "N"),
+		streamRecord(2, streamtypes.OperationTypeInsert, "N#a", "N"),
+		streamRecord(3, streamtypes.OperationTypeInsert, "N#a", "D#email"),
+		streamRecord(4, streamtypes.OperationTypeModify, "N#x", "N"),
+		streamRecord(5, streamtypes.OperationTypeInsert, "N#b", "N"),
+		streamRecord(6, streamtypes.OperationTypeInsert, "N#after", "N"),
+	}}
+}
+
+func TestShowRelayDLQResolvesNotifications(t *testing.T) {
+	tests := []struct {
+		name        string
+		streams     *fakeStreams
+		body        string
+		ids         []string
+		wantProblem string
+	}{
+		{"records retained", relayStream(), onFailureBody(fmt.Sprintf("%021d", 2), fmt.Sprintf("%021d", 5)), []string{"a", "b"}, ""},
+		{"open shard at its tip", relayStream(), onFailureBody(fmt.Sprintf("%021d", 5), fmt.Sprintf("%021d", 99)), []string{"b", "after"}, ""},
+		{"records trimmed", &fakeStreams{trimmed: true}, onFailureBody("1", "2"), nil, "no longer retained"},
+		{"not an on-failure record", relayStream(), `{"hello":1}`, nil, "not a Lambda on-failure record"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv()
+			e.op.Streams = tt.streams
+			e.sqs.park(relayDLQ, "", tt.body, 0, t0)
+			_, parked, err := e.op.Show(ctx, "relay", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := parked[0]
+			if !reflect.DeepEqual(p.NotificationIDs, tt.ids) || !strings.Contains(p.Problem, tt.wantProblem) || (tt.wantProblem == "") != (p.Problem == "") {
+				t.Errorf("ids %v problem %q; want %v %q", p.NotificationIDs, p.Problem, tt.ids, tt.wantProblem)
+			}
+			if tt.wantProblem == "" && (p.Condition != "RetryAttemptsExhausted" || p.Batch.ShardID != "shard-1") {
+				t.Errorf("record %+v", p)
+			}
+		})
+	}
+}
+
+func TestRedriveMessageByMessage(t *testing.T) {
+	tests := []struct {
+		name   string
+		status domain.Status
+		reason domain.Reason
+		action Action
+		// after is the delivery status once redriven.
+		after domain.Status
+	}{
+		{"exhausted is reset and sent again", domain.StatusFailed, domain.ReasonExhausted, ActionRequeue, domain.StatusQueued},
+		{"retrying is reset", domain.StatusRetrying, "", ActionRequeue, domain.StatusQueued},
+		{"permanent failure is not reset", domain.StatusFailed, domain.ReasonRejected, ActionMove, domain.StatusFailed},
+		{"sent is a duplicate", domain.StatusSent, "", ActionMove, domain.StatusSent},
+		{"cancelled drop stays dropped", domain.StatusDropped, domain.ReasonCancelled, ActionMove, domain.StatusDropped},
+		{"queued is moved", domain.StatusQueued, "", ActionMove, domain.StatusQueued},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv()
+			e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, tt.status, tt.reason, 6, "Throttling")
+			res, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Items) != 1 || res.Items[0].Action != tt.action || !res.Items[0].Done || res.Task != nil {
+				t.Fatalf("result %+v", res)
+			}
+			if got := e.store.delivery("n1", domain.ChannelEmail).Status; got != tt.after {
+				t.Errorf("delivery %s, want %s", got, tt.after)
+			}
+			if got := e.sqs.bodies(emailHigh); len(got) != 1 || got[0] != `{"notificationId":"n1","channel":"email"}` {
+				t.Errorf("email-high holds %v", got)
+			}
+			if n := len(e.sqs.bodies(emailDLQ)); n != 0 {
+				t.Errorf("DLQ still holds %d", n)
+			}
+		})
+	}
+}
+
+func TestRedriveSelectionDryRunAndLeftovers(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.parkDelivery("n2", domain.ChannelEmail, domain.PriorityLow, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.sqs.park(emailDLQ, emailHigh, "garbage", 6, t0)
+
+	// Dry run: a plan, no change.
+	res, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count(ActionRequeue) != 2 || res.Count(ActionLeave) != 1 || len(e.store.transitions) != 0 || len(e.sqs.bodies(emailDLQ)) != 3 || e.sqs.visible(emailDLQ) != 3 {
+		t.Fatalf("dry run changed something or planned wrong: %+v, transitions %v", res, e.store.transitions)
+	}
+
+	// --id selects one; the others stay visible in the DLQ.
+	res, err = e.op.Redrive(ctx, "email", RedriveOptions{IDs: []string{"n2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].NotificationID != "n2" || !res.Items[0].Done || res.Items[0].Priority != "low" {
+		t.Fatalf("result %+v", res)
+	}
+	if len(e.sqs.bodies(emailLow)) != 1 || len(e.sqs.bodies(emailHigh)) != 0 || e.sqs.visible(emailDLQ) != 2 {
+		t.Errorf("low %v high %v dlq visible %d", e.sqs.bodies(emailLow), e.sqs.bodies(emailHigh), e.sqs.visible(emailDLQ))
+	}
+
+	// An id that is not parked is an error naming it.
+	if _, err := e.op.Redrive(ctx, "email", RedriveOptions{IDs: []string{"n1", "zzz"}}); !errors.Is(err, ErrNotInDLQ) || !strings.Contains(err.Error(), "zzz") {
+		t.Errorf("missing id: %v", err)
+	}
+	// The malformed message is left (nothing to send it back to).
+	res, err = e.op.Redrive(ctx, "email", RedriveOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count(ActionLeave) != 1 || !strings.Contains(res.Items[0].Note, "malformed") || len(e.sqs.bodies(emailDLQ)) != 1 || e.sqs.visible(emailDLQ) != 1 {
+		t.Errorf("leftover %+v, DLQ %v", res, e.sqs.bodies(emailDLQ))
+	}
+}
+
+func TestRedriveArgumentErrors(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "x")
+	for _, opts := range []RedriveOptions{{}, {All: true, IDs: []string{"n1"}}, {All: true, Rate: -1}} {
+		if _, err := e.op.Redrive(ctx, "email", opts); err == nil {
+			t.Errorf("%+v: no error", opts)
+		}
+	}
+	if _, err := e.op.Redrive(ctx, "sms", RedriveOptions{All: true}); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty DLQ: %v", err)
+	}
+}
+
+func TestRedriveSendFailureRestoresDelivery(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.sqs.failSend = &smithy.GenericAPIError{Code: "AccessDenied"}
+	res, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.Failed(); len(f) != 1 || !strings.Contains(f[0].Error, "AccessDenied") {
+		t.Fatalf("failed items %+v", f)
+	}
+	d := e.store.delivery("n1", domain.ChannelEmail)
+	if d.Status != domain.StatusFailed || d.Reason != domain.ReasonExhausted || d.LastError != "Throttling" {
+		t.Errorf("delivery not restored: %+v", d)
+	}
+	if e.sqs.visible(emailDLQ) != 1 {
+		t.Error("message must stay in the DLQ, visible")
+	}
+}
+
+func TestRedriveRate(t *testing.T) {
+	e := newEnv()
+	for i := range 5 {
+		e.parkDelivery(fmt.Sprintf("n%d", i), domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "x")
+	}
+	if _, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true, Rate: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Five messages at 2/s: the first at once, then one every 500 ms.
+	if e.clock.slept != 2*time.Second {
+		t.Errorf("slept %s, want 2s", e.clock.slept)
+	}
+}
+
+func TestRedriveWithMoveTask(t *testing.T) {
+	e := newEnv()
+	e.sqs.moveTasks = true
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
+	e.parkDelivery("n2", domain.ChannelEmail, domain.PriorityLow, domain.StatusSent, "", 1, "")
+	var progress []MoveTask
+	res, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true, Rate: 3, OnTask: func(m MoveTask) { progress = append(progress, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task == nil || res.Task.Status != "COMPLETED" || res.Task.Moved != 2 || len(progress) == 0 {
+		t.Fatalf("task %+v, progress %v", res.Task, progress)
+	}
+	if aws.ToInt32(e.sqs.tasks[0].MaxNumberOfMessagesPerSecond) != 3 {
+		t.Errorf("rate not passed to SQS: %v", e.sqs.tasks[0].MaxNumberOfMessagesPerSecond)
+	}
+	if e.store.delivery("n1", domain.ChannelEmail).Status != domain.StatusQueued || e.store.delivery("n2", domain.ChannelEmail).Status != domain.StatusSent {
+		t.Errorf("transitions %v", e.store.transitions)
+	}
+	if len(e.sqs.bodies(emailHigh)) != 1 || len(e.sqs.bodies(emailLow)) != 1 || len(e.sqs.bodies(emailDLQ)) != 0 {
+		t.Error("messages not moved to their source queues")
+	}
+	if res.Count(ActionRequeue) != 1 || res.Count(ActionMove) != 1 {
+		t.Errorf("items %+v", res.Items)
+	}
+
+	// One task per queue at a time.
+	e.parkDelivery("n3", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "x")
+	e.sqs.runTask = true
+	if _, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true}); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Errorf("running task: %v", err)
+	}
+	if e.store.delivery("n3", domain.ChannelEmail).Status != domain.StatusFailed {
+		t.Error("nothing may change while another task runs")
+	}
+}
+
+func TestRedriveRelay(t *testing.T) {
+	seq := func(n int) string { return fmt.Sprintf("%021d", n) }
+	tests := []struct {
+		name        string
+		opts        RedriveOptions
+		fail        map[string]error
+		trimmed     bool
+		wantCalls   []string
+		wantDLQ     int
+		wantErrItem bool
+	}{
+		{"every notification of the batch", RedriveOptions{All: true}, nil, false, []string{"a", "b"}, 0, false},
+		{"a failure keeps the record", RedriveOptions{All: true}, map[string]error{"b": errors.New("throttled")}, false, []string{"a", "b"}, 1, true},
+		{"a notification gone is nothing to plan", RedriveOptions{All: true}, map[string]error{"a": fmt.Errorf("x: %w", domain.ErrNotFound)}, false, []string{"a", "b"}, 0, false},
+		{"one id of the batch: the record stays", RedriveOptions{IDs: []string{"b"}}, nil, false, []string{"b"}, 1, false},
+		{"ids not in the DLQ are planned from the table", RedriveOptions{IDs: []string{"zzz"}}, nil, false, []string{"zzz"}, 1, false},
+		{"expired records are left", RedriveOptions{All: true}, nil, true, nil, 1, false},
+		{"dry run", RedriveOptions{All: true, DryRun: true}, nil, false, nil, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv()
+			e.op.Streams = relayStream()
+			e.op.Streams.(*fakeStreams).trimmed = tt.trimmed
+			e.replan.fail = tt.fail
+			e.sqs.park(relayDLQ, "", onFailureBody(seq(2), seq(5)), 0, t0)
+			res, err := e.op.Redrive(ctx, "relay", tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(e.replan.calls, tt.wantCalls) {
+				t.Errorf("replanned %v, want %v", e.replan.calls, tt.wantCalls)
+			}
+			if n := len(e.sqs.bodies(relayDLQ)); n != tt.wantDLQ || e.sqs.visible(relayDLQ) != n {
+				t.Errorf("relay DLQ holds %d (visible %d), want %d", n, e.sqs.visible(relayDLQ), tt.wantDLQ)
+			}
+			if (len(res.Failed()) > 0) != tt.wantErrItem {
+				t.Errorf("items %+v", res.Items)
+			}
+		})
+	}
+}
+
+func TestPurge(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "x")
+	if _, n, err := e.op.Purge(ctx, "email"); err != nil || n != 1 || len(e.sqs.bodies(emailDLQ)) != 0 {
+		t.Errorf("purge: %d, %v", n, err)
+	}
+	if _, _, err := e.op.Purge(ctx, "email"); !errors.Is(err, ErrEmpty) {
+		t.Errorf("purge of an empty DLQ: %v", err)
+	}
+}

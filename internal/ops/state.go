@@ -1,0 +1,112 @@
+package ops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// StateFile is where `herald dev` describes the running local stack,
+// relative to the repository root (.herald/ is git-ignored).
+const StateFile = ".herald/dev.json"
+
+// LocalState describes a running local stack, so that `herald dlq` can find
+// it without flags.
+type LocalState struct {
+	// PID is the `herald dev` process; the state is stale when it is gone.
+	PID    int    `json:"pid"`
+	APIURL string `json:"apiUrl"`
+	Region string `json:"region"`
+	// Endpoints maps service identifiers as in AWS_ENDPOINT_URL_<SERVICE>
+	// (DYNAMODB, DYNAMODB_STREAMS, SQS, SESV2, SNS) to emulator URLs.
+	Endpoints map[string]string `json:"endpoints"`
+	Table     string            `json:"table"`
+	// Queues maps template logical ids to local queue URLs.
+	Queues map[string]string `json:"queues"`
+}
+
+// WriteState writes st to root/.herald/dev.json and returns the path.
+func WriteState(root string, st LocalState) (string, error) {
+	p := filepath.Join(root, StateFile)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", fmt.Errorf("local stack state: %w", err)
+	}
+	raw, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("local stack state: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return "", fmt.Errorf("local stack state: %w", err)
+	}
+	return p, nil
+}
+
+// ReadState reads a state file.
+func ReadState(path string) (LocalState, error) {
+	var st LocalState
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return st, fmt.Errorf("local stack state: %w", err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("local stack state %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// FindState looks for .herald/dev.json in dir and its parents.
+func FindState(dir string) (string, bool) {
+	for {
+		p := filepath.Join(dir, StateFile)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// Env is the process environment that points the AWS SDK at the local
+// stack: endpoint variables, region, and the emulators' static credentials.
+func (st LocalState) Env() map[string]string {
+	env := map[string]string{
+		"AWS_REGION": st.Region, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_EC2_METADATA_DISABLED": "true",
+	}
+	for svc, u := range st.Endpoints {
+		env["AWS_ENDPOINT_URL_"+svc] = u
+	}
+	return env
+}
+
+// Target is the local stack as a deployment.
+func (st LocalState) Target() (Target, error) {
+	t, err := TargetFromURLs(st.Table, st.Queues)
+	if err != nil {
+		return Target{}, fmt.Errorf("local stack state: %w", err)
+	}
+	return t, nil
+}
+
+// ErrStaleState reports a state file whose `herald dev` is no longer running.
+var ErrStaleState = errors.New("stale local stack state")
+
+// envKeys lists an environment map's keys, sorted (deterministic Setenv order).
+func envKeys(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,225 @@
+package relay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// memStore is an in-memory relay.Store with the table's conditional
+// semantics: create-if-absent deliveries, transitions from allowed states, a
+// rate counter idempotent per notification and digests keyed like the real
+// ones.
+type memStore struct {
+	mu           sync.Mutex
+	profiles     map[string]*domain.RecipientProfile
+	deliveries   map[string]domain.Delivery
+	counters     map[string][]string // user#channel#window → counted ids
+	heads        map[string]digestHead
+	members      map[string][]string // leader → member ids
+	profileReads map[string]int
+	countCalls   int
+	// failures to inject: by notification id
+	failCreate     map[string]error
+	failTransition map[string]int // remaining failures
+	failProfile    map[string]error
+}
+
+type digestHead struct {
+	leader string
+	end    time.Time
+}
+
+func newMemStore() *memStore {
+	return &memStore{
+		profiles: map[string]*domain.RecipientProfile{}, deliveries: map[string]domain.Delivery{},
+		counters: map[string][]string{}, heads: map[string]digestHead{}, members: map[string][]string{},
+		profileReads: map[string]int{}, failCreate: map[string]error{}, failTransition: map[string]int{},
+		failProfile: map[string]error{},
+	}
+}
+
+func dkey(id string, c domain.Channel) string { return id + "/" + string(c) }
+
+func (s *memStore) GetRecipientProfile(_ context.Context, userID string) (*domain.RecipientProfile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profileReads[userID]++
+	if err := s.failProfile[userID]; err != nil {
+		return nil, err
+	}
+	if p, ok := s.profiles[userID]; ok {
+		cp := *p
+		return &cp, nil
+	}
+	return &domain.RecipientProfile{Preferences: domain.Preferences{}}, nil
+}
+
+func (s *memStore) CreateDelivery(_ context.Context, d *domain.Delivery) (*domain.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failCreate[d.NotificationID]; err != nil {
+		return nil, err
+	}
+	k := dkey(d.NotificationID, d.Channel)
+	if existing, ok := s.deliveries[k]; ok {
+		return &existing, fmt.Errorf("create %s: %w", k, domain.ErrConflict)
+	}
+	s.deliveries[k] = *d
+	return d, nil
+}
+
+func (s *memStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failTransition[id] > 0 {
+		s.failTransition[id]--
+		return nil, errors.New("injected transition failure")
+	}
+	k := dkey(id, ch)
+	d, ok := s.deliveries[k]
+	from := c.From
+	if len(from) == 0 {
+		from = domain.SourcesOf(c.To)
+	}
+	if !ok || !slices.Contains(from, d.Status) {
+		return nil, fmt.Errorf("transition %s: %w", k, domain.ErrConflict)
+	}
+	d.Status, d.Reason = c.To, c.Reason
+	if !c.KeepDue && c.To != domain.StatusDeferred {
+		d.DueAt = time.Time{}
+	}
+	s.deliveries[k] = d
+	return &d, nil
+}
+
+func (s *memStore) CountDelivery(_ context.Context, userID string, c domain.Channel, windowStart time.Time, _ time.Duration, limit int, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countCalls++
+	if limit <= 0 {
+		return true, nil
+	}
+	k := userID + "#" + string(c) + "#" + windowStart.String()
+	ids := s.counters[k]
+	if slices.Contains(ids, id) {
+		return true, nil
+	}
+	if len(ids) >= limit {
+		return false, nil
+	}
+	s.counters[k] = append(ids, id)
+	return true, nil
+}
+
+func (s *memStore) JoinDigest(_ context.Context, req domain.DigestRequest) (domain.DigestOutcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := req.Key.UserID + "#" + string(req.Key.Channel) + "#" + req.Key.BatchKey
+	h, ok := s.heads[k]
+	if !ok || !h.end.After(req.CreatedAt) {
+		s.heads[k] = digestHead{leader: req.NotificationID, end: req.WindowEnd}
+		return domain.DigestOutcome{Role: domain.DigestLeader, DigestID: req.NotificationID, WindowEnd: req.WindowEnd}, nil
+	}
+	if h.leader == req.NotificationID {
+		return domain.DigestOutcome{Role: domain.DigestLeader, DigestID: h.leader, WindowEnd: h.end}, nil
+	}
+	if !slices.Contains(s.members[h.leader], req.NotificationID) {
+		s.members[h.leader] = append(s.members[h.leader], req.NotificationID)
+	}
+	return domain.DigestOutcome{Role: domain.DigestJoined, DigestID: h.leader, WindowEnd: h.end}, nil
+}
+
+func (s *memStore) delivery(id string, c domain.Channel) (domain.Delivery, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.deliveries[dkey(id, c)]
+	return d, ok
+}
+
+// memPublisher records published work items; it can fail items by id.
+type memPublisher struct {
+	mu    sync.Mutex
+	sent  []domain.WorkItem
+	calls int
+	fail  map[string]bool
+}
+
+func (p *memPublisher) Publish(_ context.Context, items []domain.WorkItem) []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	errs := make([]error, len(items))
+	for i, it := range items {
+		if p.fail[it.Message.NotificationID] {
+			errs[i] = errors.New("injected send failure")
+			continue
+		}
+		p.sent = append(p.sent, it)
+	}
+	return errs
+}
+
+// perDelivery counts published messages per notification/channel.
+func (p *memPublisher) perDelivery() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for _, it := range p.sent {
+		out[dkey(it.Message.NotificationID, it.Message.Channel)]++
+	}
+	return out
+}
+
+// insert builds the stream record of a new notification item, in the shape
+// internal/dynamo stores it.
+func insert(seq string, n *domain.Notification) events.DynamoDBEventRecord {
+	s := events.NewStringAttribute
+	img := map[string]events.DynamoDBAttributeValue{
+		"pk": s("N#" + n.ID), "sk": s("N"), "kind": s("notification"), "id": s(n.ID), "caller": s("svc"),
+		"type": s(n.Type), "userId": s(n.Recipient.UserID), "priority": s(string(n.Priority)),
+		"createdAt": s(n.CreatedAt.UTC().Format(time.RFC3339Nano)), "status": s("accepted"),
+	}
+	if n.Recipient.Email != "" {
+		img["email"] = s(n.Recipient.Email)
+	}
+	if n.Recipient.Phone != "" {
+		img["phone"] = s(n.Recipient.Phone)
+	}
+	if n.BatchKey != "" {
+		img["batchKey"] = s(n.BatchKey)
+	}
+	if !n.SendAt.IsZero() {
+		img["sendAt"] = s(n.SendAt.UTC().Format(time.RFC3339Nano))
+	}
+	if len(n.Channels) > 0 {
+		var l []events.DynamoDBAttributeValue
+		for _, c := range n.Channels {
+			l = append(l, s(string(c)))
+		}
+		img["channels"] = events.NewListAttribute(l)
+	}
+	if len(n.Data) > 0 {
+		data := map[string]events.DynamoDBAttributeValue{}
+		for _, k := range slices.Sorted(maps.Keys(n.Data)) {
+			data[k] = s(fmt.Sprint(n.Data[k]))
+		}
+		img["data"] = events.NewMapAttribute(data)
+	}
+	return events.DynamoDBEventRecord{
+		EventID: "ev-" + seq, EventName: "INSERT", EventSource: "aws:dynamodb",
+		Change: events.DynamoDBStreamRecord{
+			SequenceNumber: seq, StreamViewType: "NEW_AND_OLD_IMAGES",
+			Keys:     map[string]events.DynamoDBAttributeValue{"pk": s("N#" + n.ID), "sk": s("N")},
+			NewImage: img,
+		},
+	}
+}
