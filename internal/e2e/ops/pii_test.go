@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/smssink"
 )
 
 // TestLogsCarryNoPersonalData sends notifications with recognisable
@@ -39,8 +39,12 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// The first SMS attempt fails transiently: the retry path logs too.
-	st.SMS.FailNext(1, smssink.FaultThrottled)
+	// The first SMS attempt fails transiently: the retry path logs too. (The
+	// runner's fault injection fails one Publish call as the worker sees it;
+	// a sink fault would be absorbed by the SNS client's own retry.)
+	if err := st.Faults.Set(domain.ChannelSMS, devstack.FaultTransient, 1); err != nil {
+		t.Fatal(err)
+	}
 
 	alert := post(t, map[string]any{
 		"type": "security.login_alert", "recipient": map[string]any{"userId": user, "email": email, "phone": phone},

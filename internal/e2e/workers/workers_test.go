@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -282,21 +283,22 @@ func TestRecheckDropsCancelledAndExpired(t *testing.T) {
 // TestMalformedMessageInBatchOfTen: one bad body in a batch of ten does not
 // hold up the other nine, and reaches the DLQ by redrive.
 func TestMalformedMessageInBatchOfTen(t *testing.T) {
-	user := stacktest.UniqueID("batch")
+	prefix := stacktest.UniqueID("batch")
 	var ids, bodies []string
 	for i := range 9 {
-		addr := user + "-" + string(rune('a'+i)) + "@example.com"
-		id := queued(t, user, domain.ChannelEmail, map[string]any{"email": addr})
+		// One user each: nine emails to one user in a minute would be rate limited.
+		user := fmt.Sprintf("%s-%d", prefix, i)
+		id := queued(t, user, domain.ChannelEmail, map[string]any{"email": user + "@example.com"})
 		ids = append(ids, id)
 		bodies = append(bodies, workMessage(id, domain.ChannelEmail))
 	}
-	bad := `{"notificationId":"` + user + `-malformed","channel":"email","extra":true}`
+	bad := `{"notificationId":"` + prefix + `-malformed","channel":"email","extra":true}`
 	bodies = slices.Insert(bodies, 4, bad)
 	sendWork(t, "EmailLowQueue", bodies...)
 	for _, id := range ids {
 		wantOutcome(t, waitStatus(t, id, domain.ChannelEmail, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
 	}
-	stacktest.Eventually(t, settle, "the malformed message in the DLQ", func() bool { return dlqContains(t, "EmailDLQ", user+"-malformed") })
+	stacktest.Eventually(t, settle, "the malformed message in the DLQ", func() bool { return dlqContains(t, "EmailDLQ", prefix+"-malformed") })
 	stacktest.Eventually(t, settle, "the queue to drain", func() bool { return queueIdle(t, "EmailLowQueue") })
 }
 
