@@ -154,8 +154,11 @@ func advanceTo(t testing.TB, at time.Time) {
 	}
 }
 
+// uniqueUser names a user after the test, short enough to be the local part
+// of an email address (at most 64 characters).
 func uniqueUser(t testing.TB) string {
-	return stacktest.UniqueID(strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())))
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	return stacktest.UniqueID(name[:min(len(name), 40)])
 }
 
 func reservation(user, email string, extra map[string]any) map[string]any {
