@@ -224,10 +224,12 @@ func TestVerifyVAPIDRejects(t *testing.T) {
 	token, key, _ := strings.Cut(strings.TrimPrefix(good, "vapid t="), ", k=")
 	parts := strings.Split(token, ".")
 	tamperedClaims, _ := json.Marshal(VAPIDClaims{Audience: aud, Expiry: validExp + 60, Subject: "mailto:ops@example.com"})
+	// Replace one character by another of the base64url alphabet (a bit flip
+	// could turn '-' into '.', which fails as malformed, not as a signature).
 	flippedSig := []byte(parts[2])
-	flippedSig[5] ^= 'A' ^ 'B'
-	if flippedSig[5] == parts[2][5] {
-		flippedSig[5] = 'C'
+	flippedSig[5] = 'A'
+	if parts[2][5] == 'A' {
+		flippedSig[5] = 'B'
 	}
 	futureHeader, err := futureSigner.Authorization(aud + "/p/1")
 	if err != nil {
