@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // Deps are the API's collaborators. Each feature declares the store
@@ -41,6 +42,9 @@ type Deps struct {
 	AllowInsecurePushLoopback bool
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
+	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
+	// records nothing.
+	Metrics metrics.Recorder
 }
 
 // Handler is the API Lambda handler.
@@ -56,6 +60,7 @@ type Handler struct {
 	pushSubscriptions PushSubscriptionStore
 	preferences       PreferenceStore
 	pushLoopback      bool
+	metrics           metrics.Recorder
 }
 
 type route func(ctx context.Context, req *request) response
@@ -77,6 +82,10 @@ type response struct {
 func New(d Deps) *Handler {
 	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log, routes: map[string]route{}}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
+	h.metrics = d.Metrics
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
+	}
 	// Each feature registers its routes (route key → handler).
 	for _, group := range []map[string]route{
 		h.notificationRoutes(),
@@ -102,6 +111,7 @@ func (h *Handler) Routes() []string {
 
 // Handle serves one API Gateway request.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	defer h.metrics.Flush(ctx)
 	req := &request{APIGatewayV2HTTPRequest: ev}
 	var resp response
 	if r, ok := h.routes[ev.RouteKey]; !ok {
@@ -110,6 +120,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		resp = problemResponse(p)
 	} else {
 		resp = r(ctx, req)
+	}
+	if intakeRoutes[ev.RouteKey] {
+		h.countRejected(ctx, resp)
 	}
 	return h.encode(ctx, ev, resp), nil
 }

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // NotificationStore is what the notification routes need from the table.
@@ -130,13 +131,26 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 		}
 		resp := accepted(stored)
 		resp.headers[replayedHeader] = "true"
+		h.metrics.Add(ctx, metrics.Replayed, metrics.Dims{Priority: stored.Priority}, 1)
 		return resp
 	case err != nil:
 		return h.internalError(ctx, "create notification", err)
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "notification accepted", slog.String("notificationId", n.ID),
 		slog.String("type", n.Type), slog.String("priority", string(n.Priority)), slog.String("outcome", "accepted"))
+	h.metrics.Add(ctx, metrics.Accepted, metrics.Dims{Priority: n.Priority}, 1)
 	return accepted(n)
+}
+
+// intakeRoutes are the routes whose refusals count as Rejected.
+var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/notifications/batch": true}
+
+// countRejected counts a refused intake request (or batch item) by its
+// problem code; server errors are not rejections.
+func (h *Handler) countRejected(ctx context.Context, resp response) {
+	if p, ok := resp.body.(*Problem); ok && p.Status < http.StatusInternalServerError {
+		h.metrics.Add(ctx, metrics.Rejected, metrics.Dims{Code: p.Code}, 1)
+	}
 }
 
 func accepted(n *domain.Notification) response {

@@ -93,7 +93,7 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log,
+	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		Unsubscribe:               api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeSigner{d: d}}}), nil
@@ -120,7 +120,7 @@ func NewRelay(d Deps) (*relay.Handler, error) {
 		return nil, err
 	}
 	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
-	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log, relay.WithLimits(limits)), nil
+	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log, relay.WithLimits(limits), relay.WithMetrics(d.Recorder())), nil
 }
 
 // NewScheduler wires the scheduler function.
@@ -133,7 +133,7 @@ func NewScheduler(d Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scheduler.New(st, queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls), d.Now, d.Log), nil
+	return scheduler.New(st, queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls), d.Now, d.Log).WithMetrics(d.Recorder()), nil
 }
 
 // WorkerConfig reads the retry settings shared by the channel functions.

@@ -36,6 +36,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 )
 
@@ -72,6 +73,7 @@ type Handler struct {
 	log         *slog.Logger
 	limits      policy.Limits
 	concurrency int
+	metrics     metrics.Recorder
 }
 
 // Option configures a Handler.
@@ -79,6 +81,10 @@ type Option func(*Handler)
 
 // WithLimits sets the per-user channel rate limits (default policy.DefaultLimits).
 func WithLimits(l policy.Limits) Option { return func(h *Handler) { h.limits = l } }
+
+// WithMetrics counts planned outcomes (Enqueued, Deferred, Skipped, Dropped
+// by channel, priority and reason), flushed once per invocation.
+func WithMetrics(m metrics.Recorder) Option { return func(h *Handler) { h.metrics = m } }
 
 // WithConcurrency bounds how many users' records, and how many queued
 // transitions, are processed at once (default 16).
@@ -93,7 +99,7 @@ func WithConcurrency(n int) Option {
 // New wires a relay handler.
 func New(store Store, pub Publisher, decode DecodeFunc, cat *catalog.Catalog, now func() time.Time, log *slog.Logger, opts ...Option) *Handler {
 	h := &Handler{store: store, pub: pub, decode: decode, catalog: cat, now: now, log: log,
-		limits: policy.DefaultLimits(), concurrency: 16}
+		limits: policy.DefaultLimits(), concurrency: 16, metrics: metrics.Nop{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -115,6 +121,7 @@ type pending struct {
 // Handle processes a batch of stream records and reports the sequence numbers
 // of the records that must be retried. It never fails the whole batch.
 func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	defer h.metrics.Flush(ctx)
 	recs := ev.Records
 	failed := make([]atomic.Bool, len(recs))
 
@@ -182,6 +189,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 				return
 			}
 			h.log.InfoContext(ctx, "delivery planned", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority, "outcome", domain.StatusQueued)
+			h.metrics.Add(ctx, metrics.Enqueued, metrics.Dims{Channel: m.Channel, Priority: p.item.Priority}, 1)
 		})
 	}
 
@@ -192,6 +200,20 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 	}
 	return resp, nil
+}
+
+// plannedMetric names the metric of a delivery recorded in a final or
+// deferred state at planning time.
+var plannedMetric = map[domain.Status]metrics.Name{
+	domain.StatusDeferred: metrics.Deferred,
+	domain.StatusSkipped:  metrics.Skipped,
+	domain.StatusDropped:  metrics.Dropped,
+}
+
+func (h *Handler) countPlanned(ctx context.Context, d *domain.Delivery) {
+	if name, ok := plannedMetric[d.Status]; ok {
+		h.metrics.Add(ctx, name, metrics.Dims{Channel: d.Channel, Priority: d.Priority, Reason: d.Reason}, 1)
+	}
 }
 
 // decodeRecord returns the notification of an INSERT record, or nil for
@@ -269,6 +291,7 @@ func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *pr
 		case del.Status != domain.StatusPlanned:
 			h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
 				"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)
+			h.countPlanned(ctx, del)
 			continue
 		}
 		items = append(items, domain.WorkItem{

@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/relay"
 )
@@ -416,5 +417,38 @@ func TestOneTimeCodeToAGivenNumberSkipsTheProfileRead(t *testing.T) {
 	f.wantDelivery(t, "o1", domain.ChannelSMS, domain.StatusQueued, "")
 	if f.store.profileReads["u9"] != 0 {
 		t.Errorf("read the profile %d times", f.store.profileReads["u9"])
+	}
+}
+
+// TestPlanningMetrics: queued deliveries count as Enqueued, the others by
+// their planned state and reason; one flush per invocation.
+func TestPlanningMetrics(t *testing.T) {
+	tally := &metrics.Tally{}
+	f := newFixture(t, relay.WithMetrics(tally))
+	f.user("u1", func(p *domain.RecipientProfile) {
+		p.Preferences = domain.Preferences{"reservation.approved": {domain.ChannelPush: false}}
+	})
+	f.user("u2", func(p *domain.RecipientProfile) { p.User.Email = ""; p.PushSubscriptions = nil })
+	later := reservation("n2", "u1", func(n *domain.Notification) { n.SendAt = now.Add(time.Hour) })
+	if failed := f.handle(t, insert("1", reservation("n1", "u1", nil)), insert("2", later), insert("3", reservation("n3", "u2", nil))); len(failed) > 0 {
+		t.Fatalf("failed records %v", failed)
+	}
+	normal := domain.PriorityNormal
+	for _, c := range []struct {
+		name metrics.Name
+		dims metrics.Dims
+		want int
+	}{
+		{metrics.Enqueued, metrics.Dims{Channel: domain.ChannelEmail, Priority: normal}, 1},
+		{metrics.Skipped, metrics.Dims{Channel: domain.ChannelPush, Priority: normal, Reason: domain.ReasonPreference}, 2},
+		{metrics.Deferred, metrics.Dims{Channel: domain.ChannelEmail, Priority: normal, Reason: domain.ReasonScheduled}, 1},
+		{metrics.Skipped, metrics.Dims{Channel: domain.ChannelEmail, Priority: normal, Reason: domain.ReasonNoContact}, 1},
+	} {
+		if got := tally.Count(c.name, c.dims); got != c.want {
+			t.Errorf("%s %+v = %d, want %d", c.name, c.dims, got, c.want)
+		}
+	}
+	if tally.Flushes() != 1 {
+		t.Errorf("flushed %d times, want 1", tally.Flushes())
 	}
 }

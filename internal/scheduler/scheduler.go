@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // Store is what the scheduler needs from the table.
@@ -39,11 +40,19 @@ type Handler struct {
 	pageSize int32
 	// concurrency bounds the conditional writes in flight.
 	concurrency int
+	metrics     metrics.Recorder
 }
 
 // New wires a scheduler.
 func New(store Store, pub Publisher, now func() time.Time, log *slog.Logger) *Handler {
-	return &Handler{store: store, pub: pub, now: now, log: log, pageSize: 100, concurrency: 16}
+	return &Handler{store: store, pub: pub, now: now, log: log, pageSize: 100, concurrency: 16, metrics: metrics.Nop{}}
+}
+
+// WithMetrics counts released deliveries as Enqueued (by channel and
+// priority), flushed once per invocation.
+func (h *Handler) WithMetrics(m metrics.Recorder) *Handler {
+	h.metrics = m
+	return h
 }
 
 // Handle releases every due delivery: deferred → planned (kept in the due
@@ -51,6 +60,7 @@ func New(store Store, pub Publisher, now func() time.Time, log *slog.Logger) *Ha
 // conditional, so overlapping runs send at most a duplicate message, which
 // the worker's claim absorbs.
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Summary, error) {
+	defer h.metrics.Flush(ctx)
 	n, err := h.Release(ctx)
 	return Summary{Released: n}, err
 }
@@ -125,6 +135,7 @@ func (h *Handler) Release(ctx context.Context) (int, error) {
 			}
 			queued.Add(1)
 			h.log.InfoContext(ctx, "delivery released", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "priority", it.Priority, "outcome", "queued")
+			h.metrics.Add(ctx, metrics.Enqueued, metrics.Dims{Channel: it.Message.Channel, Priority: it.Priority}, 1)
 		})
 		if queued.Load() == 0 {
 			return released, fmt.Errorf("no due delivery could be released")

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // memStore keeps deliveries and a due index that, like a GSI, may lag: stale
@@ -149,5 +152,19 @@ func TestSendFailureKeepsTheDeliveryDue(t *testing.T) {
 	}
 	if d.Status != domain.StatusQueued {
 		t.Errorf("status %s, want queued", d.Status)
+	}
+}
+
+func TestReleaseMetrics(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}}
+	for _, id := range []string{"a", "b"} {
+		st.deliveries[key(id, domain.ChannelEmail)] = deferred(id, now.Add(-time.Minute))
+	}
+	tally := &metrics.Tally{}
+	if _, err := newHandler(st, &memPublisher{}).WithMetrics(tally).Handle(context.Background(), events.EventBridgeEvent{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tally.Count(metrics.Enqueued, metrics.Dims{Channel: domain.ChannelEmail, Priority: domain.PriorityLow}); got != 2 || tally.Flushes() != 1 {
+		t.Errorf("Enqueued = %d, flushes = %d; want 2 and 1", got, tally.Flushes())
 	}
 }
