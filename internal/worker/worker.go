@@ -285,7 +285,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		pe = &ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
 	}
 	if pe.Alert {
-		log.ErrorContext(ctx, OperatorAlert, "code", pe.Code, "error", pe.Err)
+		log.ErrorContext(ctx, OperatorAlert, "code", pe.Code) // the provider's text may quote an address
 	}
 	if !pe.Transient {
 		to := domain.StatusFailed
