@@ -2,10 +2,8 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 )
 
 // decodeNotificationRequest decodes the body of POST /v1/notifications (or,
@@ -15,16 +13,9 @@ import (
 // reporting a value of the wrong type with its pointer. data is kept raw (a
 // slice of body) for decodeData. Tests check it agrees with encoding/json.
 func decodeNotificationRequest(body []byte, nr *notificationRequest, itemKey *string) *Problem {
-	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
-	switch {
-	case len(trimmed) == 0:
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	case !utf8.Valid(trimmed):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
-	case !json.Valid(trimmed):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case trimmed[0] != '{':
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
+	trimmed, p := jsonObject(body)
+	if p != nil {
+		return p
 	}
 	s := notificationSchema
 	if itemKey != nil {

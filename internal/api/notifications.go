@@ -274,20 +274,30 @@ func readBodyLimit(req *request, limit int, limitText string) ([]byte, *Problem)
 	return body, nil
 }
 
+// jsonObject checks that body is one JSON object in valid UTF-8 and returns
+// it without surrounding JSON whitespace.
+func jsonObject(body []byte) ([]byte, *Problem) {
+	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
+	switch {
+	case len(trimmed) == 0:
+		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
+	case !utf8.Valid(trimmed):
+		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
+	case !json.Valid(trimmed):
+		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
+	case trimmed[0] != '{':
+		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
+	}
+	return trimmed, nil
+}
+
 // decodeStrict decodes one JSON object into v: valid UTF-8, valid JSON, keys
 // exactly as s allows (each once, with the pointer of the first offender),
 // values of the right types.
 func decodeStrict(body []byte, s *schema, v any) *Problem {
-	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
-	switch {
-	case len(trimmed) == 0:
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	case !utf8.Valid(trimmed):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
-	case !json.Valid(trimmed):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case trimmed[0] != '{':
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
+	trimmed, p := jsonObject(body)
+	if p != nil {
+		return p
 	}
 	if p := checkKeys(trimmed, s); p != nil {
 		return p

@@ -78,16 +78,9 @@ func (h *Handler) getPreferences(ctx context.Context, req *request) response {
 // and stored, but has no effect while the type is mandatory (the matrix
 // shows it as mandatory).
 func (h *Handler) putPreferences(ctx context.Context, req *request) response {
-	userID, p := pathUserID(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	body, p := readBody(req)
-	if p != nil {
-		return problemResponse(p)
-	}
 	var pr preferencesRequest
-	if p := decodeStrict(body, preferencesSchema, &pr); p != nil {
+	userID, p := decodeUserBody(req, preferencesSchema, &pr)
+	if p != nil {
 		return problemResponse(p)
 	}
 	if pr.Preferences == nil {

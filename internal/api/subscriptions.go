@@ -40,16 +40,9 @@ const maxEndpointLength = 2048
 // from the endpoint, so a browser that registers again (e.g. after rotating
 // its keys) replaces its subscription: 201 the first time, 200 after.
 func (h *Handler) createPushSubscription(ctx context.Context, req *request) response {
-	userID, p := pathUserID(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	body, p := readBody(req)
-	if p != nil {
-		return problemResponse(p)
-	}
 	var sr subscriptionRequest
-	if p := decodeStrict(body, subscriptionSchema, &sr); p != nil {
+	userID, p := decodeUserBody(req, subscriptionSchema, &sr)
+	if p != nil {
 		return problemResponse(p)
 	}
 	if len(sr.Endpoint) > maxEndpointLength {

@@ -79,16 +79,9 @@ func pathUserID(req *request) (string, *Problem) {
 }
 
 func (h *Handler) putUser(ctx context.Context, req *request) response {
-	userID, p := pathUserID(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	body, p := readBody(req)
-	if p != nil {
-		return problemResponse(p)
-	}
 	var ur userRequest
-	if p := decodeStrict(body, userSchema, &ur); p != nil {
+	userID, p := decodeUserBody(req, userSchema, &ur)
+	if p != nil {
 		return problemResponse(p)
 	}
 	if p := validateUser(&ur); p != nil {
@@ -152,4 +145,18 @@ func (h *Handler) getUser(ctx context.Context, req *request) response {
 		})
 	}
 	return response{status: http.StatusOK, body: userViewOf(u)}
+}
+
+// decodeUserBody reads the path's userId and decodes the body of a user
+// route with schema s into v.
+func decodeUserBody(req *request, s *schema, v any) (string, *Problem) {
+	userID, p := pathUserID(req)
+	if p != nil {
+		return "", p
+	}
+	body, p := readBody(req)
+	if p != nil {
+		return "", p
+	}
+	return userID, decodeStrict(body, s, v)
 }

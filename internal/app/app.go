@@ -111,7 +111,7 @@ func NewRelay(d Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	urls, err := queue.URLsFromEnv(d.Getenv)
+	pub, err := d.publisher()
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,6 @@ func NewRelay(d Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
 	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log, relay.WithLimits(limits), relay.WithMetrics(d.Recorder())), nil
 }
 
@@ -129,11 +128,20 @@ func NewScheduler(d Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	pub, err := d.publisher()
+	if err != nil {
+		return nil, err
+	}
+	return scheduler.New(st, pub, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+}
+
+// publisher sends work messages to the nine queues named in the environment.
+func (d Deps) publisher() (*queue.Publisher, error) {
 	urls, err := queue.URLsFromEnv(d.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return scheduler.New(st, queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls), d.Now, d.Log).WithMetrics(d.Recorder()), nil
+	return queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls), nil
 }
 
 // WorkerConfig reads the retry settings shared by the channel functions.

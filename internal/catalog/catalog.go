@@ -262,17 +262,21 @@ type fileType struct {
 }
 
 type fileLocaleTmpl struct {
-	Email *struct {
-		Subject string `yaml:"subject"`
-		Text    string `yaml:"text"`
-		HTML    string `yaml:"html"`
-	} `yaml:"email"`
-	SMS *struct {
-		Text string `yaml:"text"`
-	} `yaml:"sms"`
+	Email  *fileEmail  `yaml:"email"`
+	SMS    *fileSMS    `yaml:"sms"`
 	Push   *fileLink   `yaml:"push"`
 	InApp  *fileLink   `yaml:"inapp"`
 	Digest *fileDigest `yaml:"digest"`
+}
+
+type fileEmail struct {
+	Subject string `yaml:"subject"`
+	Text    string `yaml:"text"`
+	HTML    string `yaml:"html"`
+}
+
+type fileSMS struct {
+	Text string `yaml:"text"`
 }
 
 type fileLink struct {

@@ -44,15 +44,9 @@ type digestTemplates struct {
 
 // fileDigest is the YAML shape of a locale's `digest:` section.
 type fileDigest struct {
-	Email *struct {
-		Subject string `yaml:"subject"`
-		Text    string `yaml:"text"`
-		HTML    string `yaml:"html"`
-	} `yaml:"email"`
-	SMS *struct {
-		Text string `yaml:"text"`
-	} `yaml:"sms"`
-	Push *fileLink `yaml:"push"`
+	Email *fileEmail `yaml:"email"`
+	SMS   *fileSMS   `yaml:"sms"`
+	Push  *fileLink  `yaml:"push"`
 }
 
 // parseDigest parses a locale's digest section (nil when absent). Digest

@@ -75,38 +75,18 @@ func decodeAnnouncement(av map[string]types.AttributeValue) (*inbox.Announcement
 // written and the stored announcement is returned with domain.ErrConflict.
 func (s *Store) CreateAnnouncement(ctx context.Context, a *inbox.Announcement) (*inbox.Announcement, error) {
 	a.SortKey = announcementSortKey(a)
-	item, err := attributevalue.MarshalMap(announcementItem{
+	record := announcementItem{
 		PK: announcementPrefix + a.ID, SK: announcementSK, Kind: "announcement", ID: a.ID,
 		Title: a.Title, Body: a.Body, URL: a.URL, PublishedAt: formatTime(a.PublishedAt), ExpiresAt: formatTime(a.ExpiresAt),
 		CreatedAt: formatTime(a.CreatedAt), Caller: a.Caller, RequestHash: a.RequestHash, TTL: a.ExpiresAt.Unix(),
 		GSI1PK: announcementsPartition, GSI1SK: a.SortKey,
-	})
+	}
+	existing, err := createIfAbsent(ctx, s, "announcement "+a.ID, record, decodeAnnouncement,
+		func(ctx context.Context) (*inbox.Announcement, error) { return s.GetAnnouncement(ctx, a.ID) })
 	if err != nil {
-		return nil, fmt.Errorf("marshal announcement %s: %w", a.ID, err)
+		return existing, err
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		return a, nil
-	}
-	if ccf, ok := asConditionFailed(err); ok {
-		var existing *inbox.Announcement
-		var derr error
-		if len(ccf.Item) > 0 {
-			existing, derr = decodeAnnouncement(ccf.Item)
-		} else {
-			existing, derr = s.GetAnnouncement(ctx, a.ID)
-		}
-		if derr != nil {
-			return nil, fmt.Errorf("read existing announcement %s: %w", a.ID, derr)
-		}
-		return existing, fmt.Errorf("create announcement %s: %w", a.ID, domain.ErrConflict)
-	}
-	return nil, fmt.Errorf("create announcement %s: %w", a.ID, err)
+	return a, nil
 }
 
 // GetAnnouncement reads one announcement (strongly consistent).

@@ -84,32 +84,14 @@ func decodeDelivery(av map[string]types.AttributeValue) (*domain.Delivery, error
 // the existing delivery is returned with domain.ErrConflict: its state decides
 // what the caller may still do.
 func (s *Store) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
-	item, err := attributevalue.MarshalMap(s.toDeliveryItem(d))
+	existing, err := createIfAbsent(ctx, s, "delivery "+d.NotificationID+"/"+string(d.Channel), s.toDeliveryItem(d), decodeDelivery,
+		func(ctx context.Context) (*domain.Delivery, error) {
+			return s.GetDelivery(ctx, d.NotificationID, d.Channel)
+		})
 	if err != nil {
-		return nil, fmt.Errorf("marshal delivery %s/%s: %w", d.NotificationID, d.Channel, err)
+		return existing, err
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		return d, nil
-	}
-	if ccf, ok := asConditionFailed(err); ok {
-		var existing *domain.Delivery
-		if len(ccf.Item) > 0 {
-			existing, err = decodeDelivery(ccf.Item)
-		} else {
-			existing, err = s.GetDelivery(ctx, d.NotificationID, d.Channel)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return existing, fmt.Errorf("create delivery %s/%s: %w", d.NotificationID, d.Channel, domain.ErrConflict)
-	}
-	return nil, fmt.Errorf("create delivery %s/%s: %w", d.NotificationID, d.Channel, err)
+	return d, nil
 }
 
 // GetDelivery reads one delivery (strongly consistent).

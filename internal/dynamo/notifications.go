@@ -108,39 +108,12 @@ func (it *notificationItem) toDomain() *domain.Notification {
 // domain.ErrConflict, read from the failed write itself
 // (ReturnValuesOnConditionCheckFailure), so a replay costs no extra read.
 func (s *Store) CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error) {
-	item, err := attributevalue.MarshalMap(s.toNotificationItem(n))
+	existing, err := createIfAbsent(ctx, s, "notification "+n.ID, s.toNotificationItem(n), decodeNotification,
+		func(ctx context.Context) (*domain.Notification, error) { return s.GetNotification(ctx, n.ID) })
 	if err != nil {
-		return nil, fmt.Errorf("marshal notification %s: %w", n.ID, err)
+		return existing, err
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		return n, nil
-	}
-	if ccf, ok := asConditionFailed(err); ok {
-		existing, derr := decodeNotification(ccf.Item)
-		if derr != nil || existing == nil {
-			// Old emulators may not return the item: fall back to a read.
-			existing, derr = s.GetNotification(ctx, n.ID)
-			if derr != nil {
-				return nil, fmt.Errorf("read existing notification %s: %w", n.ID, derr)
-			}
-		}
-		return existing, fmt.Errorf("create notification %s: %w", n.ID, domain.ErrConflict)
-	}
-	return nil, fmt.Errorf("create notification %s: %w", n.ID, err)
-}
-
-func asConditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		return ccf, true
-	}
-	return nil, false
+	return n, nil
 }
 
 func decodeNotification(av map[string]types.AttributeValue) (*domain.Notification, error) {

@@ -10,8 +10,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // API is the subset of the DynamoDB client the store uses.
@@ -89,6 +93,14 @@ func parseTime(s string) time.Time {
 	return t
 }
 
+func asConditionFailed(err error) (*types.ConditionalCheckFailedException, bool) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ccf, true
+	}
+	return nil, false
+}
+
 func isConditionFailed(err error) bool {
 	var ccf *types.ConditionalCheckFailedException
 	return errors.As(err, &ccf)
@@ -102,4 +114,41 @@ func num(v int64) types.AttributeValue {
 
 func key(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(pk), "sk": str(sk)}
+}
+
+// createIfAbsent writes record only if no item has its key. When one exists
+// (an idempotent replay, a stream retry, a concurrent duplicate), nothing is
+// written and the existing item is returned with domain.ErrConflict: decoded
+// from the failed write itself (ReturnValuesOnConditionCheckFailure, so a
+// replay costs no read), or read back where the store did not return it.
+func createIfAbsent[T any](ctx context.Context, s *Store, what string, record any,
+	decode func(map[string]types.AttributeValue) (T, error), reread func(context.Context) (T, error)) (T, error) {
+	var zero T
+	item, err := attributevalue.MarshalMap(record)
+	if err != nil {
+		return zero, fmt.Errorf("marshal %s: %w", what, err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return zero, nil
+	}
+	ccf, ok := asConditionFailed(err)
+	if !ok {
+		return zero, fmt.Errorf("create %s: %w", what, err)
+	}
+	var existing T
+	if len(ccf.Item) > 0 {
+		existing, err = decode(ccf.Item)
+	} else {
+		existing, err = reread(ctx)
+	}
+	if err != nil {
+		return zero, fmt.Errorf("read existing %s: %w", what, err)
+	}
+	return existing, fmt.Errorf("create %s: %w", what, domain.ErrConflict)
 }
