@@ -277,7 +277,13 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 	pmid, sendErr := h.provider.Send(ctx, &Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact})
 	if sendErr == nil {
-		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(n.CreatedAt, h.now()))
+		// Latency runs from when the notification was due: a deliberate
+		// sendAt is not delay.
+		due := n.CreatedAt
+		if n.SendAt.After(due) {
+			due = n.SendAt
+		}
+		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(due, h.now()))
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid})
 	}
 	var pe *ProviderError
