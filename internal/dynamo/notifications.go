@@ -196,9 +196,11 @@ func (s *Store) GetNotificationWithDeliveries(ctx context.Context, id string) (*
 // worker's recheck drops whatever it finds cancelled at send time.
 func (s *Store) CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(NotificationPK(id), notificationSK),
-		UpdateExpression:         aws.String("SET #status = :cancelled, cancelledAt = :now"),
+		TableName: aws.String(s.table),
+		Key:       key(NotificationPK(id), notificationSK),
+		// A cancelled notification is retracted from the inbox too: it leaves
+		// the listing and the unread badge (its item stays for the status view).
+		UpdateExpression:         aws.String("SET #status = :cancelled, cancelledAt = :now REMOVE gsi1pk, gsi1sk, gsi2pk, gsi2sk"),
 		ConditionExpression:      aws.String("attribute_exists(pk) AND caller = :caller AND #status <> :cancelled"),
 		ExpressionAttributeNames: map[string]string{"#status": "status"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{

@@ -241,6 +241,14 @@ func TestCancel(t *testing.T) {
 	if n := len(stacktest.EmailsTo(t, user+"@example.com")); n != 0 {
 		t.Errorf("%d emails sent for a cancelled notification", n)
 	}
+	// It is retracted from the user's inbox and badge.
+	token := "Authorization: Bearer " + stacktest.Stack(t).Token(user, time.Minute)
+	if inbox := stacktest.Do(t, http.MethodGet, "/v1/users/"+user+"/inbox", nil, token); inbox.StatusCode != http.StatusOK || strings.Contains(string(inbox.Body), a.ID) {
+		t.Errorf("inbox after cancel = %d %s", inbox.StatusCode, inbox.Body)
+	}
+	if badge := stacktest.Do(t, http.MethodGet, "/v1/users/"+user+"/inbox/unread-count", nil, token); !strings.Contains(string(badge.Body), `"count":0`) {
+		t.Errorf("badge after cancel = %s", badge.Body)
+	}
 	// Cancelling again is the same answer.
 	again := stacktest.Do(t, http.MethodDelete, "/v1/notifications/"+a.ID, nil, caller("svc-a"))
 	if again.StatusCode != http.StatusOK || !strings.Contains(string(again.Body), `"status":"cancelled"`) {
