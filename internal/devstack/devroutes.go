@@ -71,6 +71,11 @@ func (s *Stack) health(w http.ResponseWriter, r *http.Request) {
 		resp.Body.Close()
 		status[name] = "up"
 	}
+	// The functions' triggers: stream and SQS pollers, the schedule.
+	status["functions"] = "up"
+	if s.running == nil || s.running.Err() != nil || s.relay == nil || s.Scheduler == nil {
+		status["functions"], ok = "down", false
+	}
 	code := http.StatusOK
 	if !ok {
 		code = http.StatusServiceUnavailable

@@ -79,8 +79,10 @@ type Stack struct {
 	vapid  webpush.VAPIDKeys
 	sqs    *sqs.Client
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	relay  *streamMapping
+	// running ends when the stack stops; the functions' triggers run under it.
+	running context.Context
+	wg      sync.WaitGroup
+	relay   *streamMapping
 	// feedback is the SES feedback function (POST /_dev/ses-events).
 	feedback          FeedbackHandler
 	feedbackTimeout   time.Duration
@@ -248,7 +250,7 @@ func (s *Stack) wire() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.running, s.cancel = ctx, cancel
 	sqsHandlers := map[string]SQSHandler{}
 	timeouts := map[string]time.Duration{}
 	var streamHandler StreamHandler

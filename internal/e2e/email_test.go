@@ -69,3 +69,20 @@ func TestBadInputIsRejectedAndNotStored(t *testing.T) {
 		})
 	}
 }
+
+func TestHealthReportsEveryPart(t *testing.T) {
+	resp := stacktest.Do(t, http.MethodGet, "/_dev/health", nil)
+	var h struct {
+		OK       bool              `json:"ok"`
+		Services map[string]string `json:"services"`
+	}
+	resp.JSON(t, &h)
+	if resp.StatusCode != http.StatusOK || !h.OK {
+		t.Fatalf("health = %d %s", resp.StatusCode, resp.Body)
+	}
+	for _, part := range []string{"dynamodb", "sqs", "ses", "functions"} {
+		if h.Services[part] != "up" {
+			t.Errorf("%s = %q, want up", part, h.Services[part])
+		}
+	}
+}
