@@ -105,6 +105,7 @@ func (s Status) Terminal() bool {
 type Delivery struct {
 	NotificationID    string
 	Channel           Channel
+	UserID            string // the recipient; empty on deliveries recorded before it was kept
 	Priority          Priority
 	Status            Status
 	Reason            Reason

@@ -106,10 +106,13 @@ func (n *Notification) Expired(now time.Time) bool {
 }
 
 // WorkMessage is the body of every work-queue message: identifiers only. The
-// worker loads content from the table at send time ("recheck before send").
+// worker loads content from the table at send time ("recheck before send");
+// the recipient's id lets it read the notification and the profile in one
+// request. Messages without it (queued before it was carried) still work.
 type WorkMessage struct {
 	NotificationID string  `json:"notificationId"`
 	Channel        Channel `json:"channel"`
+	UserID         string  `json:"userId,omitempty"`
 }
 
 // WorkItem is a work message addressed to its queue.

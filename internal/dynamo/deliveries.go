@@ -25,6 +25,7 @@ type deliveryItem struct {
 	Kind              string `dynamodbav:"kind"`
 	NotificationID    string `dynamodbav:"notificationId"`
 	Channel           string `dynamodbav:"channel"`
+	UserID            string `dynamodbav:"userId,omitempty"`
 	Priority          string `dynamodbav:"priority"`
 	Status            string `dynamodbav:"status"`
 	Reason            string `dynamodbav:"reason,omitempty"`
@@ -43,7 +44,7 @@ type deliveryItem struct {
 func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
 	it := deliveryItem{
 		PK: NotificationPK(d.NotificationID), SK: deliveryPrefix + string(d.Channel), Kind: "delivery",
-		NotificationID: d.NotificationID, Channel: string(d.Channel), Priority: string(d.Priority),
+		NotificationID: d.NotificationID, Channel: string(d.Channel), UserID: d.UserID, Priority: string(d.Priority),
 		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil),
 		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
@@ -61,7 +62,7 @@ func dueSortKey(due time.Time, id string, c domain.Channel) string {
 
 func (it *deliveryItem) toDomain() *domain.Delivery {
 	return &domain.Delivery{
-		NotificationID: it.NotificationID, Channel: domain.Channel(it.Channel), Priority: domain.Priority(it.Priority),
+		NotificationID: it.NotificationID, Channel: domain.Channel(it.Channel), UserID: it.UserID, Priority: domain.Priority(it.Priority),
 		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
 		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil),
 		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,37 +152,21 @@ func (s *Store) SealDigest(ctx context.Context, k domain.DigestKey, digestID str
 // GetNotifications reads notifications by id with BatchGetItem (100 keys per
 // call, unprocessed keys retried); ids that no longer exist are left out.
 func (s *Store) GetNotifications(ctx context.Context, ids []string) ([]domain.Notification, error) {
-	var out []domain.Notification
-	for start := 0; start < len(ids); start += 100 {
-		keys := make([]map[string]types.AttributeValue, 0, 100)
-		for _, id := range ids[start:min(start+100, len(ids))] {
-			keys = append(keys, key(NotificationPK(id), notificationSK))
+	keys := make([]map[string]types.AttributeValue, len(ids))
+	for i, id := range ids {
+		keys[i] = key(NotificationPK(id), notificationSK)
+	}
+	items, err := s.batchGet(ctx, "batch get notifications", keys, consistentRead)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]domain.Notification, 0, len(items))
+	for _, av := range items {
+		n, err := decodeNotification(av)
+		if err != nil {
+			return nil, err
 		}
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for attempt := 0; len(req) > 0; attempt++ {
-			if attempt == 5 {
-				return nil, errors.New("batch get notifications: keys left unprocessed")
-			}
-			if attempt > 0 {
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(time.Duration(attempt*attempt) * 20 * time.Millisecond):
-				}
-			}
-			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				return nil, fmt.Errorf("batch get notifications: %w", err)
-			}
-			for _, av := range res.Responses[s.table] {
-				n, err := decodeNotification(av)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, *n)
-			}
-			req = res.UnprocessedKeys
-		}
+		out = append(out, *n)
 	}
 	return out, nil
 }

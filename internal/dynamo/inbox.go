@@ -264,9 +264,6 @@ func markerKey(userID, announcementID string) map[string]types.AttributeValue {
 	return key(markerPrefix+userID, announcementID)
 }
 
-// maxBatchGetAttempts bounds the retries of unprocessed keys.
-const maxBatchGetAttempts = 5
-
 // InboxState reads, in one BatchGetItem, the user's markers of the given
 // announcements and, when withLocale is set, the profile's locale.
 func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (api.InboxState, error) {
@@ -284,49 +281,25 @@ func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs [
 	if len(keys) > 100 {
 		return st, fmt.Errorf("inbox state: %d keys exceed one batch read", len(keys))
 	}
-	request := map[string]types.KeysAndAttributes{s.table: {
-		Keys:                     keys,
+	items, err := s.batchGet(ctx, "inbox state", keys, types.KeysAndAttributes{
 		ProjectionExpression:     aws.String("pk, sk, readAt, archivedAt, #locale"),
 		ExpressionAttributeNames: map[string]string{"#locale": "locale"},
-	}}
-	for attempt := 1; len(request) > 0; attempt++ {
-		if attempt > maxBatchGetAttempts {
-			return st, fmt.Errorf("inbox state: keys still unprocessed after %d attempts", maxBatchGetAttempts)
+	})
+	if err != nil {
+		return st, err
+	}
+	for _, av := range items {
+		var it markerItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return st, fmt.Errorf("inbox state: unmarshal: %w", err)
 		}
-		if attempt > 1 {
-			if err := sleepCtx(ctx, time.Duration(attempt*attempt)*10*time.Millisecond); err != nil {
-				return st, err
-			}
+		if it.PK == UserPK(userID) {
+			st.Locale = it.Locale
+			continue
 		}
-		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
-		if err != nil {
-			return st, fmt.Errorf("inbox state: %w", err)
-		}
-		for _, av := range out.Responses[s.table] {
-			var it markerItem
-			if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-				return st, fmt.Errorf("inbox state: unmarshal: %w", err)
-			}
-			if it.PK == UserPK(userID) {
-				st.Locale = it.Locale
-				continue
-			}
-			st.Markers[it.SK] = inbox.Marker{ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt)}
-		}
-		request = out.UnprocessedKeys
+		st.Markers[it.SK] = inbox.Marker{ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt)}
 	}
 	return st, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // MarkAnnouncementRead records that userID read a, keeping the first readAt.

@@ -271,7 +271,7 @@ func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *pr
 	var items []domain.WorkItem
 	for _, d := range policy.Decide(policy.Input{Notification: n, Type: typ, Profile: profile, Now: now}) {
 		del := &domain.Delivery{
-			NotificationID: n.ID, Channel: d.Channel, Priority: n.Priority,
+			NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID, Priority: n.Priority,
 			Status: d.Status, Reason: d.Reason, DueAt: d.DueAt, UpdatedAt: now,
 		}
 		if err := h.resolve(ctx, n, d, del, now); err != nil {
@@ -295,7 +295,7 @@ func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *pr
 			continue
 		}
 		items = append(items, domain.WorkItem{
-			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel},
+			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID},
 			Priority: n.Priority,
 		})
 	}

@@ -102,8 +102,8 @@ func TestQueuesEachChannelOnItsPriorityQueue(t *testing.T) {
 		t.Fatalf("failed records %v", failed)
 	}
 	want := []domain.WorkItem{
-		{Message: domain.WorkMessage{NotificationID: "n1", Channel: domain.ChannelEmail}, Priority: domain.PriorityLow},
-		{Message: domain.WorkMessage{NotificationID: "n1", Channel: domain.ChannelPush}, Priority: domain.PriorityLow},
+		{Message: domain.WorkMessage{NotificationID: "n1", Channel: domain.ChannelEmail, UserID: "u1"}, Priority: domain.PriorityLow},
+		{Message: domain.WorkMessage{NotificationID: "n1", Channel: domain.ChannelPush, UserID: "u1"}, Priority: domain.PriorityLow},
 	}
 	if !slices.Equal(f.pub.sent, want) {
 		t.Errorf("sent %+v, want %+v", f.pub.sent, want)

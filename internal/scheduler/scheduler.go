@@ -110,7 +110,7 @@ func (h *Handler) Release(ctx context.Context) (int, error) {
 		var items []domain.WorkItem
 		for i, d := range due {
 			if ready[i] {
-				items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel}, Priority: d.Priority})
+				items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel, UserID: d.UserID}, Priority: d.Priority})
 			}
 		}
 		if len(items) == 0 {

@@ -31,15 +31,11 @@ type digestTableFake struct {
 	sealed   int
 }
 
-func (f *digestTableFake) GetNotificationWithDeliveries(context.Context, string) (*domain.Notification, []domain.Delivery, error) {
+func (f *digestTableFake) LoadWork(context.Context, domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := *f.n
-	return &n, []domain.Delivery{f.delivery}, nil
-}
-
-func (f *digestTableFake) GetRecipientProfile(context.Context, string) (*domain.RecipientProfile, error) {
-	return &domain.RecipientProfile{User: &domain.User{ID: "u1"}, PushSubscriptions: []domain.PushSubscription{{ID: "s1"}}}, nil
+	n, d := *f.n, f.delivery
+	return &n, &d, &domain.RecipientProfile{User: &domain.User{ID: "u1"}, PushSubscriptions: []domain.PushSubscription{{ID: "s1"}}}, nil
 }
 
 func (f *digestTableFake) Transition(_ context.Context, _ string, _ domain.Channel, c domain.Change) (*domain.Delivery, error) {
@@ -76,11 +72,8 @@ func (f *digestTableFake) GetNotifications(_ context.Context, ids []string) ([]d
 // plainTable hides the digest methods.
 type plainTable struct{ f *digestTableFake }
 
-func (p plainTable) GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
-	return p.f.GetNotificationWithDeliveries(ctx, id)
-}
-func (p plainTable) GetRecipientProfile(ctx context.Context, id string) (*domain.RecipientProfile, error) {
-	return p.f.GetRecipientProfile(ctx, id)
+func (p plainTable) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
+	return p.f.LoadWork(ctx, wm)
 }
 func (p plainTable) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	return p.f.Transition(ctx, id, ch, c)

@@ -42,33 +42,27 @@ func (s *fakeStore) delivery(id string, c domain.Channel) domain.Delivery {
 	return *s.deliveries[id+"/"+string(c)]
 }
 
-func (s *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
+func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.loadErr != nil {
-		return nil, nil, s.loadErr
+		return nil, nil, nil, s.loadErr
 	}
-	n, ok := s.notifications[id]
+	n, ok := s.notifications[wm.NotificationID]
 	if !ok {
-		return nil, nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
-	}
-	var ds []domain.Delivery
-	for _, c := range domain.Channels {
-		if d, ok := s.deliveries[id+"/"+string(c)]; ok {
-			ds = append(ds, *d)
-		}
+		return nil, nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
 	}
 	cp := *n
-	return &cp, ds, nil
-}
-
-func (s *fakeStore) GetRecipientProfile(_ context.Context, userID string) (*domain.RecipientProfile, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.profiles[userID]; ok {
-		return p, nil
+	var d *domain.Delivery
+	if stored, ok := s.deliveries[wm.NotificationID+"/"+string(wm.Channel)]; ok {
+		dc := *stored
+		d = &dc
 	}
-	return &domain.RecipientProfile{Preferences: domain.Preferences{}}, nil
+	p, ok := s.profiles[n.Recipient.UserID]
+	if !ok {
+		p = &domain.RecipientProfile{Preferences: domain.Preferences{}}
+	}
+	return &cp, d, p, nil
 }
 
 func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {

@@ -56,8 +56,10 @@ import (
 
 // Store is what the worker needs from the table.
 type Store interface {
-	GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error)
-	GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error)
+	// LoadWork reads the notification, its delivery on the message's channel
+	// (nil when there is none) and the recipient's profile;
+	// domain.ErrNotFound when the notification is gone.
+	LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
@@ -213,7 +215,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.malformed(ctx, h.log.With("messageId", msg.MessageId), msg, "undecodable body or wrong channel")
 	}
 	log := h.log.With("notificationId", wm.NotificationID, "channel", wm.Channel, "messageId", msg.MessageId)
-	n, deliveries, err := h.store.GetNotificationWithDeliveries(ctx, wm.NotificationID)
+	n, d, profile, err := h.store.LoadWork(ctx, wm)
 	if errors.Is(err, domain.ErrNotFound) {
 		log.WarnContext(ctx, "notification gone", "outcome", "discarded")
 		return nil
@@ -221,12 +223,6 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	if err != nil {
 		log.ErrorContext(ctx, "load failed", "error", err)
 		return h.retryLater(ctx, log, msg, "")
-	}
-	var d *domain.Delivery
-	for i := range deliveries {
-		if deliveries[i].Channel == wm.Channel {
-			d = &deliveries[i]
-		}
 	}
 	if d == nil {
 		return h.malformed(ctx, log, msg, "no delivery for the work message")
@@ -239,11 +235,6 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	typ, ok := h.catalog.Lookup(n.Type)
 	if !ok {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, Reason: domain.ReasonNotApplicable, LastError: "unknown type"})
-	}
-	profile, err := h.store.GetRecipientProfile(ctx, n.Recipient.UserID)
-	if err != nil {
-		log.ErrorContext(ctx, "load profile failed", "error", err)
-		return h.retryLater(ctx, log, msg, d.Priority)
 	}
 	now := h.now()
 	contact, reason := h.recheck(n, typ, profile, now)

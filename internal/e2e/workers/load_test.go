@@ -1,0 +1,65 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// TestLoadWorkReadsTheSameOnEveryPath: the worker's one-request load (email
+// and SMS: one BatchGetItem), the push load (two queries at once), the load
+// of a message without the user id (two queries in turn) and a message
+// naming the wrong user all see the same notification, delivery and profile.
+func TestLoadWorkReadsTheSameOnEveryPath(t *testing.T) {
+	ctx := context.Background()
+	user := stacktest.UniqueID("load")
+	addr := user + "@example.com"
+	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": addr, "locale": "ja-JP"}); resp.StatusCode/100 != 2 {
+		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
+	}
+	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user+"/preferences", `{"preferences":{"invoice.payment_failed":{"push":false}}}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT preferences = %d %s", resp.StatusCode, resp.Body)
+	}
+	pushSubscription(t, user)
+	id := notify(t, reservation(user, []string{"email", "push"}, nil))
+	waitStatus(t, id, domain.ChannelEmail, domain.StatusSent)
+	waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
+
+	s := store(t)
+	for _, ch := range []domain.Channel{domain.ChannelEmail, domain.ChannelPush} {
+		want, wantD, wantP, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: id, Channel: ch}) // two queries in turn
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want.ID != id || wantD == nil || wantD.Channel != ch || wantD.Status != domain.StatusSent || wantP.User == nil || wantP.User.Email != addr {
+			t.Fatalf("%s: legacy load = %+v %+v %+v", ch, want, wantD, wantP)
+		}
+		for _, wm := range []domain.WorkMessage{
+			{NotificationID: id, Channel: ch, UserID: user},
+			{NotificationID: id, Channel: ch, UserID: "someone-else"},
+		} {
+			n, d, p, err := s.LoadWork(ctx, wm)
+			if err != nil {
+				t.Fatalf("%+v: %v", wm, err)
+			}
+			if !reflect.DeepEqual(n, want) || !reflect.DeepEqual(d, wantD) {
+				t.Errorf("%+v: notification/delivery differ:\n%+v %+v\nwant\n%+v %+v", wm, n, d, want, wantD)
+			}
+			if !reflect.DeepEqual(p.User, wantP.User) || !reflect.DeepEqual(p.Preferences, wantP.Preferences) {
+				t.Errorf("%+v: profile %+v %v, want %+v %v", wm, p.User, p.Preferences, wantP.User, wantP.Preferences)
+			}
+			// Only push needs (and reads) the subscriptions.
+			if ch == domain.ChannelPush && len(p.PushSubscriptions) != 1 {
+				t.Errorf("%+v: %d push subscriptions, want 1", wm, len(p.PushSubscriptions))
+			}
+		}
+	}
+	if _, _, _, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: "missing", Channel: domain.ChannelEmail, UserID: user}); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("load of a missing notification: %v, want ErrNotFound", err)
+	}
+}
