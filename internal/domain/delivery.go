@@ -118,6 +118,12 @@ type Delivery struct {
 	DigestID          string // digest this delivery joined or leads
 }
 
+// DeliveryKey names one delivery: a notification on a channel.
+type DeliveryKey struct {
+	NotificationID string
+	Channel        Channel
+}
+
 // ErrInvalidTransition is returned when a caller asks for a transition the
 // state machine forbids.
 type ErrInvalidTransition struct{ From, To Status }

@@ -25,12 +25,15 @@ type memStore struct {
 	counters     map[string][]string // user#channel#window → counted ids
 	heads        map[string]digestHead
 	members      map[string][]string // leader → member ids
-	profileReads map[string]int
+	profileReads map[string]int      // queries of a user's partition
+	batchReads   int                 // ReadPlanning calls
+	batchUsers   map[string]int      // profiles read by ReadPlanning
 	countCalls   int
 	// failures to inject: by notification id
 	failCreate     map[string]error
 	failTransition map[string]int // remaining failures
 	failProfile    map[string]error
+	failBatchRead  error
 }
 
 type digestHead struct {
@@ -43,7 +46,7 @@ func newMemStore() *memStore {
 		profiles: map[string]*domain.RecipientProfile{}, deliveries: map[string]domain.Delivery{},
 		counters: map[string][]string{}, heads: map[string]digestHead{}, members: map[string][]string{},
 		profileReads: map[string]int{}, failCreate: map[string]error{}, failTransition: map[string]int{},
-		failProfile: map[string]error{},
+		failProfile: map[string]error{}, batchUsers: map[string]int{},
 	}
 }
 
@@ -61,6 +64,31 @@ func (s *memStore) GetRecipientProfile(_ context.Context, userID string) (*domai
 		return &cp, nil
 	}
 	return &domain.RecipientProfile{Preferences: domain.Preferences{}}, nil
+}
+
+func (s *memStore) ReadPlanning(_ context.Context, keys []domain.DeliveryKey, users []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batchReads++
+	if s.failBatchRead != nil {
+		return nil, nil, s.failBatchRead
+	}
+	existing := map[domain.DeliveryKey]domain.Delivery{}
+	for _, k := range keys {
+		if d, ok := s.deliveries[dkey(k.NotificationID, k.Channel)]; ok {
+			existing[k] = d
+		}
+	}
+	profiles := map[string]*domain.RecipientProfile{}
+	for _, u := range users {
+		s.batchUsers[u]++
+		p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
+		if stored, ok := s.profiles[u]; ok {
+			p.User, p.Preferences = stored.User, stored.Preferences // no push subscriptions in a batch read
+		}
+		profiles[u] = p
+	}
+	return existing, profiles, nil
 }
 
 func (s *memStore) CreateDelivery(_ context.Context, d *domain.Delivery) (*domain.Delivery, error) {

@@ -15,12 +15,16 @@
 // leader and members (see internal/dynamo), so a retry neither counts twice
 // nor changes its digest role.
 //
-// Within one batch, records of the same user are planned in stream order (at
-// most one profile read per user and batch, none when policy.NeedsProfile says
-// the stored profile cannot change the outcome; the first of a burst opens the digest and
-// the rate limit skips the last ones), different users in parallel. All work
-// messages of the batch then go out together: SendMessageBatch grouped per
-// queue, ten per call, the calls in parallel.
+// Reads: one batch read (BatchGetItem, 100 keys a call) for the existing
+// deliveries of every record (a retried record skips what is past planning
+// without writing) and the profiles of the users whose decisions need one but
+// not their push subscriptions; a user whose push channel needs a decision
+// has their partition queried once per batch instead (subscriptions are a
+// range of items a batch read cannot name). Records of the same user are
+// planned in stream order (the first of a burst opens the digest and the rate
+// limit skips the last ones), different users in parallel. All work messages
+// of the batch then go out together: SendMessageBatch grouped per queue, ten
+// per call, the calls in parallel.
 package relay
 
 import (
@@ -28,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +47,11 @@ import (
 
 // Store is what the relay needs from the table.
 type Store interface {
+	// ReadPlanning reads which of the deliveries exist and the profiles of
+	// users, without their push subscriptions (a user with no profile gets an
+	// empty one).
+	ReadPlanning(ctx context.Context, deliveries []domain.DeliveryKey, users []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error)
+	// GetRecipientProfile reads a user's profile with the push subscriptions.
 	GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error)
 	CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
@@ -110,6 +120,7 @@ func New(store Store, pub Publisher, decode DecodeFunc, cat *catalog.Catalog, no
 type job struct {
 	record int
 	n      *domain.Notification
+	typ    *catalog.Type
 }
 
 // pending is a planned delivery waiting for its work message.
@@ -138,22 +149,39 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		if n == nil {
 			continue
 		}
+		typ, ok := h.catalog.Lookup(n.Type)
+		if !ok {
+			// Intake validated the type; a type removed since cannot be delivered.
+			h.log.WarnContext(ctx, "notification type no longer in catalog", "notificationId", n.ID, "type", n.Type)
+			continue
+		}
 		g, ok := groupOf[n.Recipient.UserID]
 		if !ok {
 			g = len(groups)
 			groupOf[n.Recipient.UserID] = g
 			groups = append(groups, nil)
 		}
-		groups[g] = append(groups[g], job{record: i, n: n})
+		groups[g] = append(groups[g], job{record: i, n: n, typ: typ})
+	}
+
+	st, err := h.readBatch(ctx, groups)
+	if err != nil {
+		for _, g := range groups {
+			for _, j := range g {
+				h.recordFailed(ctx, recs[j.record], j.n, "read", err)
+				failed[j.record].Store(true)
+			}
+		}
+		groups = nil
 	}
 
 	// Plan: one user's records in order, users in parallel.
-	planned := make([][]domain.WorkItem, len(recs))
+	planned := make([][]pending, len(recs))
 	h.parallel(len(groups), func(g int) {
-		profiles := profileOnce{store: h.store, userID: groups[g][0].n.Recipient.UserID}
+		profiles := profileOnce{store: h.store, userID: groups[g][0].n.Recipient.UserID, profile: st.profiles[groups[g][0].n.Recipient.UserID]}
 		for _, j := range groups[g] {
 			var err error
-			if planned[j.record], err = h.plan(ctx, j.n, &profiles); err != nil {
+			if planned[j.record], err = h.plan(ctx, j, &profiles, st.existing); err != nil {
 				h.recordFailed(ctx, recs[j.record], j.n, "plan", err)
 				failed[j.record].Store(true)
 			}
@@ -162,10 +190,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 
 	// Send every work message of the batch at once, then record queued.
 	var toSend []pending
-	for i, items := range planned {
-		for _, it := range items {
-			toSend = append(toSend, pending{record: i, item: it})
-		}
+	for _, p := range planned {
+		toSend = append(toSend, p...)
 	}
 	if len(toSend) > 0 {
 		items := make([]domain.WorkItem, len(toSend))
@@ -200,6 +226,44 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 	}
 	return resp, nil
+}
+
+// batchState is what planning reads about the whole batch up front.
+type batchState struct {
+	existing map[domain.DeliveryKey]domain.Delivery
+	profiles map[string]*domain.RecipientProfile // without push subscriptions
+}
+
+// readBatch reads, in one batch read, which deliveries of the batch exist
+// and the profiles of the users whose decisions need one but not their push
+// subscriptions (those users are queried while planning).
+func (h *Handler) readBatch(ctx context.Context, groups [][]job) (batchState, error) {
+	var keys []domain.DeliveryKey
+	var users []string
+	for _, g := range groups {
+		needsProfile, needsSubscriptions := false, false
+		for _, j := range g {
+			channels := policy.Channels(j.n, j.typ)
+			for _, c := range channels {
+				keys = append(keys, domain.DeliveryKey{NotificationID: j.n.ID, Channel: c})
+			}
+			if policy.NeedsProfile(j.n, j.typ) {
+				needsProfile = true
+				needsSubscriptions = needsSubscriptions || slices.Contains(channels, domain.ChannelPush)
+			}
+		}
+		if needsProfile && !needsSubscriptions {
+			users = append(users, g[0].n.Recipient.UserID)
+		}
+	}
+	if len(keys) == 0 {
+		return batchState{}, nil
+	}
+	existing, profiles, err := h.store.ReadPlanning(ctx, keys, users)
+	if err != nil {
+		return batchState{}, fmt.Errorf("read planning state: %w", err)
+	}
+	return batchState{existing: existing, profiles: profiles}, nil
 }
 
 // plannedMetric names the metric of a delivery recorded in a final or
@@ -253,23 +317,29 @@ func (h *Handler) markQueued(ctx context.Context, it domain.WorkItem) error {
 
 // plan records the deliveries of one notification and returns the work items
 // still to send.
-func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *profileOnce) ([]domain.WorkItem, error) {
-	typ, ok := h.catalog.Lookup(n.Type)
-	if !ok {
-		// Intake validated the type; a type removed since cannot be delivered.
-		h.log.WarnContext(ctx, "notification type no longer in catalog", "notificationId", n.ID, "type", n.Type)
-		return nil, nil
-	}
+func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existing map[domain.DeliveryKey]domain.Delivery) ([]pending, error) {
+	n := j.n
 	profile := &domain.RecipientProfile{Preferences: domain.Preferences{}}
-	if policy.NeedsProfile(n, typ) {
+	if policy.NeedsProfile(n, j.typ) {
 		var err error
 		if profile, err = profiles.get(ctx); err != nil {
 			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
 		}
 	}
 	now := h.now()
-	var items []domain.WorkItem
-	for _, d := range policy.Decide(policy.Input{Notification: n, Type: typ, Profile: profile, Now: now}) {
+	var out []pending
+	for _, d := range policy.Decide(policy.Input{Notification: n, Type: j.typ, Profile: profile, Now: now}) {
+		item := domain.WorkItem{
+			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID},
+			Priority: n.Priority,
+		}
+		if prev, ok := existing[domain.DeliveryKey{NotificationID: n.ID, Channel: d.Channel}]; ok {
+			// A retried record: the delivery's state decides.
+			if prev.Status == domain.StatusPlanned {
+				out = append(out, pending{record: j.record, item: item})
+			}
+			continue
+		}
 		del := &domain.Delivery{
 			NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID, Priority: n.Priority,
 			Status: d.Status, Reason: d.Reason, DueAt: d.DueAt, UpdatedAt: now,
@@ -280,26 +350,24 @@ func (h *Handler) plan(ctx context.Context, n *domain.Notification, profiles *pr
 		if del.Status == domain.StatusQueued {
 			del.Status = domain.StatusPlanned
 		}
-		existing, err := h.store.CreateDelivery(ctx, del)
+		current, err := h.store.CreateDelivery(ctx, del)
 		switch {
 		case errors.Is(err, domain.ErrConflict):
-			if existing == nil || existing.Status != domain.StatusPlanned {
-				continue // already past planning: nothing more to send
+			if current != nil && current.Status == domain.StatusPlanned {
+				out = append(out, pending{record: j.record, item: item})
 			}
+			continue // recorded meanwhile: its state decides
 		case err != nil:
 			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
-		case del.Status != domain.StatusPlanned:
-			h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
-				"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)
-			h.countPlanned(ctx, del)
+		case del.Status == domain.StatusPlanned:
+			out = append(out, pending{record: j.record, item: item})
 			continue
 		}
-		items = append(items, domain.WorkItem{
-			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID},
-			Priority: n.Priority,
-		})
+		h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
+			"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)
+		h.countPlanned(ctx, del)
 	}
-	return items, nil
+	return out, nil
 }
 
 // resolve applies what the pure decision left to the table: a digest
@@ -341,8 +409,9 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 	return nil
 }
 
-// profileOnce reads one user's profile at most once per batch, and only if a
-// record needs it. A failed read is retried by the next record.
+// profileOnce holds one user's profile for the batch: from the batch read,
+// or queried at most once when a record needs it (a failed query is retried
+// by the next record).
 type profileOnce struct {
 	store   Store
 	userID  string

@@ -238,11 +238,54 @@ func TestReadsEachProfileOncePerBatch(t *testing.T) {
 	if failed := f.handle(t, batch...); len(failed) > 0 {
 		t.Fatalf("failed %v", failed)
 	}
-	if f.store.profileReads["u1"] != 1 || f.store.profileReads["u2"] != 1 {
-		t.Errorf("profile reads %v, want one per user", f.store.profileReads)
+	if f.store.profileReads["u1"] != 1 || f.store.profileReads["u2"] != 1 || len(f.store.batchUsers) != 0 {
+		t.Errorf("profile queries %v, batch-read profiles %v, want one query per user (push needs the subscriptions)", f.store.profileReads, f.store.batchUsers)
 	}
 	if len(f.pub.sent) != 10 {
 		t.Errorf("%d messages, want 10", len(f.pub.sent))
+	}
+}
+
+// TestOneBatchReadPlansABatchWithoutPush: without a push channel to decide,
+// the existing deliveries and every profile come from one batch read, and
+// the stored preferences still decide.
+func TestOneBatchReadPlansABatchWithoutPush(t *testing.T) {
+	f := newFixture(t)
+	emailOnly := func(n *domain.Notification) { n.Channels = []domain.Channel{domain.ChannelEmail} }
+	var batch []events.DynamoDBEventRecord
+	for i := range 20 {
+		user := fmt.Sprintf("u%d", i%10)
+		f.user(user, func(p *domain.RecipientProfile) {
+			if user == "u3" {
+				p.Preferences["reservation.approved"] = map[domain.Channel]bool{domain.ChannelEmail: false}
+			}
+		})
+		batch = append(batch, insert(fmt.Sprint(i), reservation(fmt.Sprintf("n%d", i), user, emailOnly)))
+	}
+	if failed := f.handle(t, batch...); len(failed) > 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	if f.store.batchReads != 1 || len(f.store.profileReads) != 0 || len(f.store.batchUsers) != 10 {
+		t.Errorf("batch reads %d (profiles %v), profile queries %v; want 1 batch read of 10 profiles and no query",
+			f.store.batchReads, f.store.batchUsers, f.store.profileReads)
+	}
+	if len(f.pub.sent) != 18 {
+		t.Errorf("%d messages, want 18", len(f.pub.sent))
+	}
+	f.wantDelivery(t, "n3", domain.ChannelEmail, domain.StatusSkipped, domain.ReasonPreference)
+	f.wantDelivery(t, "n13", domain.ChannelEmail, domain.StatusSkipped, domain.ReasonPreference)
+	f.wantDelivery(t, "n4", domain.ChannelEmail, domain.StatusQueued, "")
+}
+
+// TestFailedBatchReadRetriesEveryRecord: without knowing which deliveries
+// exist (or the profiles), nothing is planned: every record is retried.
+func TestFailedBatchReadRetriesEveryRecord(t *testing.T) {
+	f := newFixture(t)
+	f.user("u1", nil)
+	f.store.failBatchRead = errors.New("injected batch read failure")
+	failed := f.handle(t, insert("1", reservation("n1", "u1", nil)), insert("2", reservation("n2", "u2", nil)))
+	if !slices.Equal(failed, []string{"1", "2"}) || len(f.pub.sent) != 0 || len(f.store.deliveries) != 0 {
+		t.Errorf("failed %v, sent %v, deliveries %v", failed, f.pub.sent, f.store.deliveries)
 	}
 }
 
