@@ -95,6 +95,19 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// Notify posts a notification (a JSON string or a value to encode), fails
+// the test unless it is accepted, and returns its id.
+func Notify(t testing.TB, body any) string {
+	t.Helper()
+	resp := Do(t, http.MethodPost, "/v1/notifications", body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/notifications = %d %s", resp.StatusCode, resp.Body)
+	}
+	var accepted struct{ ID string }
+	resp.JSON(t, &accepted)
+	return accepted.ID
+}
+
 // Response is an HTTP response with its body read.
 type Response struct {
 	*http.Response

@@ -226,13 +226,7 @@ func TestItemsRenderInTheUsersLocale(t *testing.T) {
 	}
 	post := func(locale string) string {
 		body := `{"type":"security.login_alert","recipient":{"userId":"` + user + `"` + locale + `},"data":{"url":"https://example.com/s/1"}}`
-		resp := stacktest.Do(t, http.MethodPost, "/v1/notifications", body)
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("intake: %d %s", resp.StatusCode, resp.Body)
-		}
-		var a struct{ ID string }
-		resp.JSON(t, &a)
-		return a.ID
+		return stacktest.Notify(t, body)
 	}
 	profile := post("")
 	english := post(`,"locale":"en"`)

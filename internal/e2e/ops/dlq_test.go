@@ -27,7 +27,7 @@ func parkExhausted(t *testing.T, addr string) string {
 	t.Helper()
 	st := stacktest.Stack(t)
 	ctx := context.Background()
-	id := post(t, map[string]any{
+	id := stacktest.Notify(t, map[string]any{
 		"type": "invoice.payment_failed", "channels": []string{"email"},
 		"recipient": map[string]any{"userId": stacktest.UniqueID("u"), "email": addr},
 		"data":      map[string]any{"invoiceUrl": "https://example.com/i/77"},
@@ -207,7 +207,7 @@ func TestRelayDLQRedrive(t *testing.T) {
 	user := stacktest.UniqueID("u")
 	addr := "relay-" + stacktest.UniqueID("r") + "@example.com"
 	// No address yet: the relay records skipped: no_contact.
-	id := post(t, map[string]any{
+	id := stacktest.Notify(t, map[string]any{
 		"type": "invoice.payment_failed", "channels": []string{"email"},
 		"recipient": map[string]any{"userId": user}, "data": map[string]any{"invoiceUrl": "https://example.com/i/78"},
 	})

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -87,18 +86,6 @@ func heraldJSON(t *testing.T, v any, args ...string) {
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		t.Fatalf("herald dlq %v --json: %v\n%s", args, err, out)
 	}
-}
-
-// post creates a notification and returns its id.
-func post(t *testing.T, body map[string]any) string {
-	t.Helper()
-	resp := stacktest.Do(t, http.MethodPost, "/v1/notifications", body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
-	}
-	var accepted struct{ ID string }
-	resp.JSON(t, &accepted)
-	return accepted.ID
 }
 
 // delivery waits for the notification's delivery on c to satisfy cond.

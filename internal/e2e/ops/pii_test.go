@@ -46,11 +46,11 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	alert := post(t, map[string]any{
+	alert := stacktest.Notify(t, map[string]any{
 		"type": "security.login_alert", "recipient": map[string]any{"userId": user, "email": email, "phone": phone},
 		"data": map[string]any{"url": link},
 	})
-	comment := post(t, map[string]any{
+	comment := stacktest.Notify(t, map[string]any{
 		"type": "comment.created", "recipient": map[string]any{"userId": user},
 		"data": map[string]any{"actorLabel": text, "url": link},
 	})

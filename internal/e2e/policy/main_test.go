@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -79,18 +78,6 @@ func addPushSubscription(t testing.TB, userID string) string {
 		t.Fatal(err)
 	}
 	return id
-}
-
-// post submits a notification and returns its id.
-func post(t testing.TB, body map[string]any) string {
-	t.Helper()
-	resp := stacktest.Do(t, http.MethodPost, "/v1/notifications", body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
-	}
-	var out struct{ ID string }
-	resp.JSON(t, &out)
-	return out.ID
 }
 
 func delivery(t testing.TB, id string, c domain.Channel) (domain.Delivery, bool) {

@@ -14,7 +14,7 @@ func TestPreferenceOffSkipsTheEmailButKeepsTheInAppItem(t *testing.T) {
 	user := uniqueUser(t)
 	addr := user + "@example.com"
 	putPrefs(t, user, map[string]map[string]bool{"reservation.approved": {"email": false}})
-	id := post(t, reservation(user, addr, nil))
+	id := stacktest.Notify(t, reservation(user, addr, nil))
 	d := waitStatus(t, id, domain.ChannelEmail, domain.StatusSkipped, 10*time.Second)
 	if d.Reason != domain.ReasonPreference {
 		t.Errorf("reason %q, want preference", d.Reason)
@@ -35,7 +35,7 @@ func TestMandatoryTypeSendsDespiteTheOverride(t *testing.T) {
 	addr := user + "@example.com"
 	putUser(t, domain.User{ID: user, Email: addr})
 	putPrefs(t, user, map[string]map[string]bool{"security.login_alert": {"email": false, "sms": false}})
-	id := post(t, map[string]any{
+	id := stacktest.Notify(t, map[string]any{
 		"type": "security.login_alert", "recipient": map[string]any{"userId": user},
 		"data": map[string]any{"url": "https://example.com/security"}, "channels": []string{"email"},
 	})
@@ -54,7 +54,7 @@ func TestSixthEmailInAMinuteIsRateLimitedButHighIsExempt(t *testing.T) {
 	advanceTo(t, now.Truncate(time.Minute).Add(time.Minute+time.Second))
 	var ids []string
 	for range 6 {
-		ids = append(ids, post(t, reservation(user, addr, nil)))
+		ids = append(ids, stacktest.Notify(t, reservation(user, addr, nil)))
 	}
 	for _, id := range ids[:5] {
 		waitStatus(t, id, domain.ChannelEmail, domain.StatusSent, 15*time.Second)
@@ -62,7 +62,7 @@ func TestSixthEmailInAMinuteIsRateLimitedButHighIsExempt(t *testing.T) {
 	if d := waitStatus(t, ids[5], domain.ChannelEmail, domain.StatusSkipped, 10*time.Second); d.Reason != domain.ReasonRateLimited {
 		t.Errorf("6th: reason %q, want rate_limited", d.Reason)
 	}
-	high := post(t, reservation(user, addr, map[string]any{"priority": "high"}))
+	high := stacktest.Notify(t, reservation(user, addr, map[string]any{"priority": "high"}))
 	waitStatus(t, high, domain.ChannelEmail, domain.StatusSent, 15*time.Second)
 	if got := stacktest.EmailsTo(t, addr); len(got) != 6 {
 		t.Errorf("%d emails, want 6 (5 normal + 1 high)", len(got))
@@ -82,12 +82,12 @@ func TestQuietHoursDeferUntilTheWindowEnds(t *testing.T) {
 		QuietHours: &domain.QuietHours{Start: fmtClock(local.Add(-time.Hour)), End: fmtClock(local.Add(time.Hour))}})
 	wantDue := local.Add(time.Hour).Truncate(time.Minute)
 
-	id := post(t, reservation(user, "", nil))
+	id := stacktest.Notify(t, reservation(user, "", nil))
 	d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 10*time.Second)
 	if d.Reason != domain.ReasonQuietHours || !d.DueAt.Equal(wantDue) {
 		t.Fatalf("deferred %q due %v, want quiet_hours due %v", d.Reason, d.DueAt, wantDue)
 	}
-	high := post(t, reservation(user, "", map[string]any{"priority": "high"}))
+	high := stacktest.Notify(t, reservation(user, "", map[string]any{"priority": "high"}))
 	waitStatus(t, high, domain.ChannelEmail, domain.StatusSent, 15*time.Second)
 	settle()
 	if got := stacktest.EmailsTo(t, addr); len(got) != 1 {
@@ -112,7 +112,7 @@ func TestSendAtDefersUntilItIsDue(t *testing.T) {
 	user := uniqueUser(t)
 	addr := user + "@example.com"
 	sendAt := st.Clock.Now().Add(90 * time.Second).UTC().Truncate(time.Millisecond)
-	id := post(t, reservation(user, addr, map[string]any{"sendAt": sendAt.Format(time.RFC3339Nano)}))
+	id := stacktest.Notify(t, reservation(user, addr, map[string]any{"sendAt": sendAt.Format(time.RFC3339Nano)}))
 	d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 10*time.Second)
 	if d.Reason != domain.ReasonScheduled || !d.DueAt.Equal(sendAt) {
 		t.Fatalf("deferred %q due %v, want scheduled due %v", d.Reason, d.DueAt, sendAt)
@@ -146,7 +146,7 @@ func TestFiveCommentsInAWindowBecomeOneDigest(t *testing.T) {
 	for i := range 5 {
 		url := "https://example.com/c/" + user + "/" + string(rune('a'+i))
 		urls = append(urls, url)
-		ids = append(ids, post(t, map[string]any{
+		ids = append(ids, stacktest.Notify(t, map[string]any{
 			"type": "comment.created", "recipient": map[string]any{"userId": user}, "batchKey": batchKey,
 			"data": map[string]any{"actorLabel": "Someone", "url": url},
 		}))

@@ -69,7 +69,7 @@ func TestStreamRetryOfTheSameBatchSendsNoSecondMessage(t *testing.T) {
 	addr := user + "@example.com"
 	putUser(t, domain.User{ID: user, Email: addr})
 	sub := addPushSubscription(t, user)
-	id := post(t, map[string]any{
+	id := stacktest.Notify(t, map[string]any{
 		"type": "reservation.approved", "recipient": map[string]any{"userId": user},
 		"data": map[string]any{"reservationUrl": "https://example.com/r/1"},
 	})

@@ -27,18 +27,6 @@ func store(t testing.TB) *dynamo.Store {
 	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
 }
 
-// notify posts a notification and returns its id.
-func notify(t testing.TB, body map[string]any) string {
-	t.Helper()
-	resp := stacktest.Do(t, http.MethodPost, "/v1/notifications", body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/notifications = %d %s", resp.StatusCode, resp.Body)
-	}
-	var accepted struct{ ID string }
-	resp.JSON(t, &accepted)
-	return accepted.ID
-}
-
 // reservation is a normal-priority, non-mandatory notification on channels.
 func reservation(user string, channels []string, recipient map[string]any) map[string]any {
 	r := map[string]any{"userId": user}
@@ -102,7 +90,7 @@ func queued(t testing.TB, user string, ch domain.Channel, recipient map[string]a
 	t.Helper()
 	body := reservation(user, []string{string(ch)}, recipient)
 	body["sendAt"] = stacktest.Stack(t).Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	id := notify(t, body)
+	id := stacktest.Notify(t, body)
 	waitStatus(t, id, ch, domain.StatusDeferred)
 	if _, err := store(t).Transition(context.Background(), id, ch, domain.Change{To: domain.StatusQueued, From: []domain.Status{domain.StatusDeferred}}); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func TestLoadWorkReadsTheSameOnEveryPath(t *testing.T) {
 		t.Fatalf("PUT preferences = %d %s", resp.StatusCode, resp.Body)
 	}
 	pushSubscription(t, user)
-	id := notify(t, reservation(user, []string{"email", "push"}, nil))
+	id := stacktest.Notify(t, reservation(user, []string{"email", "push"}, nil))
 	waitStatus(t, id, domain.ChannelEmail, domain.StatusSent)
 	waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
 

@@ -18,7 +18,7 @@ import (
 func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 	user := stacktest.UniqueID("email")
 	addr := user + "@example.com"
-	id := notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
+	id := stacktest.Notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
 	d := waitStatus(t, id, domain.ChannelEmail, domain.StatusSent)
 	wantOutcome(t, d, domain.StatusSent, domain.ReasonNone, 1)
 	mails := emailsTo(t, addr)
@@ -69,7 +69,7 @@ func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 	}
 
 	// The next email of that type is not sent.
-	next := notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
+	next := stacktest.Notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
 	stacktest.Eventually(t, settle, "the next email skipped", func() bool {
 		d, err := store(t).GetDelivery(context.Background(), next, domain.ChannelEmail)
 		return err == nil && d.Reason == domain.ReasonPreference && (d.Status == domain.StatusSkipped || d.Status == domain.StatusDropped)
@@ -81,7 +81,7 @@ func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 
 func TestSMSDelivers(t *testing.T) {
 	user, phone := stacktest.UniqueID("sms"), uniquePhone()
-	id := notify(t, otp(user, phone))
+	id := stacktest.Notify(t, otp(user, phone))
 	d := waitStatus(t, id, domain.ChannelSMS, domain.StatusSent)
 	wantOutcome(t, d, domain.StatusSent, domain.ReasonNone, 1)
 	msgs := smsTo(t, phone)
@@ -93,7 +93,7 @@ func TestSMSDelivers(t *testing.T) {
 func TestPushDeliversDecryptedPayload(t *testing.T) {
 	user := stacktest.UniqueID("push")
 	sub := pushSubscription(t, user)
-	id := notify(t, reservation(user, []string{"push"}, nil))
+	id := stacktest.Notify(t, reservation(user, []string{"push"}, nil))
 	d := waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
 	wantOutcome(t, d, domain.StatusSent, domain.ReasonNone, 1)
 	msgs := pushesTo(t, sub.SinkID)
@@ -121,18 +121,18 @@ var channelCases = []channelCase{
 	{domain.ChannelEmail, "EmailNormalQueue", "EmailDLQ", func(t *testing.T) (string, func() int) {
 		user := stacktest.UniqueID("fe")
 		addr := user + "@example.com"
-		id := notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
+		id := stacktest.Notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
 		return id, func() int { return len(emailsTo(t, addr)) }
 	}},
 	{domain.ChannelSMS, "SmsHighQueue", "SmsDLQ", func(t *testing.T) (string, func() int) {
 		user, phone := stacktest.UniqueID("fs"), uniquePhone()
-		id := notify(t, otp(user, phone))
+		id := stacktest.Notify(t, otp(user, phone))
 		return id, func() int { return len(smsTo(t, phone)) }
 	}},
 	{domain.ChannelPush, "PushNormalQueue", "PushDLQ", func(t *testing.T) (string, func() int) {
 		user := stacktest.UniqueID("fp")
 		sub := pushSubscription(t, user)
-		id := notify(t, reservation(user, []string{"push"}, nil))
+		id := stacktest.Notify(t, reservation(user, []string{"push"}, nil))
 		return id, func() int { return stacktest.Stack(t).Push.ReceivedCount(sub.SinkID) }
 	}},
 }
@@ -179,7 +179,7 @@ func TestTransientForeverGoesToDLQ(t *testing.T) {
 	before := len(st.Faults.Hits(domain.ChannelEmail))
 	inject(t, domain.ChannelEmail, "transient", 0)
 	user := stacktest.UniqueID("dlq")
-	id := notify(t, reservation(user, []string{"email"}, map[string]any{"email": user + "@example.com"}))
+	id := stacktest.Notify(t, reservation(user, []string{"email"}, map[string]any{"email": user + "@example.com"}))
 	d := waitStatus(t, id, domain.ChannelEmail, domain.StatusFailed)
 	wantOutcome(t, d, domain.StatusFailed, domain.ReasonExhausted, maxReceiveCount)
 	stacktest.Eventually(t, settle, "the message in the email DLQ", func() bool { return dlqContains(t, "EmailDLQ", id) })
@@ -219,7 +219,7 @@ func TestGoneSubscriptionIsDeleted(t *testing.T) {
 	if resp := stacktest.Do(t, http.MethodDelete, "/_dev/push-subscriptions/"+expired.SinkID, nil); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("expire: %d", resp.StatusCode)
 	}
-	id := notify(t, reservation(user, []string{"push"}, nil))
+	id := stacktest.Notify(t, reservation(user, []string{"push"}, nil))
 	wantOutcome(t, waitStatus(t, id, domain.ChannelPush, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
 	if n := len(pushesTo(t, live.SinkID)); n != 1 {
 		t.Errorf("live subscription got %d pushes", n)
@@ -324,7 +324,7 @@ func TestOptedOutNumberIsDropped(t *testing.T) {
 	st := stacktest.Stack(t)
 	user, phone := stacktest.UniqueID("stop"), uniquePhone()
 	st.SMS.OptOut(phone)
-	id := notify(t, otp(user, phone))
+	id := stacktest.Notify(t, otp(user, phone))
 	d := waitStatus(t, id, domain.ChannelSMS, domain.StatusDropped)
 	wantOutcome(t, d, domain.StatusDropped, domain.ReasonOptedOut, 1)
 	for _, m := range append(st.SMS.Messages(), st.SMS.Suppressed()...) {
@@ -342,7 +342,7 @@ func TestEmailFeedback(t *testing.T) {
 	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": addr}); resp.StatusCode/100 != 2 {
 		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
 	}
-	first := notify(t, reservation(user, []string{"email"}, nil))
+	first := stacktest.Notify(t, reservation(user, []string{"email"}, nil))
 	waitStatus(t, first, domain.ChannelEmail, domain.StatusSent)
 
 	if resp := sesEvent(t, "Delivery", first, addr, `,"delivery":{"recipients":["`+addr+`"]}`); resp.StatusCode != http.StatusAccepted {
@@ -366,7 +366,7 @@ func TestEmailFeedback(t *testing.T) {
 	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": addr}); resp.StatusCode/100 != 2 {
 		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
 	}
-	second := notify(t, reservation(user, []string{"email"}, nil))
+	second := stacktest.Notify(t, reservation(user, []string{"email"}, nil))
 	wantOutcome(t, waitStatus(t, second, domain.ChannelEmail, domain.StatusDropped), domain.StatusDropped, domain.ReasonSuppressed, 0)
 	if n := len(emailsTo(t, addr)); n != 1 {
 		t.Fatalf("%d emails to a suppressed address, want only the first", n)
@@ -376,7 +376,7 @@ func TestEmailFeedback(t *testing.T) {
 	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{"email": newAddr}); resp.StatusCode/100 != 2 {
 		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
 	}
-	fourth := notify(t, reservation(user, []string{"email"}, nil))
+	fourth := stacktest.Notify(t, reservation(user, []string{"email"}, nil))
 	wantOutcome(t, waitStatus(t, fourth, domain.ChannelEmail, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
 	if n := len(emailsTo(t, newAddr)); n != 1 {
 		t.Fatalf("%d emails to the new address, want 1", n)
@@ -385,7 +385,7 @@ func TestEmailFeedback(t *testing.T) {
 	// A complaint on another user's mail: complained and suppressed.
 	other := stacktest.UniqueID("fc")
 	otherAddr := other + "@example.com"
-	third := notify(t, reservation(other, []string{"email"}, map[string]any{"email": otherAddr}))
+	third := stacktest.Notify(t, reservation(other, []string{"email"}, map[string]any{"email": otherAddr}))
 	waitStatus(t, third, domain.ChannelEmail, domain.StatusSent)
 	if resp := sesEvent(t, "Complaint", third, otherAddr, `,"complaint":{"complainedRecipients":[{"emailAddress":"`+otherAddr+`"}],"complaintFeedbackType":"abuse"}`); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("Complaint event = %d %s", resp.StatusCode, resp.Body)
