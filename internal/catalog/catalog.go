@@ -12,9 +12,9 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"text/template"
 	"text/template/parse"
@@ -146,12 +146,7 @@ func (c *Catalog) Lookup(name string) (*Type, bool) {
 
 // Names lists the type names, sorted.
 func (c *Catalog) Names() []string {
-	out := make([]string, 0, len(c.types))
-	for n := range c.types {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(c.types))
 }
 
 // HasChannel reports whether the type can be delivered on c.
@@ -159,12 +154,7 @@ func (t *Type) HasChannel(c domain.Channel) bool { return slices.Contains(t.Chan
 
 // Locales lists the locales the type has templates for, sorted.
 func (t *Type) Locales() []string {
-	out := make([]string, 0, len(t.locales))
-	for l := range t.locales {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(t.locales))
 }
 
 // ResolveLocale picks the best available locale: exact ("ja-JP"), then the
@@ -293,7 +283,7 @@ func parseType(raw []byte) (*Type, error) {
 		return nil, err
 	}
 	if len(f.Extra) > 0 {
-		return nil, fmt.Errorf("unknown fields %v", keys(f.Extra))
+		return nil, fmt.Errorf("unknown fields %v", slices.Sorted(maps.Keys(f.Extra)))
 	}
 	if f.Type == "" {
 		return nil, errors.New("type is required")
@@ -312,7 +302,7 @@ func parseType(raw []byte) (*Type, error) {
 			return nil, fmt.Errorf("variable %s: unknown kind %q", name, v.Kind)
 		}
 	}
-	t.variableNames = sortedNames(t.Variables)
+	t.variableNames = slices.Sorted(maps.Keys(t.Variables))
 	var err error
 	if t.Priority, err = domain.ParsePriority(f.Priority); err != nil {
 		return nil, err
@@ -496,19 +486,5 @@ func FieldsOf(tree *parse.Tree) []string {
 	if tree != nil {
 		walk(tree.Root)
 	}
-	out := make([]string, 0, len(seen))
-	for f := range seen {
-		out = append(out, f)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func keys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -2,7 +2,9 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -26,7 +28,7 @@ const defaultMaxLength = 2048
 func (t *Type) ValidateData(data map[string]any) error {
 	names := t.variableNames
 	if names == nil { // a Type built by hand rather than loaded
-		names = sortedNames(t.Variables)
+		names = slices.Sorted(maps.Keys(t.Variables))
 	}
 	for _, n := range names {
 		v, ok := data[n]
@@ -52,15 +54,6 @@ func (t *Type) ValidateData(data map[string]any) error {
 	}
 	sort.Strings(extra)
 	return &DataError{Variable: extra[0], Problem: "undeclared"}
-}
-
-func sortedNames(m map[string]Variable) []string {
-	out := make([]string, 0, len(m))
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (v Variable) maxLength() int {

@@ -2,7 +2,6 @@ package devstack
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"sync"
 
@@ -87,14 +86,4 @@ func (c *Calls) Reset() {
 	c.counts = map[string]int{}
 	c.byFunction = map[string]map[string]int{}
 	c.mu.Unlock()
-}
-
-// Keys lists counted operations, sorted.
-func Keys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -135,11 +136,7 @@ func createTables(ctx context.Context, t *Template, db *dynamodb.Client, prefix 
 
 func createQueues(ctx context.Context, t *Template, q *sqs.Client, prefix string, r *Resources) error {
 	queues := t.GetAllSQSQueueResources()
-	ids := make([]string, 0, len(queues))
-	for id := range queues {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(queues))
 	// First every queue, then redrive policies, which refer to DLQ ARNs.
 	for _, id := range ids {
 		qq := queues[id]

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -118,7 +120,7 @@ func (r Resolver) Resolve(ctx context.Context, w Where) (aws.Config, Target, str
 		return aws.Config{}, Target{}, "", err
 	}
 	env := st.Env()
-	for _, k := range envKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if err := r.Setenv(k, env[k]); err != nil {
 			return aws.Config{}, Target{}, "", err
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 )
 
 // StateFile is where `herald dev` describes the running local stack,
@@ -100,13 +99,3 @@ func (st LocalState) Target() (Target, error) {
 
 // ErrStaleState reports a state file whose `herald dev` is no longer running.
 var ErrStaleState = errors.New("stale local stack state")
-
-// envKeys lists an environment map's keys, sorted (deterministic Setenv order).
-func envKeys(env map[string]string) []string {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

@@ -8,6 +8,7 @@ package isolation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -203,7 +204,7 @@ func BenchmarkRequestsPerNotification(b *testing.B) {
 				calls := st.Calls.Snapshot()
 				total, pollers := 0, 0
 				var parts []string
-				for _, op := range devstack.Keys(calls) {
+				for _, op := range slices.Sorted(maps.Keys(calls)) {
 					if strings.HasPrefix(op, "DynamoDB Streams.") || op == "SQS.ReceiveMessage" || op == "SQS.DeleteMessageBatch" || op == "SQS.GetQueueAttributes" {
 						pollers += calls[op]
 						continue
