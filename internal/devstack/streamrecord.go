@@ -6,7 +6,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 // toStreamEventRecord converts a DynamoDB Streams API record to the shape
@@ -42,55 +45,15 @@ func toStreamEventRecord(r streamtypes.Record, streamARN string) (events.DynamoD
 	return ev, nil
 }
 
+// toEventImage converts a Streams API image through the SDK's own
+// Streams → DynamoDB conversion and the adapter's Lambda image conversion.
 func toEventImage(img map[string]streamtypes.AttributeValue) (map[string]events.DynamoDBAttributeValue, error) {
 	if img == nil {
 		return nil, nil
 	}
-	out := make(map[string]events.DynamoDBAttributeValue, len(img))
-	for k, v := range img {
-		ev, err := toEventValue(v)
-		if err != nil {
-			return nil, fmt.Errorf("attribute %s: %w", k, err)
-		}
-		out[k] = ev
+	av, err := attributevalue.FromDynamoDBStreamsMap(img)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
-}
-
-func toEventValue(v streamtypes.AttributeValue) (events.DynamoDBAttributeValue, error) {
-	switch v := v.(type) {
-	case *streamtypes.AttributeValueMemberS:
-		return events.NewStringAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberN:
-		return events.NewNumberAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberBOOL:
-		return events.NewBooleanAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberNULL:
-		return events.NewNullAttribute(), nil
-	case *streamtypes.AttributeValueMemberB:
-		return events.NewBinaryAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberSS:
-		return events.NewStringSetAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberNS:
-		return events.NewNumberSetAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberBS:
-		return events.NewBinarySetAttribute(v.Value), nil
-	case *streamtypes.AttributeValueMemberL:
-		list := make([]events.DynamoDBAttributeValue, len(v.Value))
-		for i, e := range v.Value {
-			ev, err := toEventValue(e)
-			if err != nil {
-				return events.DynamoDBAttributeValue{}, err
-			}
-			list[i] = ev
-		}
-		return events.NewListAttribute(list), nil
-	case *streamtypes.AttributeValueMemberM:
-		m, err := toEventImage(v.Value)
-		if err != nil {
-			return events.DynamoDBAttributeValue{}, err
-		}
-		return events.NewMapAttribute(m), nil
-	}
-	return events.DynamoDBAttributeValue{}, fmt.Errorf("unsupported attribute type %T", v)
+	return dynamo.ToStreamImage(av)
 }
