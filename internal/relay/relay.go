@@ -118,9 +118,10 @@ func New(store Store, pub Publisher, decode DecodeFunc, cat *catalog.Catalog, no
 
 // job is one notification record of the batch.
 type job struct {
-	record int
-	n      *domain.Notification
-	typ    *catalog.Type
+	record       int
+	n            *domain.Notification
+	typ          *catalog.Type
+	needsProfile bool // policy.NeedsProfile, decided once
 }
 
 // pending is a planned delivery waiting for its work message.
@@ -161,7 +162,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			groupOf[n.Recipient.UserID] = g
 			groups = append(groups, nil)
 		}
-		groups[g] = append(groups[g], job{record: i, n: n, typ: typ})
+		groups[g] = append(groups[g], job{record: i, n: n, typ: typ, needsProfile: policy.NeedsProfile(n, typ)})
 	}
 
 	st, err := h.readBatch(ctx, groups)
@@ -247,7 +248,7 @@ func (h *Handler) readBatch(ctx context.Context, groups [][]job) (batchState, er
 			for _, c := range channels {
 				keys = append(keys, domain.DeliveryKey{NotificationID: j.n.ID, Channel: c})
 			}
-			if policy.NeedsProfile(j.n, j.typ) {
+			if j.needsProfile {
 				needsProfile = true
 				needsSubscriptions = needsSubscriptions || slices.Contains(channels, domain.ChannelPush)
 			}
@@ -320,7 +321,7 @@ func (h *Handler) markQueued(ctx context.Context, it domain.WorkItem) error {
 func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existing map[domain.DeliveryKey]domain.Delivery) ([]pending, error) {
 	n := j.n
 	profile := &domain.RecipientProfile{Preferences: domain.Preferences{}}
-	if policy.NeedsProfile(n, j.typ) {
+	if j.needsProfile {
 		var err error
 		if profile, err = profiles.get(ctx); err != nil {
 			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
