@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -212,18 +211,11 @@ func (s *Store) CancelNotification(ctx context.Context, id, caller string) (*dom
 	if err == nil {
 		return decodeNotification(out.Attributes)
 	}
-	ccf, ok := asConditionFailed(err)
-	if !ok {
+	item, err := s.conditionItem(ctx, err, key(NotificationPK(id), notificationSK))
+	if err != nil {
 		return nil, fmt.Errorf("cancel notification %s: %w", id, err)
 	}
-	current, derr := decodeNotification(ccf.Item)
-	if derr == nil && current == nil && len(ccf.Item) == 0 {
-		// An emulator that does not return the item: read it.
-		current, derr = s.GetNotification(ctx, id)
-		if errors.Is(derr, domain.ErrNotFound) {
-			current, derr = nil, nil
-		}
-	}
+	current, derr := decodeNotification(item)
 	if derr != nil {
 		return nil, fmt.Errorf("cancel notification %s: %w", id, derr)
 	}

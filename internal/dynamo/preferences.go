@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -26,6 +27,8 @@ func (s *Store) GetPreferences(ctx context.Context, userID string) (domain.Prefe
 	return decodePrefs(out.Item, userID)
 }
 
+// decodePrefs reads a preferences item (empty: no overrides); a type whose
+// overrides were all removed is left out.
 func decodePrefs(av map[string]types.AttributeValue, userID string) (domain.Preferences, error) {
 	var it prefsItem
 	if len(av) > 0 {
@@ -59,11 +62,7 @@ func (s *Store) MergePreferences(ctx context.Context, userID string, changes map
 	if len(changes) == 0 {
 		return s.GetPreferences(ctx, userID)
 	}
-	typeNames := make([]string, 0, len(changes))
-	for t := range changes {
-		typeNames = append(typeNames, t)
-	}
-	slices.Sort(typeNames)
+	typeNames := slices.Sorted(maps.Keys(changes))
 
 	names := map[string]string{"#prefs": "prefs"}
 	vals := map[string]types.AttributeValue{":now": str(formatTime(s.now())), ":kind": str("preferences")}
@@ -74,12 +73,7 @@ func (s *Store) MergePreferences(ctx context.Context, userID string, changes map
 		names[tn] = typ
 		parents = append(parents, "attribute_exists(#prefs."+tn+")")
 		ensure = append(ensure, fmt.Sprintf("#prefs.%s = if_not_exists(#prefs.%s, :empty)", tn, tn))
-		channels := make([]domain.Channel, 0, len(changes[typ]))
-		for c := range changes[typ] {
-			channels = append(channels, c)
-		}
-		slices.Sort(channels)
-		for ci, c := range channels {
+		for ci, c := range slices.Sorted(maps.Keys(changes[typ])) {
 			cn := fmt.Sprintf("#c%d_%d", ti, ci)
 			names[cn] = string(c)
 			path := "#prefs." + tn + "." + cn

@@ -97,17 +97,11 @@ func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeVal
 		}
 		p.User = it.toDomain()
 	case sk.Value == prefsSK:
-		var it prefsItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return fmt.Errorf("unmarshal preferences: %w", err)
+		prefs, err := decodePrefs(av, strings.TrimPrefix(stringAttr(av, "pk"), userPrefix))
+		if err != nil {
+			return err
 		}
-		for typ, byChannel := range it.Prefs {
-			m := map[domain.Channel]bool{}
-			for c, on := range byChannel {
-				m[domain.Channel(c)] = on
-			}
-			p.Preferences[typ] = m
-		}
+		p.Preferences = prefs
 	case strings.HasPrefix(sk.Value, pushSubPrefix):
 		var it pushSubItem
 		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
