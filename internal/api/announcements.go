@@ -122,7 +122,7 @@ func (x *inboxAPI) createAnnouncement(ctx context.Context, req *request) respons
 	if p != nil {
 		return problemResponse(p)
 	}
-	key, hasKey := header(req, "Idempotency-Key")
+	key, hasKey := header(req, "idempotency-key")
 	if hasKey {
 		if p := validateIdempotencyKey(key); p != nil {
 			return problemResponse(p)

@@ -193,13 +193,13 @@ func (x *inboxAPI) render(ctx context.Context, e inbox.Entry, profileLocale stri
 	if a := e.Announcement; a != nil {
 		return inboxItem{
 			ID: a.ID, Kind: kindAnnouncement, Type: kindAnnouncement, Title: a.Title, Body: a.Body, URL: optional(a.URL),
-			CreatedAt: a.PublishedAt.UTC().Format(time.RFC3339Nano), ReadAt: optionalTime(e.Marker.ReadAt), ArchivedAt: optionalTime(e.Marker.ArchivedAt),
+			CreatedAt: a.PublishedAt.UTC().Format(time.RFC3339Nano), ReadAt: timePtr(e.Marker.ReadAt), ArchivedAt: timePtr(e.Marker.ArchivedAt),
 		}
 	}
 	n := e.Notification
 	item := inboxItem{
 		ID: n.ID, Kind: kindNotification, Type: n.Type, Title: n.Type,
-		CreatedAt: n.CreatedAt.UTC().Format(time.RFC3339Nano), ReadAt: optionalTime(n.ReadAt), ArchivedAt: optionalTime(n.ArchivedAt),
+		CreatedAt: n.CreatedAt.UTC().Format(time.RFC3339Nano), ReadAt: timePtr(n.ReadAt), ArchivedAt: timePtr(n.ArchivedAt),
 	}
 	locale := n.Recipient.Locale
 	if locale == "" {
@@ -231,13 +231,6 @@ func optional(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func optionalTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	return optional(t.UTC().Format(time.RFC3339Nano))
 }
 
 func (x *inboxAPI) unreadCount(ctx context.Context, req *request) response {
@@ -314,14 +307,14 @@ func (x *inboxAPI) changeItem(ctx context.Context, req *request, what string,
 		if err != nil {
 			return x.storeError(ctx, what, err)
 		}
-		return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindAnnouncement, ReadAt: optionalTime(m.ReadAt), ArchivedAt: optionalTime(m.ArchivedAt)}}
+		return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindAnnouncement, ReadAt: timePtr(m.ReadAt), ArchivedAt: timePtr(m.ArchivedAt)}}
 	}
 	n, err := notification(user, id, now)
 	if err != nil {
 		return x.storeError(ctx, what, err)
 	}
 	x.log.InfoContext(ctx, "inbox item changed", "notificationId", id, "action", what, "outcome", "ok")
-	return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindNotification, ReadAt: optionalTime(n.ReadAt), ArchivedAt: optionalTime(n.ArchivedAt)}}
+	return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindNotification, ReadAt: timePtr(n.ReadAt), ArchivedAt: timePtr(n.ArchivedAt)}}
 }
 
 // activeAnnouncement finds an announcement users can act on now: from the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
@@ -120,7 +121,7 @@ func (h *Handler) cancelNotification(ctx context.Context, req *request) response
 	}
 	dropped := 0
 	for i, d := range ds {
-		if !containsStatus(cancellable, d.Status) {
+		if !slices.Contains(cancellable, d.Status) {
 			continue
 		}
 		after, err := h.notifications.Transition(ctx, id, d.Channel, domain.Change{
@@ -142,13 +143,4 @@ func (h *Handler) cancelNotification(ctx context.Context, req *request) response
 	}
 	h.log.InfoContext(ctx, "notification cancelled", "notificationId", id, "droppedDeliveries", dropped, "outcome", "cancelled")
 	return response{status: http.StatusOK, body: viewOf(n, ds)}
-}
-
-func containsStatus(ss []domain.Status, s domain.Status) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

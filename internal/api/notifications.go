@@ -92,6 +92,23 @@ func (h *Handler) createNotification(ctx context.Context, req *request) response
 
 // accept validates one notification request and stores it with one
 // conditional write. pointerPrefix locates the request inside a batch.
+// reusedProblem answers a dedupe key (the Idempotency-Key, else the
+// resourceId) that names an earlier, different request.
+func reusedProblem(hasKey bool, pointerPrefix string) *Problem {
+	if !hasKey {
+		return &Problem{Status: http.StatusUnprocessableEntity, Code: "resource_id_reused", Pointer: pointerPrefix + "/resourceId",
+			Detail: "a different notification of this type for this user and resourceId was already accepted"}
+	}
+	p := &Problem{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
+		Detail: "this idempotency key was already used with a different request"}
+	if pointerPrefix != "" {
+		p.Pointer = pointerPrefix + "/idempotencyKey"
+	} else {
+		p.Header = "Idempotency-Key"
+	}
+	return p
+}
+
 func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, nr *notificationRequest, pointerPrefix string) response {
 	n, data, p := h.validateNotification(nr)
 	if p != nil {
@@ -102,21 +119,11 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	}
 	n.Caller = caller
 	n.RequestHash = requestHash(nr, n, data)
-	var reused *Problem
 	switch {
 	case hasKey:
 		n.DedupeKey = "k\x00" + key
-		reused = &Problem{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
-			Detail: "this idempotency key was already used with a different request"}
-		if pointerPrefix != "" {
-			reused.Pointer = pointerPrefix + "/idempotencyKey"
-		} else {
-			reused.Header = "Idempotency-Key"
-		}
 	case nr.ResourceID != "":
 		n.DedupeKey = "r\x00" + nr.Recipient.UserID + "\x00" + nr.Type + "\x00" + nr.ResourceID
-		reused = &Problem{Status: http.StatusUnprocessableEntity, Code: "resource_id_reused", Pointer: pointerPrefix + "/resourceId",
-			Detail: "a different notification of this type for this user and resourceId was already accepted"}
 	}
 	if n.DedupeKey != "" {
 		n.ID = dedupeID(caller, n.DedupeKey)
@@ -127,7 +134,7 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	switch {
 	case errors.Is(err, domain.ErrConflict) && stored != nil && stored.Caller == n.Caller && stored.DedupeKey == n.DedupeKey && n.DedupeKey != "":
 		if stored.RequestHash != n.RequestHash {
-			return problemResponse(reused)
+			return problemResponse(reusedProblem(hasKey, pointerPrefix))
 		}
 		resp := accepted(stored)
 		resp.headers[replayedHeader] = "true"

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -56,15 +58,15 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", "/channels", "channels must list at least one channel when given")
 	}
 	for i, s := range nr.Channels {
-		ptr := fmt.Sprintf("/channels/%d", i)
+		ptr := func() string { return "/channels/" + strconv.Itoa(i) } // built only for a problem
 		c, err := domain.ParseChannel(s)
 		switch {
 		case err != nil:
-			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr, "channel must be email, sms or push")
-		case containsChannel(n.Channels, c):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr, "channel listed twice")
+			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr(), "channel must be email, sms or push")
+		case slices.Contains(n.Channels, c):
+			return nil, nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr(), "channel listed twice")
 		case !typ.HasChannel(c):
-			return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr, "the type has no template for this channel")
+			return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr(), "the type has no template for this channel")
 		}
 		n.Channels = append(n.Channels, c)
 	}
@@ -112,15 +114,6 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		n.ExpiresAt = start.Add(typ.DefaultExpiry)
 	}
 	return n, data, nil
-}
-
-func containsChannel(cs []domain.Channel, c domain.Channel) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 func validateUserID(id, pointer string) *Problem {
