@@ -200,9 +200,18 @@ func absoluteHTTPURL(s string) bool {
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
 }
 
-// announcementHash is the canonical hash of a request (see requestHash).
+// announcementHash is the canonical hash of a request (see requestHash):
+// times in UTC, so the same instant written in another zone is the same
+// request.
 func announcementHash(ar *announcementRequest) string {
-	b, _ := json.Marshal(ar)
+	canonical := *ar
+	for _, t := range []**time.Time{&canonical.PublishedAt, &canonical.ExpiresAt} {
+		if *t != nil {
+			utc := (*t).UTC()
+			*t = &utc
+		}
+	}
+	b, _ := json.Marshal(&canonical)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -778,6 +778,20 @@ func TestCreateAnnouncementIdempotency(t *testing.T) {
 	}
 }
 
+// TestAnnouncementReplayInAnotherZone: the same instants written with
+// another offset are the same request (as for notifications' sendAt).
+func TestAnnouncementReplayInAnotherZone(t *testing.T) {
+	fx := newFixture(t)
+	key := map[string]string{"idempotency-key": "k-zone"}
+	first := fx.do(call{route: routeAnnounce, caller: "svc", headers: key,
+		body: `{"title":"t","body":"b","publishedAt":"2026-05-01T00:00:00Z","expiresAt":"2026-05-08T00:00:00Z"}`})
+	again := fx.do(call{route: routeAnnounce, caller: "svc", headers: key,
+		body: `{"title":"t","body":"b","publishedAt":"2026-05-01T09:00:00+09:00","expiresAt":"2026-05-07T20:00:00-04:00"}`})
+	if first.status != 201 || again.status != 201 || again.header["Idempotent-Replayed"] != "true" {
+		t.Errorf("replay in another zone: %d / %d %s %v", first.status, again.status, again.body, again.header)
+	}
+}
+
 func TestAnnouncementRoutesAreForServices(t *testing.T) {
 	fx := newFixture(t)
 	for _, route := range []string{routeAnnounce, routeAnnList} {
