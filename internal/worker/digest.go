@@ -88,19 +88,8 @@ func (h *Handler) digestData(ctx context.Context, n *domain.Notification, c doma
 }
 
 // retryDigest puts a claimed digest back for a later attempt when its members
-// could not be read, as a transient provider error would: retrying with
-// backoff, or failed: exhausted on the last allowed receive.
+// could not be read, as a transient provider error would.
 func (h *Handler) retryDigest(ctx context.Context, log *slog.Logger, msg events.SQSMessage, n *domain.Notification, d *domain.Delivery, cause error) error {
 	log.WarnContext(ctx, "digest load failed", "error", cause)
-	receives := receiveCount(msg)
-	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
-		_ = h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: "digest_load"})
-		return errRetry
-	}
-	delay := h.backoff(d.Priority, receives)
-	_ = h.finish(ctx, log.With("retryIn", delay.String()), n.ID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: "digest_load"})
-	if err := h.visibility.SetVisibility(ctx, msg.EventSourceARN, msg.ReceiptHandle, delay); err != nil {
-		log.WarnContext(ctx, "change visibility failed", "error", err)
-	}
-	return errRetry
+	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, "digest_load", 0)
 }

@@ -170,10 +170,10 @@ func TestDigestLoadFailureIsRetried(t *testing.T) {
 		receives   string
 		wantStatus domain.Status
 		wantReason domain.Reason
-		wantDelay  bool
+		exhausted  bool
 	}{
-		{"1", domain.StatusRetrying, "", true},
-		{"3", domain.StatusFailed, domain.ReasonExhausted, false}, // MaxReceiveCount: SQS moves it to the DLQ
+		{"1", domain.StatusRetrying, "", false},
+		{"3", domain.StatusFailed, domain.ReasonExhausted, true}, // MaxReceiveCount: visible at once, SQS moves it to the DLQ
 	}
 	for _, tt := range tests {
 		t.Run("receive "+tt.receives, func(t *testing.T) {
@@ -188,8 +188,8 @@ func TestDigestLoadFailureIsRetried(t *testing.T) {
 			if f.delivery.Status != tt.wantStatus || f.delivery.Reason != tt.wantReason || f.delivery.LastError != "digest_load" {
 				t.Errorf("delivery %s %s %q", f.delivery.Status, f.delivery.Reason, f.delivery.LastError)
 			}
-			if (len(vis.delays) > 0) != tt.wantDelay {
-				t.Errorf("visibility changes %v", vis.delays)
+			if len(vis.delays) != 1 || (vis.delays[0] == 0) != tt.exhausted {
+				t.Errorf("visibility changes %v, want one (0 when exhausted, the backoff otherwise)", vis.delays)
 			}
 		})
 	}

@@ -295,19 +295,22 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code})
 	}
+	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter)
+}
+
+// retryTransient puts a claimed delivery back after a transient failure:
+// retrying, visible again after the backoff (at least retryAfter); on the
+// last allowed receive failed: exhausted and visible at once, so SQS moves
+// the message to the DLQ on its next receive.
+func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, p domain.Priority, code string, retryAfter time.Duration) error {
 	receives := receiveCount(msg)
 	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
-		// Last allowed receive: made visible at once, SQS moves the message
-		// to the DLQ on its next receive.
-		_ = h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: pe.Code})
+		_ = h.finish(ctx, log, id, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
 		h.setVisibility(ctx, log, msg, 0)
 		return errRetry
 	}
-	delay := h.backoff(d.Priority, receives)
-	if pe.RetryAfter > delay {
-		delay = pe.RetryAfter
-	}
-	_ = h.finish(ctx, log.With("retryIn", delay.String()), n.ID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: pe.Code})
+	delay := max(h.backoff(p, receives), retryAfter)
+	_ = h.finish(ctx, log.With("retryIn", delay.String()), id, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: code})
 	h.setVisibility(ctx, log, msg, delay)
 	return errRetry
 }
