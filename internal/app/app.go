@@ -168,6 +168,12 @@ func (d Deps) worker(p worker.Provider) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	return d.workerOn(st, p)
+}
+
+// workerOn wires a worker on a store the provider may share (push deletes
+// gone subscriptions through it).
+func (d Deps) workerOn(st *dynamo.Store, p worker.Provider) (*worker.Handler, error) {
 	cfg, err := WorkerConfig(d)
 	if err != nil {
 		return nil, err
@@ -234,5 +240,5 @@ func NewPush(ctx context.Context, d Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.worker(push.New(sender, st, d.Now))
+	return d.workerOn(st, push.New(sender, st, d.Now))
 }

@@ -133,23 +133,25 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SNSEntity) error {
 		return nil
 	}
 
-	n, err := h.store.GetNotification(ctx, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		log.WarnContext(ctx, "SES event for an unknown notification", "outcome", "ignored")
-		return nil
-	}
-	if err != nil {
-		log.ErrorContext(ctx, "load notification failed", "error", err)
-		return err
-	}
-	// Suppress first: it is idempotent, and a retried event redoes both.
-	for _, addr := range suppress {
-		if err := h.store.SuppressEmail(ctx, n.Recipient.UserID, addr); err != nil {
-			log.ErrorContext(ctx, "suppress address failed", "error", err)
+	// Suppress first: it is idempotent, and a retried event redoes both. Only
+	// suppression needs the notification (for its user); a delivery event,
+	// one per email sent, goes straight to the conditional transition.
+	if len(suppress) > 0 {
+		n, err := h.store.GetNotification(ctx, id)
+		if errors.Is(err, domain.ErrNotFound) {
+			log.WarnContext(ctx, "SES event for an unknown notification", "outcome", "ignored")
+			return nil
+		}
+		if err != nil {
+			log.ErrorContext(ctx, "load notification failed", "error", err)
 			return err
 		}
-	}
-	if len(suppress) > 0 {
+		for _, addr := range suppress {
+			if err := h.store.SuppressEmail(ctx, n.Recipient.UserID, addr); err != nil {
+				log.ErrorContext(ctx, "suppress address failed", "error", err)
+				return err
+			}
+		}
 		log.InfoContext(ctx, "address suppressed", "userId", n.Recipient.UserID, "outcome", "suppressed")
 	}
 

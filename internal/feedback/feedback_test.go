@@ -31,14 +31,15 @@ func (f *fakeStore) GetNotification(_ context.Context, id string) (*domain.Notif
 }
 
 func (f *fakeStore) GetDelivery(_ context.Context, id string, _ domain.Channel) (*domain.Delivery, error) {
-	if f.status == "" {
+	if f.status == "" || id != "n1" {
 		return nil, domain.ErrNotFound
 	}
 	return &domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: f.status}, nil
 }
 
 func (f *fakeStore) Transition(_ context.Context, id string, _ domain.Channel, c domain.Change) (*domain.Delivery, error) {
-	if f.status == "" {
+	if f.status == "" || id != "n1" { // no such delivery: the condition fails, no item returned
+
 		return nil, domain.ErrConflict
 	}
 	if !slices.Contains(domain.SourcesOf(c.To), f.status) {
