@@ -4,7 +4,10 @@
 package domain
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -114,6 +117,27 @@ type WorkMessage struct {
 	Channel        Channel `json:"channel"`
 	UserID         string  `json:"userId,omitempty"`
 }
+
+// ErrMalformedWorkMessage: a work-queue body that is not a work message for
+// the channel (undecodable, unknown fields, no id, another channel).
+var ErrMalformedWorkMessage = errors.New("malformed work message")
+
+// DecodeWorkMessage strictly decodes a work-queue body for channel c. On
+// ErrMalformedWorkMessage it still returns what did decode (operators list
+// parked messages by it).
+func DecodeWorkMessage(body string, c Channel) (WorkMessage, error) {
+	var wm WorkMessage
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&wm); err != nil || wm.NotificationID == "" || wm.Channel != c {
+		return wm, ErrMalformedWorkMessage
+	}
+	return wm, nil
+}
+
+// EmailTagNotificationID is the SES message tag naming the notification: the
+// email provider sets it, SES events carry it back to the feedback function.
+const EmailTagNotificationID = "notificationId"
 
 // WorkItem is a work message addressed to its queue.
 type WorkItem struct {

@@ -56,7 +56,7 @@ func (p *Provider) Channel() domain.Channel { return domain.ChannelEmail }
 // Tag names set on every email; SES events carry them back to the feedback
 // function. They never carry PII.
 const (
-	TagNotificationID = "notificationId"
+	TagNotificationID = domain.EmailTagNotificationID
 	TagType           = "type"
 )
 

@@ -36,10 +36,6 @@ type Store interface {
 	SuppressEmail(ctx context.Context, userID, address string) error
 }
 
-// TagNotificationID is the SES message tag naming the notification (set by
-// the email provider).
-const TagNotificationID = "notificationId"
-
 // Event is the part of an SES event-publishing record Herald reads. SES
 // identity notifications use notificationType instead of eventType; both
 // are accepted.
@@ -105,7 +101,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SNSEntity) error {
 		log.ErrorContext(ctx, "unreadable SES event", "outcome", "malformed")
 		return nil
 	}
-	ids := e.Mail.Tags[TagNotificationID]
+	ids := e.Mail.Tags[domain.EmailTagNotificationID]
 	if len(ids) == 0 || ids[0] == "" {
 		log.WarnContext(ctx, "SES event without a notification tag", "eventType", e.Type(), "outcome", "ignored")
 		return nil

@@ -2,11 +2,9 @@ package ops
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -342,9 +340,8 @@ type parked struct {
 // table's.
 func (o *Operator) load(ctx context.Context, q DLQ, m sqstypes.Message) (parked, error) {
 	p := parked{msg: m}
-	dec := json.NewDecoder(strings.NewReader(aws.ToString(m.Body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p.work); err != nil || p.work.NotificationID == "" || p.work.Channel != q.Channel {
+	var err error
+	if p.work, err = domain.DecodeWorkMessage(aws.ToString(m.Body), q.Channel); err != nil {
 		p.problem = "malformed body: not a " + string(q.Channel) + " work message"
 		return p, nil
 	}

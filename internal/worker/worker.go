@@ -37,7 +37,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -210,8 +209,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 var errRetry = errors.New("retry")
 
 func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
-	var wm domain.WorkMessage
-	if err := decodeStrict(msg.Body, &wm); err != nil || wm.NotificationID == "" || wm.Channel != h.provider.Channel() {
+	wm, err := domain.DecodeWorkMessage(msg.Body, h.provider.Channel())
+	if err != nil {
 		return h.malformed(ctx, h.log.With("messageId", msg.MessageId), msg, "undecodable body or wrong channel")
 	}
 	log := h.log.With("notificationId", wm.NotificationID, "channel", wm.Channel, "messageId", msg.MessageId)
@@ -420,10 +419,4 @@ func receiveCount(msg events.SQSMessage) int {
 	var n int
 	fmt.Sscan(msg.Attributes["ApproximateReceiveCount"], &n)
 	return n
-}
-
-func decodeStrict(body string, v any) error {
-	dec := json.NewDecoder(strings.NewReader(body))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
