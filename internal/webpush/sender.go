@@ -246,7 +246,8 @@ func (s *Sender) Send(ctx context.Context, sub Subscription, msg Message) (Resul
 	if err != nil {
 		return Result{}, err
 	}
-	authorization, err := s.vapid.Authorization(sub.Endpoint)
+	endpointOrigin := origin(endpoint) // parseEndpoint checked it is absolute with a host
+	authorization, err := s.vapid.authorization(endpointOrigin)
 	if err != nil {
 		return Result{}, err
 	}
@@ -268,14 +269,14 @@ func (s *Sender) Send(ctx context.Context, sub Subscription, msg Message) (Resul
 
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return Result{}, &ProviderError{Transient: true, Origin: origin(endpoint), Err: withoutURL(err)}
+		return Result{}, &ProviderError{Transient: true, Origin: endpointOrigin, Err: withoutURL(err)}
 	}
 	defer func() {
 		// Drain a little so the connection can be reused, then close.
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 		_ = resp.Body.Close()
 	}()
-	return s.classify(resp, origin(endpoint))
+	return s.classify(resp, endpointOrigin)
 }
 
 // classify maps the push service's answer to a Result or *ProviderError.

@@ -164,7 +164,12 @@ func (s *VAPIDSigner) Authorization(endpoint string) (string, error) {
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return "", endpointError("not an absolute URL")
 	}
-	token, err := s.Token(origin(u))
+	return s.authorization(origin(u))
+}
+
+// authorization is Authorization for an endpoint origin already derived.
+func (s *VAPIDSigner) authorization(audience string) (string, error) {
+	token, err := s.Token(audience)
 	if err != nil {
 		return "", err
 	}
