@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/heraldhq/herald/internal/ops"
 )
 
 // StreamHandler is the relay's handler.
@@ -264,12 +265,12 @@ func (m *streamMapping) deadLetter(ctx context.Context, shardID string, recs []e
 		"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST"},
 		"version":         "1.0",
 		"timestamp":       time.Now().UTC().Format(time.RFC3339Nano),
-		"DDBStreamBatchInfo": map[string]any{
-			"shardId": shardID, "startSequenceNumber": recs[0].Change.SequenceNumber,
-			"endSequenceNumber":               recs[len(recs)-1].Change.SequenceNumber,
-			"approximateArrivalOfFirstRecord": recs[0].Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
-			"approximateArrivalOfLastRecord":  recs[len(recs)-1].Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
-			"batchSize":                       len(recs), "streamArn": m.streamARN,
+		"DDBStreamBatchInfo": ops.StreamBatch{
+			ShardID: shardID, StartSequenceNumber: recs[0].Change.SequenceNumber,
+			EndSequenceNumber:               recs[len(recs)-1].Change.SequenceNumber,
+			ApproximateArrivalOfFirstRecord: recs[0].Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
+			ApproximateArrivalOfLastRecord:  recs[len(recs)-1].Change.ApproximateCreationDateTime.UTC().Format(time.RFC3339),
+			BatchSize:                       len(recs), StreamArn: m.streamARN,
 		},
 	})
 	if _, err := m.sqs.SendMessage(context.WithoutCancel(ctx), &sqs.SendMessageInput{QueueUrl: aws.String(m.onFailureURL), MessageBody: aws.String(string(body))}); err != nil {
