@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 
@@ -50,11 +51,7 @@ func (c *Calls) Middleware(stack *middleware.Stack) error {
 func (c *Calls) Snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.counts)
 }
 
 // FunctionSnapshot returns a copy of the counts of requests made by one

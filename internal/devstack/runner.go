@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -218,9 +219,7 @@ func (s *Stack) functionEnv(fn FunctionSpec) (map[string]string, error) {
 		}
 		env[k] = r
 	}
-	for k, v := range s.localEnv(fn.LogicalID) {
-		env[k] = v
-	}
+	maps.Copy(env, s.localEnv(fn.LogicalID))
 	return env, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		failed[f.ItemIdentifier] = true
 	}
 	for id := range failed {
-		if !containsMessage(ev.Records, id) {
+		if !slices.ContainsFunc(ev.Records, func(r events.SQSMessage) bool { return r.MessageId == id }) {
 			// Lambda treats an unknown item identifier as a failure of the whole batch.
 			m.log.Warn("unknown batch item failure id: batch will be retried", "mapping", m.name, "itemIdentifier", id)
 			return nil
@@ -99,15 +100,6 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func containsMessage(recs []events.SQSMessage, id string) bool {
-	for _, r := range recs {
-		if r.MessageId == id {
-			return true
-		}
-	}
-	return false
 }
 
 func toSQSEventMessage(msg sqstypes.Message, queueARN string) events.SQSMessage {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,7 +82,7 @@ func (m *streamMapping) discover(ctx context.Context, wg *sync.WaitGroup) error 
 		for _, sh := range out.StreamDescription.Shards {
 			id := aws.ToString(sh.ShardId)
 			m.mu.Lock()
-			parentDone := sh.ParentShardId == nil || m.doneShards[aws.ToString(sh.ParentShardId)] || !m.knownShard(out.StreamDescription.Shards, aws.ToString(sh.ParentShardId))
+			parentDone := sh.ParentShardId == nil || m.doneShards[aws.ToString(sh.ParentShardId)] || !slices.ContainsFunc(out.StreamDescription.Shards, func(p streamtypes.Shard) bool { return aws.ToString(p.ShardId) == aws.ToString(sh.ParentShardId) })
 			startIt := parentDone && !m.doneShards[id] && !m.activeShards[id]
 			if startIt {
 				m.activeShards[id] = true
@@ -100,15 +101,6 @@ func (m *streamMapping) discover(ctx context.Context, wg *sync.WaitGroup) error 
 		}
 		start = out.StreamDescription.LastEvaluatedShardId
 	}
-}
-
-func (m *streamMapping) knownShard(shards []streamtypes.Shard, id string) bool {
-	for _, s := range shards {
-		if aws.ToString(s.ShardId) == id {
-			return true
-		}
-	}
-	return false
 }
 
 func (m *streamMapping) readShard(ctx context.Context, shardID string) {

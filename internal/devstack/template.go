@@ -3,6 +3,7 @@ package devstack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"sort"
@@ -198,9 +199,7 @@ func (t *Template) Functions() []FunctionSpec {
 			spec.Timeout = *fn.Timeout
 		}
 		if fn.Environment != nil {
-			for k, v := range fn.Environment.Variables {
-				spec.Env[k] = v
-			}
+			maps.Copy(spec.Env, fn.Environment.Variables)
 		}
 		for _, ev := range fn.Events {
 			if ev.Type == "Schedule" && ev.Properties != nil && ev.Properties.ScheduleEvent != nil {

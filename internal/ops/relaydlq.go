@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -238,12 +239,5 @@ func (o *Operator) redriveRelay(ctx context.Context, q DLQ, opts RedriveOptions,
 }
 
 func inItems(items []RedriveItem, id string) bool {
-	for _, it := range items {
-		for _, x := range it.NotificationIDs {
-			if x == id {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(items, func(it RedriveItem) bool { return slices.Contains(it.NotificationIDs, id) })
 }
