@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -93,9 +94,7 @@ func New(d Deps) *Handler {
 		h.userRoutes(),
 		h.unsubscribeRoutes(d.Unsubscribe),
 	} {
-		for k, r := range group {
-			h.routes[k] = r
-		}
+		maps.Copy(h.routes, group)
 	}
 	return h
 }
@@ -166,9 +165,7 @@ func (h *Handler) encode(ctx context.Context, ev events.APIGatewayV2HTTPRequest,
 	if _, ok := r.body.(*Problem); ok {
 		headers["Content-Type"] = "application/problem+json"
 	}
-	for k, v := range r.headers {
-		headers[k] = v
-	}
+	maps.Copy(headers, r.headers)
 	var body []byte
 	if raw, ok := r.body.(rawBody); ok {
 		body = raw

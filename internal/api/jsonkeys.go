@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -42,10 +43,7 @@ var (
 )
 
 func withField(m map[string]*schema, name string) map[string]*schema {
-	out := make(map[string]*schema, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
+	out := maps.Clone(m)
 	out[name] = nil
 	return out
 }

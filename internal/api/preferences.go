@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -107,12 +108,7 @@ func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 // preferenceChanges validates the requested overrides in a stable order.
 func (h *Handler) preferenceChanges(in map[string]json.RawMessage) (map[string]map[domain.Channel]*bool, *Problem) {
 	out := map[string]map[domain.Channel]*bool{}
-	names := make([]string, 0, len(in))
-	for name := range in {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		base := "/preferences/" + escapePointer(name)
 		typ, ok := h.catalog.Lookup(name)
 		if !ok {
@@ -122,12 +118,7 @@ func (h *Handler) preferenceChanges(in map[string]json.RawMessage) (map[string]m
 		if err := json.Unmarshal(in[name], &byChannel); err != nil || byChannel == nil {
 			return nil, fieldProblem(http.StatusBadRequest, "invalid_type", base, "each type maps channels to true, false or null")
 		}
-		chans := make([]string, 0, len(byChannel))
-		for c := range byChannel {
-			chans = append(chans, c)
-		}
-		slices.Sort(chans)
-		for _, cs := range chans {
+		for _, cs := range slices.Sorted(maps.Keys(byChannel)) {
 			ptr := base + "/" + escapePointer(cs)
 			c, err := domain.ParseChannel(cs)
 			if err != nil {

@@ -1,20 +1,15 @@
 package api
 
+import "strings"
+
 // Hand-written checks for the shapes intake sees on every request: they run
 // without allocating (the regular expressions they replace are kept in
 // shapes_test.go, which checks both agree).
 
-func isAlpha(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-func isAlnum(c byte) bool { return isAlpha(c) || isDigit(c) }
-func inSet(c byte, s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return true
-		}
-	}
-	return false
-}
+func isAlpha(c byte) bool         { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+func isDigit(c byte) bool         { return c >= '0' && c <= '9' }
+func isAlnum(c byte) bool         { return isAlpha(c) || isDigit(c) }
+func inSet(c byte, s string) bool { return strings.IndexByte(s, c) >= 0 }
 
 // validUserID: 1-128 of letters, digits and ._:@|-
 func validUserID(s string) bool {
@@ -81,13 +76,7 @@ func validEmail(s string) bool {
 	if len(s) > 254 {
 		return false
 	}
-	at := -1
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '@' {
-			at = i
-			break
-		}
-	}
+	at := strings.LastIndexByte(s, '@')
 	if at < 1 || at > 64 {
 		return false
 	}

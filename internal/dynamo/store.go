@@ -102,8 +102,8 @@ func asConditionFailed(err error) (*types.ConditionalCheckFailedException, bool)
 }
 
 func isConditionFailed(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
+	_, ok := asConditionFailed(err)
+	return ok
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
