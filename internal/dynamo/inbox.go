@@ -56,22 +56,19 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 	case inbox.FilterArchived:
 		pk = archivedPrefix + userID
 	}
-	names := map[string]string{"#ipk": pkName}
-	for k, v := range inboxProjection {
-		names[k] = v
-	}
-	cond := "#ipk = :pk"
+	// The index keys are not reserved words: named literally, the shared
+	// projection names serve every page unchanged.
+	cond := pkName + " = :pk"
 	values := map[string]types.AttributeValue{":pk": str(pk)}
 	if position != "" {
-		cond += " AND #isk < :pos"
-		names["#isk"] = skName
+		cond += " AND " + skName + " < :pos"
 		values[":pos"] = str(position)
 	}
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		IndexName:                 aws.String(index),
 		KeyConditionExpression:    aws.String(cond),
-		ExpressionAttributeNames:  names,
+		ExpressionAttributeNames:  inboxProjection,
 		ExpressionAttributeValues: values,
 		ProjectionExpression:      aws.String(inboxProjectionExpr),
 		ScanIndexForward:          aws.Bool(false),

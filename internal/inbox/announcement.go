@@ -1,7 +1,8 @@
 package inbox
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -101,7 +102,7 @@ func ActiveAnnouncements(all []Announcement, now time.Time) []Announcement {
 			out = append(out, a)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].SortKey > out[j].SortKey })
+	slices.SortStableFunc(out, func(a, b Announcement) int { return strings.Compare(b.SortKey, a.SortKey) })
 	if len(out) > MaxActiveAnnouncements {
 		out = out[:MaxActiveAnnouncements]
 	}
