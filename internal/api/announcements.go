@@ -220,13 +220,13 @@ func announcementHash(ar *announcementRequest) string {
 // that the conditional put on the id deduplicates (as for notifications).
 func announcementIDFor(caller, key string) string {
 	sum := sha256.Sum256([]byte("announcement\x00" + caller + "\x00" + key))
-	return inbox.AnnouncementIDPrefix + idEncoding.EncodeToString(sum[:16])
+	return makeID(inbox.AnnouncementIDPrefix, sum[:])
 }
 
 func newAnnouncementID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return inbox.AnnouncementIDPrefix + idEncoding.EncodeToString(b[:])
+	return makeID(inbox.AnnouncementIDPrefix, b[:])
 }
 
 func announcementJSON(a *inbox.Announcement, now time.Time) announcementBody {

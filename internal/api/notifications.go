@@ -178,13 +178,19 @@ func dedupeID(caller, dedupeKey string) string {
 	buf = append(buf, 0)
 	buf = append(buf, dedupeKey...)
 	sum := sha256.Sum256(buf)
-	return "n" + idEncoding.EncodeToString(sum[:16])
+	return makeID("n", sum[:])
 }
 
-var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+// idAlphabet is the lower-case, unambiguous base32 of every id Herald issues.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+var idEncoding = base32.NewEncoding(idAlphabet).WithPadding(base32.NoPadding)
+
+// makeID is prefix + the base32 of b's first 16 bytes (26 characters).
+func makeID(prefix string, b []byte) string { return prefix + idEncoding.EncodeToString(b[:16]) }
 
 // NewRandomID returns a random notification id shaped like dedupe ids.
-func NewRandomID(random []byte) string { return "n" + idEncoding.EncodeToString(random[:16]) }
+func NewRandomID(random []byte) string { return makeID("n", random) }
 
 // validNotificationID reports whether id has the shape of the ids Herald
 // issues ("n" + 26 base32 characters); anything else cannot exist.
@@ -193,7 +199,7 @@ func validNotificationID(id string) bool {
 		return false
 	}
 	for i := 1; i < len(id); i++ {
-		if strings.IndexByte("0123456789abcdefghjkmnpqrstvwxyz", id[i]) < 0 {
+		if strings.IndexByte(idAlphabet, id[i]) < 0 {
 			return false
 		}
 	}

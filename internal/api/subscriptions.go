@@ -88,7 +88,7 @@ func subscriptionProblem(err error) *Problem {
 // subscriptionID is "s" + 26 base32 characters of the endpoint's hash.
 func subscriptionID(endpoint string) string {
 	sum := sha256.Sum256([]byte(endpoint))
-	return "s" + idEncoding.EncodeToString(sum[:16])
+	return makeID("s", sum[:])
 }
 
 // subscriptionIDShape admits the ids Herald issues and any other simple id a
