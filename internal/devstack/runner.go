@@ -30,6 +30,7 @@ import (
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/ops"
 	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
 	"github.com/heraldhq/herald/internal/smssink"
@@ -133,13 +134,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		ln.Close()
 		return nil, err
 	}
-	env := map[string]string{
-		"AWS_ENDPOINT_URL_DYNAMODB": s.Emulators.DynamoDB, "AWS_ENDPOINT_URL_DYNAMODB_STREAMS": s.Emulators.DynamoDB,
-		"AWS_ENDPOINT_URL_SQS": s.Emulators.SQS, "AWS_ENDPOINT_URL_SESV2": s.Emulators.SES,
-		"AWS_ENDPOINT_URL_SNS": s.APIURL + "/_dev/sns",
-		"AWS_REGION":           LocalRegion, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_EC2_METADATA_DISABLED": "true",
-	}
+	// The same environment `herald dlq` derives from the state file, with the
+	// caller's session and profile unset.
+	env := ops.LocalState{Region: LocalRegion, Endpoints: s.endpoints()}.Env()
+	env["AWS_SESSION_TOKEN"], env["AWS_PROFILE"] = "", ""
 	for k, v := range env {
 		if v == "" {
 			os.Unsetenv(k)

@@ -15,9 +15,14 @@ func (s *Stack) LocalState() ops.LocalState {
 	}
 	return ops.LocalState{
 		PID: os.Getpid(), APIURL: s.APIURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
-		Endpoints: map[string]string{
-			"DYNAMODB": s.Emulators.DynamoDB, "DYNAMODB_STREAMS": s.Emulators.DynamoDB, "SQS": s.Emulators.SQS,
-			"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns",
-		},
+		Endpoints: s.endpoints(),
+	}
+}
+
+// endpoints are the stack's service endpoints by AWS_ENDPOINT_URL_ suffix.
+func (s *Stack) endpoints() map[string]string {
+	return map[string]string{
+		"DYNAMODB": s.Emulators.DynamoDB, "DYNAMODB_STREAMS": s.Emulators.DynamoDB, "SQS": s.Emulators.SQS,
+		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns",
 	}
 }
