@@ -122,11 +122,9 @@ func (x *inboxAPI) createAnnouncement(ctx context.Context, req *request) respons
 	if p != nil {
 		return problemResponse(p)
 	}
-	key, hasKey := header(req, "idempotency-key")
-	if hasKey {
-		if p := validateIdempotencyKey(key); p != nil {
-			return problemResponse(p)
-		}
+	key, hasKey, p := idempotencyKey(req)
+	if p != nil {
+		return problemResponse(p)
 	}
 	var ar announcementRequest
 	if p := decodeJSON(raw, &ar); p != nil {

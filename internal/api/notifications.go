@@ -77,11 +77,9 @@ func (h *Handler) createNotification(ctx context.Context, req *request) response
 	if p != nil {
 		return problemResponse(p)
 	}
-	key, hasKey := header(req, "idempotency-key")
-	if hasKey {
-		if p := validateIdempotencyKey(key); p != nil {
-			return problemResponse(p)
-		}
+	key, hasKey, p := idempotencyKey(req)
+	if p != nil {
+		return problemResponse(p)
 	}
 	var nr notificationRequest
 	if p := decodeNotificationRequest(body, &nr, nil); p != nil {
@@ -335,6 +333,15 @@ func decodeJSON(body []byte, v any) *Problem {
 
 // header returns a request header. API Gateway (payload 2.0) lower-cases
 // header names; the loop covers other spellings without allocating.
+// idempotencyKey reads and validates the optional Idempotency-Key header.
+func idempotencyKey(req *request) (key string, ok bool, p *Problem) {
+	key, ok = header(req, "idempotency-key")
+	if ok {
+		p = validateIdempotencyKey(key)
+	}
+	return key, ok, p
+}
+
 func header(req *request, lowerName string) (string, bool) {
 	if v, ok := req.Headers[lowerName]; ok {
 		return v, true
