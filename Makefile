@@ -70,8 +70,9 @@ test-unit:
 bench: deps build
 	./scripts/bench.sh
 
-## lint: gofmt, go vet, staticcheck
+## lint: no tracked binaries or large files, gofmt, go vet, staticcheck
 lint:
+	./scripts/check-tracked.sh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fails when a tracked file is an executable binary (ELF, Mach-O, PE) or is
+# larger than 1 MB, unless scripts/tracked-allow.txt lists it: build outputs
+# never belong in git. Run by make lint and .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+allow=scripts/tracked-allow.txt
+limit=$((1024 * 1024))
+bad=0
+while IFS= read -r -d '' f; do
+  [ -f "$f" ] || continue
+  if [ -f "$allow" ] && grep -qxF -- "$f" "$allow"; then continue; fi
+  size=$(stat -c %s -- "$f")
+  if [ "$size" -gt "$limit" ]; then
+    echo "tracked file over 1 MB: $f ($size bytes); list it in $allow if intended" >&2
+    bad=1
+  fi
+  magic=$(head -c 4 -- "$f" | od -An -tx1 | tr -d ' \n')
+  case "$magic" in
+    7f454c46 | cffaedfe | cefaedfe | feedfacf | feedface | 4d5a*)
+      echo "tracked executable binary: $f; build outputs belong in .gitignore" >&2
+      bad=1 ;;
+  esac
+done < <(git ls-files -z)
+exit "$bad"
