@@ -29,6 +29,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/iam"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ops"
 	"github.com/heraldhq/herald/internal/pushsink"
@@ -41,6 +42,9 @@ import (
 type Config struct {
 	// Root is the repository root (template.yaml, infra/local).
 	Root string
+	// Template is the SAM template; default Root/template.yaml. Tests point
+	// it at a modified copy (e.g. with a permission removed).
+	Template string
 	// APIAddr is where the HTTP API listens; default 127.0.0.1:3000. Use
 	// 127.0.0.1:0 for a free port.
 	APIAddr string
@@ -74,6 +78,9 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// IAM checks every AWS call a function makes against that function's
+	// role as the SAM transform produces it, and records the calls.
+	IAM *iam.Enforcer
 
 	mux    *http.ServeMux
 	server *http.Server
@@ -118,8 +125,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 
-	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
+	if cfg.Template == "" {
+		cfg.Template = filepath.Join(cfg.Root, "template.yaml")
+	}
+	s.Template, err = LoadTemplate(cfg.Template, cfg.Overrides)
 	if err != nil {
+		return nil, err
+	}
+	if s.IAM, err = s.newIAM(ctx); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.APIAddr)
@@ -152,7 +165,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
 	s.sqs = sqs.NewFromConfig(s.AWS)
-	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, "herald-")
+	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, LocalResourcePrefix)
 	if err != nil {
 		ln.Close()
 		return nil, err
