@@ -1,6 +1,7 @@
 # Herald — build, test and run locally.
-#   make dev     the whole system on this machine (emulators + functions)
-#   make test    unit, template and end-to-end tests (-race)
+#   make dev        the whole system on this machine (emulators + functions)
+#   make test       unit, template and end-to-end tests (-race), then aws-check's checks
+#   make aws-check  cfn-lint + IAM conformance of the e2e suite's AWS calls
 # sam build calls the build-<LogicalId> targets (BuildMethod: makefile).
 
 SHELL := /bin/bash
@@ -10,14 +11,24 @@ LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
 TEST_TIMEOUT ?= 15m
+# Python tools (scripts/iam/python-deps.sh): a virtualenv under .cache when
+# the machine's python3 lacks the pinned versions.
+VENV := .cache/python
+CFN_LINT = $(if $(wildcard $(VENV)/bin/cfn-lint),$(VENV)/bin/cfn-lint,cfn-lint)
+# Where e2e packages record the AWS calls each function made (stacktest).
+IAM_SEEN := $(CURDIR)/.cache/iam/seen
 
-.PHONY: all build deps dev test test-unit bench lint deploy clean herald $(addprefix build-,$(FUNCTIONS))
+.PHONY: all build deps python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald $(addprefix build-,$(FUNCTIONS))
 
 all: build
 
-## deps: install the local emulators (npm ci + DynamoDB Local) and Go modules
-deps: $(INFRA)/node_modules/.package-lock.json $(INFRA)/.cache/dynamodb/DynamoDBLocal.jar
+## deps: install the local emulators (npm ci + DynamoDB Local), Go modules and the pinned Python tools
+deps: $(INFRA)/node_modules/.package-lock.json $(INFRA)/.cache/dynamodb/DynamoDBLocal.jar python-deps
 	$(GO) mod download
+
+## python-deps: aws-sam-translator 1.110.0 and cfn-lint 1.51 (as found, else a virtualenv in .cache/python)
+python-deps:
+	./scripts/iam/python-deps.sh
 
 $(INFRA)/node_modules/.package-lock.json: $(INFRA)/package.json $(INFRA)/package-lock.json
 	cd $(INFRA) && npm ci --no-audit --no-fund --loglevel=error
@@ -57,10 +68,25 @@ herald:
 dev: deps herald
 	./bin/herald dev
 
-## test: all tests with the race detector; integration tests start their own emulators
+## test: all tests with the race detector; integration tests start their own emulators and
+## record their functions' AWS calls, which the IAM conformance then checks (with cfn-lint)
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory aws-lint iam-conformance
+
+## aws-check: cfn-lint, then the e2e suite (recording each function's AWS calls) and the IAM
+## conformance of those calls to the roles the SAM transform makes of template.yaml
+aws-check: python-deps aws-lint
+	rm -rf $(IAM_SEEN)
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./internal/e2e/...
+	$(MAKE) --no-print-directory iam-conformance
+
+aws-lint:
+	$(CFN_LINT) template.yaml
+
+iam-conformance:
+	$(GO) run ./scripts/iam/conformance -seen $(IAM_SEEN)
 
 ## test-unit: only tests that need no emulators
 test-unit:

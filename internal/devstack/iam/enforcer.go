@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -83,19 +82,23 @@ type Call struct {
 	Operation string `json:"operation"` // SDK "Service.Operation"
 	Action    string `json:"action"`
 	Resource  string `json:"resource"`
-	Decision  string `json:"decision"`
-	Count     int    `json:"count"`
+	// Context is the request's condition keys as JSON, so a record can be
+	// re-evaluated against changed policies; recipients' addresses are left
+	// out (no PII in records).
+	Context  string `json:"context,omitempty"`
+	Decision string `json:"decision"`
+	Count    int    `json:"count"`
 }
 
 // Enforcer checks every AWS call a function makes against that function's
 // role and records what it saw.
 type Enforcer struct {
-	policies        *Policies
 	region, account string
 	onDeny          func(Call, error)
 
-	mu    sync.Mutex
-	calls map[Call]int // Count zero in the key
+	mu       sync.Mutex
+	policies *Policies
+	calls    map[Call]int // Count zero in the key
 }
 
 // NewEnforcer enforces policies for calls made in region and account (the
@@ -105,7 +108,19 @@ func NewEnforcer(p *Policies, region, account string, onDeny func(Call, error)) 
 }
 
 // Policies returns the policies the enforcer checks against.
-func (e *Enforcer) Policies() *Policies { return e.policies }
+func (e *Enforcer) Policies() *Policies {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.policies
+}
+
+// SetPolicies replaces the policies for the calls that follow (tests that
+// show a run failing without a permission, then recovering with it).
+func (e *Enforcer) SetPolicies(p *Policies) {
+	e.mu.Lock()
+	e.policies = p
+	e.mu.Unlock()
+}
 
 // Middleware returns the SDK option that checks function's calls: add it
 // to that function's aws.Config APIOptions. It runs in the Initialize step
@@ -127,7 +142,7 @@ func (e *Enforcer) Middleware(function string) func(*middleware.Stack) error {
 // returns the error the service would return when the role does not allow it.
 func (e *Enforcer) Check(function, serviceID, operation string, input any) error {
 	op := serviceID + "." + operation
-	role, ok := e.policies.Role(function)
+	role, ok := e.Policies().Role(function)
 	if !ok {
 		return e.deny(Call{Function: function, Operation: op, Action: "?", Resource: "?", Decision: "no role"}, serviceID,
 			fmt.Errorf("the template has no function %s with a role", function))
@@ -139,7 +154,7 @@ func (e *Enforcer) Check(function, serviceID, operation string, input any) error
 	var denied error
 	for _, req := range reqs {
 		d, _ := role.Evaluate(req)
-		c := Call{Function: function, Operation: op, Action: req.Action, Resource: req.Resource, Decision: d.String()}
+		c := Call{Function: function, Operation: op, Action: req.Action, Resource: req.Resource, Context: recordedContext(req.Context), Decision: d.String()}
 		if d == Allowed {
 			e.record(c)
 			continue
@@ -155,6 +170,21 @@ func (e *Enforcer) Check(function, serviceID, operation string, input any) error
 		}
 	}
 	return denied
+}
+
+// recordedContext encodes condition keys for a record, without recipients.
+func recordedContext(ctx map[string][]string) string {
+	keep := map[string][]string{}
+	for k, v := range ctx {
+		if !strings.EqualFold(k, "ses:Recipients") {
+			keep[k] = v
+		}
+	}
+	if len(keep) == 0 {
+		return ""
+	}
+	raw, _ := json.Marshal(keep) // map keys are sorted: one text per context
+	return string(raw)
 }
 
 func (e *Enforcer) record(c Call) {
@@ -239,13 +269,4 @@ func ReadRecords(dir string) ([]Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// functions is used by reports.
-func functions(calls []Call) []string {
-	set := map[string]bool{}
-	for _, c := range calls {
-		set[c.Function] = true
-	}
-	return slices.Sorted(maps.Keys(set))
 }
