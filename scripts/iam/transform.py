@@ -215,7 +215,7 @@ class Resolver:
                 a, b = self.value(arg)
                 return str(a) == str(b)
             if k == "Fn::Not":
-                return not self.value(arg[0]) if not isinstance(arg[0], dict) or "Condition" not in arg[0] else not self.condition(arg[0]["Condition"])
+                return not self.value(arg[0])
             if k == "Condition":
                 return self.condition(arg)
             if k.startswith("Fn::"):

@@ -218,7 +218,7 @@ func (e *Enforcer) Calls() []Call {
 
 // Denials are the calls that were refused.
 func (e *Enforcer) Denials() []Call {
-	var out []Call
+	out := []Call{}
 	for _, c := range e.Calls() {
 		if c.Decision != Allowed.String() {
 			out = append(out, c)
