@@ -220,7 +220,8 @@ class Resolver:
                 return self.condition(arg)
             if k.startswith("Fn::"):
                 raise KeyError(f"{k} is not resolved by scripts/iam/transform.py")
-        return {k: self.value(x) for k, x in v.items()}
+        out = {k: self.value(x) for k, x in v.items()}
+        return {k: x for k, x in out.items() if x is not None}  # AWS::NoValue removes the key
 
     def sub(self, text, extra):
         def one(m):

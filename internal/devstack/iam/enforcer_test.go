@@ -28,7 +28,7 @@ const (
 	testAccount = "000000000000"
 )
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {
@@ -47,7 +47,7 @@ func repoRoot(t *testing.T) string {
 
 // transformed runs the real SAM transform on template.yaml with the given
 // permissions ("Function action") removed.
-func transformed(t *testing.T, remove ...[2]string) *Policies {
+func transformed(t testing.TB, remove ...[2]string) *Policies {
 	t.Helper()
 	root := repoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
@@ -192,5 +192,18 @@ func TestEnforcerOnTheTransformedTemplate(t *testing.T) {
 				t.Errorf("denials heard %v, recorded %v; want %s", denied, e.Denials(), tt.wantDenied)
 			}
 		})
+	}
+}
+
+// BenchmarkCheck is the enforcer's cost per AWS call: describe the input,
+// evaluate it against the role, record it.
+func BenchmarkCheck(b *testing.B) {
+	e := NewEnforcer(transformed(b), testRegion, testAccount, nil)
+	in := &dynamodb.BatchGetItemInput{RequestItems: map[string]ddbtypes.KeysAndAttributes{"herald-Table": {}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.Check("RelayFunction", "DynamoDB", "BatchGetItem", in); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
