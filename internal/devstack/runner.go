@@ -232,7 +232,8 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	}
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
-		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
+		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
+		Log:     app.NewLogger(logs, func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
 		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
