@@ -340,7 +340,7 @@ func (s *Stack) localEnv(id string) map[string]string {
 	switch id {
 	case "PushFunction":
 		return map[string]string{
-			"VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
+			"VAPID_PRIVATE_KEY":            s.vapid.PrivateKey,
 			"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
 		}
 	case "EmailFunction":
