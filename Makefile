@@ -7,6 +7,8 @@
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api relay email sms push scheduler feedback
+# The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
+FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
@@ -18,7 +20,7 @@ CFN_LINT = $(if $(wildcard $(VENV)/bin/cfn-lint),$(VENV)/bin/cfn-lint,cfn-lint)
 # Where e2e packages record the AWS calls each function made (stacktest).
 IAM_SEEN := $(CURDIR)/.cache/iam/seen
 
-.PHONY: all build deps python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald $(addprefix build-,$(FUNCTIONS))
+.PHONY: all build deps python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 
