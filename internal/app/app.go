@@ -21,6 +21,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/email"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -163,7 +164,7 @@ func WorkerConfig(d Deps) (worker.Config, error) {
 	return cfg, nil
 }
 
-func (d Deps) worker(p worker.Provider) (*worker.Handler, error) {
+func (d Deps) worker(p channel.Provider) (*worker.Handler, error) {
 	st, err := d.store()
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func (d Deps) worker(p worker.Provider) (*worker.Handler, error) {
 
 // workerOn wires a worker on a store the provider may share (push deletes
 // gone subscriptions through it).
-func (d Deps) workerOn(st *dynamo.Store, p worker.Provider) (*worker.Handler, error) {
+func (d Deps) workerOn(st *dynamo.Store, p channel.Provider) (*worker.Handler, error) {
 	cfg, err := WorkerConfig(d)
 	if err != nil {
 		return nil, err
