@@ -16,9 +16,9 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/email"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/sms"
 )
 

@@ -29,11 +29,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ops"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
-	"github.com/heraldhq/herald/internal/smssink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 

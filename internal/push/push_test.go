@@ -13,8 +13,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/smssink"
 )
 
 // sinkClient is the real SDK client talking to the local SNS sink, with the
