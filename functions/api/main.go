@@ -9,11 +9,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
 )
 
 func main() {
 	d := app.LambdaDeps()
-	h, err := app.NewAPI(d)
+	h, err := apifn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

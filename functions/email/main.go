@@ -5,11 +5,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/emailfn"
 )
 
 func main() {
 	d := app.LambdaDeps()
-	h, err := app.NewEmail(d)
+	h, err := emailfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

@@ -9,11 +9,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/relayfn"
 )
 
 func main() {
 	d := app.LambdaDeps()
-	h, err := app.NewRelay(d)
+	h, err := relayfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}
