@@ -10,10 +10,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/apifn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
+	d := app.LambdaDeps(catalog.Load)
 	h, err := apifn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)

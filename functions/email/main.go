@@ -6,10 +6,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/emailfn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
+	d := app.LambdaDeps(catalog.Load)
 	h, err := emailfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)

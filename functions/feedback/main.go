@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	d := app.LambdaDeps()
+	d := app.LambdaDeps(nil) // no catalog: nothing here reads notification types
 	h, err := feedbackfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)

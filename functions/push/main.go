@@ -8,10 +8,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/pushfn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
+	d := app.LambdaDeps(catalog.Load)
 	h, err := pushfn.New(context.Background(), d)
 	if err != nil {
 		app.Fail(d.Log, err)

@@ -10,10 +10,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/relayfn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
+	d := app.LambdaDeps(catalog.Load)
 	h, err := relayfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)

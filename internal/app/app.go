@@ -10,6 +10,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -45,6 +46,15 @@ func (d Deps) Recorder() metrics.Recorder {
 	return d.Metrics
 }
 
+// RequireCatalog fails when the catalog was not loaded (LambdaDeps(nil)):
+// functions that plan or render notifications need it.
+func (d Deps) RequireCatalog() error {
+	if d.Catalog == nil {
+		return errors.New("the catalog is not loaded: pass catalog.Load to LambdaDeps")
+	}
+	return nil
+}
+
 // Require reads the named environment variables, failing with every missing
 // name at once.
 func (d Deps) Require(names ...string) (map[string]string, error) {
@@ -77,5 +87,5 @@ func (d Deps) Store() (*dynamo.Store, error) {
 		}
 		opts = append(opts, dynamo.WithRetention(time.Duration(days)*24*time.Hour))
 	}
-	return dynamo.New(dynamodb.NewFromConfig(d.AWS), env["TABLE_NAME"], opts...), nil
+	return dynamo.New(dynamo.NarrowClient(dynamodb.NewFromConfig(d.AWS)), env["TABLE_NAME"], opts...), nil
 }

@@ -25,6 +25,9 @@ var (
 // New wires the HTTP API function. The unsubscribe key is read on the first
 // unsubscribe request, so the API starts without it.
 func New(d app.Deps) (*api.Handler, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
 	st, err := d.Store()
 	if err != nil {
 		return nil, err

@@ -16,6 +16,9 @@ var _ relay.Store = (*dynamo.Store)(nil)
 // New wires the stream relay function: it publishes work messages to the
 // nine queues named in the environment.
 func New(d app.Deps) (*relay.Handler, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
 	st, err := d.Store()
 	if err != nil {
 		return nil, err
@@ -24,7 +27,7 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
+	pub := queue.NewPublisher(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), urls)
 	limits, err := policy.LimitsFromEnv(d.Getenv)
 	if err != nil {
 		return nil, err

@@ -23,6 +23,6 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
+	pub := queue.NewPublisher(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), urls)
 	return scheduler.New(st, pub, d.Now, d.Log).WithMetrics(d.Recorder()), nil
 }

@@ -44,9 +44,12 @@ func Config(d app.Deps) (worker.Config, error) {
 // New wires the loop around p on st, the store the provider may share (push
 // deletes gone subscriptions through it).
 func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
 	cfg, err := Config(d)
 	if err != nil {
 		return nil, err
 	}
-	return worker.New(cfg, st, queue.NewVisibility(sqs.NewFromConfig(d.AWS)), p, d.Catalog, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+	return worker.New(cfg, st, queue.NewVisibility(queue.NarrowClient(sqs.NewFromConfig(d.AWS))), p, d.Catalog, d.Now, d.Log).WithMetrics(d.Recorder()), nil
 }
