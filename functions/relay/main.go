@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	d := app.LambdaDeps(catalog.Load)
+	d := app.LambdaDeps(catalog.LoadWithoutSampleRenders) // the relay plans, never renders
 	h, err := relayfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
