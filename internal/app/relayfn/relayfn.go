@@ -11,7 +11,10 @@ import (
 	"github.com/heraldhq/herald/internal/relay"
 )
 
-var _ relay.Store = (*dynamo.Store)(nil)
+var (
+	_ relay.Store     = (*dynamo.Store)(nil)
+	_ relay.Publisher = (*queue.Publisher)(nil)
+)
 
 // New wires the stream relay function: it publishes work messages to the
 // nine queues named in the environment.

@@ -10,7 +10,10 @@ import (
 	"github.com/heraldhq/herald/internal/scheduler"
 )
 
-var _ scheduler.Store = (*dynamo.Store)(nil)
+var (
+	_ scheduler.Store     = (*dynamo.Store)(nil)
+	_ scheduler.Publisher = (*queue.Publisher)(nil)
+)
 
 // New wires the scheduler function: it publishes released deliveries to the
 // nine queues named in the environment.
