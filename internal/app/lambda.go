@@ -6,16 +6,15 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
-// LambdaDeps builds the dependencies of a Lambda main: JSON logs through
-// lambdacontext (request ids injected), one aws.Config from the environment,
-// the catalog from loadCatalog, EMF metrics on stdout (namespace
+// LambdaDeps builds the dependencies of a Lambda main: JSON logs at the
+// LOG_LEVEL level (NewLogger), one aws.Config from the environment, the
+// catalog from loadCatalog, EMF metrics on stdout (namespace
 // METRICS_NAMESPACE, default Herald). Any failure ends the process before the
 // first invocation.
 //
@@ -24,7 +23,7 @@ import (
 // and with them reflect's method lookup, which makes the linker keep every
 // exported method of every type converted to an interface.
 func LambdaDeps(loadCatalog func() (*catalog.Catalog, error)) Deps {
-	log := lambdacontext.NewLogger()
+	log := NewLogger(os.Stdout, os.Getenv)
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		Fail(log, err)
