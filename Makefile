@@ -79,9 +79,10 @@ test: deps
 
 ## aws-check: cfn-lint, then the e2e suite (recording each function's AWS calls) and the IAM
 ## conformance of those calls to the roles the SAM transform makes of template.yaml
+## (internal/e2e/iamcheck, which shows a weakened template failing, records nothing: make test runs it)
 aws-check: python-deps aws-lint
 	rm -rf $(IAM_SEEN)
-	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./internal/e2e/...
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./internal/e2e/... | grep -v /iamcheck)
 	$(MAKE) --no-print-directory iam-conformance
 
 aws-lint:
