@@ -84,7 +84,9 @@ func TestSend(t *testing.T) {
 		d.loadConfig = func(context.Context) (aws.Config, error) {
 			return aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}, nil
 		}
-		d.stacks = func(aws.Config) ops.StacksAPI { return fakeStacks{outputs: map[string]string{"ApiUrl": srv.URL, "TableName": "t"}} }
+		d.stacks = func(aws.Config) ops.StacksAPI {
+			return fakeStacks{outputs: map[string]string{"ApiUrl": srv.URL, "TableName": "t"}}
+		}
 		d.poll = time.Millisecond
 		return d
 	}
