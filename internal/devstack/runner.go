@@ -342,8 +342,10 @@ func (s *Stack) localEnv(id string) map[string]string {
 	case "EmailFunction":
 		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret, "UNSUBSCRIBE_URL": s.APIURL + "/v1/unsubscribe"}
 	case "ApiFunction":
-		// Accepts the local push service's subscriptions; verifies unsubscribe links.
-		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true", "UNSUBSCRIBE_SECRET": s.unsubscribeSecret}
+		// Accepts the local push service's subscriptions; verifies unsubscribe
+		// links; tells browsers the VAPID key.
+		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true", "UNSUBSCRIBE_SECRET": s.unsubscribeSecret,
+			"VAPID_PUBLIC_KEY": s.vapid.PublicKey}
 	}
 	return nil
 }
