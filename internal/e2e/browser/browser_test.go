@@ -1,9 +1,10 @@
 // Package browser tests the dev console and the browser kit (web/) in a real
 // headless Chromium driven over the DevTools protocol: the console shows an
 // email sent in the test, the demo inbox (<herald-inbox>) shows the unread
-// badge and drops it when an item is marked read from the keyboard, and a
-// push Herald sent to the browser's subscription is shown as a notification
-// by herald-sw.js.
+// badge and drops it when an item is marked read from the keyboard, a push
+// Herald sent to the browser's subscription is shown as a notification by
+// herald-sw.js (and the inbox refreshes on it), and the inbox pages with its
+// cursor, lists an announcement, archives and marks all read.
 //
 // Chromium is Debian's `chromium` (make deps-browser installs it; CI runs it).
 // HERALD_CHROMIUM names another binary. Without one the test fails when
@@ -256,6 +257,49 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	// The push shows in the console's decrypted pushes too.
 	run("see the decrypted push", chromedp.Poll(fmt.Sprintf(`!!document.querySelector('#pushes tr[data-subscription=%q]')`, localID), nil,
 		chromedp.WithPollingTimeout(10*time.Second)))
+
+	// The inbox refreshed on the worker's report: the new item and badge 2.
+	run("refresh on push", chromedp.Poll(shadow+`.querySelectorAll('li').length === 3 && `+shadow+`.querySelector('.badge').textContent === '2'`, nil,
+		chromedp.WithPollingTimeout(10*time.Second)))
+
+	// An announcement, pages of two (cursor paging), archive, read all.
+	ann, err := c.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance " + user, Body: "Tonight", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inbox = `document.querySelector('herald-inbox')`
+	run("first page of two",
+		chromedp.Evaluate(inbox+`.setAttribute('page-size', '2')`, nil),
+		chromedp.Poll(shadow+`.querySelectorAll('li').length === 2 && !`+shadow+`.querySelector('.more').hidden`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	var firstKind string
+	run("announcement first", chromedp.Evaluate(shadow+`.querySelector('li .kind') ? `+shadow+`.querySelector('li').dataset.id : ''`, &firstKind))
+	if firstKind != ann.ID {
+		t.Errorf("first item = %q, want the announcement %s", firstKind, ann.ID)
+	}
+	run("next page",
+		chromedp.Evaluate(shadow+`.querySelector('.more').click()`, nil),
+		chromedp.Poll(shadow+`.querySelectorAll('li').length === 4 && `+shadow+`.querySelector('.more').hidden && `+shadow+`.querySelector('.badge').textContent === '3'`, nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	run("archive the announcement",
+		chromedp.Evaluate(fmt.Sprintf(shadow+`.querySelector('li[data-id=%q] button.archive').click()`, ann.ID), nil),
+		chromedp.Poll(fmt.Sprintf(`!`+shadow+`.querySelector('li[data-id=%q]') && `+shadow+`.querySelector('.badge').textContent === '2'`, ann.ID), nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(shadow+`.querySelector('[role=tab][data-filter=archived]').click()`, nil),
+		chromedp.Poll(fmt.Sprintf(shadow+`.querySelectorAll('li').length === 1 && !!`+shadow+`.querySelector('li[data-id=%q]')`, ann.ID), nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(shadow+`.querySelector('[role=tab][data-filter=all]').click()`, nil),
+		chromedp.Poll(shadow+`.querySelectorAll('li').length === 2`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	run("mark all read",
+		chromedp.Evaluate(shadow+`.querySelector('.read-all').click()`, nil),
+		chromedp.Poll(shadow+`.querySelector('.badge').hidden && `+shadow+`.querySelectorAll('li.unread').length === 0`, nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	if got := badge(); got != "" {
+		t.Errorf("badge after read all = %q, want hidden", got)
+	}
 
 	for path, png := range map[string][]byte{consoleShot: consolePNG, inboxShot: inboxPNG} {
 		if len(png) < 1000 {
