@@ -131,6 +131,14 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 		return err
 	}
 	a, err := c.Send(ctx, n)
+	var herr *client.Error
+	if errors.As(err, &herr) {
+		at := ""
+		if herr.Pointer != "" {
+			at = " at " + herr.Pointer
+		}
+		return fmt.Errorf("%s answered %d %s%s: %s", where, herr.Status, herr.Code, at, herr.Detail)
+	}
 	if err != nil {
 		return fmt.Errorf("send to %s: %w", where, err)
 	}

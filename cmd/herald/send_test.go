@@ -166,3 +166,18 @@ func TestSend(t *testing.T) {
 		})
 	}
 }
+
+func TestSendReportsTheProblem(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, `{"type":"x","title":"Unprocessable Entity","status":422,"code":"missing_variable","pointer":"/data/code","detail":"variable \"code\": missing"}`)
+	}))
+	defer srv.Close()
+	var out, errOut bytes.Buffer
+	err := runSend(context.Background(), []string{"--endpoint", srv.URL, "--caller", "ci", "--type", "otp.code", "--user", "u1"}, &out, &errOut, defaultSendDeps())
+	want := srv.URL + ` answered 422 missing_variable at /data/code: variable "code": missing`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+}
