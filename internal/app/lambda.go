@@ -6,19 +6,18 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
-// LambdaDeps builds the dependencies of a Lambda main: JSON logs through
-// lambdacontext (request ids injected), one aws.Config from the environment,
+// LambdaDeps builds the dependencies of a Lambda main: JSON logs at the
+// LOG_LEVEL level (NewLogger), one aws.Config from the environment,
 // the catalog, EMF metrics on stdout (namespace METRICS_NAMESPACE, default
 // Herald). Any failure ends the process before the first invocation.
 func LambdaDeps() Deps {
-	log := lambdacontext.NewLogger()
+	log := NewLogger(os.Stdout, os.Getenv)
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		Fail(log, err)

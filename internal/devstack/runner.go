@@ -118,7 +118,14 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 
-	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
+	// The push function's key pair is made per run; its public half is the
+	// VapidPublicKey parameter, which the template requires (no default).
+	if s.vapid, err = webpush.GenerateVAPIDKeys(); err != nil {
+		return nil, err
+	}
+	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
+	maps.Copy(overrides, cfg.Overrides)
+	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -154,10 +161,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.sqs = sqs.NewFromConfig(s.AWS)
 	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, "herald-")
 	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if s.vapid, err = webpush.GenerateVAPIDKeys(); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -232,7 +235,8 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	}
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
-		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
+		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
+		Log:     app.NewLogger(logs, func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
 		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
@@ -336,16 +340,14 @@ func (s *Stack) localEnv(id string) map[string]string {
 	switch id {
 	case "PushFunction":
 		return map[string]string{
-			"VAPID_PUBLIC_KEY": s.vapid.PublicKey, "VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
+			"VAPID_PRIVATE_KEY":            s.vapid.PrivateKey,
 			"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
 		}
 	case "EmailFunction":
 		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret, "UNSUBSCRIBE_URL": s.APIURL + "/v1/unsubscribe"}
 	case "ApiFunction":
-		// Accepts the local push service's subscriptions; verifies unsubscribe
-		// links; tells browsers the VAPID key.
-		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true", "UNSUBSCRIBE_SECRET": s.unsubscribeSecret,
-			"VAPID_PUBLIC_KEY": s.vapid.PublicKey}
+		// Accepts the local push service's subscriptions; verifies unsubscribe links.
+		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true", "UNSUBSCRIBE_SECRET": s.unsubscribeSecret}
 	}
 	return nil
 }
