@@ -28,12 +28,19 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
+	"github.com/heraldhq/herald/internal/app/emailfn"
+	"github.com/heraldhq/herald/internal/app/feedbackfn"
+	"github.com/heraldhq/herald/internal/app/pushfn"
+	"github.com/heraldhq/herald/internal/app/relayfn"
+	"github.com/heraldhq/herald/internal/app/schedulerfn"
+	"github.com/heraldhq/herald/internal/app/smsfn"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ops"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
-	"github.com/heraldhq/herald/internal/smssink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -263,7 +270,7 @@ func (s *Stack) wire() error {
 		timeouts[fn.LogicalID] = time.Duration(fn.Timeout) * time.Second
 		switch fn.LogicalID {
 		case "ApiFunction":
-			h, err := app.NewAPI(d)
+			h, err := apifn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
@@ -273,19 +280,19 @@ func (s *Stack) wire() error {
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
 			s.mux.Handle("/", gw)
 		case "RelayFunction":
-			h, err := app.NewRelay(d)
+			h, err := relayfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			streamHandler = h.Handle
 		case "FeedbackFunction":
-			h, err := app.NewFeedback(d)
+			h, err := feedbackfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.feedback, s.feedbackTimeout = h.Handle, timeouts[fn.LogicalID]
 		case "SchedulerFunction":
-			h, err := app.NewScheduler(d)
+			h, err := schedulerfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
@@ -310,21 +317,21 @@ func (s *Stack) wire() error {
 // channelFunctions build the SQS-triggered functions by logical id.
 var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 	"EmailFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewEmail(d)
+		h, err := emailfn.New(d)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	},
 	"SmsFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewSMS(d)
+		h, err := smsfn.New(d)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	},
 	"PushFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewPush(context.Background(), d)
+		h, err := pushfn.New(context.Background(), d)
 		if err != nil {
 			return nil, err
 		}
