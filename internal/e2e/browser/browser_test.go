@@ -4,7 +4,8 @@
 // badge and drops it when an item is marked read from the keyboard, a push
 // Herald sent to the browser's subscription is shown as a notification by
 // herald-sw.js (and the inbox refreshes on it), and the inbox pages with its
-// cursor, lists an announcement, archives and marks all read.
+// cursor, lists an announcement, archives, marks all read, and shows 99+
+// once a hundred are unread.
 //
 // Chromium is Debian's `chromium` (make deps-browser installs it; CI runs it).
 // HERALD_CHROMIUM names another binary. Without one the test fails when
@@ -300,6 +301,24 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	if got := badge(); got != "" {
 		t.Errorf("badge after read all = %q, want hidden", got)
 	}
+
+	// A hundred more unread: the badge caps at 99+.
+	many := make([]client.Notification, client.MaxBatch)
+	for i := range many {
+		many[i] = client.Notification{Type: "comment.created", Recipient: client.Recipient{UserID: user},
+			Data: map[string]string{"actorLabel": fmt.Sprint("user ", i), "url": "https://example.com/c/2"}}
+	}
+	results, err := c.SendBatch(ctx, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if err := r.Err(); err != nil {
+			t.Fatalf("batch item %d: %v", r.Index, err)
+		}
+	}
+	run("badge 99+", chromedp.Poll(shadow+`.querySelector('.badge').textContent === '99+' && `+shadow+`.querySelector('.badge').getAttribute('aria-label') === '99+ unread'`, nil,
+		chromedp.WithPollingTimeout(20*time.Second)))
 
 	for path, png := range map[string][]byte{consoleShot: consolePNG, inboxShot: inboxPNG} {
 		if len(png) < 1000 {
