@@ -20,7 +20,7 @@ CFN_LINT = $(if $(wildcard $(VENV)/bin/cfn-lint),$(VENV)/bin/cfn-lint,cfn-lint)
 # Where e2e packages record the AWS calls each function made (stacktest).
 IAM_SEEN := $(CURDIR)/.cache/iam/seen
 
-.PHONY: all build deps python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald $(addprefix build-,$(FUNCTION_IDS))
+.PHONY: all build deps deps-browser python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 
@@ -31,6 +31,13 @@ deps: $(INFRA)/node_modules/.package-lock.json $(INFRA)/.cache/dynamodb/DynamoDB
 ## python-deps: aws-sam-translator 1.110.0 and cfn-lint 1.51 (as found, else a virtualenv in .cache/python)
 python-deps:
 	./scripts/iam/python-deps.sh
+
+## deps-browser: Debian's chromium for the browser tests (internal/e2e/browser), when missing
+deps-browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$HERALD_CHROMIUM" ] || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	@{ command -v chromium || command -v chromium-browser || echo "$$HERALD_CHROMIUM"; } | head -n 1
 
 $(INFRA)/node_modules/.package-lock.json: $(INFRA)/package.json $(INFRA)/package-lock.json
 	cd $(INFRA) && npm ci --no-audit --no-fund --loglevel=error
@@ -90,6 +97,10 @@ aws-lint:
 
 iam-conformance:
 	$(GO) run ./scripts/iam/conformance -seen $(IAM_SEEN)
+
+## screenshots: re-take docs/img/dev-console.png and docs/img/demo-inbox.png in Chromium
+screenshots: deps deps-browser
+	HERALD_UPDATE_SCREENSHOTS=1 $(GO) test -count=1 -run TestConsoleInboxAndPushInChromium ./internal/e2e/browser/
 
 ## test-unit: only tests that need no emulators
 test-unit:
