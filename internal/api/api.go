@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/webpush"
 )
 
 // Deps are the API's collaborators. Each feature declares the store
@@ -38,8 +39,12 @@ type Deps struct {
 	Users             UserStore
 	PushSubscriptions PushSubscriptionStore
 	Preferences       PreferenceStore
-	// AllowInsecurePushLoopback accepts http:// push endpoints on loopback
-	// hosts (the local runner's push service); false in AWS.
+	// PushHosts is the allow-list of push services a subscription's
+	// endpoint must name (zero value: webpush.DefaultPushServices).
+	PushHosts webpush.HostList
+	// AllowInsecurePushLoopback accepts push endpoints on loopback hosts
+	// that PushHosts names, over http too (the local runner's push service);
+	// false in AWS.
 	AllowInsecurePushLoopback bool
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
@@ -61,6 +66,7 @@ type Handler struct {
 	pushSubscriptions PushSubscriptionStore
 	preferences       PreferenceStore
 	pushLoopback      bool
+	pushHosts         webpush.HostList
 	metrics           metrics.Recorder
 }
 
@@ -83,6 +89,7 @@ type response struct {
 func New(d Deps) *Handler {
 	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log, routes: map[string]route{}}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
+	h.pushHosts = d.PushHosts
 	h.metrics = d.Metrics
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}

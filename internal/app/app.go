@@ -93,10 +93,20 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	pushHosts, err := d.pushHosts()
+	if err != nil {
+		return nil, err
+	}
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
-		AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
+		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		Unsubscribe:               api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeSigner{d: d}}}), nil
+}
+
+// pushHosts reads the push services subscriptions may name
+// (PUSH_ENDPOINT_ALLOW_LIST; empty: webpush.DefaultPushServices).
+func (d Deps) pushHosts() (webpush.HostList, error) {
+	return webpush.ParseHostList(d.Getenv("PUSH_ENDPOINT_ALLOW_LIST"))
 }
 
 func randomID() string {
@@ -229,8 +239,12 @@ func NewPush(ctx context.Context, d Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	pushHosts, err := d.pushHosts()
+	if err != nil {
+		return nil, err
+	}
 	sender, err := webpush.NewSender(webpush.SenderConfig{
-		Keys: keys, Contact: env["VAPID_SUBJECT"], Now: d.Now,
+		Keys: keys, Contact: env["VAPID_SUBJECT"], Now: d.Now, Hosts: pushHosts,
 		AllowInsecureLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 	})
 	if err != nil {

@@ -118,15 +118,20 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 
-	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
-	if err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (set HERALD_API_PORT to change): %w", cfg.APIAddr, err)
 	}
 	s.APIURL = "http://" + ln.Addr().String()
+	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
+	if err == nil {
+		s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"),
+			withLocalPushService(cfg.Overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 
 	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs})
@@ -179,6 +184,22 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 	return s, nil
+}
+
+// withLocalPushService adds the local push service (served by the runner on
+// addr) to the PushEndpointAllowList parameter: the explicit configuration
+// that, with PUSH_ALLOW_INSECURE_LOOPBACK, lets the functions accept and
+// reach it. Production lists only public push services.
+func withLocalPushService(overrides map[string]string, list, addr string) map[string]string {
+	out := maps.Clone(overrides)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if list != "" {
+		list += ","
+	}
+	out["PushEndpointAllowList"] = list + addr
+	return out
 }
 
 // Handle adds a route to the runner's HTTP server (dev routes).
@@ -330,8 +351,8 @@ var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 
 // localEnv is configuration the runner adds to a function's template
 // environment: what AWS would read from SSM or Secrets Manager, the public
-// URL of the local API, and permission to reach the local push service over
-// http on loopback.
+// URL of the local API, and permission to reach the local push service (which
+// the PushEndpointAllowList override names) over http on loopback.
 func (s *Stack) localEnv(id string) map[string]string {
 	switch id {
 	case "PushFunction":

@@ -87,7 +87,9 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 					firstID = fmt.Sprintf("push-%d", res.StatusCode)
 				}
 			}
-		case errors.Is(err, webpush.ErrSubscriptionGone):
+		case errors.Is(err, webpush.ErrSubscriptionGone), errors.Is(err, webpush.ErrInvalidSubscription):
+			// Gone, or never sendable: an endpoint off the allow-list (or
+			// resolving to a non-public address) is never contacted again.
 			gone++
 			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
 				return "", &worker.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}

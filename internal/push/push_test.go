@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true})
+	hosts, err := webpush.ParseHostList(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true, Hosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +157,38 @@ func TestGoneSubscriptionIsDeletedOthersStillReceive(t *testing.T) {
 		}
 		if n := len(e.sink.MessagesFor(subs[1].ID)); n != 1 {
 			t.Errorf("%d: other subscription got %d messages", status, n)
+		}
+	}
+}
+
+// A stored endpoint that is not (or no longer) on a push service of the
+// allow-list is never contacted, and is deleted like a gone subscription.
+func TestEndpointOffTheAllowListIsDeletedNeverContacted(t *testing.T) {
+	for _, endpoint := range []string{
+		"https://169.254.169.254/latest/meta-data/",
+		"https://2852039166/",
+		"https://push.example.net/x",
+	} {
+		e := newEnv(t)
+		subs := e.subscribe(t, 2)
+		subs[0].Endpoint = endpoint
+		if _, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{})); err != nil {
+			t.Fatalf("%s: Send = %v", endpoint, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%s: deleted %v, want [%s]", endpoint, e.deleted.ids, subs[0].ID)
+		}
+
+		e = newEnv(t)
+		subs = e.subscribe(t, 1)
+		subs[0].Endpoint = endpoint
+		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+		var pe *worker.ProviderError
+		if !errors.As(err, &pe) || pe.Transient || !pe.Drop || pe.Reason != domain.ReasonNoContact {
+			t.Fatalf("%s: err = %v, want dropped: no_contact", endpoint, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%s: deleted %v, want [%s]", endpoint, e.deleted.ids, subs[0].ID)
 		}
 	}
 }
