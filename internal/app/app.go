@@ -100,7 +100,7 @@ func NewAPI(d Deps) (*api.Handler, error) {
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
-		Unsubscribe:               api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeSigner{d: d}}}), nil
+		Unsubscribe: api.Unsubscribe{Store: st, Tokens: &lazyUnsubscribeSigner{d: d}}}), nil
 }
 
 // pushHosts reads the push services subscriptions may name
