@@ -40,7 +40,17 @@ func (h *Handler) render(ctx context.Context, n *domain.Notification, d *domain.
 	if err != nil {
 		return catalog.Content{}, err
 	}
-	return typ.RenderDigest(kind, locale, data)
+	var fits func(catalog.Content) bool
+	if b, ok := h.provider.(ContentBudget); ok {
+		fits = b.Fits
+	}
+	return typ.RenderDigestWithin(kind, locale, data, fits)
+}
+
+// ContentBudget is implemented by providers whose messages have a size limit
+// (Web Push): a digest lists fewer items, counting the rest, until it fits.
+type ContentBudget interface {
+	Fits(catalog.Content) bool
 }
 
 // digestData seals the digest led by n and lists its newest notifications:
