@@ -132,8 +132,8 @@ func TestFitsOneSegment(t *testing.T) {
 	for text, want := range map[string]bool{
 		strings.Repeat("a", 160): true,
 		strings.Repeat("a", 161): false,
-		strings.Repeat("確", 70): true,
-		strings.Repeat("確", 71): false,
+		strings.Repeat("確", 70):  true,
+		strings.Repeat("確", 71):  false,
 	} {
 		if got := p.Fits(catalog.Content{Text: text}); got != want {
 			t.Errorf("Fits(%d runes of %q) = %v, want %v", len([]rune(text)), text[:1], got, want)
