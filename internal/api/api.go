@@ -124,6 +124,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		resp = problemResponse(&Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"})
 	} else if p := authenticate(req); p != nil && !isPublicRoute(ev.RouteKey) {
 		resp = problemResponse(p)
+	} else if p := checkMediaType(ev); p != nil {
+		resp = problemResponse(p)
 	} else {
 		resp = r(ctx, req)
 	}

@@ -323,6 +323,13 @@ func (r result) code(t *testing.T) string {
 func (fx *fixture) do(c call) result {
 	fx.t.Helper()
 	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, PathParameters: c.path, QueryStringParameters: c.query, Body: c.body, Headers: c.headers}
+	if c.body != "" && ev.Headers["content-type"] == "" {
+		ev.Headers = maps.Clone(ev.Headers)
+		if ev.Headers == nil {
+			ev.Headers = map[string]string{}
+		}
+		ev.Headers["content-type"] = "application/json"
+	}
 	switch {
 	case c.sub != "":
 		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
