@@ -126,6 +126,9 @@ func badRequests(t testing.TB) []badRequest {
 		{name: "unknown type", body: notif("type", `"nope.nope"`), status: 422, code: "unknown_type", pointer: "/type"},
 		{name: "missing recipient", body: notif("recipient", ""), status: 400, code: "missing_field", pointer: "/recipient/userId"},
 		{name: "empty userId", body: notif("recipient", `{"userId":""}`), status: 400, code: "missing_field", pointer: "/recipient/userId"},
+		// An email address as a user id would reach logs and metrics (issue 13).
+		{name: "userId shaped like an email address", body: notif("recipient", `{"userId":"carol@corp.example"}`), status: 400, code: "invalid_user_id", pointer: "/recipient/userId"},
+		{name: "path userId shaped like an email address", route: "PUT /v1/users/{userId}", params: map[string]string{"userId": "carol@corp.example"}, body: `{}`, status: 400, code: "invalid_user_id", param: "userId"},
 		{name: "userId with a space", body: notif("recipient", `{"userId":"a b"}`), status: 400, code: "invalid_user_id", pointer: "/recipient/userId"},
 		{name: "userId too long", body: notif("recipient", `{"userId":"`+strings.Repeat("u", 129)+`"}`), status: 400, code: "invalid_user_id", pointer: "/recipient/userId"},
 		{name: "userId with a control character", body: notif("recipient", `{"userId":"u\u00071"}`), status: 400, code: "invalid_user_id", pointer: "/recipient/userId"},
