@@ -126,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
 	if err == nil {
 		s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"),
-			withLocalPushService(cfg.Overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
+			localOverrides(cfg.Overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
 	}
 	if err != nil {
 		ln.Close()
@@ -186,19 +186,25 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	return s, nil
 }
 
-// withLocalPushService adds the local push service (served by the runner on
-// addr) to the PushEndpointAllowList parameter: the explicit configuration
-// that, with PUSH_ALLOW_INSECURE_LOOPBACK, lets the functions accept and
-// reach it. Production lists only public push services.
-func withLocalPushService(overrides map[string]string, list, addr string) map[string]string {
+// localOverrides are the template parameters the runner sets itself:
+//   - PushEndpointAllowList gets the local push service (served by the runner
+//     on addr) appended: the explicit configuration that, with
+//     PUSH_ALLOW_INSECURE_LOOPBACK, lets the functions accept and reach it.
+//     Production lists only public push services.
+//   - JwtIssuer is the runner itself (an OIDC-shaped issuer at its base URL,
+//     which mints /_dev/token), unless the caller overrides it.
+func localOverrides(overrides map[string]string, pushList, addr string) map[string]string {
 	out := maps.Clone(overrides)
 	if out == nil {
 		out = map[string]string{}
 	}
-	if list != "" {
-		list += ","
+	if pushList != "" {
+		pushList += ","
 	}
-	out["PushEndpointAllowList"] = list + addr
+	out["PushEndpointAllowList"] = pushList + addr
+	if _, ok := out["JwtIssuer"]; !ok {
+		out["JwtIssuer"] = "http://" + addr
+	}
 	return out
 }
 
@@ -285,7 +291,10 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			params := s.Template.Params
-			s.jwt = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"])
+			if s.jwt, err = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"]); err != nil {
+				return err
+			}
+			s.jwt.routes(s.mux)
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
 			s.mux.Handle("/", gw)
