@@ -61,9 +61,13 @@ func (j *jwtIssuer) routes(mux *http.ServeMux) {
 }
 
 func (j *jwtIssuer) mint(sub string, now time.Time, ttl time.Duration) string {
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
+	return j.sign(map[string]any{
 		"iss": j.issuer, "aud": j.audience, "sub": sub, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(ttl).Unix(),
 	})
+}
+
+func (j *jwtIssuer) sign(claims map[string]any) string {
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims(claims))
 	tok.Header["kid"] = j.kid
 	s, err := tok.SignedString(j.key)
 	if err != nil {

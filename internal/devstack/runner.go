@@ -234,6 +234,12 @@ func (s *Stack) Token(sub string, ttl time.Duration) string {
 	return s.jwt.mint(sub, s.Clock.Now(), ttl)
 }
 
+// SignToken signs any claims with the dev issuer's key and kid (RS256), for
+// tests that need a correctly signed token with wrong claims.
+func (s *Stack) SignToken(claims map[string]any) string {
+	return s.jwt.sign(claims)
+}
+
 // functionEnv resolves a function's template environment to local values.
 func (s *Stack) functionEnv(fn FunctionSpec) (map[string]string, error) {
 	env := map[string]string{}
