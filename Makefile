@@ -6,12 +6,14 @@
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api relay email sms push scheduler feedback
+# The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
+FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
 TEST_TIMEOUT ?= 15m
 
-.PHONY: all build deps dev test test-unit bench lint deploy clean herald $(addprefix build-,$(FUNCTIONS))
+.PHONY: all build deps dev test test-unit bench lint deploy clean herald $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 )
 
@@ -41,17 +42,12 @@ func (h *Handler) render(ctx context.Context, n *domain.Notification, d *domain.
 		return catalog.Content{}, err
 	}
 	var fits func(catalog.Content) bool
-	if b, ok := h.provider.(ContentBudget); ok {
+	if b, ok := h.provider.(channel.ContentBudget); ok {
 		fits = b.Fits
 	}
 	return typ.RenderDigestWithin(kind, locale, data, fits)
 }
 
-// ContentBudget is implemented by providers whose messages have a size limit
-// (Web Push): a digest lists fewer items, counting the rest, until it fits.
-type ContentBudget interface {
-	Fits(catalog.Content) bool
-}
 
 // digestData seals the digest led by n and lists its newest notifications:
 // the leader and its members, newest first, without members that were
