@@ -48,7 +48,6 @@ func (h *Handler) render(ctx context.Context, n *domain.Notification, d *domain.
 	return typ.RenderDigestWithin(kind, locale, data, fits)
 }
 
-
 // digestData seals the digest led by n and lists its newest notifications:
 // the leader and its members, newest first, without members that were
 // cancelled, expired or deleted since they joined.
