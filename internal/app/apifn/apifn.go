@@ -41,7 +41,8 @@ func New(d app.Deps) (*api.Handler, error) {
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
-		Unsubscribe: api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
+		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
+		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
 }
 
 func randomID() string {

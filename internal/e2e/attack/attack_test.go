@@ -259,6 +259,8 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "own inbox, huge limit", method: "GET", path: "/v1/users/" + attacker + "/inbox?limit=100000", token: attacker, status: 400, outcome: "invalid_limit"},
 		{name: "inbox with a service caller's credentials only", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", header: http.Header{devstack.DevCallerHeader: {"svc"}}, status: 401, outcome: "gateway: Unauthorized"},
 		{name: "service route with a user token (grants nothing)", method: "GET", path: "/v1/users/" + victim, token: victim, status: 404, outcome: "user_not_found"},
+		{name: "push config without a token", method: "GET", path: "/v1/push/config", status: 401, outcome: "gateway: Unauthorized"},
+		{name: "push config with an expired token", method: "GET", path: "/v1/push/config", header: http.Header{"Authorization": {"Bearer " + stacktest.Stack(t).Token(victim, -time.Minute)}}, status: 401, outcome: "gateway: Unauthorized"},
 		// one-click unsubscribe
 		{name: "unsubscribe GET with a forged token", method: "GET", path: unsub, status: 400, outcome: "unsubscribe_token_invalid"},
 		{name: "unsubscribe POST without the one-click body", method: "POST", path: unsub, status: 400, outcome: "one_click_required"},
