@@ -28,15 +28,6 @@ type NotificationStore interface {
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
-func (h *Handler) notificationRoutes() map[string]route {
-	return map[string]route{
-		"POST /v1/notifications":        service(h.createNotification),
-		"POST /v1/notifications/batch":  service(h.createNotificationBatch),
-		"GET /v1/notifications/{id}":    service(h.getNotification),
-		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
-	}
-}
-
 // notificationRequest is the body of POST /v1/notifications. Times stay
 // strings until validation so that a bad one is reported with its pointer;
 // data stays raw so that its size is measured as sent.
@@ -146,9 +137,6 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	h.metrics.Add(ctx, metrics.Accepted, metrics.Dims{Priority: n.Priority}, 1)
 	return accepted(n)
 }
-
-// intakeRoutes are the routes whose refusals count as Rejected.
-var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/notifications/batch": true}
 
 // countRejected counts a refused intake request (or batch item) by its
 // problem code; server errors are not rejections.
