@@ -79,8 +79,6 @@ func (h *Handler) createNotification(ctx context.Context, req *request) response
 	return h.accept(ctx, req.caller, key, hasKey, &nr, "")
 }
 
-// accept validates one notification request and stores it with one
-// conditional write. pointerPrefix locates the request inside a batch.
 // reusedProblem answers a dedupe key (the Idempotency-Key, else the
 // resourceId) that names an earlier, different request.
 func reusedProblem(hasKey bool, pointerPrefix string) *Problem {
@@ -98,6 +96,8 @@ func reusedProblem(hasKey bool, pointerPrefix string) *Problem {
 	return p
 }
 
+// accept validates one notification request and stores it with one
+// conditional write. pointerPrefix locates the request inside a batch.
 func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, nr *notificationRequest, pointerPrefix string) response {
 	n, data, p := h.validateNotification(nr)
 	if p != nil {
@@ -319,8 +319,6 @@ func decodeJSON(body []byte, v any) *Problem {
 	return nil
 }
 
-// header returns a request header. API Gateway (payload 2.0) lower-cases
-// header names; the loop covers other spellings without allocating.
 // idempotencyKey reads and validates the optional Idempotency-Key header.
 func idempotencyKey(req *request) (key string, ok bool, p *Problem) {
 	key, ok = header(req, "idempotency-key")
@@ -330,6 +328,8 @@ func idempotencyKey(req *request) (key string, ok bool, p *Problem) {
 	return key, ok, p
 }
 
+// header returns a request header. API Gateway (payload 2.0) lower-cases
+// header names; the loop covers other spellings without allocating.
 func header(req *request, lowerName string) (string, bool) {
 	if v, ok := req.Headers[lowerName]; ok {
 		return v, true
