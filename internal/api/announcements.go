@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -212,19 +211,6 @@ func announcementHash(ar *announcementRequest) string {
 	b, _ := json.Marshal(&canonical)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// announcementIDFor derives the id from the caller-scoped idempotency key, so
-// that the conditional put on the id deduplicates (as for notifications).
-func announcementIDFor(caller, key string) string {
-	sum := sha256.Sum256([]byte("announcement\x00" + caller + "\x00" + key))
-	return makeID(inbox.AnnouncementIDPrefix, sum[:])
-}
-
-func newAnnouncementID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return makeID(inbox.AnnouncementIDPrefix, b[:])
 }
 
 func announcementJSON(a *inbox.Announcement, now time.Time) announcementBody {

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -14,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -155,43 +152,6 @@ func accepted(n *domain.Notification) response {
 	}
 }
 
-// dedupeID derives the notification id from the caller-scoped dedupe key, so
-// that the table's conditional put on the id is the deduplication: one write,
-// no lock, no read-then-write.
-func dedupeID(caller, dedupeKey string) string {
-	buf := make([]byte, 0, 512)
-	buf = append(buf, caller...)
-	buf = append(buf, 0)
-	buf = append(buf, dedupeKey...)
-	sum := sha256.Sum256(buf)
-	return makeID("n", sum[:])
-}
-
-// idAlphabet is the lower-case, unambiguous base32 of every id Herald issues.
-const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-
-var idEncoding = base32.NewEncoding(idAlphabet).WithPadding(base32.NoPadding)
-
-// makeID is prefix + the base32 of b's first 16 bytes (26 characters).
-func makeID(prefix string, b []byte) string { return prefix + idEncoding.EncodeToString(b[:16]) }
-
-// NewRandomID returns a random notification id shaped like dedupe ids.
-func NewRandomID(random []byte) string { return makeID("n", random) }
-
-// validNotificationID reports whether id has the shape of the ids Herald
-// issues ("n" + 26 base32 characters); anything else cannot exist.
-func validNotificationID(id string) bool {
-	if len(id) != 27 || id[0] != 'n' {
-		return false
-	}
-	for i := 1; i < len(id); i++ {
-		if strings.IndexByte(idAlphabet, id[i]) < 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // requestHash is a canonical hash of an accepted request: every field as
 // given, with times as UTC instants, channels as a set and data keys sorted,
 // so equal requests hash equally whatever their whitespace, key order or
@@ -252,71 +212,6 @@ func requestHash(nr *notificationRequest, n *domain.Notification, data map[strin
 	}
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
-}
-
-// readBody returns the request body, decoded from base64 when API Gateway
-// encoded it, or a 413 beyond 64 KiB.
-func readBody(req *request) ([]byte, *Problem) { return readBodyLimit(req, maxBodyBytes, "64 KiB") }
-
-// readBodyLimit is readBody with another limit.
-func readBodyLimit(req *request, limit int, limitText string) ([]byte, *Problem) {
-	body := []byte(req.Body)
-	if req.IsBase64Encoded {
-		var err error
-		if body, err = decodeBase64(req.Body); err != nil {
-			return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_body", Detail: "body is not valid base64"}
-		}
-	}
-	if len(body) > limit {
-		return nil, &Problem{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Detail: "body exceeds " + limitText}
-	}
-	return body, nil
-}
-
-// jsonObject checks that body is one JSON object in valid UTF-8 and returns
-// it without surrounding JSON whitespace.
-func jsonObject(body []byte) ([]byte, *Problem) {
-	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
-	switch {
-	case len(trimmed) == 0:
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	case !utf8.Valid(trimmed):
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
-	case !json.Valid(trimmed):
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case trimmed[0] != '{':
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
-	}
-	return trimmed, nil
-}
-
-// decodeStrict decodes one JSON object into v: valid UTF-8, valid JSON, keys
-// exactly as s allows (each once, with the pointer of the first offender),
-// values of the right types.
-func decodeStrict(body []byte, s *schema, v any) *Problem {
-	trimmed, p := jsonObject(body)
-	if p != nil {
-		return p
-	}
-	if p := checkKeys(trimmed, s); p != nil {
-		return p
-	}
-	return decodeJSON(trimmed, v)
-}
-
-// decodeJSON decodes one JSON object into v with encoding/json, refusing
-// unknown fields. decodeStrict is stricter (exact keys, no repeats, pointers
-// for nested unknown fields) where a schema is declared.
-func decodeJSON(body []byte, v any) *Problem {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonProblem(err)
-	}
-	if dec.More() {
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a single JSON object"}
-	}
-	return nil
 }
 
 // idempotencyKey reads and validates the optional Idempotency-Key header.

@@ -1,13 +1,9 @@
 package api
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,112 +217,4 @@ func validateIdempotencyKey(k string) *Problem {
 			Detail: "Idempotency-Key must be 1-255 printable ASCII characters"}
 	}
 	return nil
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
-
-// jsonProblem turns a decoding error into a 400 naming the field where
-// possible.
-func jsonProblem(err error) *Problem {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var tim *time.ParseError
-	switch {
-	case errors.As(err, &syn):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
-		}
-		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
-		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, fmt.Sprintf("%s must be %s", typ.Field, jsonTypeName(typ.Type)))
-	case errors.As(err, &tim):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_time", Detail: "times must be RFC 3339, like 2026-12-01T10:00:00Z"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return fieldProblem(http.StatusBadRequest, "unknown_field", "/"+escapePointer(name), fmt.Sprintf("unknown field %q", name))
-	case errors.Is(err, io.EOF):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	}
-	return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-}
-
-// jsonTypeName names a Go type the way a JSON client thinks of it.
-func jsonTypeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	}
-	return "an object"
-}
-
-// decodeStringObject decodes a valid JSON object whose values are all
-// strings — the shape of template data — without reflection. It reports
-// false for anything else.
-func decodeStringObject(raw []byte) (map[string]any, bool) {
-	w := keyWalker{b: raw}
-	w.ws()
-	if w.i >= len(raw) || raw[w.i] != '{' {
-		return nil, false
-	}
-	w.i++
-	out := make(map[string]any, 4)
-	for {
-		w.ws()
-		if w.i >= len(raw) {
-			return nil, false
-		}
-		switch raw[w.i] {
-		case '}':
-			return out, true
-		case ',':
-			w.i++
-			continue
-		}
-		key, ok := w.decodedString()
-		if !ok {
-			return nil, false
-		}
-		w.ws()
-		w.i++ // :
-		w.ws()
-		if w.i >= len(raw) || raw[w.i] != '"' {
-			return nil, false
-		}
-		val, ok := w.decodedString()
-		if !ok {
-			return nil, false
-		}
-		out[key] = val
-	}
-}
-
-// decodedString consumes a JSON string at the cursor and returns its value.
-func (w *keyWalker) decodedString() (string, bool) {
-	start := w.i
-	raw, escaped := w.str()
-	if !escaped {
-		return string(raw), true
-	}
-	var s string
-	if err := json.Unmarshal(w.b[start:w.i], &s); err != nil {
-		return "", false
-	}
-	return s, true
 }
