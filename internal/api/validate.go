@@ -50,22 +50,11 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		}
 		n.Priority = p
 	}
-	if nr.Channels != nil && len(nr.Channels) == 0 {
-		return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", "/channels", "channels must list at least one channel when given")
+	channels, p := validateChannels(nr.Channels, typ)
+	if p != nil {
+		return nil, nil, p
 	}
-	for i, s := range nr.Channels {
-		ptr := func() string { return "/channels/" + strconv.Itoa(i) } // built only for a problem
-		c, err := domain.ParseChannel(s)
-		switch {
-		case err != nil:
-			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr(), "channel must be email, sms or push")
-		case slices.Contains(n.Channels, c):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr(), "channel listed twice")
-		case !typ.HasChannel(c):
-			return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr(), "the type has no template for this channel")
-		}
-		n.Channels = append(n.Channels, c)
-	}
+	n.Channels = channels
 	if p := validateKey(nr.ResourceID, "/resourceId"); p != nil {
 		return nil, nil, p
 	}
@@ -80,36 +69,68 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		return nil, nil, dataProblem(err)
 	}
 	n.Data = data
-	if nr.SendAt != "" {
-		t, p := parseTime(nr.SendAt, "/sendAt")
-		if p != nil {
-			return nil, nil, p
-		}
-		if t.Before(now.Add(-sendAtPastSlop)) || t.After(now.AddDate(1, 0, 0)) {
-			return nil, nil, fieldProblem(http.StatusBadRequest, "send_at_out_of_range", "/sendAt", "sendAt must be between one minute ago and one year ahead")
-		}
-		n.SendAt = t.UTC()
-	}
-	start := now
-	if n.SendAt.After(now) {
-		start = n.SendAt
-	}
-	if nr.ExpiresAt != "" {
-		t, p := parseTime(nr.ExpiresAt, "/expiresAt")
-		if p != nil {
-			return nil, nil, p
-		}
-		switch {
-		case !n.SendAt.IsZero() && !t.After(n.SendAt):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "expires_before_send_at", "/expiresAt", "expiresAt must be after sendAt")
-		case !t.After(now):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "expires_in_past", "/expiresAt", "expiresAt must be in the future")
-		}
-		n.ExpiresAt = t.UTC()
-	} else if typ.DefaultExpiry > 0 {
-		n.ExpiresAt = start.Add(typ.DefaultExpiry)
+	if n.SendAt, n.ExpiresAt, p = validateSchedule(nr.SendAt, nr.ExpiresAt, typ, now); p != nil {
+		return nil, nil, p
 	}
 	return n, data, nil
+}
+
+// validateChannels parses the requested channels: none given means the
+// type's; given, each must be known, listed once and have a template.
+func validateChannels(requested []string, typ *catalog.Type) ([]domain.Channel, *Problem) {
+	if requested != nil && len(requested) == 0 {
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_channel", "/channels", "channels must list at least one channel when given")
+	}
+	var channels []domain.Channel
+	for i, s := range requested {
+		ptr := func() string { return "/channels/" + strconv.Itoa(i) } // built only for a problem
+		c, err := domain.ParseChannel(s)
+		switch {
+		case err != nil:
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr(), "channel must be email, sms or push")
+		case slices.Contains(channels, c):
+			return nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr(), "channel listed twice")
+		case !typ.HasChannel(c):
+			return nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr(), "the type has no template for this channel")
+		}
+		channels = append(channels, c)
+	}
+	return channels, nil
+}
+
+// validateSchedule parses sendAt and expiresAt (UTC). Without expiresAt the
+// type's default expiry counts from the send time (now, or sendAt when later).
+func validateSchedule(sendAtText, expiresAtText string, typ *catalog.Type, now time.Time) (sendAt, expiresAt time.Time, _ *Problem) {
+	if sendAtText != "" {
+		t, p := parseTime(sendAtText, "/sendAt")
+		if p != nil {
+			return time.Time{}, time.Time{}, p
+		}
+		if t.Before(now.Add(-sendAtPastSlop)) || t.After(now.AddDate(1, 0, 0)) {
+			return time.Time{}, time.Time{}, fieldProblem(http.StatusBadRequest, "send_at_out_of_range", "/sendAt", "sendAt must be between one minute ago and one year ahead")
+		}
+		sendAt = t.UTC()
+	}
+	start := now
+	if sendAt.After(now) {
+		start = sendAt
+	}
+	if expiresAtText != "" {
+		t, p := parseTime(expiresAtText, "/expiresAt")
+		if p != nil {
+			return time.Time{}, time.Time{}, p
+		}
+		switch {
+		case !sendAt.IsZero() && !t.After(sendAt):
+			return time.Time{}, time.Time{}, fieldProblem(http.StatusBadRequest, "expires_before_send_at", "/expiresAt", "expiresAt must be after sendAt")
+		case !t.After(now):
+			return time.Time{}, time.Time{}, fieldProblem(http.StatusBadRequest, "expires_in_past", "/expiresAt", "expiresAt must be in the future")
+		}
+		expiresAt = t.UTC()
+	} else if typ.DefaultExpiry > 0 {
+		expiresAt = start.Add(typ.DefaultExpiry)
+	}
+	return sendAt, expiresAt, nil
 }
 
 func validateUserID(id, pointer string) *Problem {
