@@ -75,8 +75,14 @@ type Handler struct {
 	log   *slog.Logger
 }
 
+// Deps are the feedback handler's collaborators; Store and Log are required.
+type Deps struct {
+	Store Store
+	Log   *slog.Logger
+}
+
 // New returns a feedback handler.
-func New(store Store, log *slog.Logger) *Handler { return &Handler{store: store, log: log} }
+func New(d Deps) *Handler { return &Handler{store: d.Store, log: d.Log} }
 
 // errNotYetSent asks for a retry: the event overtook the worker's write.
 var errNotYetSent = errors.New("delivery not yet recorded as sent")

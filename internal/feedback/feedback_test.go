@@ -107,7 +107,7 @@ func TestHandle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{status: tt.from, omitItem: tt.omitItem}
 			var logs bytes.Buffer
-			h := New(store, slog.New(slog.NewJSONHandler(&logs, nil)))
+			h := New(Deps{Store: store, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 			err := h.Handle(context.Background(), snsEvent(tt.msg))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Handle = %v, want error %v", err, tt.wantErr)
@@ -127,7 +127,7 @@ func TestHandle(t *testing.T) {
 
 func TestStoreErrorsAreRetried(t *testing.T) {
 	store := &fakeStore{status: domain.StatusSent, failSuppr: errors.New("throttled")}
-	h := New(store, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)))
+	h := New(Deps{Store: store, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))})
 	msg := sesEvent("Complaint", "n1", `,"complaint":{"complainedRecipients":[{"emailAddress":"a@example.com"}]}`)
 	if err := h.Handle(context.Background(), snsEvent(msg)); err == nil {
 		t.Fatal("store error swallowed: the event would be lost")
