@@ -115,48 +115,70 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SNSEntity) error {
 	id := ids[0]
 	log = log.With("notificationId", id, "eventType", e.Type(), "sesMessageId", e.Mail.MessageID)
 
-	var to domain.Status
-	var suppress []string
-	switch e.Type() {
-	case "Delivery":
-		to = domain.StatusDelivered
-	case "Bounce":
-		to = domain.StatusBounced
-		if e.Bounce != nil && e.Bounce.BounceType == "Permanent" {
-			suppress = addresses(e.Bounce.BouncedRecipients, e.Mail.Destination)
-		}
-	case "Complaint":
-		to = domain.StatusComplained
-		if e.Complaint != nil {
-			suppress = addresses(e.Complaint.ComplainedRecipients, e.Mail.Destination)
-		}
-	default:
+	to, suppress, handled := e.outcome()
+	if !handled {
 		log.InfoContext(ctx, "SES event type not handled", "outcome", "ignored")
 		return nil
 	}
-
 	// Suppress first: it is idempotent, and a retried event redoes both. Only
 	// suppression needs the notification (for its user); a delivery event,
 	// one per email sent, goes straight to the conditional transition.
 	if len(suppress) > 0 {
-		n, err := h.store.GetNotification(ctx, id)
-		if errors.Is(err, domain.ErrNotFound) {
-			log.WarnContext(ctx, "SES event for an unknown notification", "outcome", "ignored")
-			return nil
-		}
-		if err != nil {
-			log.ErrorContext(ctx, "load notification failed", "error", err)
+		if known, err := h.suppress(ctx, log, id, suppress); err != nil || !known {
 			return err
 		}
-		for _, addr := range suppress {
-			if err := h.store.SuppressEmail(ctx, n.Recipient.UserID, addr); err != nil {
-				log.ErrorContext(ctx, "suppress address failed", "error", err)
-				return err
-			}
-		}
-		log.InfoContext(ctx, "address suppressed", "userId", n.Recipient.UserID, "outcome", "suppressed")
 	}
+	return h.record(ctx, log, id, to)
+}
 
+// outcome is the delivery status the event records and the addresses it
+// suppresses (a hard bounce's or a complaint's); handled is false for event
+// types Herald does not act on.
+func (e *Event) outcome() (to domain.Status, suppress []string, handled bool) {
+	switch e.Type() {
+	case "Delivery":
+		return domain.StatusDelivered, nil, true
+	case "Bounce":
+		if e.Bounce != nil && e.Bounce.BounceType == "Permanent" {
+			suppress = addresses(e.Bounce.BouncedRecipients, e.Mail.Destination)
+		}
+		return domain.StatusBounced, suppress, true
+	case "Complaint":
+		if e.Complaint != nil {
+			suppress = addresses(e.Complaint.ComplainedRecipients, e.Mail.Destination)
+		}
+		return domain.StatusComplained, suppress, true
+	}
+	return "", nil, false
+}
+
+// suppress records the addresses as suppressed for the notification's user.
+// known is false (and err nil) when the notification is gone: the event is
+// then ignored.
+func (h *Handler) suppress(ctx context.Context, log *slog.Logger, id string, addrs []string) (known bool, err error) {
+	n, err := h.store.GetNotification(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		log.WarnContext(ctx, "SES event for an unknown notification", "outcome", "ignored")
+		return false, nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "load notification failed", "error", err)
+		return false, err
+	}
+	for _, addr := range addrs {
+		if err := h.store.SuppressEmail(ctx, n.Recipient.UserID, addr); err != nil {
+			log.ErrorContext(ctx, "suppress address failed", "error", err)
+			return false, err
+		}
+	}
+	log.InfoContext(ctx, "address suppressed", "userId", n.Recipient.UserID, "outcome", "suppressed")
+	return true, nil
+}
+
+// record moves the email delivery to its feedback status with a conditional
+// transition. A delivery not yet recorded as sent asks for a retry
+// (errNotYetSent); one already past it, or missing, ignores the event.
+func (h *Handler) record(ctx context.Context, log *slog.Logger, id string, to domain.Status) error {
 	d, err := h.store.Transition(ctx, id, domain.ChannelEmail, domain.Change{To: to})
 	if errors.Is(err, domain.ErrConflict) && d == nil {
 		// The store did not return the current item with the failed write.
