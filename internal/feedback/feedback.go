@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // Store is what the feedback handler needs from the table.
@@ -71,18 +72,37 @@ func (e *Event) Type() string {
 
 // Handler is the feedback Lambda handler.
 type Handler struct {
-	store Store
-	log   *slog.Logger
+	store   Store
+	log     *slog.Logger
+	metrics metrics.Recorder
 }
 
 // Deps are the feedback handler's collaborators; Store and Log are required.
 type Deps struct {
 	Store Store
 	Log   *slog.Logger
+	// Metrics counts the feedback recorded (Delivered, Bounced, Complained
+	// by channel and priority), flushed once per invocation; nil records
+	// nothing.
+	Metrics metrics.Recorder
 }
 
 // New returns a feedback handler.
-func New(d Deps) *Handler { return &Handler{store: d.Store, log: d.Log} }
+func New(d Deps) *Handler {
+	h := &Handler{store: d.Store, log: d.Log, metrics: d.Metrics}
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
+	}
+	return h
+}
+
+// feedbackMetric is the metric counting deliveries that reach each feedback
+// status.
+var feedbackMetric = map[domain.Status]metrics.Name{
+	domain.StatusDelivered:  metrics.Delivered,
+	domain.StatusBounced:    metrics.Bounced,
+	domain.StatusComplained: metrics.Complained,
+}
 
 // errNotYetSent asks for a retry: the event overtook the worker's write.
 var errNotYetSent = errors.New("delivery not yet recorded as sent")
@@ -91,6 +111,7 @@ var errNotYetSent = errors.New("delivery not yet recorded as sent")
 // is logged and skipped — retrying cannot fix it; a store error or an event
 // that overtook the worker fails the invocation so Lambda retries it.
 func (h *Handler) Handle(ctx context.Context, ev events.SNSEvent) error {
+	defer h.metrics.Flush(ctx)
 	var errs []error
 	for _, r := range ev.Records {
 		if err := h.handleOne(ctx, r.SNS); err != nil {
@@ -190,6 +211,7 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, id string, to do
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "email feedback recorded", "outcome", d.Status)
+		h.metrics.Add(ctx, feedbackMetric[to], metrics.Dims{Channel: domain.ChannelEmail, Priority: d.Priority}, 1)
 		return nil
 	case errors.Is(err, domain.ErrNotFound):
 		log.WarnContext(ctx, "SES event for a notification without email delivery", "outcome", "ignored")
