@@ -41,6 +41,9 @@ type Deps struct {
 	// AllowInsecurePushLoopback accepts http:// push endpoints on loopback
 	// hosts (the local runner's push service); false in AWS.
 	AllowInsecurePushLoopback bool
+	// VAPIDPublicKey is the Web Push application server key browsers
+	// subscribe with (GET /v1/push/config); empty: push is not configured.
+	VAPIDPublicKey string
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
 	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
@@ -69,6 +72,7 @@ type Handler struct {
 	// announcement routes read the active announcements through.
 	activeAnnouncements *announcementCache
 	unsubscribe         Unsubscribe
+	vapidPublicKey      string
 }
 
 type route func(ctx context.Context, req *request) response
@@ -91,6 +95,7 @@ func New(d Deps) *Handler {
 	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.inboxStore, h.announcements, h.unsubscribe = d.Inbox, d.Announcements, d.Unsubscribe
+	h.vapidPublicKey = d.VAPIDPublicKey
 	h.activeAnnouncements = &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}
 	h.metrics = d.Metrics
 	if h.metrics == nil {

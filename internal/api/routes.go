@@ -29,6 +29,9 @@ func (h *Handler) routeTable() map[string]route {
 		"POST /v1/users/{userId}/inbox/read-all":     h.markAllRead,
 		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
 
+		// Web Push configuration for browsers (user token).
+		"GET /v1/push/config": h.pushConfig,
+
 		// Announcements (service; the handlers answer a user's token with 403).
 		"POST /v1/announcements": h.createAnnouncement,
 		"GET /v1/announcements":  h.listAnnouncements,

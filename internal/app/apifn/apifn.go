@@ -35,6 +35,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
+		VAPIDPublicKey:            d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:               api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
 }
 
