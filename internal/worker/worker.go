@@ -63,6 +63,19 @@ type Store interface {
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
+// QuotaStore holds the channels' shared send-quota counters (dynamo.Store).
+type QuotaStore interface {
+	// TakeSendToken takes one send from a shard of the window starting at
+	// windowStart if its count is below limit, and reports whether it did.
+	TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error)
+}
+
+// Requeuer sends a copy of a message back to its queue, delayed: the copy
+// starts with a fresh receive count.
+type Requeuer interface {
+	Requeue(ctx context.Context, queueARN, body string, delay time.Duration) error
+}
+
 // Visibility delays a message's next receive.
 type Visibility interface {
 	SetVisibility(ctx context.Context, queueARN, receiptHandle string, timeout time.Duration) error
@@ -82,6 +95,8 @@ type Config struct {
 	// has not finished is dead. A crashed sender's delivery is reclaimable
 	// after it.
 	Lease time.Duration
+	// SendQuota is the channel's provider send-rate quota (zero: unlimited).
+	SendQuota policy.SendQuota
 }
 
 // Handler is the channel Lambda handler.
@@ -89,6 +104,8 @@ type Handler struct {
 	cfg        Config
 	store      Store
 	visibility Visibility
+	quota      QuotaStore
+	requeuer   Requeuer
 	provider   channel.Provider
 	catalog    *catalog.Catalog
 	now        func() time.Time
@@ -113,6 +130,13 @@ type Deps struct {
 	// channel, priority and reason) and the delivery latency of what is
 	// sent, flushed once per invocation; nil records nothing.
 	Metrics metrics.Recorder
+	// Quota holds the send-quota counters; required when Config.SendQuota
+	// has a rate.
+	Quota QuotaStore
+	// Requeuer re-sends a message deferred for quota near its queue's
+	// maxReceiveCount, so that waiting for quota never redrives it to the
+	// DLQ; nil defers by visibility only.
+	Requeuer Requeuer
 }
 
 // New wires a worker for one provider.
@@ -129,7 +153,7 @@ func New(d Deps) *Handler {
 		m = metrics.Nop{}
 	}
 	seed := uint64(time.Now().UnixNano())
-	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
+	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, quota: d.Quota, requeuer: d.Requeuer, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
 		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1))}
 }
 
@@ -209,6 +233,14 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusDropped, From: claimable, ReclaimExpiredLease: now, Reason: reason})
 	}
 
+	// Quota before the claim: a send that finds none burns no attempt.
+	if ok, err := h.takeQuota(ctx, wm.Channel, d.Priority); err != nil {
+		log.ErrorContext(ctx, "send quota failed", "error", err)
+		return h.retryLater(ctx, log, msg, d.Priority)
+	} else if !ok {
+		return h.deferForQuota(ctx, log, msg, wm.Channel, d.Priority)
+	}
+
 	claimed, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
 		To: domain.StatusSending, From: claimable,
 		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true,
@@ -259,7 +291,55 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code})
 	}
+	if pe.Throttle() {
+		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
+	}
 	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter)
+}
+
+// takeQuota takes one send from the channel's quota for priority p: up to
+// SendQuota.Probes shards from a random one, each admitting p up to its cap.
+// Without a quota it costs nothing.
+func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Priority) (bool, error) {
+	q := h.cfg.SendQuota
+	if q.Unlimited() || h.quota == nil {
+		return true, nil
+	}
+	window := policy.WindowStart(h.now())
+	h.randMu.Lock()
+	start := h.rand.IntN(q.Shards())
+	h.randMu.Unlock()
+	for _, shard := range q.ProbeOrder(p, start) {
+		ok, err := h.quota.TakeSendToken(ctx, c, shard, window, policy.QuotaWindow, q.Cap(p, shard))
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// deferForQuota puts back a message that found no send quota, without a
+// provider call or an attempt: invisible until a later window. SQS counts
+// every receive toward maxReceiveCount, so from the receive before the last
+// one the message is re-sent with the delay (a fresh receive count) and the
+// original deleted: lack of quota alone never redrives it to the DLQ.
+func (h *Handler) deferForQuota(ctx context.Context, log *slog.Logger, msg events.SQSMessage, c domain.Channel, p domain.Priority) error {
+	h.randMu.Lock()
+	delay := policy.QuotaDelay(p, h.rand.Float64())
+	h.randMu.Unlock()
+	h.metrics.Add(ctx, metrics.QuotaDeferred, metrics.Dims{Channel: c, Priority: p}, 1)
+	log = log.With("retryIn", delay.String())
+	if h.requeuer != nil && h.cfg.MaxReceiveCount > 0 && receiveCount(msg) >= h.cfg.MaxReceiveCount-1 {
+		err := h.requeuer.Requeue(ctx, msg.EventSourceARN, msg.Body, delay)
+		if err == nil {
+			log.InfoContext(ctx, "no send quota", "outcome", "quota_requeued")
+			return nil
+		}
+		log.WarnContext(ctx, "requeue failed", "error", err)
+	}
+	log.InfoContext(ctx, "no send quota", "outcome", "quota_deferred")
+	h.setVisibility(ctx, log, msg, delay)
+	return errRetry
 }
 
 // retryTransient puts a claimed delivery back after a transient failure:
