@@ -170,3 +170,57 @@ func tenMessages(prefix string) (out []events.SQSMessage) {
 	}
 	return out
 }
+
+// countingQuota is fakeQuota counting every write (refused ones too) per shard.
+type countingQuota struct {
+	fakeQuota
+	writes map[int]int
+}
+
+func (q *countingQuota) TakeSendToken(ctx context.Context, c domain.Channel, shard int, w time.Time, win time.Duration, limit int) (bool, error) {
+	q.mu.Lock()
+	q.writes[shard]++
+	q.mu.Unlock()
+	return q.fakeQuota.TakeSendToken(ctx, c, shard, w, win, limit)
+}
+
+// BenchmarkSendQuotaRequests reports the quota's DynamoDB cost at the
+// campaign peak (20,000/s, 40 shards) for one window offered twice the rate
+// (90 % bulk, 10 % high) by 200 worker instances: requests per send, per
+// deferral, and the most writes (admitted plus refused) any one shard item
+// takes in the window, which must stay under a partition's 1,000/s.
+func BenchmarkSendQuotaRequests(b *testing.B) {
+	q := policy.SendQuota{Rate: 20000, BulkShare: 60}
+	const instances = 200
+	ctx := context.Background()
+	var sends, deferred, requests, hottest int
+	for b.Loop() {
+		cq := &countingQuota{fakeQuota: fakeQuota{counts: map[string]int{}}, writes: map[int]int{}}
+		hs := make([]*Handler, instances)
+		for i := range hs {
+			hs[i] = New(Deps{Config: Config{SendQuota: q}, Quota: cq, Now: func() time.Time { return fixedAt }})
+		}
+		for i := range 2 * q.Rate {
+			p := domain.PriorityLow
+			if i%10 == 0 {
+				p = domain.PriorityHigh
+			}
+			if ok, _ := hs[i%instances].takeQuota(ctx, domain.ChannelEmail, p); ok {
+				sends++
+			} else {
+				deferred++
+			}
+		}
+		for _, w := range cq.writes {
+			requests += w
+			hottest = max(hottest, w)
+		}
+	}
+	b.ReportMetric(float64(requests)/float64(sends), "requests/send")
+	b.ReportMetric(float64(requests-sends)/float64(max(deferred, 1)), "refused-requests/deferral")
+	b.ReportMetric(float64(hottest), "max-writes/shard/window")
+	b.ReportMetric(float64(sends)/float64(b.N), "sends/window")
+	if hottest > 1000 {
+		b.Fatalf("a shard took %d writes in one window, over a partition's 1,000/s", hottest)
+	}
+}

@@ -113,6 +113,12 @@ type Handler struct {
 	metrics    metrics.Recorder
 	randMu     sync.Mutex
 	rand       *rand.Rand
+	// spent remembers, per quota class (bulk or high), the window in which
+	// this instance found the quota exhausted: later sends of that class in
+	// the same window are deferred without a request, so refused writes per
+	// window are bounded by instances × probes, not by the offered load.
+	spentMu sync.Mutex
+	spent   map[bool]time.Time
 }
 
 // Deps are the worker's collaborators and settings. Store, Visibility,
@@ -154,7 +160,7 @@ func New(d Deps) *Handler {
 	}
 	seed := uint64(time.Now().UnixNano())
 	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, quota: d.Quota, requeuer: d.Requeuer, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
-		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1))}
+		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1)), spent: map[bool]time.Time{}}
 }
 
 // maxParallel bounds the messages of one batch processed at once.
@@ -299,13 +305,21 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 
 // takeQuota takes one send from the channel's quota for priority p: up to
 // SendQuota.Probes shards from a random one, each admitting p up to its cap.
-// Without a quota it costs nothing.
+// Once the probes all fail, the rest of the window is spent for p's class on
+// this instance. Without a quota it costs nothing.
 func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Priority) (bool, error) {
 	q := h.cfg.SendQuota
 	if q.Unlimited() || h.quota == nil {
 		return true, nil
 	}
 	window := policy.WindowStart(h.now())
+	high := p == domain.PriorityHigh
+	h.spentMu.Lock()
+	spent := h.spent[high].Equal(window)
+	h.spentMu.Unlock()
+	if spent {
+		return false, nil
+	}
 	h.randMu.Lock()
 	start := h.rand.IntN(q.Shards())
 	h.randMu.Unlock()
@@ -315,6 +329,9 @@ func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Prio
 			return ok, err
 		}
 	}
+	h.spentMu.Lock()
+	h.spent[high] = window
+	h.spentMu.Unlock()
 	return false, nil
 }
 
