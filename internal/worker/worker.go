@@ -13,6 +13,10 @@
 //   - claim lost (another worker holds a live lease, or the delivery is
 //     already past sending): nothing recorded, message deleted — the holder's
 //     own message carries the delivery on;
+//   - no send quota for its priority (policy.SendQuota, taken before the
+//     claim): nothing recorded, no attempt, visible again after 1–2 s; from
+//     the receive before the queue's last it is re-sent delayed and the
+//     original deleted, so waiting for quota never redrives it to the DLQ;
 //   - sent: recorded with the provider's message id, message deleted;
 //   - permanent provider error: failed (or dropped where that is the truth),
 //     message deleted — nothing goes to the DLQ;
@@ -20,7 +24,8 @@
 //     min(cap, base·2^(n-1)) with full jitter (n = ApproximateReceiveCount,
 //     at least the provider's Retry-After), reported failed; on receive
 //     n = MaxReceiveCount it is recorded failed: exhausted and made visible at
-//     once, so SQS moves it to the DLQ on the next receive.
+//     once, so SQS moves it to the DLQ on the next receive. A provider
+//     throttle is also counted as Throttled.
 //
 // Duplicate window. SQS delivers at least once and the relay may send a work
 // message twice; the claim (a conditional planned|queued|retrying → sending
