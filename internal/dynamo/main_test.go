@@ -97,3 +97,5 @@ func mustCreate(t testing.TB, s *dynamo.Store, n *domain.Notification) {
 }
 
 func isConflict(err error) bool { return errors.Is(err, domain.ErrConflict) }
+
+func isNotFound(err error) bool { return errors.Is(err, domain.ErrNotFound) }
