@@ -21,6 +21,7 @@ import (
 // created in them: an adapter's integration tests without the functions.
 type Emulated struct {
 	Emulators *devstack.Emulators
+	Template  *devstack.Template
 	Resources *devstack.Resources
 	// AWS is a configuration with local credentials and region; the clients
 	// below add the emulators' endpoints.
@@ -96,7 +97,7 @@ func startEmulated(services []string) (_ *Emulated, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	e := &Emulated{Emulators: emus, AWS: cfg}
+	e := &Emulated{Emulators: emus, Template: tmpl, AWS: cfg}
 	if e.Resources, err = devstack.CreateResources(ctx, tmpl, e.DynamoDB(), e.SQS(), "herald-"); err != nil {
 		return nil, fmt.Errorf("create resources: %w", err)
 	}
@@ -111,4 +112,24 @@ func Emulators(t testing.TB) *Emulated {
 		t.Skip("integration test: no emulators (-short or HERALD_SKIP_INTEGRATION)")
 	}
 	return emulated
+}
+
+// FunctionEnv is a function's environment as template.yaml declares it, with
+// references to the created resources resolved ("" for other variables).
+func (e *Emulated) FunctionEnv(t testing.TB, logicalID string) func(string) string {
+	t.Helper()
+	for _, fn := range e.Template.Functions() {
+		if fn.LogicalID != logicalID {
+			continue
+		}
+		return func(name string) string {
+			v, err := e.Resources.Resolve(fn.Env[name])
+			if err != nil {
+				return ""
+			}
+			return v
+		}
+	}
+	t.Fatalf("template.yaml has no function %s", logicalID)
+	return nil
 }
