@@ -52,13 +52,12 @@ func TestGetNotificationsReadsInBatches(t *testing.T) {
 	}
 }
 
-
 // batchGetFake answers BatchGetItem from an in-memory set of notification
 // ids; unprocessed decides, per call, how many of the requested keys come
 // back unprocessed (DynamoDB does so under throttling or past 16 MB, which
 // DynamoDB Local rarely does).
 type batchGetFake struct {
-	dynamo.API // only BatchGetItem is called
+	dynamo.API  // only BatchGetItem is called
 	table       string
 	exists      map[string]bool
 	unprocessed func(call, keys int) int

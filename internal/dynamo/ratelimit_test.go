@@ -67,7 +67,6 @@ func TestRateCounterCountsEachNotificationOnce(t *testing.T) {
 	}
 }
 
-
 // TestRateCounterUnderConcurrency races distinct notifications against one
 // window: exactly limit of them fit, however the requests interleave; and
 // the same notification counted concurrently counts once.
