@@ -74,13 +74,6 @@ func numAttr(t testing.TB, item map[string]types.AttributeValue, name string) st
 	return n.Value
 }
 
-func strAttr(item map[string]types.AttributeValue, name string) string {
-	if s, ok := item[name].(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
-
 func notification(id, user string, created time.Time) *domain.Notification {
 	return &domain.Notification{
 		ID: id, Caller: "svc", Type: "comment.created", Recipient: domain.Recipient{UserID: user, Email: user + "@example.com"},
@@ -95,7 +88,5 @@ func mustCreate(t testing.TB, s *dynamo.Store, n *domain.Notification) {
 		t.Fatalf("create notification %s: %v", n.ID, err)
 	}
 }
-
-func isConflict(err error) bool { return errors.Is(err, domain.ErrConflict) }
 
 func isNotFound(err error) bool { return errors.Is(err, domain.ErrNotFound) }
