@@ -28,6 +28,7 @@ type batchFake struct {
 	attempts map[string]int
 	batches  map[string][]int // entries per call, by queue URL
 	bodies   map[string]string
+	maxBytes int // the largest call's bodies in all
 }
 
 func (f *batchFake) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -42,6 +43,11 @@ func (f *batchFake) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatch
 		return nil, err
 	}
 	out := &sqs.SendMessageBatchOutput{}
+	size := 0
+	for _, e := range in.Entries {
+		size += len(aws.ToString(e.MessageBody))
+	}
+	f.maxBytes = max(f.maxBytes, size)
 	seen := map[string]bool{}
 	for _, e := range in.Entries {
 		if seen[aws.ToString(e.Id)] {
@@ -171,6 +177,28 @@ func TestParseARN(t *testing.T) {
 		if (err == nil) != tt.ok || account != tt.account || name != tt.name {
 			t.Errorf("ParseARN(%q) = %q, %q, %v", tt.arn, account, name, err)
 		}
+	}
+}
+
+// TestPublishBatchesStayFarBelowTheSizeLimit: SendMessageBatch takes at most
+// 256 KiB per call. Work messages carry ids only (the API caps ids at 128
+// characters), so ten of them never approach it and the publisher splits by
+// count alone; this fails if the message grows a payload.
+func TestPublishBatchesStayFarBelowTheSizeLimit(t *testing.T) {
+	long := strings.Repeat("x", 128)
+	var items []domain.WorkItem
+	for i := range 10 {
+		items = append(items, domain.WorkItem{Priority: domain.PriorityHigh,
+			Message: domain.WorkMessage{NotificationID: fmt.Sprintf("%03d%s", i, long[3:]), Channel: domain.ChannelEmail, UserID: long}})
+	}
+	f := &batchFake{fail: func(string, int) string { return "" }, attempts: map[string]int{}, batches: map[string][]int{}, bodies: map[string]string{}}
+	for _, err := range queue.NewPublisher(f, queue.URLs{"email-high": "q"}).Publish(context.Background(), items) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.maxBytes == 0 || f.maxBytes > 16<<10 {
+		t.Errorf("a batch of ten maximal work messages is %d bytes, want well under 256 KiB", f.maxBytes)
 	}
 }
 
