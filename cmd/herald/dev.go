@@ -63,6 +63,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer os.Remove(statePath)
 	fmt.Fprintf(os.Stderr, `herald dev: ready
+  dev console      %[1]s/_dev/   (demo inbox: %[1]s/_dev/?user=u1)
   API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
   user token       %[1]s/_dev/token?sub=u1
   sent email       %[3]s   (SES emulator UI; JSON at %[1]s/_dev/emails)
