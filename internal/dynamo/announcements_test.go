@@ -54,7 +54,11 @@ func TestAnnouncementsRoundTripPageAndTTL(t *testing.T) {
 		}
 		for _, a := range list {
 			got = append(got, a.ID)
-			position = a.SortKey
+			c, err := inbox.DecodeCursor(inbox.Cursor{Scope: inbox.ScopeAnnouncements, Position: a.SortKey}.Encode(), inbox.ScopeAnnouncements)
+			if err != nil {
+				t.Fatalf("sort key %q does not survive a cursor: %v", a.SortKey, err)
+			}
+			position = c.Position
 		}
 		if !more {
 			break
