@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,11 +43,15 @@ type EmulatorOptions struct {
 	InfraDir string
 	// Log receives emulator output lines; nil discards them.
 	Log io.Writer
+	// Services names the emulators to start ("dynamodb", "sqs", "ses"); empty
+	// starts all three. A package testing one adapter starts only its own.
+	Services []string
 }
 
-// StartEmulators starts DynamoDB Local, fauxqs and aws-ses-v2-local on free
-// loopback ports and waits until each answers. On error, whatever started is
-// stopped.
+// StartEmulators starts DynamoDB Local, fauxqs and aws-ses-v2-local (or the
+// subset opts.Services names) on free loopback ports and waits until each
+// answers. The endpoint of an emulator not started is "". On error, whatever
+// started is stopped.
 func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, error) {
 	dir, err := filepath.Abs(opts.InfraDir)
 	if err != nil {
@@ -78,6 +83,22 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 			filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java"), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", fmt.Sprint(ports[0])}, e.DynamoDB},
 		{"sqs", dir, []string{"node", "fauxqs.mjs", fmt.Sprint(ports[1])}, e.SQS},
 		{"ses", dir, []string{"node", filepath.Join("node_modules", "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", fmt.Sprint(ports[2])}, e.SES},
+	}
+	if len(opts.Services) > 0 {
+		kept := specs[:0]
+		for _, s := range specs {
+			if slices.Contains(opts.Services, s.name) {
+				kept = append(kept, s)
+			}
+		}
+		specs = kept
+		started := func(name, url string) string {
+			if slices.Contains(opts.Services, name) {
+				return url
+			}
+			return ""
+		}
+		e.DynamoDB, e.SQS, e.SES = started("dynamodb", e.DynamoDB), started("sqs", e.SQS), started("ses", e.SES)
 	}
 	for _, s := range specs {
 		p, err := startProcess(s.name, s.dir, s.args, opts.Log)
