@@ -3,8 +3,8 @@
 //
 // fauxqs keeps everything in memory. With a state file (HERALD_DEV_DATA), this
 // launcher keeps the queues and their messages across restarts: it loads the
-// file at start, rewrites it every second while running and once more on
-// SIGTERM/SIGINT after the server has closed (so a clean stop loses nothing).
+// file at start, rewrites it every second while running and again on
+// SIGTERM/SIGINT (so a clean stop loses nothing).
 // A message that was in flight is restored invisible until its visibility
 // deadline (the retry backoff the worker set survives), with its receive count,
 // so maxReceiveCount still counts every receive. After SIGKILL the file is at
@@ -31,15 +31,20 @@ if (stateFile) {
   timer = setInterval(() => save(sqsStore, stateFile), snapshotEveryMs);
 }
 for (const sig of ["SIGINT", "SIGTERM"]) {
-  process.on(sig, () =>
-    app.close().finally(() => {
-      if (stateFile) {
-        clearInterval(timer);
-        save(sqsStore, stateFile);
-      }
-      process.exit(0);
-    }),
-  );
+  process.on(sig, async () => {
+    // Save first: the runner stops its consumers before the emulators, so
+    // the queues are final now, and the runner kills what is still running
+    // 5 s after SIGTERM (a close can wait on open connections).
+    if (stateFile) {
+      clearInterval(timer);
+      save(sqsStore, stateFile);
+    }
+    await Promise.race([app.close(), new Promise((resolve) => setTimeout(resolve, 2000))]);
+    if (stateFile) {
+      save(sqsStore, stateFile);
+    }
+    process.exit(0);
+  });
 }
 
 function restore(store, file, port) {
