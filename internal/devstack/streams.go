@@ -118,7 +118,6 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 		m.mu.Unlock()
 		return
 	}
-	m.log.Info("stream shard reader started", "mapping", m.name, "shard", shardID, "after", after)
 	it, err := m.shardIterator(ctx, shardID, after)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -218,7 +217,6 @@ func (m *streamMapping) deliver(ctx context.Context, shardID string, recs []even
 }
 
 func (m *streamMapping) deliverBatch(ctx context.Context, shardID string, recs []events.DynamoDBEventRecord) {
-	m.log.Info("DEBUG relay batch", "shard", shardID, "n", len(recs), "first", recs[0].Change.SequenceNumber, "last", recs[len(recs)-1].Change.SequenceNumber, "key", recs[0].Change.Keys["pk"].String())
 	for attempt := 0; len(recs) > 0 && ctx.Err() == nil; attempt++ {
 		var resp events.DynamoDBEventResponse
 		err := m.invoke(ctx, m.timeout, func(ctx context.Context) error {
