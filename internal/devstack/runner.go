@@ -95,9 +95,8 @@ type Stack struct {
 	log               *slog.Logger
 	stopOnce          sync.Once
 	// done closes when the stack fails on its own (an emulator died); err says why.
-	done    chan struct{}
-	errOnce sync.Once
-	err     error
+	done chan struct{}
+	err  error
 }
 
 // Start starts the emulators, creates the resources and runs the functions.
@@ -218,10 +217,8 @@ func (s *Stack) watchEmulators() {
 			err = fmt.Errorf("%w\nthe stack's state was in memory and is lost", err)
 		}
 		s.log.Error("emulator stopped; stopping the functions", "error", err)
-		s.errOnce.Do(func() {
-			s.err = err
-			close(s.done)
-		})
+		s.err = err
+		close(s.done)
 		s.cancel()
 	}
 }
