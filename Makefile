@@ -6,18 +6,27 @@
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api relay email sms push scheduler feedback
+# The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
+FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
 TEST_TIMEOUT ?= 15m
 
-.PHONY: all build deps dev test test-unit bench lint deploy clean herald $(addprefix build-,$(FUNCTIONS))
+.PHONY: all build deps deps-browser dev test test-unit bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 
 ## deps: install the local emulators (npm ci + DynamoDB Local) and Go modules
 deps: $(INFRA)/node_modules/.package-lock.json $(INFRA)/.cache/dynamodb/DynamoDBLocal.jar
 	$(GO) mod download
+
+## deps-browser: Debian's chromium for the browser tests (internal/e2e/browser), when missing
+deps-browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$HERALD_CHROMIUM" ] || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	@{ command -v chromium || command -v chromium-browser || echo "$$HERALD_CHROMIUM"; } | head -n 1
 
 $(INFRA)/node_modules/.package-lock.json: $(INFRA)/package.json $(INFRA)/package-lock.json
 	cd $(INFRA) && npm ci --no-audit --no-fund --loglevel=error
@@ -61,6 +70,10 @@ dev: deps herald
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+## screenshots: re-take docs/img/dev-console.png and docs/img/demo-inbox.png in Chromium
+screenshots: deps deps-browser
+	HERALD_UPDATE_SCREENSHOTS=1 $(GO) test -count=1 -run TestConsoleInboxAndPushInChromium ./internal/e2e/browser/
 
 ## test-unit: only tests that need no emulators
 test-unit:

@@ -122,7 +122,8 @@ func runDev(ctx context.Context, args []string) error {
 // printURLs prints where a running stack's parts are.
 func printURLs(w io.Writer, st ops.LocalState, statePath string) {
 	api := st.APIURL
-	fmt.Fprintf(w, `  API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
+	fmt.Fprintf(w, `  dev console      %[1]s/_dev/   (demo inbox: %[1]s/_dev/?user=u1)
+  API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
   user token       %[1]s/_dev/token?sub=u1
   sent email       %[3]s   (SES emulator UI; JSON at %[1]s/_dev/emails)
   queues           %[1]s/_dev/queues

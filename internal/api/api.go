@@ -41,6 +41,9 @@ type Deps struct {
 	// AllowInsecurePushLoopback accepts http:// push endpoints on loopback
 	// hosts (the local runner's push service); false in AWS.
 	AllowInsecurePushLoopback bool
+	// VAPIDPublicKey is the Web Push application server key browsers
+	// subscribe with (GET /v1/push/config); empty: push is not configured.
+	VAPIDPublicKey string
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
 	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
@@ -93,6 +96,7 @@ func New(d Deps) *Handler {
 		h.inboxRoutes(d),
 		h.userRoutes(),
 		h.unsubscribeRoutes(d.Unsubscribe),
+		h.pushConfigRoutes(d.VAPIDPublicKey),
 	} {
 		maps.Copy(h.routes, group)
 	}

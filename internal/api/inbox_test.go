@@ -143,11 +143,11 @@ func (f *fakeInbox) MarkAllRead(_ context.Context, user string, upTo time.Time, 
 	return n, false, nil
 }
 
-func (f *fakeInbox) InboxState(_ context.Context, user string, ids []string, withLocale bool) (InboxState, error) {
+func (f *fakeInbox) InboxState(_ context.Context, user string, ids []string, withLocale bool) (inbox.UserState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["InboxState"]++
-	st := InboxState{Markers: map[string]inbox.Marker{}}
+	st := inbox.UserState{Markers: map[string]inbox.Marker{}}
 	if withLocale {
 		st.Locale = f.locales[user]
 	}

@@ -11,6 +11,7 @@ import (
 // routeDev adds the runner's own routes under /_dev/.
 func (s *Stack) routeDev() {
 	s.mux.HandleFunc("GET /_dev/health", s.health)
+	s.routeConsole()
 	s.mux.HandleFunc("GET /_dev/token", func(w http.ResponseWriter, r *http.Request) {
 		sub := r.URL.Query().Get("sub")
 		if sub == "" {

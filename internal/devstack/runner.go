@@ -27,12 +27,19 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
+	"github.com/heraldhq/herald/internal/app/emailfn"
+	"github.com/heraldhq/herald/internal/app/feedbackfn"
+	"github.com/heraldhq/herald/internal/app/pushfn"
+	"github.com/heraldhq/herald/internal/app/relayfn"
+	"github.com/heraldhq/herald/internal/app/schedulerfn"
+	"github.com/heraldhq/herald/internal/app/smsfn"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ops"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
-	"github.com/heraldhq/herald/internal/smssink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -124,7 +131,17 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 
-	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
+	// The push function's key pair is made per run (kept in the data
+	// directory when there is one); its public half is the VapidPublicKey
+	// parameter, which the template requires (no default).
+	secrets, err := loadSecrets(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
+	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
+	maps.Copy(overrides, cfg.Overrides)
+	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -163,12 +180,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		ln.Close()
 		return nil, err
 	}
-	secrets, err := loadSecrets(cfg.DataDir)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
 	if s.Push, err = pushsink.New(s.APIURL, s.Clock.Now); err != nil {
 		ln.Close()
 		return nil, err
@@ -274,7 +285,8 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	}
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
-		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
+		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
+		Log:     app.NewLogger(logs, func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
 		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
@@ -301,7 +313,7 @@ func (s *Stack) wire() error {
 		timeouts[fn.LogicalID] = time.Duration(fn.Timeout) * time.Second
 		switch fn.LogicalID {
 		case "ApiFunction":
-			h, err := app.NewAPI(d)
+			h, err := apifn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
@@ -311,19 +323,19 @@ func (s *Stack) wire() error {
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
 			s.mux.Handle("/", gw)
 		case "RelayFunction":
-			h, err := app.NewRelay(d)
+			h, err := relayfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			streamHandler = h.Handle
 		case "FeedbackFunction":
-			h, err := app.NewFeedback(d)
+			h, err := feedbackfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.feedback, s.feedbackTimeout = h.Handle, timeouts[fn.LogicalID]
 		case "SchedulerFunction":
-			h, err := app.NewScheduler(d)
+			h, err := schedulerfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
@@ -348,21 +360,21 @@ func (s *Stack) wire() error {
 // channelFunctions build the SQS-triggered functions by logical id.
 var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 	"EmailFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewEmail(d)
+		h, err := emailfn.New(d)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	},
 	"SmsFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewSMS(d)
+		h, err := smsfn.New(d)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	},
 	"PushFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewPush(context.Background(), d)
+		h, err := pushfn.New(context.Background(), d)
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +390,7 @@ func (s *Stack) localEnv(id string) map[string]string {
 	switch id {
 	case "PushFunction":
 		return map[string]string{
-			"VAPID_PUBLIC_KEY": s.vapid.PublicKey, "VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
+			"VAPID_PRIVATE_KEY":            s.vapid.PrivateKey,
 			"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
 		}
 	case "EmailFunction":

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 

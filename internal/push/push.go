@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/webpush"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 // Sender delivers one message to one subscription.
@@ -34,14 +34,14 @@ type Provider struct {
 	now    func() time.Time
 }
 
-var _ worker.Provider = (*Provider)(nil)
+var _ channel.Provider = (*Provider)(nil)
 
 // New returns a Web Push provider.
 func New(sender Sender, subs Subscriptions, now func() time.Time) *Provider {
 	return &Provider{sender: sender, subs: subs, now: now}
 }
 
-// Channel implements worker.Provider.
+// Channel implements channel.Provider.
 func (p *Provider) Channel() domain.Channel { return domain.ChannelPush }
 
 // DefaultTTL is how long a push service keeps an undelivered message when the
@@ -60,16 +60,16 @@ type payload struct {
 	URL   string `json:"url,omitempty"`
 }
 
-// Send implements worker.Provider: it pushes to every subscription. The
+// Send implements channel.Provider: it pushes to every subscription. The
 // delivery succeeds if any subscription accepted it; gone subscriptions are
 // deleted; if none accepted and one failed transiently, the whole send is
 // retried (the Topic makes a repeat replace, not duplicate, on devices that
 // already have it).
-func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	n := m.Notification
 	body, err := json.Marshal(payload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL})
 	if err != nil {
-		return "", &worker.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+		return "", &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
 	}
 	msg := webpush.Message{Payload: body, TTL: p.ttl(n), Urgency: urgency(n.Priority), Topic: webpush.TopicFor(n.ID)}
 	var firstID string
@@ -90,7 +90,7 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 		case errors.Is(err, webpush.ErrSubscriptionGone):
 			gone++
 			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return "", &worker.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
+				return "", &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
 			}
 		case errors.As(err, &pe) && pe.Transient:
 			if transient == nil || pe.RetryAfter > transient.RetryAfter {
@@ -106,18 +106,18 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 	case firstID != "":
 		return firstID, nil
 	case transient != nil:
-		return "", &worker.ProviderError{Transient: true, RetryAfter: transient.RetryAfter, Code: fmt.Sprintf("http_%d", transient.StatusCode), Err: transient}
+		return "", &channel.ProviderError{Transient: true, RetryAfter: transient.RetryAfter, Code: fmt.Sprintf("http_%d", transient.StatusCode), Err: transient}
 	case permanent != nil:
 		code := "push_rejected"
 		var pe *webpush.ProviderError
 		if errors.As(permanent, &pe) {
 			code = fmt.Sprintf("http_%d", pe.StatusCode)
 		}
-		return "", &worker.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: permanent}
+		return "", &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: permanent}
 	case gone > 0:
-		return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
+		return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
 	}
-	return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription")}
+	return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription")}
 }
 
 func (p *Provider) ttl(n *domain.Notification) time.Duration {

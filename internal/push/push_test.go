@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 type deletedSubs struct {
@@ -80,9 +80,9 @@ func (e *env) subscribe(t *testing.T, n int) []domain.PushSubscription {
 	return out
 }
 
-func message(subs []domain.PushSubscription, pr domain.Priority, expiresAt time.Time) *worker.Message {
+func message(subs []domain.PushSubscription, pr domain.Priority, expiresAt time.Time) *channel.Message {
 	ty, _ := catalog.MustLoad().Lookup("reservation.approved")
-	return &worker.Message{
+	return &channel.Message{
 		Notification: &domain.Notification{ID: "n-42", Type: ty.Name, Priority: pr, ExpiresAt: expiresAt, Recipient: domain.Recipient{UserID: "u1"}},
 		Type:         ty,
 		Profile:      &domain.RecipientProfile{PushSubscriptions: subs},
@@ -161,7 +161,7 @@ func TestAllSubscriptionsGoneIsDropped(t *testing.T) {
 	subs := e.subscribe(t, 1)
 	_ = e.sink.Expire(subs[0].ID)
 	_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || !pe.Drop || pe.Reason != domain.ReasonNoContact {
 		t.Fatalf("err = %v, want dropped: no_contact", err)
 	}
@@ -187,7 +187,7 @@ func TestStatusClassification(t *testing.T) {
 		subs := e.subscribe(t, 1)
 		e.sink.FailNext(1, tt.status, tt.retryAfter)
 		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
-		var pe *worker.ProviderError
+		var pe *channel.ProviderError
 		if !errors.As(err, &pe) || pe.Transient != tt.transient || pe.Code != tt.code || pe.RetryAfter != tt.retryAfter {
 			t.Errorf("%d: err = %+v, want transient=%v code=%s retryAfter=%v", tt.status, pe, tt.transient, tt.code, tt.retryAfter)
 			continue
@@ -219,7 +219,7 @@ func TestOversizedPayloadIsPermanent(t *testing.T) {
 	}
 	m.Content.Body = string(big)
 	_, err := e.provider.Send(context.Background(), m)
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || pe.Transient || !errors.Is(err, webpush.ErrPayloadTooLarge) {
 		t.Fatalf("err = %v, want a permanent payload-too-large", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/worker"
 )
@@ -82,7 +83,7 @@ func (p plainTable) Transition(ctx context.Context, id string, ch domain.Channel
 type capturePush struct{ got []catalog.Content }
 
 func (p *capturePush) Channel() domain.Channel { return domain.ChannelPush }
-func (p *capturePush) Send(_ context.Context, m *worker.Message) (string, error) {
+func (p *capturePush) Send(_ context.Context, m *channel.Message) (string, error) {
 	p.got = append(p.got, m.Content)
 	return "pm-1", nil
 }
@@ -124,7 +125,7 @@ func workMessage(receives string) events.SQSEvent {
 		EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:push-low", Attributes: map[string]string{"ApproximateReceiveCount": receives}}}}
 }
 
-func newDigestWorker(store worker.Store, vis worker.Visibility, p worker.Provider) *worker.Handler {
+func newDigestWorker(store worker.Store, vis worker.Visibility, p channel.Provider) *worker.Handler {
 	return worker.New(worker.Config{BackoffBase: time.Second, BackoffCap: time.Minute, MaxReceiveCount: 3}, store, vis, p,
 		catalog.MustLoad(), func() time.Time { return digestNow }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }

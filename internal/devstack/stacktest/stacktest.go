@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
 )
 
@@ -95,17 +96,40 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// Notify posts a notification (a JSON string or a value to encode), fails
-// the test unless it is accepted, and returns its id.
+// Client returns a Herald client for the stack's API, calling service routes
+// as caller (X-Herald-Dev-Caller; "dev" when empty).
+func Client(t testing.TB, caller string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.New(Stack(t).APIURL, append([]client.Option{client.WithDevCaller(caller)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Notify sends a notification (a JSON string or a value to encode) with the
+// client, fails the test unless it is accepted, and returns its id.
 func Notify(t testing.TB, body any) string {
 	t.Helper()
-	resp := Do(t, http.MethodPost, "/v1/notifications", body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/notifications = %d %s", resp.StatusCode, resp.Body)
+	raw, ok := body.(string)
+	if !ok {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = string(b)
 	}
-	var accepted struct{ ID string }
-	resp.JSON(t, &accepted)
-	return accepted.ID
+	var n client.Notification
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&n); err != nil {
+		t.Fatalf("notification %s: %v", raw, err)
+	}
+	a, err := Client(t, "").Send(context.Background(), n)
+	if err != nil {
+		t.Fatalf("send %s: %v", raw, err)
+	}
+	return a.ID
 }
 
 // Response is an HTTP response with its body read.

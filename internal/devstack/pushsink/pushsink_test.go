@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
