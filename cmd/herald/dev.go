@@ -129,6 +129,7 @@ func printURLs(w io.Writer, st ops.LocalState, statePath string) {
   queues           %[1]s/_dev/queues
   SMS / Web Push   %[1]s/_dev/sms   %[1]s/_dev/push   (POST %[1]s/_dev/push-subscriptions)
   faults           POST %[1]s/_dev/faults {"channel":"email","mode":"transient","times":2}
+  IAM              %[1]s/_dev/iam   (each function's calls checked against its role in template.yaml)
   SES events       POST %[1]s/_dev/ses-events (an SES Delivery/Bounce/Complaint event)
   health           %[1]s/_dev/health
   DynamoDB Local   %[4]s

@@ -55,6 +55,9 @@ func (s *Stack) routeDev() {
 		}
 		writeJSON(w, http.StatusOK, s.Calls.Snapshot())
 	})
+	s.mux.HandleFunc("GET /_dev/iam", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"calls": s.IAM.Calls(), "denials": s.IAM.Denials()})
+	})
 }
 
 // health answers 200 only when every emulator answers.

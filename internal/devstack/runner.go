@@ -35,6 +35,7 @@ import (
 	"github.com/heraldhq/herald/internal/app/schedulerfn"
 	"github.com/heraldhq/herald/internal/app/smsfn"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/iam"
 	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -47,6 +48,9 @@ import (
 type Config struct {
 	// Root is the repository root (template.yaml, infra/local).
 	Root string
+	// Template is the SAM template; default Root/template.yaml. Tests point
+	// it at a modified copy (e.g. with a permission removed).
+	Template string
 	// APIAddr is where the HTTP API listens; default 127.0.0.1:3000. Use
 	// 127.0.0.1:0 for a free port.
 	APIAddr string
@@ -84,6 +88,9 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// IAM checks every AWS call a function makes against that function's
+	// role as the SAM transform produces it, and records the calls.
+	IAM *iam.Enforcer
 
 	mux    *http.ServeMux
 	server *http.Server
@@ -131,9 +138,15 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 
+	if cfg.Template == "" {
+		cfg.Template = filepath.Join(cfg.Root, "template.yaml")
+		s.cfg.Template = cfg.Template
+	}
 	// The push function's key pair is made per run (kept in the data
 	// directory when there is one); its public half is the VapidPublicKey
 	// parameter, which the template requires (no default).
+	// (The IAM policies are transformed with cfg.Overrides only: no policy
+	// names the per-run key, and the transform's cache stays valid.)
 	secrets, err := loadSecrets(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -141,8 +154,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
 	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
 	maps.Copy(overrides, cfg.Overrides)
-	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), overrides)
+	s.Template, err = LoadTemplate(cfg.Template, overrides)
 	if err != nil {
+		return nil, err
+	}
+	if s.IAM, err = s.newIAM(ctx); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.APIAddr)
@@ -175,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
 	s.sqs = sqs.NewFromConfig(s.AWS)
-	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, "herald-")
+	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, LocalResourcePrefix)
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -28,10 +28,22 @@ var current *devstack.Stack
 // tests and stops the stack. With -short, or when HERALD_SKIP_INTEGRATION is
 // set, it runs the tests without a stack and Stack skips them.
 func Main(m *testing.M, cfg devstack.Config) {
-	os.Exit(run(m, cfg))
+	os.Exit(run(m, cfg, Options{}))
 }
 
-func run(m *testing.M, cfg devstack.Config) int {
+// Options change what Main checks after the tests.
+type Options struct {
+	// ExpectIAMDenials lets the package's functions be denied AWS calls by
+	// their IAM policies without failing it (tests of the IAM check itself).
+	ExpectIAMDenials bool
+}
+
+// Run is Main with options, returning the exit code instead of exiting.
+func Run(m *testing.M, cfg devstack.Config, opts Options) int {
+	return run(m, cfg, opts)
+}
+
+func run(m *testing.M, cfg devstack.Config, opts Options) int {
 	if os.Getenv("HERALD_SKIP_INTEGRATION") != "" || testingShort() {
 		return m.Run()
 	}
@@ -56,7 +68,36 @@ func run(m *testing.M, cfg devstack.Config) int {
 	}
 	current = st
 	defer st.Stop()
-	return m.Run()
+	code := m.Run()
+	return code | checkIAM(st, root, opts)
+}
+
+// checkIAM makes every AWS call a denial of the function's IAM policy fail
+// the package, even when the function survives it (a retried or logged
+// error), and, with HERALD_IAM_SEEN set to a directory, writes what the
+// package's functions called there for `make aws-check`.
+func checkIAM(st *devstack.Stack, root string, opts Options) int {
+	code := 0
+	if denials := st.IAM.Denials(); len(denials) > 0 && !opts.ExpectIAMDenials {
+		fmt.Fprintln(os.Stderr, "stacktest: AWS calls denied by the functions' IAM policies (template.yaml):")
+		for _, d := range denials {
+			fmt.Fprintf(os.Stderr, "  %s: %s on %s (%s, %d×)\n", d.Function, d.Action, d.Resource, d.Decision, d.Count)
+		}
+		code = 1
+	}
+	if dir := os.Getenv("HERALD_IAM_SEEN"); dir != "" && !opts.ExpectIAMDenials {
+		wd, _ := os.Getwd()
+		rel, err := filepath.Rel(root, wd)
+		if err != nil {
+			rel = wd
+		}
+		name := strings.ReplaceAll(filepath.ToSlash(rel), "/", "-") + ".json"
+		if err := st.IAM.WriteRecord(filepath.Join(dir, name), filepath.ToSlash(rel)); err != nil {
+			fmt.Fprintln(os.Stderr, "stacktest: record IAM calls:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 func testingShort() bool {
