@@ -87,12 +87,18 @@ func do(t *testing.T, st *devstack.Stack, method, path string, body any, headers
 	return response{status: resp.StatusCode, header: resp.Header, body: raw}
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+// eventually polls cond until it holds or timeout passes; state, if given,
+// describes what was seen last.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool, state ...func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			last := ""
+			for _, s := range state {
+				last += " (last seen: " + s() + ")"
+			}
+			t.Fatalf("timed out after %s waiting for %s%s", timeout, what, last)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -191,9 +197,11 @@ func TestRestartWithDataDirDeliversEachQueuedMessageOnce(t *testing.T) {
 	}
 	// Every email delivery has failed at least once and waits for a retry
 	// (or is being retried).
-	eventually(t, 60*time.Second, "every email delivery failed once", func() bool {
-		return emailStatuses(t, st1, ids)["failed at least once"] == n
-	})
+	var statuses map[domain.Status]int
+	eventually(t, 90*time.Second, "every email delivery failed once", func() bool {
+		statuses = emailStatuses(t, st1, ids)
+		return statuses["failed at least once"] == n
+	}, func() string { return fmt.Sprint(statuses) })
 	if got := len(sentTo(t, st1)); got != 0 {
 		t.Fatalf("%d recipients got mail while faults were on", got)
 	}
@@ -251,8 +259,9 @@ func TestRestartWithDataDirDeliversEachQueuedMessageOnce(t *testing.T) {
 	}
 
 	eventually(t, 4*time.Minute, "every email delivery sent", func() bool {
-		return emailStatuses(t, st2, ids)[domain.StatusSent] == n
-	})
+		statuses = emailStatuses(t, st2, ids)
+		return statuses[domain.StatusSent] == n
+	}, func() string { return fmt.Sprint(statuses) })
 	eventually(t, 30*time.Second, "queues empty", func() bool { return queuesIdle(t, st2) })
 	t.Logf("all %d sent %s after the restart began", n, time.Since(began).Round(100*time.Millisecond))
 	// The relay's stream position was kept: it reads again at most the batch
