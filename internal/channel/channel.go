@@ -30,6 +30,13 @@ type Provider interface {
 	Send(ctx context.Context, m *Message) (string, error)
 }
 
+// ContentBudget is implemented by providers whose messages have a size limit
+// (Web Push, one SMS segment): the worker renders a digest with fewer items,
+// counting the rest, until Fits holds.
+type ContentBudget interface {
+	Fits(catalog.Content) bool
+}
+
 // ProviderError is a classified provider failure.
 type ProviderError struct {
 	// Transient errors are retried with backoff until MaxReceiveCount.

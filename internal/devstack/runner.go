@@ -154,18 +154,23 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
 	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
 	maps.Copy(overrides, cfg.Overrides)
-	s.Template, err = LoadTemplate(cfg.Template, overrides)
-	if err != nil {
-		return nil, err
-	}
-	if s.IAM, err = s.newIAM(ctx); err != nil {
-		return nil, err
-	}
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (set HERALD_API_PORT to change): %w", cfg.APIAddr, err)
 	}
 	s.APIURL = "http://" + ln.Addr().String()
+	s.Template, err = LoadTemplate(cfg.Template, overrides)
+	if err == nil {
+		s.Template, err = LoadTemplate(cfg.Template,
+			localOverrides(overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
+	}
+	if err == nil {
+		s.IAM, err = s.newIAM(ctx)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 
 	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir})
@@ -250,6 +255,28 @@ func (s *Stack) watchEmulators() {
 	}
 }
 
+// localOverrides are the template parameters the runner sets itself:
+//   - PushEndpointAllowList gets the local push service (served by the runner
+//     on addr) appended: the explicit configuration that, with
+//     PUSH_ALLOW_INSECURE_LOOPBACK, lets the functions accept and reach it.
+//     Production lists only public push services.
+//   - JwtIssuer is the runner itself (an OIDC-shaped issuer at its base URL,
+//     which mints /_dev/token), unless the caller overrides it.
+func localOverrides(overrides map[string]string, pushList, addr string) map[string]string {
+	out := maps.Clone(overrides)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if pushList != "" {
+		pushList += ","
+	}
+	out["PushEndpointAllowList"] = pushList + addr
+	if _, ok := out["JwtIssuer"]; !ok {
+		out["JwtIssuer"] = "http://" + addr
+	}
+	return out
+}
+
 // Handle adds a route to the runner's HTTP server (dev routes).
 func (s *Stack) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
@@ -274,6 +301,12 @@ func (s *Stack) Stop() {
 // Token mints a user JWT as the configured issuer would.
 func (s *Stack) Token(sub string, ttl time.Duration) string {
 	return s.jwt.mint(sub, s.Clock.Now(), ttl)
+}
+
+// SignToken signs any claims with the dev issuer's key and kid (RS256), for
+// tests that need a correctly signed token with wrong claims.
+func (s *Stack) SignToken(claims map[string]any) string {
+	return s.jwt.sign(claims)
 }
 
 // functionEnv resolves a function's template environment to local values.
@@ -334,7 +367,10 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			params := s.Template.Params
-			s.jwt = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"])
+			if s.jwt, err = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"]); err != nil {
+				return err
+			}
+			s.jwt.routes(s.mux)
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
 			s.mux.Handle("/", gw)
@@ -400,8 +436,8 @@ var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 
 // localEnv is configuration the runner adds to a function's template
 // environment: what AWS would read from SSM or Secrets Manager, the public
-// URL of the local API, and permission to reach the local push service over
-// http on loopback.
+// URL of the local API, and permission to reach the local push service (which
+// the PushEndpointAllowList override names) over http on loopback.
 func (s *Stack) localEnv(id string) map[string]string {
 	switch id {
 	case "PushFunction":

@@ -240,6 +240,8 @@ type Route struct {
 	Function     string
 	// Auth is the authorizer: "AWS_IAM" (the API default) or a JWT authorizer's name.
 	Auth string
+	// Scopes are the route's AuthorizationScopes (JWT routes): a token needs one.
+	Scopes []string
 }
 
 // Key is the API Gateway route key, "POST /v1/notifications".
@@ -322,7 +324,10 @@ func httpRoute(p *serverless.Function_Properties) (Route, bool) {
 	}
 	var v struct {
 		Method, Path string
-		Auth         *struct{ Authorizer string }
+		Auth         *struct {
+			Authorizer          string
+			AuthorizationScopes []string
+		}
 	}
 	if err := json.Unmarshal(raw, &v); err != nil || v.Path == "" {
 		return Route{}, false
@@ -330,6 +335,9 @@ func httpRoute(p *serverless.Function_Properties) (Route, bool) {
 	r := Route{Method: strings.ToUpper(v.Method), Path: v.Path, Auth: "AWS_IAM"}
 	if v.Auth != nil && v.Auth.Authorizer != "" {
 		r.Auth = v.Auth.Authorizer
+	}
+	if v.Auth != nil {
+		r.Scopes = v.Auth.AuthorizationScopes
 	}
 	return r, true
 }

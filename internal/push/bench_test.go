@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,11 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	keys, _ := webpush.GenerateVAPIDKeys()
-	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "ops@example.com", AllowInsecureLoopback: true})
+	hosts, err := webpush.ParseHostList(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "ops@example.com", AllowInsecureLoopback: true, Hosts: hosts})
 	if err != nil {
 		b.Fatal(err)
 	}

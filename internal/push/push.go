@@ -5,11 +5,12 @@ package push
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/webpush"
@@ -34,7 +35,10 @@ type Provider struct {
 	now    func() time.Time
 }
 
-var _ channel.Provider = (*Provider)(nil)
+var (
+	_ channel.Provider      = (*Provider)(nil)
+	_ channel.ContentBudget = (*Provider)(nil)
+)
 
 // New returns a Web Push provider.
 func New(sender Sender, subs Subscriptions, now func() time.Time) *Provider {
@@ -52,12 +56,15 @@ var DefaultTTL = map[domain.Priority]time.Duration{
 	domain.PriorityLow:    72 * time.Hour,
 }
 
-// payload is the JSON the service worker receives.
-type payload struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	Body  string `json:"body"`
-	URL   string `json:"url,omitempty"`
+// fitIDLength is the longest notification id a payload is budgeted for
+// (Herald's ids are 27 characters; callers' resource-derived ids no longer).
+const fitIDLength = 32
+
+// Fits reports whether content makes a push within webpush.MaxPlaintextSize;
+// the worker renders digests to this budget (fewer items before shortening).
+func (p *Provider) Fits(c catalog.Content) bool {
+	pl := catalog.PushPayload{ID: strings.Repeat("x", fitIDLength), Title: c.Title, Body: c.Body, URL: c.URL}
+	return len(pl.Encode()) <= webpush.MaxPlaintextSize
 }
 
 // Send implements channel.Provider: it pushes to every subscription. The
@@ -67,7 +74,8 @@ type payload struct {
 // already have it).
 func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	n := m.Notification
-	body, err := json.Marshal(payload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL})
+	// Never dropped for its size: shortened to fit, the link given up first.
+	body, _, err := catalog.FitPush(catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL}, webpush.MaxPlaintextSize)
 	if err != nil {
 		return "", &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
 	}
@@ -87,7 +95,9 @@ func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error)
 					firstID = fmt.Sprintf("push-%d", res.StatusCode)
 				}
 			}
-		case errors.Is(err, webpush.ErrSubscriptionGone):
+		case errors.Is(err, webpush.ErrSubscriptionGone), errors.Is(err, webpush.ErrInvalidSubscription):
+			// Gone, or never sendable: an endpoint off the allow-list (or
+			// resolving to a non-public address) is never contacted again.
 			gone++
 			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
 				return "", &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}

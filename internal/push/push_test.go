@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,7 +58,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true})
+	hosts, err := webpush.ParseHostList(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true, Hosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +161,38 @@ func TestGoneSubscriptionIsDeletedOthersStillReceive(t *testing.T) {
 	}
 }
 
+// A stored endpoint that is not (or no longer) on a push service of the
+// allow-list is never contacted, and is deleted like a gone subscription.
+func TestEndpointOffTheAllowListIsDeletedNeverContacted(t *testing.T) {
+	for _, endpoint := range []string{
+		"https://169.254.169.254/latest/meta-data/",
+		"https://2852039166/",
+		"https://push.example.net/x",
+	} {
+		e := newEnv(t)
+		subs := e.subscribe(t, 2)
+		subs[0].Endpoint = endpoint
+		if _, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{})); err != nil {
+			t.Fatalf("%s: Send = %v", endpoint, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%s: deleted %v, want [%s]", endpoint, e.deleted.ids, subs[0].ID)
+		}
+
+		e = newEnv(t)
+		subs = e.subscribe(t, 1)
+		subs[0].Endpoint = endpoint
+		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+		var pe *channel.ProviderError
+		if !errors.As(err, &pe) || pe.Transient || !pe.Drop || pe.Reason != domain.ReasonNoContact {
+			t.Fatalf("%s: err = %v, want dropped: no_contact", endpoint, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%s: deleted %v, want [%s]", endpoint, e.deleted.ids, subs[0].ID)
+		}
+	}
+}
+
 func TestAllSubscriptionsGoneIsDropped(t *testing.T) {
 	e := newEnv(t)
 	subs := e.subscribe(t, 1)
@@ -210,17 +247,50 @@ func TestOneSuccessIsEnough(t *testing.T) {
 	}
 }
 
-func TestOversizedPayloadIsPermanent(t *testing.T) {
-	e := newEnv(t)
-	m := message(e.subscribe(t, 1), domain.PriorityNormal, time.Time{})
-	big := make([]byte, webpush.MaxPlaintextSize)
-	for i := range big {
-		big[i] = 'x'
+// A push never fails for its size: it is shortened to fit
+// webpush.MaxPlaintextSize, the link given up before the text.
+func TestOversizedContentIsFittedNotDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		url     string
+		wantURL bool
+	}{
+		{name: "long body", body: strings.Repeat("x", webpush.MaxPlaintextSize), url: "https://example.com/r/1", wantURL: true},
+		{name: "long body and link", body: strings.Repeat("x", 3980), url: "https://example.com/" + strings.Repeat("u", 3950)},
+		{name: "two 2,000-character links", body: "2 new comments\nhttps://example.com/" + strings.Repeat("a", 1980) + "\nhttps://example.com/" + strings.Repeat("b", 1980), url: "https://example.com/" + strings.Repeat("a", 1980), wantURL: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			subs := e.subscribe(t, 1)
+			m := message(subs, domain.PriorityNormal, time.Time{})
+			m.Content.Body, m.Content.URL = tc.body, tc.url
+			if _, err := e.provider.Send(context.Background(), m); err != nil {
+				t.Fatalf("Send = %v, want delivered", err)
+			}
+			got := e.sink.MessagesFor(subs[0].ID)
+			if len(got) != 1 {
+				t.Fatalf("%d messages", len(got))
+			}
+			var p catalog.PushPayload
+			if err := json.Unmarshal(got[0].Body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if len(got[0].Body) > webpush.MaxPlaintextSize || p.ID != "n-42" || p.Title != "Reservation confirmed" ||
+				!strings.HasSuffix(p.Body, catalog.Ellipsis) || (p.URL == tc.url) != tc.wantURL {
+				t.Fatalf("%d bytes: %+v", len(got[0].Body), p)
+			}
+		})
 	}
-	m.Content.Body = string(big)
-	_, err := e.provider.Send(context.Background(), m)
-	var pe *channel.ProviderError
-	if !errors.As(err, &pe) || pe.Transient || !errors.Is(err, webpush.ErrPayloadTooLarge) {
-		t.Fatalf("err = %v, want a permanent payload-too-large", err)
+}
+
+// Fits is the budget a digest is rendered to (fewer items before shortening).
+func TestFitsIsTheWebPushLimit(t *testing.T) {
+	e := newEnv(t)
+	if !e.provider.Fits(catalog.Content{Title: "t", Body: strings.Repeat("x", 3800)}) {
+		t.Error("3,800 bytes of body should fit")
+	}
+	if e.provider.Fits(catalog.Content{Title: "t", Body: strings.Repeat("x", webpush.MaxPlaintextSize)}) {
+		t.Error("MaxPlaintextSize of body alone cannot fit with the rest of the payload")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 )
@@ -42,13 +43,23 @@ type Provider struct {
 	cfg Config
 }
 
-var _ channel.Provider = (*Provider)(nil)
+var (
+	_ channel.Provider      = (*Provider)(nil)
+	_ channel.ContentBudget = (*Provider)(nil)
+)
 
 // New returns an SNS SMS provider.
 func New(api API, cfg Config) *Provider { return &Provider{api: api, cfg: cfg} }
 
 // Channel implements channel.Provider.
 func (p *Provider) Channel() domain.Channel { return domain.ChannelSMS }
+
+// Fits reports whether an SMS text fits one segment; the worker renders
+// digests to this budget (fewer items, the rest counted).
+func (p *Provider) Fits(c catalog.Content) bool {
+	fits, _, _ := catalog.SMSFitsOneSegment(c.Text)
+	return fits
+}
 
 // SMSType is Transactional for high and normal priority (routed for
 // reliability), Promotional for low (routed for cost).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -121,6 +122,21 @@ func TestClassify(t *testing.T) {
 		var pe *channel.ProviderError
 		if !errors.As(Classify("sns publish", tt.err), &pe) || pe.Transient != tt.transient || pe.Code != tt.code {
 			t.Errorf("%v: got %+v, want transient=%v code=%s", tt.err, pe, tt.transient, tt.code)
+		}
+	}
+}
+
+// Fits is the budget digests are rendered to: one segment.
+func TestFitsOneSegment(t *testing.T) {
+	p := New(nil, Config{})
+	for text, want := range map[string]bool{
+		strings.Repeat("a", 160): true,
+		strings.Repeat("a", 161): false,
+		strings.Repeat("確", 70):  true,
+		strings.Repeat("確", 71):  false,
+	} {
+		if got := p.Fits(catalog.Content{Text: text}); got != want {
+			t.Errorf("Fits(%d runes of %q) = %v, want %v", len([]rune(text)), text[:1], got, want)
 		}
 	}
 }

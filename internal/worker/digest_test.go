@@ -154,6 +154,32 @@ func TestDigestLeaderSendsOneMessageListingItsMembers(t *testing.T) {
 	}
 }
 
+// budgetPush is a provider with a size budget (as push has Web Push's).
+type budgetPush struct {
+	capturePush
+	maxBody int
+}
+
+func (p *budgetPush) Fits(c catalog.Content) bool { return len(c.Body) <= p.maxBody }
+
+// A digest that would exceed its provider's budget lists fewer items and
+// counts the rest ("and N more") instead of failing.
+func TestDigestListsFewerItemsToFitTheProvidersBudget(t *testing.T) {
+	f := digestFixture()
+	p := &budgetPush{maxBody: len("There are 3 new comments on threads you follow.\nhttps://example.com/c/m4\n…and 2 more")}
+	resp, err := newDigestWorker(f, &visibilityLog{}, p).Handle(context.Background(), workMessage("1"))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	if len(p.got) != 1 {
+		t.Fatalf("sent %d messages, want 1", len(p.got))
+	}
+	want := "There are 3 new comments on threads you follow.\nhttps://example.com/c/m4\n…and 2 more"
+	if c := p.got[0]; c.Body != want || c.Title != "3 new comments" || c.URL != "https://example.com/c/m4" {
+		t.Errorf("content %+v, want body %q", c, want)
+	}
+}
+
 func TestDeliveryOutsideADigestRendersItself(t *testing.T) {
 	f := digestFixture()
 	f.delivery.DigestID = ""

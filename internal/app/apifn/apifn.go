@@ -8,6 +8,7 @@ import (
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/webpush"
 )
 
 // The store serves every interface of the API.
@@ -32,11 +33,16 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The push services a subscription may name (empty: webpush.DefaultPushServices).
+	pushHosts, err := webpush.ParseHostList(d.Getenv("PUSH_ENDPOINT_ALLOW_LIST"))
+	if err != nil {
+		return nil, err
+	}
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
-		AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
-		VAPIDPublicKey:            d.Getenv("VAPID_PUBLIC_KEY"),
-		Unsubscribe:               api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
+		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
+		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
+		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
 }
 
 func randomID() string {

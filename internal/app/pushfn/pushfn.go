@@ -42,8 +42,14 @@ func New(ctx context.Context, d app.Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The push services a subscription may name, checked before every send
+	// (empty: webpush.DefaultPushServices).
+	pushHosts, err := webpush.ParseHostList(d.Getenv("PUSH_ENDPOINT_ALLOW_LIST"))
+	if err != nil {
+		return nil, err
+	}
 	sender, err := webpush.NewSender(webpush.SenderConfig{
-		Keys: keys, Contact: env["VAPID_SUBJECT"], Now: d.Now,
+		Keys: keys, Contact: env["VAPID_SUBJECT"], Now: d.Now, Hosts: pushHosts,
 		AllowInsecureLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 	})
 	if err != nil {
