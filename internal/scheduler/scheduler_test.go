@@ -80,7 +80,11 @@ func (p *memPublisher) Publish(_ context.Context, items []domain.WorkItem) []err
 var now = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
 func newHandler(st *memStore, pub *memPublisher) *Handler {
-	return New(st, pub, func() time.Time { return now }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return New(deps(st, pub))
+}
+
+func deps(st *memStore, pub *memPublisher) Deps {
+	return Deps{Store: st, Publisher: pub, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 func deferred(id string, due time.Time) *domain.Delivery {
@@ -161,7 +165,9 @@ func TestReleaseMetrics(t *testing.T) {
 		st.deliveries[key(id, domain.ChannelEmail)] = deferred(id, now.Add(-time.Minute))
 	}
 	tally := &metrics.Tally{}
-	if _, err := newHandler(st, &memPublisher{}).WithMetrics(tally).Handle(context.Background(), events.EventBridgeEvent{}); err != nil {
+	d := deps(st, &memPublisher{})
+	d.Metrics = tally
+	if _, err := New(d).Handle(context.Background(), events.EventBridgeEvent{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := tally.Count(metrics.Enqueued, metrics.Dims{Channel: domain.ChannelEmail, Priority: domain.PriorityLow}); got != 2 || tally.Flushes() != 1 {

@@ -27,5 +27,5 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 		return nil, err
 	}
 	pub := queue.NewPublisher(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), urls)
-	return scheduler.New(st, pub, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
 }
