@@ -1,7 +1,7 @@
 // Package quota tests the provider send quota end to end on a private local
 // stack with an email quota of 20/s (bulk share 60 %: 12/s): a low-priority
 // backlog is paced by the quota while high-priority mail keeps flowing, and
-// the DynamoDB counter itself holds its cap under concurrent takers.
+// internal/dynamo tests the counter itself.
 package quota
 
 import (

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,49 +25,6 @@ import (
 func store(t testing.TB) *dynamo.Store {
 	st := stacktest.Stack(t)
 	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
-
-// TestTakeSendTokenHoldsItsCap: 60 concurrent takers on one shard of one
-// window (DynamoDB Local) — bulk gets exactly its cap, high exactly the
-// rest, another shard and another window count apart.
-func TestTakeSendTokenHoldsItsCap(t *testing.T) {
-	s := store(t)
-	ctx := context.Background()
-	q := policy.SendQuota{Rate: emailRate, BulkShare: bulkShare}
-	window := time.Unix(time.Now().Unix()-3600, 0) // a window no worker uses
-	take := func(shard int, p domain.Priority, at time.Time, n int) int {
-		limit := q.Cap(p, 0) // the caps of the quota's one shard, applied to any shard
-		var ok atomic.Int32
-		var wg sync.WaitGroup
-		for range n {
-			wg.Go(func() {
-				got, err := s.TakeSendToken(ctx, domain.ChannelSMS, shard, at, policy.QuotaWindow, limit)
-				if err != nil {
-					t.Error(err)
-				}
-				if got {
-					ok.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		return int(ok.Load())
-	}
-	if got := take(0, domain.PriorityLow, window, 30); got != 12 {
-		t.Errorf("bulk took %d of 30, want its cap 12", got)
-	}
-	if got := take(0, domain.PriorityHigh, window, 30); got != 8 {
-		t.Errorf("high took %d of 30 after bulk, want the reserve 8", got)
-	}
-	if got := take(1, domain.PriorityHigh, window, 25); got != 20 {
-		t.Errorf("another shard: high took %d, want 20", got)
-	}
-	if got := take(0, domain.PriorityLow, window.Add(time.Second), 15); got != 12 {
-		t.Errorf("next window: bulk took %d, want 12", got)
-	}
-	if got, err := s.TakeSendToken(ctx, domain.ChannelSMS, 0, window, policy.QuotaWindow, 0); got || err != nil {
-		t.Errorf("limit 0 = %v, %v; want refused without a request", got, err)
-	}
 }
 
 // email is one message captured by the SES emulator, with its receive time
