@@ -5,6 +5,7 @@
 package quota
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ const (
 	emailRate = 20
 	bulkShare = 60
 	// maxReceiveCount 3: a deferred message is delayed by visibility on its
-	// first receive and re-sent on its second, so both paths run.
+	// first receive and re-sent on its second, so both paths run; 200
+	// messages at 12/s wait up to ~16 s, deferred many times each, so without
+	// the re-send they would reach the DLQ.
 	maxReceiveCount = 3
 )
 
@@ -24,8 +27,9 @@ func TestMain(m *testing.M) {
 	stacktest.Main(m, devstack.Config{
 		ScheduleInterval: time.Second,
 		Overrides: map[string]string{
-			"EmailSendRate": "20", "BulkQuotaShare": "60", "MaxReceiveCount": "3",
-			"BackoffBase": "1s", "BackoffCap": "2s",
+			"EmailSendRate": strconv.Itoa(emailRate), "BulkQuotaShare": strconv.Itoa(bulkShare),
+			"MaxReceiveCount": strconv.Itoa(maxReceiveCount),
+			"BackoffBase":     "1s", "BackoffCap": "2s",
 			// Enough low-priority concurrency that the quota, not the
 			// workers, is what paces the backlog.
 			"LowBatchSize": "10", "LowMaximumConcurrency": "4",
