@@ -132,7 +132,12 @@ func NewScheduler(d Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scheduler.New(st, pub, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+	env, err := d.require(queue.ReleaseQueueEnv)
+	if err != nil {
+		return nil, err
+	}
+	releases := queue.NewReleases(sqs.NewFromConfig(d.AWS), env[queue.ReleaseQueueEnv])
+	return scheduler.New(st, pub, releases, d.Now, d.Log).WithMetrics(d.Recorder()), nil
 }
 
 // publisher sends work messages to the nine queues named in the environment.

@@ -286,6 +286,7 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.Scheduler = h
+			sqsHandlers[fn.LogicalID] = h.HandleRelease
 			s.wg.Add(1)
 			go s.runSchedule(ctx, fn, h)
 		default:
