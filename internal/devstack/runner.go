@@ -54,6 +54,9 @@ type Config struct {
 	Logs io.Writer
 	// EmulatorLogs receives the emulators' output; nil discards it.
 	EmulatorLogs io.Writer
+	// MeasureCapacity makes every DynamoDB call return its consumed capacity
+	// per table and index, added up in Stack.Usage (the cost benchmark).
+	MeasureCapacity bool
 }
 
 // Stack is a running local Herald.
@@ -64,6 +67,9 @@ type Stack struct {
 	Resources *Resources
 	Clock     *Clock
 	Calls     *Calls
+	// Usage counts invocations, their duration, log bytes and (with
+	// MeasureCapacity) consumed DynamoDB capacity, per function.
+	Usage *Usage
 	// APIURL is the base URL of the HTTP API and the /_dev routes.
 	APIURL string
 	// AWS is the configuration the functions use (endpoints on the emulators).
@@ -110,7 +116,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if logs == nil {
 		logs = io.Discard
 	}
-	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), mux: http.NewServeMux(),
+	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), Usage: NewUsage(), mux: http.NewServeMux(),
 		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
 	defer func() {
 		if err != nil {
@@ -151,6 +157,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
+	if cfg.MeasureCapacity {
+		s.AWS.APIOptions = append(s.AWS.APIOptions, s.Usage.CapacityMiddleware)
+	}
 	s.sqs = sqs.NewFromConfig(s.AWS)
 	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, "herald-")
 	if err != nil {
@@ -232,10 +241,10 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	}
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
-		Log:     slog.New(slog.NewJSONHandler(logs, nil)).With("function", fn.LogicalID),
+		Log:     slog.New(slog.NewJSONHandler(s.Usage.logWriter(fn.LogicalID, logs), nil)).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
-		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
+		Metrics: metrics.NewEMF(s.Usage.logWriter(fn.LogicalID, logs), "", s.Clock.Now),
 	}, nil
 }
 
@@ -443,6 +452,8 @@ func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.D
 				err = fmt.Errorf("%s panicked: %v", function, r)
 			}
 		}()
+		start := time.Now()
+		defer func() { s.Usage.invoked(function, time.Since(start)) }()
 		return fn(ctx)
 	}
 }

@@ -173,6 +173,8 @@ type FunctionSpec struct {
 	Env       map[string]string // values may hold placeholders
 	Timeout   int               // seconds
 	Schedule  string            // "rate(1 minute)" for scheduled functions
+	// MemorySize in MB (Lambda bills duration × memory).
+	MemorySize int
 }
 
 // Route is an HTTP API route.
@@ -188,13 +190,19 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 
 // Functions lists the serverless functions with effective settings.
 func (t *Template) Functions() []FunctionSpec {
-	defTimeout := 3
+	defTimeout, defMemory := 3, 128
+	if g, ok := t.globalFunction()["MemorySize"].(float64); ok {
+		defMemory = int(g)
+	}
 	if g, ok := t.globalFunction()["Timeout"].(float64); ok {
 		defTimeout = int(g)
 	}
 	var out []FunctionSpec
 	for id, fn := range t.GetAllServerlessFunctionResources() {
-		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout}
+		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout, MemorySize: defMemory}
+		if fn.MemorySize != nil {
+			spec.MemorySize = *fn.MemorySize
+		}
 		if fn.Timeout != nil {
 			spec.Timeout = *fn.Timeout
 		}
