@@ -42,10 +42,20 @@ var ListPrices = Prices{
 }
 
 // PlatformLogBytesPerInvocation is what Lambda itself writes per invocation
-// in JSON log format (platform.start, platform.report and the runtime's
-// end line): not written by Herald's code, so not measured locally; counted
-// from a sample of the records' size.
+// in JSON log format (platform.start and platform.report records) unless the
+// template's SystemLogLevel is WARN: not written by Herald's code, so not
+// measured locally; the size of a sample of those records.
 const PlatformLogBytesPerInvocation = 600
+
+// PlatformLogBytes is what Lambda writes per invocation under the template's
+// Globals LoggingConfig.SystemLogLevel.
+func PlatformLogBytes(systemLogLevel string) float64 {
+	switch systemLogLevel {
+	case "WARN", "ERROR", "FATAL":
+		return 0 // only failures
+	}
+	return PlatformLogBytesPerInvocation
+}
 
 // Usage is what one notification uses on average.
 type Usage struct {
@@ -58,8 +68,10 @@ type Usage struct {
 	Invocations map[string]float64 `json:"invocations"`
 	GBSeconds   map[string]float64 `json:"gbSeconds"`
 	APIRequests float64            `json:"apiRequests"`
-	// LogBytes Herald writes (JSON lines and EMF), platform lines excluded.
-	LogBytes float64 `json:"logBytes"`
+	// LogBytes Herald writes (JSON lines and EMF); PlatformLogBytes what
+	// Lambda writes around the invocations.
+	LogBytes         float64 `json:"logBytes"`
+	PlatformLogBytes float64 `json:"platformLogBytes"`
 	// Emails and SMS sent (the provider's fee).
 	Emails float64 `json:"emails"`
 	SMS    float64 `json:"sms"`
@@ -90,16 +102,14 @@ func (p Prices) PerMillion(u Usage) Cost {
 		c.Total += c.DynamoDB["read "+k]
 	}
 	c.SQS = u.SQSRequests * p.SQSRequest * m
-	invocations := 0.0
 	for _, n := range u.Invocations {
-		invocations += n
 		c.Lambda += n * p.LambdaRequest * m
 	}
 	for _, gbs := range u.GBSeconds {
 		c.Lambda += gbs * p.LambdaGBSecond * m
 	}
 	c.API = u.APIRequests * p.HTTPAPIRequest * m
-	c.Logs = (u.LogBytes + invocations*PlatformLogBytesPerInvocation) / 1e9 * p.LogsIngestedGB * m
+	c.Logs = (u.LogBytes + u.PlatformLogBytes) / 1e9 * p.LogsIngestedGB * m
 	c.Total += c.SQS + c.Lambda + c.API + c.Logs
 	c.ProviderFee = (u.Emails*p.SESEmail + u.SMS*p.SNSSMSUS) * m
 	return c
