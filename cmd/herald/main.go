@@ -19,6 +19,7 @@ Usage:
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
   herald vapid-keys    generate a VAPID key pair for Web Push
+  herald capacity      the capacity and cost model at full scale [--json]
 
 Run 'herald <command> -h' for a command's flags.
 `
@@ -42,6 +43,8 @@ func main() {
 		}
 	case "vapid-keys":
 		err = runVAPIDKeys(os.Args[2:], os.Stdout, os.Stderr)
+	case "capacity":
+		err = runCapacity(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -29,7 +29,7 @@ type Prices struct {
 
 // ListPrices are the prices every figure in docs/capacity.md uses.
 var ListPrices = Prices{
-	Date:             "2026-12-03 (AWS price pages, us-east-1; DynamoDB on-demand after the Nov 2024 reduction)",
+	Date:             "list prices as published by AWS for us-east-1 since Nov 2024 (DynamoDB on-demand reduction); not re-checked online on 2026-12-03",
 	WriteRequestUnit: 0.625 / 1e6,
 	ReadRequestUnit:  0.125 / 1e6,
 	SQSRequest:       0.40 / 1e6,

@@ -30,6 +30,9 @@ const (
 type Template struct {
 	*cloudformation.Template
 	Params map[string]string
+	// SystemLogLevel is Globals.Function.LoggingConfig.SystemLogLevel
+	// (goformation's Globals do not carry it).
+	SystemLogLevel string
 }
 
 var placeholder = regexp.MustCompile(`\$\{(ref|getatt):([A-Za-z0-9]+)(?:\.([A-Za-z0-9.]+))?\}`)
@@ -50,6 +53,13 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 			Type    string `json:"Type"`
 			Default any    `json:"Default"`
 		} `json:"Parameters"`
+		Globals struct {
+			Function struct {
+				LoggingConfig struct {
+					SystemLogLevel string `json:"SystemLogLevel"`
+				} `json:"LoggingConfig"`
+			} `json:"Function"`
+		} `json:"Globals"`
 	}
 	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
@@ -129,7 +139,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load template: %w", err)
 	}
-	return &Template{Template: tmpl, Params: params}, nil
+	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel}, nil
 }
 
 // normalize prepares resolved JSON for goformation's typed model: numeric

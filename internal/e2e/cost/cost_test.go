@@ -248,8 +248,7 @@ func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[st
 	for _, bytes := range usage.LogBytes {
 		u.LogBytes += per(float64(bytes))
 	}
-	logging, _ := st.Template.GlobalFunction()["LoggingConfig"].(map[string]any)
-	level, _ := logging["SystemLogLevel"].(string)
+	level := st.Template.SystemLogLevel
 	for _, inv := range usage.Invocations {
 		u.PlatformLogBytes += per(float64(inv.Count) * capacity.PlatformLogBytes(level))
 	}
