@@ -383,7 +383,7 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 				conc = *m.ScalingConfig.MaximumConcurrency
 			}
 			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
-				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef)}
+				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits}
 			mapping.run(ctx, &s.wg)
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,8 @@ type Usage struct {
 	invocations map[string]*Invocations
 	logBytes    map[string]*atomic.Int64
 	capacity    map[string]float64 // "<read|write> <table|index name>"
+	// waits are SendMessage → handler start per event source mapping.
+	waits map[string][]time.Duration
 }
 
 // Invocations of one function.
@@ -34,7 +37,30 @@ type Invocations struct {
 
 // NewUsage returns empty counters.
 func NewUsage() *Usage {
-	return &Usage{invocations: map[string]*Invocations{}, logBytes: map[string]*atomic.Int64{}, capacity: map[string]float64{}}
+	return &Usage{invocations: map[string]*Invocations{}, logBytes: map[string]*atomic.Int64{}, capacity: map[string]float64{}, waits: map[string][]time.Duration{}}
+}
+
+// recordWaits files how long each message of a batch waited in its queue,
+// from its SentTimestamp to the handler's start.
+func (u *Usage) recordWaits(mapping string, waits []time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.waits[mapping] = append(u.waits[mapping], waits...)
+}
+
+// QueueWaits returns the queue waits recorded for an event source mapping
+// (logical id, e.g. "EmailHighMapping") since the last ResetQueueWaits.
+func (u *Usage) QueueWaits(mapping string) []time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.waits[mapping])
+}
+
+// ResetQueueWaits forgets the recorded queue waits.
+func (u *Usage) ResetQueueWaits() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.waits = map[string][]time.Duration{}
 }
 
 func (u *Usage) invoked(function string, d time.Duration) {
