@@ -1,23 +1,43 @@
 # Herald — build, test and run locally.
-#   make dev     the whole system on this machine (emulators + functions)
-#   make test    unit, template and end-to-end tests (-race)
+#   make dev        the whole system on this machine (emulators + functions)
+#   make test       unit, template and end-to-end tests (-race), then aws-check's checks
+#   make aws-check  cfn-lint + IAM conformance of the e2e suite's AWS calls
 # sam build calls the build-<LogicalId> targets (BuildMethod: makefile).
 
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api relay email sms push scheduler feedback
+# The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
+FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
 TEST_TIMEOUT ?= 15m
+# Python tools (scripts/iam/python-deps.sh): a virtualenv under .cache when
+# the machine's python3 lacks the pinned versions.
+VENV := .cache/python
+CFN_LINT = $(if $(wildcard $(VENV)/bin/cfn-lint),$(VENV)/bin/cfn-lint,cfn-lint)
+# Where e2e packages record the AWS calls each function made (stacktest).
+IAM_SEEN := $(CURDIR)/.cache/iam/seen
 
-.PHONY: all build deps dev test test-unit bench lint deploy clean herald $(addprefix build-,$(FUNCTIONS))
+.PHONY: all build deps deps-browser python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 
-## deps: install the local emulators (npm ci + DynamoDB Local) and Go modules
-deps: $(INFRA)/node_modules/.package-lock.json $(INFRA)/.cache/dynamodb/DynamoDBLocal.jar
+## deps: install the local emulators (npm ci + DynamoDB Local), Go modules and the pinned Python tools
+deps: $(INFRA)/node_modules/.package-lock.json $(INFRA)/.cache/dynamodb/DynamoDBLocal.jar python-deps
 	$(GO) mod download
+
+## python-deps: aws-sam-translator 1.110.0 and cfn-lint 1.51 (as found, else a virtualenv in .cache/python)
+python-deps:
+	./scripts/iam/python-deps.sh
+
+## deps-browser: Debian's chromium for the browser tests (internal/e2e/browser), when missing
+deps-browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "$$HERALD_CHROMIUM" ] || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
+	@{ command -v chromium || command -v chromium-browser || echo "$$HERALD_CHROMIUM"; } | head -n 1
 
 $(INFRA)/node_modules/.package-lock.json: $(INFRA)/package.json $(INFRA)/package-lock.json
 	cd $(INFRA) && npm ci --no-audit --no-fund --loglevel=error
@@ -57,10 +77,30 @@ herald:
 dev: deps herald
 	./bin/herald dev
 
-## test: all tests with the race detector; integration tests start their own emulators
+## test: all tests with the race detector; integration tests start their own emulators and
+## record their functions' AWS calls, which the IAM conformance then checks (with cfn-lint)
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) --no-print-directory aws-lint iam-conformance
+
+## aws-check: cfn-lint, then the e2e suite (recording each function's AWS calls) and the IAM
+## conformance of those calls to the roles the SAM transform makes of template.yaml
+## (internal/e2e/iamcheck, which shows a weakened template failing, records nothing: make test runs it)
+aws-check: python-deps aws-lint
+	rm -rf $(IAM_SEEN)
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./internal/e2e/... | grep -v /iamcheck)
+	$(MAKE) --no-print-directory iam-conformance
+
+aws-lint:
+	$(CFN_LINT) template.yaml
+
+iam-conformance:
+	$(GO) run ./scripts/iam/conformance -seen $(IAM_SEEN)
+
+## screenshots: re-take docs/img/dev-console.png and docs/img/demo-inbox.png in Chromium
+screenshots: deps deps-browser
+	HERALD_UPDATE_SCREENSHOTS=1 $(GO) test -count=1 -run TestConsoleInboxAndPushInChromium ./internal/e2e/browser/
 
 ## test-unit: only tests that need no emulators
 test-unit:

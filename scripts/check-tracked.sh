@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when a tracked file is an executable binary (ELF, Mach-O, PE) or is
-# larger than 1 MB, unless scripts/tracked-allow.txt lists it: build outputs
+# larger than 1 MB, or carries merge conflict markers, unless scripts/tracked-allow.txt lists it: build outputs
 # never belong in git. Run by make lint and .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +22,9 @@ while IFS= read -r -d '' f; do
       bad=1 ;;
   esac
 done < <(git ls-files -z)
+# A merge that committed its conflict markers.
+if git grep -n -I -E '^(<<<<<<< |>>>>>>> )' -- . >&2; then
+  echo "tracked files carry merge conflict markers (above)" >&2
+  bad=1
+fi
 exit "$bad"

@@ -63,12 +63,14 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	defer os.Remove(statePath)
 	fmt.Fprintf(os.Stderr, `herald dev: ready
+  dev console      %[1]s/_dev/   (demo inbox: %[1]s/_dev/?user=u1)
   API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
   user token       %[1]s/_dev/token?sub=u1
   sent email       %[3]s   (SES emulator UI; JSON at %[1]s/_dev/emails)
   queues           %[1]s/_dev/queues
   SMS / Web Push   %[1]s/_dev/sms   %[1]s/_dev/push   (POST %[1]s/_dev/push-subscriptions)
   faults           POST %[1]s/_dev/faults {"channel":"email","mode":"transient","times":2}
+  IAM              %[1]s/_dev/iam   (each function's calls checked against its role in template.yaml)
   SES events       POST %[1]s/_dev/ses-events (an SES Delivery/Bounce/Complaint event)
   health           %[1]s/_dev/health
   DynamoDB Local   %[4]s

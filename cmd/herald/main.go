@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,6 +19,7 @@ Usage:
   herald dev           run the whole system locally (emulators + functions)
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
+  herald send …        send a notification with the Go client ('herald send -h')
   herald vapid-keys    generate a VAPID key pair for Web Push
   herald capacity      the capacity and cost model at full scale [--json]
 
@@ -39,6 +41,12 @@ func main() {
 		err = runDLQ(ctx, os.Args[2:])
 		if ops.IsUsage(err) {
 			fmt.Fprintln(os.Stderr, "herald:", err)
+			os.Exit(2)
+		}
+	case "send":
+		err = runSend(ctx, os.Args[2:], os.Stdout, os.Stderr, defaultSendDeps())
+		if errors.Is(err, errSendUsage) {
+			fmt.Fprintf(os.Stderr, "herald: %v\n\n%s", err, sendUsage)
 			os.Exit(2)
 		}
 	case "vapid-keys":

@@ -9,11 +9,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
-	h, err := app.NewAPI(d)
+	d := app.LambdaDeps(catalog.Load)
+	h, err := apifn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

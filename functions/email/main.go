@@ -5,11 +5,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/emailfn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
-	h, err := app.NewEmail(d)
+	d := app.LambdaDeps(catalog.Load)
+	h, err := emailfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

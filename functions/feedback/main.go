@@ -6,11 +6,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/feedbackfn"
 )
 
 func main() {
-	d := app.LambdaDeps()
-	h, err := app.NewFeedback(d)
+	d := app.LambdaDeps(nil) // no catalog: nothing here reads notification types
+	h, err := feedbackfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

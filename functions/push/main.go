@@ -7,11 +7,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/pushfn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
-	h, err := app.NewPush(context.Background(), d)
+	d := app.LambdaDeps(catalog.Load)
+	h, err := pushfn.New(context.Background(), d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

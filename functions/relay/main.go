@@ -9,11 +9,13 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/relayfn"
+	"github.com/heraldhq/herald/internal/catalog"
 )
 
 func main() {
-	d := app.LambdaDeps()
-	h, err := app.NewRelay(d)
+	d := app.LambdaDeps(catalog.LoadWithoutSampleRenders) // the relay plans, never renders
+	h, err := relayfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

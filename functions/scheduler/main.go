@@ -7,11 +7,12 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/schedulerfn"
 )
 
 func main() {
-	d := app.LambdaDeps()
-	h, err := app.NewScheduler(d)
+	d := app.LambdaDeps(nil) // no catalog: nothing here reads notification types
+	h, err := schedulerfn.New(d)
 	if err != nil {
 		app.Fail(d.Log, err)
 	}

@@ -168,7 +168,7 @@ func validateAnnouncement(ar *announcementRequest, now time.Time) (*inbox.Announ
 	case utf8.RuneCountInString(ar.Body) > maxAnnouncementBody || strings.IndexFunc(ar.Body, controlNotNewline) >= 0:
 		return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/body", "body must be at most 2000 characters without control characters other than line breaks")
 	case ar.URL != "" && !absoluteHTTPURL(ar.URL):
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_url", "/url", "url must be an absolute http(s) URL of at most 2048 characters")
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_url", "/url", "url must be an absolute http(s) URL of at most 2048 characters, without user information")
 	case ar.ExpiresAt == nil:
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/expiresAt", "expiresAt is required: announcements and their read markers expire")
 	}
@@ -195,7 +195,8 @@ func absoluteHTTPURL(s string) bool {
 		return false
 	}
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+	// No user information: https://bank.example@evil.example/ reads as the bank's link.
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil
 }
 
 // announcementHash is the canonical hash of a request (see requestHash):

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/webpush"
 )
 
 // Deps are the API's collaborators. Each feature declares the store
@@ -38,9 +39,16 @@ type Deps struct {
 	Users             UserStore
 	PushSubscriptions PushSubscriptionStore
 	Preferences       PreferenceStore
-	// AllowInsecurePushLoopback accepts http:// push endpoints on loopback
-	// hosts (the local runner's push service); false in AWS.
+	// PushHosts is the allow-list of push services a subscription's
+	// endpoint must name (zero value: webpush.DefaultPushServices).
+	PushHosts webpush.HostList
+	// AllowInsecurePushLoopback accepts push endpoints on loopback hosts
+	// that PushHosts names, over http too (the local runner's push service);
+	// false in AWS.
 	AllowInsecurePushLoopback bool
+	// VAPIDPublicKey is the Web Push application server key browsers
+	// subscribe with (GET /v1/push/config); empty: push is not configured.
+	VAPIDPublicKey string
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
 	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
@@ -61,6 +69,7 @@ type Handler struct {
 	pushSubscriptions PushSubscriptionStore
 	preferences       PreferenceStore
 	pushLoopback      bool
+	pushHosts         webpush.HostList
 	metrics           metrics.Recorder
 }
 
@@ -83,6 +92,7 @@ type response struct {
 func New(d Deps) *Handler {
 	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log, routes: map[string]route{}}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
+	h.pushHosts = d.PushHosts
 	h.metrics = d.Metrics
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
@@ -93,6 +103,7 @@ func New(d Deps) *Handler {
 		h.inboxRoutes(d),
 		h.userRoutes(),
 		h.unsubscribeRoutes(d.Unsubscribe),
+		h.pushConfigRoutes(d.VAPIDPublicKey),
 	} {
 		maps.Copy(h.routes, group)
 	}
@@ -116,6 +127,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if r, ok := h.routes[ev.RouteKey]; !ok {
 		resp = problemResponse(&Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"})
 	} else if p := authenticate(req); p != nil && !isPublicRoute(ev.RouteKey) {
+		resp = problemResponse(p)
+	} else if p := checkMediaType(ev); p != nil {
 		resp = problemResponse(p)
 	} else {
 		resp = r(ctx, req)

@@ -50,9 +50,7 @@ func decodeNotificationRequest(body []byte, nr *notificationRequest, itemKey *st
 			}
 			return nil
 		case "channels":
-			if w.null() {
-				return nil
-			}
+			// null is not "absent": the schema says an array of at least one.
 			if w.b[w.i] != '[' {
 				return w.typeProblem("/channels", "an array of strings")
 			}

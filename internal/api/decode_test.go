@@ -41,6 +41,9 @@ func checkDecoderAgrees(t *testing.T, body string) {
 		return
 	}
 	var typ *json.UnmarshalTypeError
+	if p.Code == "invalid_type" && p.Pointer == "/channels" && err == nil && std.Channels == nil {
+		return // "channels": null is refused by design (the schema: an array of at least one)
+	}
 	if p.Code == "invalid_type" && !errors.As(err, &typ) {
 		t.Fatalf("type error %s for %q, encoding/json says %v", p.Pointer, body, err)
 	}
@@ -55,6 +58,7 @@ func TestDecoderAgreesWithEncodingJSON(t *testing.T) {
 		validInvoice,
 		`{"idempotencyKey":"k","type":"a\"b\\c\u00e9\ud83d\ude00","recipient":{"userId":"u","email":null,"locale":"ja"},"channels":["email","sms"],"data":{"a":"b","n":{"x":[1,2]}},"sendAt":"x","expiresAt":"y","priority":"low","resourceId":"r","batchKey":"b"}`,
 		`{"data":null,"recipient":null,"channels":null,"type":null}`,
+		`{"data":null,"recipient":null,"type":null}`,
 		` { "type" : "t" , "channels" : [ ] , "data" : [ 1 ] } `,
 		`{"typ\u0065":"escaped key"}`,
 		`{"type":1}`, `{"channels":"email"}`, `{"channels":[true]}`, `{"recipient":[]}`, `{"recipient":{"userId":{}}}`,

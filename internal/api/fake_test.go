@@ -299,8 +299,14 @@ func (ta *testAPI) do(t testing.TB, c apiCall) events.APIGatewayV2HTTPResponse {
 func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, Body: c.body, Headers: map[string]string{}, PathParameters: c.params, IsBase64Encoded: base64Body}
+	if c.body != "" {
+		ev.Headers["content-type"] = "application/json" // as every client sends it; a test may override or remove it
+	}
 	for k, v := range c.headers {
 		ev.Headers[strings.ToLower(k)] = v
+		if v == "" && strings.EqualFold(k, "Content-Type") { // "": send none
+			delete(ev.Headers, "content-type")
+		}
 	}
 	switch {
 	case c.jwtSub != "":

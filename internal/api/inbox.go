@@ -31,20 +31,12 @@ type InboxStore interface {
 	MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (updated int, more bool, err error)
 	// InboxState reads the user's markers of the given announcements and,
 	// withLocale, the profile's locale, in one batch read.
-	InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (InboxState, error)
+	InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (inbox.UserState, error)
 	// MarkAnnouncementRead writes the user's read marker (first readAt
 	// kept); onlyUnread leaves read or archived ones alone and changed says
 	// whether it wrote.
 	MarkAnnouncementRead(ctx context.Context, userID string, a *inbox.Announcement, at time.Time, onlyUnread bool) (m inbox.Marker, changed bool, err error)
 	ArchiveAnnouncement(ctx context.Context, userID string, a *inbox.Announcement, at time.Time) (inbox.Marker, error)
-}
-
-// InboxState is what the inbox needs about the user besides the page.
-type InboxState struct {
-	// Locale is the profile's locale ("" when none).
-	Locale string
-	// Markers holds the user's markers by announcement id.
-	Markers map[string]inbox.Marker
 }
 
 // inboxAPI serves the user-facing inbox routes (JWT) and the service-facing
@@ -177,13 +169,13 @@ func (x *inboxAPI) list(ctx context.Context, req *request) response {
 
 // userAnnouncements returns the active announcements and the user's state
 // (markers, and the profile locale when withLocale).
-func (x *inboxAPI) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, InboxState, error) {
+func (x *inboxAPI) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, inbox.UserState, error) {
 	active, err := x.active.get(ctx)
 	if err != nil {
-		return nil, InboxState{}, err
+		return nil, inbox.UserState{}, err
 	}
 	if len(active) == 0 && !withLocale {
-		return nil, InboxState{}, nil
+		return nil, inbox.UserState{}, nil
 	}
 	state, err := x.store.InboxState(ctx, user, inbox.AnnouncementIDs(active), withLocale)
 	return active, state, err

@@ -143,11 +143,11 @@ func (f *fakeInbox) MarkAllRead(_ context.Context, user string, upTo time.Time, 
 	return n, false, nil
 }
 
-func (f *fakeInbox) InboxState(_ context.Context, user string, ids []string, withLocale bool) (InboxState, error) {
+func (f *fakeInbox) InboxState(_ context.Context, user string, ids []string, withLocale bool) (inbox.UserState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls["InboxState"]++
-	st := InboxState{Markers: map[string]inbox.Marker{}}
+	st := inbox.UserState{Markers: map[string]inbox.Marker{}}
 	if withLocale {
 		st.Locale = f.locales[user]
 	}
@@ -323,6 +323,13 @@ func (r result) code(t *testing.T) string {
 func (fx *fixture) do(c call) result {
 	fx.t.Helper()
 	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, PathParameters: c.path, QueryStringParameters: c.query, Body: c.body, Headers: c.headers}
+	if c.body != "" && ev.Headers["content-type"] == "" {
+		ev.Headers = maps.Clone(ev.Headers)
+		if ev.Headers == nil {
+			ev.Headers = map[string]string{}
+		}
+		ev.Headers["content-type"] = "application/json"
+	}
 	switch {
 	case c.sub != "":
 		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
@@ -726,6 +733,7 @@ func TestCreateAnnouncement(t *testing.T) {
 		{"expires before publication", `{"title":"t","body":"b","publishedAt":"2026-06-02T00:00:00Z","expiresAt":"2026-06-01T00:00:00Z"}`, 400, "invalid_expires_at"},
 		{"too long lived", `{"title":"t","body":"b","expiresAt":"2028-05-08T00:00:00Z"}`, 400, "invalid_expires_at"},
 		{"bad url", `{"title":"t","body":"b","url":"javascript:alert(1)","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_url"},
+		{"url with user info", `{"title":"t","body":"b","url":"https://bank.example@evil.example/","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_url"},
 		{"control in title", `{"title":"t\u0007","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_string"},
 		{"long title", `{"title":"` + strings.Repeat("x", 201) + `","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_string"},
 		{"unknown field", `{"title":"t","body":"b","expiresAt":"2026-05-08T00:00:00Z","audience":"all"}`, 400, "unknown_field"},

@@ -11,13 +11,15 @@ func isDigit(c byte) bool         { return c >= '0' && c <= '9' }
 func isAlnum(c byte) bool         { return isAlpha(c) || isDigit(c) }
 func inSet(c byte, s string) bool { return strings.IndexByte(s, c) >= 0 }
 
-// validUserID: 1-128 of letters, digits and ._:@|-
+// validUserID: 1-128 of letters, digits and ._:|- — no '@': an email
+// address as a user id would put personal data in every log line and metric
+// that names the user (docs/decisions.md).
 func validUserID(s string) bool {
 	if len(s) < 1 || len(s) > 128 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !isAlnum(s[i]) && !inSet(s[i], "._:@|-") {
+		if !isAlnum(s[i]) && !inSet(s[i], "._:|-") {
 			return false
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 // The hand-written checks must accept exactly what these expressions accept.
 var (
-	userIDRegexp = regexp.MustCompile(`^[A-Za-z0-9._:@|-]{1,128}$`)
+	userIDRegexp = regexp.MustCompile(`^[A-Za-z0-9._:|-]{1,128}$`)
 	e164Regexp   = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 	localeRegexp = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
 )

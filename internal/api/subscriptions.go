@@ -49,7 +49,7 @@ func (h *Handler) createPushSubscription(ctx context.Context, req *request) resp
 		return problemResponse(fieldProblem(http.StatusBadRequest, "invalid_endpoint", "/endpoint", "endpoint is longer than 2048 characters"))
 	}
 	sub := webpush.Subscription{Endpoint: sr.Endpoint, P256dh: sr.Keys.P256dh, Auth: sr.Keys.Auth}
-	if err := webpush.ValidateSubscription(sub, webpush.ValidationOptions{AllowInsecureLoopback: h.pushLoopback}); err != nil {
+	if err := webpush.ValidateSubscription(sub, webpush.ValidationOptions{Hosts: h.pushHosts, AllowInsecureLoopback: h.pushLoopback}); err != nil {
 		return problemResponse(subscriptionProblem(err))
 	}
 	stored := domain.PushSubscription{ID: subscriptionID(sr.Endpoint), Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: h.now()}
@@ -76,6 +76,8 @@ func subscriptionProblem(err error) *Problem {
 		return fieldProblem(http.StatusBadRequest, "invalid_subscription", "", "not a usable push subscription")
 	}
 	switch {
+	case errors.Is(err, webpush.ErrEndpointNotAllowed):
+		return fieldProblem(http.StatusUnprocessableEntity, "endpoint_not_allowed", "/endpoint", "endpoint "+se.Reason)
 	case errors.Is(err, webpush.ErrInvalidEndpoint):
 		return fieldProblem(http.StatusBadRequest, "invalid_endpoint", "/endpoint", "endpoint "+se.Reason)
 	case errors.Is(err, webpush.ErrInvalidP256dh):

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"net/url"
+	"slices"
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/unsubscribe"
@@ -53,6 +55,9 @@ func (h *Handler) unsubscribeRoutes(u Unsubscribe) map[string]route {
 			return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type, Confirm: true})
 		},
 		"POST /v1/unsubscribe": func(ctx context.Context, req *request) response {
+			if p := oneClick(req); p != nil {
+				return problemResponse(p)
+			}
 			claims, p := h.verifyUnsubscribe(ctx, u, req)
 			if p != nil {
 				return problemResponse(p)
@@ -64,6 +69,21 @@ func (h *Handler) unsubscribeRoutes(u Unsubscribe) map[string]route {
 			return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type})
 		},
 	}
+}
+
+// oneClick requires the RFC 8058 body, List-Unsubscribe=One-Click (the
+// Content-Type, a URL-encoded form, is checked with every body's).
+func oneClick(req *request) *Problem {
+	body, p := readBodyLimit(req, 4<<10, "4 KiB")
+	if p != nil {
+		return p
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil || !slices.Contains(form["List-Unsubscribe"], "One-Click") {
+		return &Problem{Status: http.StatusBadRequest, Code: "one_click_required", Title: "Not a one-click unsubscribe request",
+			Detail: "the body must be List-Unsubscribe=One-Click (RFC 8058)"}
+	}
+	return nil
 }
 
 func (h *Handler) verifyUnsubscribe(ctx context.Context, u Unsubscribe, req *request) (unsubscribe.Claims, *Problem) {

@@ -70,7 +70,10 @@ func TestUnsubscribeRoutes(t *testing.T) {
 			store := &fakePrefs{err: tt.storeErr}
 			h := New(Deps{Catalog: catalog.MustLoad(), Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Unsubscribe: Unsubscribe{Store: store, Tokens: tokens{signer}}})
-			ev := events.APIGatewayV2HTTPRequest{RouteKey: tt.method + " /v1/unsubscribe", Body: "List-Unsubscribe=One-Click"}
+			ev := events.APIGatewayV2HTTPRequest{RouteKey: tt.method + " /v1/unsubscribe"}
+			if tt.method == http.MethodPost {
+				ev.Body, ev.Headers = "List-Unsubscribe=One-Click", map[string]string{"content-type": "application/x-www-form-urlencoded"}
+			}
 			if tt.token != "" {
 				ev.QueryStringParameters = map[string]string{"token": tt.token}
 			}
@@ -96,6 +99,59 @@ func TestUnsubscribeRoutes(t *testing.T) {
 			}
 			if tt.wantCall && store.calls[0] != (prefCall{"u1", "reservation.approved", domain.ChannelEmail, false}) {
 				t.Fatalf("store call %+v", store.calls[0])
+			}
+		})
+	}
+}
+
+// RFC 8058: the one-click POST carries List-Unsubscribe=One-Click; anything
+// else changes nothing (a scanner or a stray form post must not unsubscribe).
+func TestUnsubscribePostRequiresOneClickBody(t *testing.T) {
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	signer, err := unsubscribe.NewSigner([]byte(strings.Repeat("k", 32)), time.Hour, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := signer.Token("u1", "reservation.approved")
+	const form = "application/x-www-form-urlencoded"
+	for _, tc := range []struct {
+		name, body, contentType string
+		status                  int
+		code                    string
+	}{
+		{"one-click", "List-Unsubscribe=One-Click", form, 200, ""},
+		{"one-click with charset", "List-Unsubscribe=One-Click", form + "; charset=utf-8", 200, ""},
+		{"one-click among other fields", "a=b&List-Unsubscribe=One-Click", form, 200, ""},
+		{"no body", "", "", 400, "one_click_required"},
+		{"other value", "List-Unsubscribe=Yes", form, 400, "one_click_required"},
+		{"other field", "unsubscribe=1", form, 400, "one_click_required"},
+		{"JSON body", `{"List-Unsubscribe":"One-Click"}`, "application/json", 415, "unsupported_media_type"},
+		{"form without its media type", "List-Unsubscribe=One-Click", "text/plain", 415, "unsupported_media_type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakePrefs{}
+			h := New(Deps{Catalog: catalog.MustLoad(), Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Unsubscribe: Unsubscribe{Store: store, Tokens: tokens{signer}}})
+			ev := events.APIGatewayV2HTTPRequest{RouteKey: "POST /v1/unsubscribe", Body: tc.body,
+				QueryStringParameters: map[string]string{"token": good}, Headers: map[string]string{}}
+			if tc.contentType != "" {
+				ev.Headers["content-type"] = tc.contentType
+			}
+			resp, err := h.Handle(context.Background(), ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, resp.Body)
+			}
+			if tc.code != "" {
+				var p Problem
+				if err := json.Unmarshal([]byte(resp.Body), &p); err != nil || p.Code != tc.code {
+					t.Fatalf("problem %s, want code %s", resp.Body, tc.code)
+				}
+			}
+			if changed := len(store.calls) > 0; changed != (tc.status == 200) {
+				t.Fatalf("store calls %v", store.calls)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	_ "time/tzdata" // as in the api function: zones must not depend on the host
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/webpush"
 )
 
 func TestUserRoundTrip(t *testing.T) {
@@ -74,7 +75,7 @@ func pushSubscriptionBody(t testing.TB, endpoint string) string {
 func TestPushSubscriptions(t *testing.T) {
 	ta := newTestAPI(t)
 	u1 := map[string]string{"userId": "u1"}
-	body := pushSubscriptionBody(t, "https://push.example.com/send/abc")
+	body := pushSubscriptionBody(t, "https://fcm.googleapis.com/fcm/send/abc")
 	resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, body: body, caller: "svc"})
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST = %d %s", resp.StatusCode, resp.Body)
@@ -84,12 +85,12 @@ func TestPushSubscriptions(t *testing.T) {
 		t.Fatalf("created %s %v", resp.Body, resp.Headers)
 	}
 	stored := ta.store.subs["u1"][v.ID]
-	if stored.Endpoint != "https://push.example.com/send/abc" || stored.P256dh == "" || stored.Auth == "" {
+	if stored.Endpoint != "https://fcm.googleapis.com/fcm/send/abc" || stored.P256dh == "" || stored.Auth == "" {
 		t.Fatalf("stored %+v", stored)
 	}
 	// The same browser registering again (new keys) replaces it: 200, same id.
 	again := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: u1, caller: "svc",
-		body: pushSubscriptionBody(t, "https://push.example.com/send/abc")})
+		body: pushSubscriptionBody(t, "https://fcm.googleapis.com/fcm/send/abc")})
 	if again.StatusCode != http.StatusOK || decodeBody[subscriptionView](t, again.Body).ID != v.ID || len(ta.store.subs["u1"]) != 1 {
 		t.Fatalf("re-register = %d %s", again.StatusCode, again.Body)
 	}
@@ -107,14 +108,16 @@ func TestLoopbackPushEndpointsOnlyWhenAllowed(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		ta := newTestAPI(t)
 		ta.h.pushLoopback = allow
+		ta.h.pushHosts = localPushHosts(t)
 		resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, body: body, caller: "svc"})
-		if want := map[bool]int{false: 400, true: 201}[allow]; resp.StatusCode != want {
+		if want := map[bool]int{false: 422, true: 201}[allow]; resp.StatusCode != want {
 			t.Errorf("allow=%v: %d %s", allow, resp.StatusCode, resp.Body)
 		}
 	}
 	// Never a non-loopback http endpoint, even when allowed.
 	ta := newTestAPI(t)
 	ta.h.pushLoopback = true
+	ta.h.pushHosts = localPushHosts(t)
 	resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, caller: "svc",
 		body: pushSubscriptionBody(t, "http://push.example.com/x")})
 	if resp.StatusCode != 400 {
@@ -196,4 +199,13 @@ func TestStoreConflictIs409(t *testing.T) {
 			t.Errorf("%s = %d %s", c.route, resp.StatusCode, resp.Body)
 		}
 	}
+}
+
+func localPushHosts(t *testing.T) webpush.HostList {
+	t.Helper()
+	l, err := webpush.ParseHostList("127.0.0.1:3000,push.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }

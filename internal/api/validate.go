@@ -121,7 +121,7 @@ func validateUserID(id, pointer string) *Problem {
 		return fieldProblem(http.StatusBadRequest, "missing_field", pointer, "userId is required")
 	}
 	if !validUserID(id) {
-		return fieldProblem(http.StatusBadRequest, "invalid_user_id", pointer, "userId must be 1-128 characters of letters, digits and ._:@|-")
+		return fieldProblem(http.StatusBadRequest, "invalid_user_id", pointer, "userId must be 1-128 characters of letters, digits and ._:|- (not an email address)")
 	}
 	return nil
 }

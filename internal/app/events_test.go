@@ -2,13 +2,17 @@ package app
 
 import (
 	"bytes"
+	"crypto/md5"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // TestSampleEventsRoundTrip decodes each sample event for `sam local invoke`
@@ -49,6 +53,38 @@ func TestSampleEventsRoundTrip(t *testing.T) {
 			_ = json.Unmarshal(again, &b)
 			if !reflect.DeepEqual(prune(a), prune(b)) {
 				t.Errorf("round trip changed the event:\n in: %s\nout: %s", raw, again)
+			}
+		})
+	}
+}
+
+// TestSampleWorkMessages: each work-message sample is a valid work message
+// for its channel with the recipient's userId, as the relay sends it, so
+// `sam local invoke` takes the production read path (one BatchGetItem for
+// notification, delivery, profile and preferences) rather than the fallback
+// for messages written before userId existed; md5OfBody is the body's.
+func TestSampleWorkMessages(t *testing.T) {
+	for _, c := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, domain.ChannelPush} {
+		t.Run(string(c), func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("../../events", string(c)+"-work-message.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev events.SQSEvent
+			if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
+				t.Fatalf("decode: %v (%d records)", err, len(ev.Records))
+			}
+			for _, r := range ev.Records {
+				wm, err := domain.DecodeWorkMessage(r.Body, c)
+				if err != nil {
+					t.Fatalf("body %q: %v", r.Body, err)
+				}
+				if wm.UserID == "" || wm.NotificationID == "" {
+					t.Errorf("body %q: want notificationId and userId", r.Body)
+				}
+				if sum := fmt.Sprintf("%x", md5.Sum([]byte(r.Body))); r.Md5OfBody != sum {
+					t.Errorf("md5OfBody %s, the body's is %s", r.Md5OfBody, sum)
+				}
 			}
 		})
 	}

@@ -6,26 +6,33 @@ import (
 	"os"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
-// LambdaDeps builds the dependencies of a Lambda main: JSON logs through
-// lambdacontext (request ids injected), one aws.Config from the environment,
-// the catalog, EMF metrics on stdout (namespace METRICS_NAMESPACE, default
-// Herald). Any failure ends the process before the first invocation.
-func LambdaDeps() Deps {
-	log := lambdacontext.NewLogger()
+// LambdaDeps builds the dependencies of a Lambda main: JSON logs at the
+// LOG_LEVEL level (NewLogger), one aws.Config from the environment, the
+// catalog from loadCatalog, EMF metrics on stdout (namespace
+// METRICS_NAMESPACE, default Herald). Any failure ends the process before the
+// first invocation.
+//
+// Functions that never read the catalog (scheduler, feedback) pass nil: the
+// catalog's parser and template execution then stay out of their binaries,
+// and with them reflect's method lookup, which makes the linker keep every
+// exported method of every type converted to an interface.
+func LambdaDeps(loadCatalog func() (*catalog.Catalog, error)) Deps {
+	log := NewLogger(os.Stdout, os.Getenv)
 	cfg, err := config.LoadDefaultConfig(context.Background())
 	if err != nil {
 		Fail(log, err)
 	}
-	cat, err := catalog.Load()
-	if err != nil {
-		Fail(log, err)
+	var cat *catalog.Catalog
+	if loadCatalog != nil {
+		if cat, err = loadCatalog(); err != nil {
+			Fail(log, err)
+		}
 	}
 	return Deps{AWS: cfg, Getenv: os.Getenv, Now: time.Now, Log: log, Catalog: cat,
 		Metrics: metrics.NewEMF(os.Stdout, os.Getenv("METRICS_NAMESPACE"), time.Now)}

@@ -111,8 +111,32 @@ func MustLoad() *Catalog {
 	return c
 }
 
-// LoadFS parses every *.yaml file in dir.
+// LoadWithoutSampleRenders parses the embedded catalog like Load but skips
+// executing the digest templates on sample data. It is for functions that
+// plan deliveries and never render (the relay): executing any template links
+// text/template's reflective method lookup, which makes the linker keep every
+// exported method of every type held in an interface (about 2.5 MB of the
+// relay's binary). The functions that render load with Load, so a digest
+// typo still fails them at start, never a send.
+func LoadWithoutSampleRenders() (*Catalog, error) { return parseFS(embedded, "types") }
+
+// LoadFS parses every *.yaml file in dir and executes each digest template
+// once on sample data.
 func LoadFS(fsys fs.FS, dir string) (*Catalog, error) {
+	c, err := parseFS(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range c.Names() {
+		if err := c.types[name].renderDigestSamples(); err != nil {
+			return nil, fmt.Errorf("catalog %s.yaml: %w", name, err)
+		}
+	}
+	return c, nil
+}
+
+// parseFS parses every *.yaml file in dir.
+func parseFS(fsys fs.FS, dir string) (*Catalog, error) {
 	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read catalog: %w", err)

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -121,4 +122,18 @@ func TestValidateData(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLoadWithoutSampleRendersParsesTheSameCatalog(t *testing.T) {
+	checked, unchecked := MustLoad(), must(LoadWithoutSampleRenders())
+	if !slices.Equal(checked.Names(), unchecked.Names()) || len(checked.Names()) == 0 {
+		t.Fatalf("types %v, without sample renders %v", checked.Names(), unchecked.Names())
+	}
+}
+
+func must(c *Catalog, err error) *Catalog {
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

@@ -87,6 +87,10 @@ func (v Variable) check(s string) string {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return "must be an absolute http(s) URL"
 		}
+		if u.User != nil {
+			// https://bank.example@evil.example/ reads as the bank's link.
+			return "must not carry user information"
+		}
 	case "code":
 		for _, r := range s {
 			if !(r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r == '-') {

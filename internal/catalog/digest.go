@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
+	"maps"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -104,13 +106,25 @@ func (t *Type) parseDigest(f *fileDigest) (*digestTemplates, error) {
 	if err := t.checkDigestPersonal(dt); err != nil {
 		return nil, err
 	}
+	return dt, nil
+}
+
+// renderDigestSamples executes every locale's digest templates once on
+// sample data (see parseDigest).
+func (t *Type) renderDigestSamples() error {
 	sample := DigestData{Count: 3, Items: []map[string]any{t.sampleData(), t.sampleData()}}
-	for _, ch := range t.Channels {
-		if _, err := dt.render(t.Name, KindOf(ch), sample); err != nil {
-			return nil, fmt.Errorf("digest.%s on sample data: %w", ch, err)
+	for _, locale := range slices.Sorted(maps.Keys(t.locales)) {
+		dt := t.locales[locale].digest
+		if dt == nil {
+			continue
+		}
+		for _, ch := range t.Channels {
+			if _, err := dt.render(t.Name, KindOf(ch), sample); err != nil {
+				return fmt.Errorf("locale %s: digest.%s on sample data: %w", locale, ch, err)
+			}
 		}
 	}
-	return dt, nil
+	return nil
 }
 
 // checkDigest requires a digest section in the default locale of every

@@ -132,6 +132,11 @@ templates:
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
 			}
+			// Only the sample renders are skipped without them.
+			_, err = parseFS(fstest.MapFS{"types/t.x.yaml": {Data: []byte(src)}}, "types")
+			if skipped := tt.wantErr == "sample data"; skipped != (err == nil) {
+				t.Fatalf("without sample renders: err = %v", err)
+			}
 		})
 	}
 }

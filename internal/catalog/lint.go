@@ -12,7 +12,7 @@ import (
 //   - no SMS or push template references a variable marked personal: those
 //     texts end up on lock screens and in provider logs;
 //   - every SMS template fits one segment with worst-case data (see the SMS
-//     segment budget in sms.go).
+//     segment budget in sms.go), a digest SMS with one worst-case item.
 //
 // It returns every violation, sorted, or nil.
 func (c *Catalog) Lint() []error {
@@ -44,6 +44,9 @@ func (t *Type) Lint() []error {
 					where("sms.text"), n, enc, limit))
 			}
 		}
+		if lt.digest != nil && lt.digest.sms != nil {
+			errs = append(errs, t.lintDigestSMS(where("digest.sms.text"), lt.digest)...)
+		}
 		if lt.push != nil {
 			for field, tmpl := range map[string]*template.Template{"title": lt.push.title, "body": lt.push.body, "url": lt.push.url} {
 				errs = append(errs, t.lintPersonal(where("push."+field), tmpl)...)
@@ -52,6 +55,24 @@ func (t *Type) Lint() []error {
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
+}
+
+// lintDigestSMS checks that a digest SMS fits one segment in its smallest
+// form: one worst-case item and a large count. The worker lists fewer items
+// (counting the rest) until a digest fits, so that form is the one that must.
+func (t *Type) lintDigestSMS(where string, dt *digestTemplates) []error {
+	c, err := dt.render(t.Name, KindSMS, DigestData{Count: 999_999, Items: []map[string]any{t.WorstCaseData()}})
+	if err != nil {
+		return []error{fmt.Errorf("%s: render with one worst-case item: %w", where, err)}
+	}
+	if fits, enc, n := SMSFitsOneSegment(c.Text); !fits {
+		limit := SMSSegmentGSM7
+		if enc == EncodingUCS2 {
+			limit = SMSSegmentUCS2
+		}
+		return []error{fmt.Errorf("%s: %d %s units with one worst-case item, one segment holds %d (lower the variables' maxLength or shorten the text)", where, n, enc, limit)}
+	}
+	return nil
 }
 
 func (t *Type) lintPersonal(where string, tmpl *template.Template) []error {

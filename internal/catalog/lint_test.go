@@ -168,6 +168,19 @@ templates:
     sms: {text: "Update: {{.label}}"}
     inapp: {title: "t", body: "b"}
 `, "en sms.text: 72 UCS-2 units"},
+		{"digest SMS over budget with one item", `
+type: x.y
+priority: low
+channels: [sms]
+digestible: true
+variables: {url: {kind: url, maxLength: 120}}
+templates:
+  en:
+    sms: {text: "New comment"}
+    inapp: {title: "t", body: "b"}
+    digest:
+      sms: {text: "{{.count}} new:{{range .items}} {{.url}}{{end}}{{if .more}} +{{.more}}{{end}}"}
+`, "en digest.sms.text: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,6 +207,23 @@ templates:
     inapp: {title: "From {{.name}}", body: "b"}
 `); len(errs) != 0 {
 		t.Fatalf("lint of a good fixture = %v", errs)
+	}
+	// A digest SMS whose one-item form fits passes: the worker lists fewer
+	// items (counting the rest) until the digest fits one segment.
+	if errs := lintFixture(t, `
+type: x.y
+priority: low
+channels: [sms]
+digestible: true
+variables: {url: {kind: url, maxLength: 40}}
+templates:
+  en:
+    sms: {text: "New: {{.url}}"}
+    inapp: {title: "t", body: "b"}
+    digest:
+      sms: {text: "{{.count}} new:{{range .items}} {{.url}}{{end}}{{if .more}} +{{.more}}{{end}}"}
+`); len(errs) != 0 {
+		t.Fatalf("lint of a good digest fixture = %v", errs)
 	}
 }
 

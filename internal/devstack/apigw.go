@@ -2,9 +2,7 @@ package devstack
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -155,7 +153,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			},
 		}
 	default:
-		claims, err := g.jwt.verify(r.Header.Get("Authorization"), g.now())
+		claims, err := g.jwt.verify(r.Header.Get("Authorization"), g.now(), route.Scopes)
+		if errors.Is(err, errMissingScope) {
+			writeGatewayError(w, http.StatusForbidden, "Forbidden")
+			return
+		}
 		if err != nil {
 			writeGatewayError(w, http.StatusUnauthorized, "Unauthorized")
 			return
@@ -204,10 +206,13 @@ func writeLambdaResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResp
 	_, _ = w.Write(body)
 }
 
+// writeGatewayError answers as API Gateway does when it refuses a request
+// itself (an HTTP API cannot customise these): {"message": …}, no newline.
 func writeGatewayError(w http.ResponseWriter, status int, msg string) {
+	body, _ := json.Marshal(map[string]string{"message": msg})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"message": msg})
+	_, _ = w.Write(body)
 }
 
 func isTextual(contentType string) bool {
@@ -227,80 +232,4 @@ func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
-// jwtIssuer mints and verifies the dev runner's user tokens (HS256 with a key
-// generated per run), checking what API Gateway's JWT authorizer checks:
-// signature, issuer, audience, expiry.
-type jwtIssuer struct {
-	key      []byte
-	issuer   string
-	audience string
-}
-
-func newJWTIssuer(issuer, audience string) *jwtIssuer {
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	return &jwtIssuer{key: key, issuer: issuer, audience: audience}
-}
-
-var b64url = base64.RawURLEncoding
-
-func (j *jwtIssuer) mint(sub string, now time.Time, ttl time.Duration) string {
-	header := b64url.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	claims, _ := json.Marshal(map[string]any{
-		"iss": j.issuer, "aud": j.audience, "sub": sub, "iat": now.Unix(), "exp": now.Add(ttl).Unix(),
-	})
-	signing := header + "." + b64url.EncodeToString(claims)
-	return signing + "." + b64url.EncodeToString(j.sign(signing))
-}
-
-func (j *jwtIssuer) sign(s string) []byte {
-	m := hmac.New(sha256.New, j.key)
-	m.Write([]byte(s))
-	return m.Sum(nil)
-}
-
-var errBadToken = errors.New("invalid token")
-
-// verify checks a "Bearer <jwt>" header and returns the claims as API Gateway
-// passes them to the function (string values).
-func (j *jwtIssuer) verify(authz string, now time.Time) (map[string]string, error) {
-	tok, ok := strings.CutPrefix(authz, "Bearer ")
-	if !ok {
-		return nil, errBadToken
-	}
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return nil, errBadToken
-	}
-	sig, err := b64url.DecodeString(parts[2])
-	if err != nil || !hmac.Equal(sig, j.sign(parts[0]+"."+parts[1])) {
-		return nil, errBadToken
-	}
-	raw, err := b64url.DecodeString(parts[1])
-	if err != nil {
-		return nil, errBadToken
-	}
-	var c map[string]any
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, errBadToken
-	}
-	exp, _ := c["exp"].(float64)
-	if c["iss"] != j.issuer || c["aud"] != j.audience || c["sub"] == "" || now.Unix() >= int64(exp) {
-		return nil, errBadToken
-	}
-	out := map[string]string{}
-	for k, v := range c {
-		switch v := v.(type) {
-		case string:
-			out[k] = v
-		case float64:
-			out[k] = fmt.Sprint(int64(v))
-		default:
-			b, _ := json.Marshal(v)
-			out[k] = string(b)
-		}
-	}
-	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 // routeDev adds the runner's own routes under /_dev/.
 func (s *Stack) routeDev() {
 	s.mux.HandleFunc("GET /_dev/health", s.health)
+	s.routeConsole()
 	s.mux.HandleFunc("GET /_dev/token", func(w http.ResponseWriter, r *http.Request) {
 		sub := r.URL.Query().Get("sub")
 		if sub == "" {
@@ -55,6 +56,9 @@ func (s *Stack) routeDev() {
 			return
 		}
 		writeJSON(w, http.StatusOK, s.Calls.Snapshot())
+	})
+	s.mux.HandleFunc("GET /_dev/iam", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"calls": s.IAM.Calls(), "denials": s.IAM.Denials()})
 	})
 }
 

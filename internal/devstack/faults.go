@@ -19,8 +19,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/pushsink"
 )
 
 // FaultMode is what an injected fault does.
@@ -172,13 +172,17 @@ func injectedError(ch domain.Channel, mode FaultMode) error {
 }
 
 // functionAWS is the aws.Config a function gets: the runner's, plus the
-// fault injector for the functions that call SES or SNS.
+// fault injector for the functions that call SES or SNS, plus the IAM check
+// of the function's own role. The IAM middleware is added last with
+// middleware.Before, so it runs first: AWS authorizes a call before anything
+// else happens to it (a denied SendEmail is not throttled).
 func (s *Stack) functionAWS(logicalID string) aws.Config {
-	if logicalID != "EmailFunction" && logicalID != "SmsFunction" {
-		return s.AWS
-	}
 	cfg := s.AWS.Copy()
-	cfg.APIOptions = append(slices.Clone(s.AWS.APIOptions), s.Faults.Middleware)
+	cfg.APIOptions = slices.Clone(s.AWS.APIOptions)
+	if logicalID == "EmailFunction" || logicalID == "SmsFunction" {
+		cfg.APIOptions = append(cfg.APIOptions, s.Faults.Middleware)
+	}
+	cfg.APIOptions = append(cfg.APIOptions, s.IAM.Middleware(logicalID))
 	return cfg
 }
 

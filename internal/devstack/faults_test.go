@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/email"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/sms"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 // TestFaultMiddleware: injected faults reach the providers' classifiers as
@@ -45,8 +45,8 @@ func TestFaultMiddleware(t *testing.T) {
 		_, err := snsc.Publish(context.Background(), &sns.PublishInput{Message: aws.String("x"), PhoneNumber: aws.String("+15550001111")})
 		return err
 	}
-	classify := func(ch domain.Channel, err error) *worker.ProviderError {
-		var pe *worker.ProviderError
+	classify := func(ch domain.Channel, err error) *channel.ProviderError {
+		var pe *channel.ProviderError
 		if ch == domain.ChannelEmail {
 			errors.As(email.Classify(err), &pe)
 		} else {

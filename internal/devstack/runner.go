@@ -28,12 +28,20 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
+	"github.com/heraldhq/herald/internal/app/emailfn"
+	"github.com/heraldhq/herald/internal/app/feedbackfn"
+	"github.com/heraldhq/herald/internal/app/pushfn"
+	"github.com/heraldhq/herald/internal/app/relayfn"
+	"github.com/heraldhq/herald/internal/app/schedulerfn"
+	"github.com/heraldhq/herald/internal/app/smsfn"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/iam"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/ops"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/scheduler"
-	"github.com/heraldhq/herald/internal/smssink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -41,6 +49,9 @@ import (
 type Config struct {
 	// Root is the repository root (template.yaml, infra/local).
 	Root string
+	// Template is the SAM template; default Root/template.yaml. Tests point
+	// it at a modified copy (e.g. with a permission removed).
+	Template string
 	// APIAddr is where the HTTP API listens; default 127.0.0.1:3000. Use
 	// 127.0.0.1:0 for a free port.
 	APIAddr string
@@ -80,6 +91,9 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// IAM checks every AWS call a function makes against that function's
+	// role as the SAM transform produces it, and records the calls.
+	IAM *iam.Enforcer
 
 	mux    *http.ServeMux
 	server *http.Server
@@ -124,15 +138,36 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 
-	s.Template, err = LoadTemplate(filepath.Join(cfg.Root, "template.yaml"), cfg.Overrides)
-	if err != nil {
+	if cfg.Template == "" {
+		cfg.Template = filepath.Join(cfg.Root, "template.yaml")
+		s.cfg.Template = cfg.Template
+	}
+	// The push function's key pair is made per run; its public half is the
+	// VapidPublicKey parameter, which the template requires (no default).
+	// (The IAM policies are transformed with cfg.Overrides only: no policy
+	// names the per-run key, and the transform's cache stays valid.)
+	if s.vapid, err = webpush.GenerateVAPIDKeys(); err != nil {
 		return nil, err
 	}
+	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
+	maps.Copy(overrides, cfg.Overrides)
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (set HERALD_API_PORT to change): %w", cfg.APIAddr, err)
 	}
 	s.APIURL = "http://" + ln.Addr().String()
+	s.Template, err = LoadTemplate(cfg.Template, overrides)
+	if err == nil {
+		s.Template, err = LoadTemplate(cfg.Template,
+			localOverrides(overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
+	}
+	if err == nil {
+		s.IAM, err = s.newIAM(ctx)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 
 	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs})
@@ -161,12 +196,8 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.AWS.APIOptions = append(s.AWS.APIOptions, s.Usage.CapacityMiddleware)
 	}
 	s.sqs = sqs.NewFromConfig(s.AWS)
-	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, "herald-")
+	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, LocalResourcePrefix)
 	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	if s.vapid, err = webpush.GenerateVAPIDKeys(); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -188,6 +219,28 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}()
 	return s, nil
+}
+
+// localOverrides are the template parameters the runner sets itself:
+//   - PushEndpointAllowList gets the local push service (served by the runner
+//     on addr) appended: the explicit configuration that, with
+//     PUSH_ALLOW_INSECURE_LOOPBACK, lets the functions accept and reach it.
+//     Production lists only public push services.
+//   - JwtIssuer is the runner itself (an OIDC-shaped issuer at its base URL,
+//     which mints /_dev/token), unless the caller overrides it.
+func localOverrides(overrides map[string]string, pushList, addr string) map[string]string {
+	out := maps.Clone(overrides)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if pushList != "" {
+		pushList += ","
+	}
+	out["PushEndpointAllowList"] = pushList + addr
+	if _, ok := out["JwtIssuer"]; !ok {
+		out["JwtIssuer"] = "http://" + addr
+	}
+	return out
 }
 
 // Handle adds a route to the runner's HTTP server (dev routes).
@@ -216,6 +269,12 @@ func (s *Stack) Token(sub string, ttl time.Duration) string {
 	return s.jwt.mint(sub, s.Clock.Now(), ttl)
 }
 
+// SignToken signs any claims with the dev issuer's key and kid (RS256), for
+// tests that need a correctly signed token with wrong claims.
+func (s *Stack) SignToken(claims map[string]any) string {
+	return s.jwt.sign(claims)
+}
+
 // functionEnv resolves a function's template environment to local values.
 func (s *Stack) functionEnv(fn FunctionSpec) (map[string]string, error) {
 	env := map[string]string{}
@@ -241,7 +300,8 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	}
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
-		Log:     slog.New(slog.NewJSONHandler(s.Usage.logWriter(fn.LogicalID, logs), nil)).With("function", fn.LogicalID),
+		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
+		Log: app.NewLogger(s.Usage.logWriter(fn.LogicalID, logs), func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
 		Metrics: metrics.NewEMF(s.Usage.logWriter(fn.LogicalID, logs), "", s.Clock.Now),
@@ -268,29 +328,32 @@ func (s *Stack) wire() error {
 		timeouts[fn.LogicalID] = time.Duration(fn.Timeout) * time.Second
 		switch fn.LogicalID {
 		case "ApiFunction":
-			h, err := app.NewAPI(d)
+			h, err := apifn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			params := s.Template.Params
-			s.jwt = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"])
+			if s.jwt, err = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"]); err != nil {
+				return err
+			}
+			s.jwt.routes(s.mux)
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
 			s.mux.Handle("/", gw)
 		case "RelayFunction":
-			h, err := app.NewRelay(d)
+			h, err := relayfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			streamHandler = h.Handle
 		case "FeedbackFunction":
-			h, err := app.NewFeedback(d)
+			h, err := feedbackfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.feedback, s.feedbackTimeout = h.Handle, timeouts[fn.LogicalID]
 		case "SchedulerFunction":
-			h, err := app.NewScheduler(d)
+			h, err := schedulerfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
@@ -316,21 +379,21 @@ func (s *Stack) wire() error {
 // channelFunctions build the SQS-triggered functions by logical id.
 var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 	"EmailFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewEmail(d)
+		h, err := emailfn.New(d)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	},
 	"SmsFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewSMS(d)
+		h, err := smsfn.New(d)
 		if err != nil {
 			return nil, err
 		}
 		return h.Handle, nil
 	},
 	"PushFunction": func(d app.Deps) (SQSHandler, error) {
-		h, err := app.NewPush(context.Background(), d)
+		h, err := pushfn.New(context.Background(), d)
 		if err != nil {
 			return nil, err
 		}
@@ -340,13 +403,13 @@ var channelFunctions = map[string]func(app.Deps) (SQSHandler, error){
 
 // localEnv is configuration the runner adds to a function's template
 // environment: what AWS would read from SSM or Secrets Manager, the public
-// URL of the local API, and permission to reach the local push service over
-// http on loopback.
+// URL of the local API, and permission to reach the local push service (which
+// the PushEndpointAllowList override names) over http on loopback.
 func (s *Stack) localEnv(id string) map[string]string {
 	switch id {
 	case "PushFunction":
 		return map[string]string{
-			"VAPID_PUBLIC_KEY": s.vapid.PublicKey, "VAPID_PRIVATE_KEY": s.vapid.PrivateKey,
+			"VAPID_PRIVATE_KEY":            s.vapid.PrivateKey,
 			"PUSH_ALLOW_INSECURE_LOOPBACK": "true",
 		}
 	case "EmailFunction":

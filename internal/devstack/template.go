@@ -49,11 +49,8 @@ func LoadTemplate(path string, overrides map[string]string) (*Template, error) {
 // ParseTemplate parses template YAML; see LoadTemplate.
 func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	var head struct {
-		Parameters map[string]struct {
-			Type    string `json:"Type"`
-			Default any    `json:"Default"`
-		} `json:"Parameters"`
-		Globals struct {
+		Parameters map[string]parameter `json:"Parameters"`
+		Globals    struct {
 			Function struct {
 				LoggingConfig struct {
 					SystemLogLevel string `json:"SystemLogLevel"`
@@ -77,6 +74,14 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		}
 		if o, ok := overrides[name]; ok {
 			v = o
+		}
+		if p.Default != nil || overrides[name] != "" {
+			// As CloudFormation checks them at deploy time. A parameter
+			// without a default nor a value stays empty: template tests
+			// read the template without deploying it.
+			if err := p.check(v); err != nil {
+				return nil, fmt.Errorf("parameter %s: %w", name, err)
+			}
 		}
 		params[name] = v
 		typed[name] = v
@@ -142,10 +147,61 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel}, nil
 }
 
+// parameter is a template parameter with the constraints CloudFormation
+// enforces on its value.
+type parameter struct {
+	Type           string   `json:"Type"`
+	Default        any      `json:"Default"`
+	AllowedPattern string   `json:"AllowedPattern"`
+	AllowedValues  []any    `json:"AllowedValues"`
+	MinValue       *float64 `json:"MinValue"`
+	MaxValue       *float64 `json:"MaxValue"`
+}
+
+func (p parameter) check(v string) error {
+	if p.AllowedPattern != "" {
+		re, err := regexp.Compile(p.AllowedPattern)
+		if err != nil {
+			return fmt.Errorf("AllowedPattern %q: %w", p.AllowedPattern, err)
+		}
+		// CloudFormation matches the whole value.
+		if loc := re.FindStringIndex(v); loc == nil || loc[0] != 0 || loc[1] != len(v) {
+			return fmt.Errorf("%q does not match AllowedPattern %s", v, p.AllowedPattern)
+		}
+	}
+	if len(p.AllowedValues) > 0 {
+		ok := false
+		for _, a := range p.AllowedValues {
+			ok = ok || fmt.Sprint(a) == v
+		}
+		if !ok {
+			return fmt.Errorf("%q is not one of AllowedValues %v", v, p.AllowedValues)
+		}
+	}
+	if p.Type == "Number" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", v)
+		}
+		if (p.MinValue != nil && n < *p.MinValue) || (p.MaxValue != nil && n > *p.MaxValue) {
+			return fmt.Errorf("%v is outside [%v, %v]", n, ptrString(p.MinValue), ptrString(p.MaxValue))
+		}
+	}
+	return nil
+}
+
+func ptrString(f *float64) string {
+	if f == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*f, 'g', -1, 64)
+}
+
 // normalize prepares resolved JSON for goformation's typed model: numeric
 // environment values (a Ref to a Number parameter) become strings, as
 // CloudFormation makes them, and SAM properties newer than goformation's
-// schema (HttpApi Auth.EnableIamAuthorizer) are set aside.
+// schema (HttpApi Auth.EnableIamAuthorizer, AccessLogSettings) are set aside:
+// the runner plays neither IAM authorization nor access logs.
 func normalize(doc []byte) ([]byte, error) {
 	var t map[string]any
 	if err := json.Unmarshal(doc, &t); err != nil {
@@ -165,8 +221,11 @@ func normalize(doc []byte) ([]byte, error) {
 		res, _ := r.(map[string]any)
 		props, _ := res["Properties"].(map[string]any)
 		fix(props)
-		if auth, ok := props["Auth"].(map[string]any); ok && res["Type"] == "AWS::Serverless::HttpApi" {
-			delete(auth, "EnableIamAuthorizer")
+		if res["Type"] == "AWS::Serverless::HttpApi" {
+			if auth, ok := props["Auth"].(map[string]any); ok {
+				delete(auth, "EnableIamAuthorizer")
+			}
+			delete(props, "AccessLogSettings")
 		}
 	}
 	if g, ok := t["Globals"].(map[string]any); ok {
@@ -193,6 +252,8 @@ type Route struct {
 	Function     string
 	// Auth is the authorizer: "AWS_IAM" (the API default) or a JWT authorizer's name.
 	Auth string
+	// Scopes are the route's AuthorizationScopes (JWT routes): a token needs one.
+	Scopes []string
 }
 
 // Key is the API Gateway route key, "POST /v1/notifications".
@@ -207,6 +268,13 @@ func (t *Template) Functions() []FunctionSpec {
 	if g, ok := t.globalFunction()["Timeout"].(float64); ok {
 		defTimeout = int(g)
 	}
+	// SAM merges Globals.Function.Environment.Variables into each function's.
+	var global struct {
+		Environment struct{ Variables map[string]string }
+	}
+	if raw, err := json.Marshal(t.globalFunction()); err == nil {
+		_ = json.Unmarshal(raw, &global)
+	}
 	var out []FunctionSpec
 	for id, fn := range t.GetAllServerlessFunctionResources() {
 		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout, MemorySize: defMemory}
@@ -216,6 +284,7 @@ func (t *Template) Functions() []FunctionSpec {
 		if fn.Timeout != nil {
 			spec.Timeout = *fn.Timeout
 		}
+		maps.Copy(spec.Env, global.Environment.Variables)
 		if fn.Environment != nil {
 			maps.Copy(spec.Env, fn.Environment.Variables)
 		}
@@ -273,7 +342,10 @@ func httpRoute(p *serverless.Function_Properties) (Route, bool) {
 	}
 	var v struct {
 		Method, Path string
-		Auth         *struct{ Authorizer string }
+		Auth         *struct {
+			Authorizer          string
+			AuthorizationScopes []string
+		}
 	}
 	if err := json.Unmarshal(raw, &v); err != nil || v.Path == "" {
 		return Route{}, false
@@ -281,6 +353,9 @@ func httpRoute(p *serverless.Function_Properties) (Route, bool) {
 	r := Route{Method: strings.ToUpper(v.Method), Path: v.Path, Auth: "AWS_IAM"}
 	if v.Auth != nil && v.Auth.Authorizer != "" {
 		r.Auth = v.Auth.Authorizer
+	}
+	if v.Auth != nil {
+		r.Scopes = v.Auth.AuthorizationScopes
 	}
 	return r, true
 }

@@ -170,6 +170,14 @@ func TestTemplateInvariants(t *testing.T) {
 			tbl.StreamSpecification == nil || !strings.Contains(tbl.StreamSpecification.StreamViewType, "NEW_") {
 			t.Errorf("table must be on-demand, encrypted, PITR, TTL on ttl, with a NEW image stream")
 		}
+		if !aws.ToBool(tbl.DeletionProtectionEnabled) {
+			t.Error("table must have DeletionProtectionEnabled")
+		}
+		// The relay decodes only NewImage (internal/relay); old images would
+		// double the stream's size for nothing.
+		if tbl.StreamSpecification != nil && tbl.StreamSpecification.StreamViewType != "NEW_IMAGE" {
+			t.Errorf("stream view %s, want NEW_IMAGE (no code reads old images)", tbl.StreamSpecification.StreamViewType)
+		}
 	})
 
 	t.Run("least privilege", func(t *testing.T) {
@@ -200,7 +208,7 @@ func TestTemplateInvariants(t *testing.T) {
 			}
 		}
 		for _, r := range tm.Routes() {
-			user := strings.Contains(r.Path, "/inbox")
+			user := strings.Contains(r.Path, "/inbox") || r.Path == "/v1/push/config"
 			if user && r.Auth != "UserJwt" {
 				t.Errorf("%s: user route must use the UserJwt authorizer", r.Key())
 			}
@@ -380,23 +388,103 @@ func TestTemplateOperations(t *testing.T) {
 		}
 	})
 
-	t.Run("high-priority p95 latency above 60 s", func(t *testing.T) {
+	t.Run("high priority: p95 latency or a waiting message above 60 s", func(t *testing.T) {
 		found := ""
 		for id, a := range alarms {
-			if aws.ToString(a.MetricName) != string(metrics.DeliveryLatency) {
+			var latency string
+			waits := map[string]string{} // queue logical id → query id
+			for _, q := range a.Metrics {
+				if q.MetricStat == nil || q.MetricStat.Metric == nil {
+					continue
+				}
+				m := q.MetricStat.Metric
+				switch aws.ToString(m.MetricName) {
+				case string(metrics.DeliveryLatency):
+					if aws.ToString(m.Namespace) == metrics.DefaultNamespace && q.MetricStat.Stat == "p95" && len(m.Dimensions) == 1 &&
+						m.Dimensions[0].Name == metrics.DimPriority && m.Dimensions[0].Value == "high" {
+						latency = q.Id
+					}
+				case "ApproximateAgeOfOldestMessage":
+					if len(m.Dimensions) == 1 && q.MetricStat.Stat == "Maximum" {
+						waits[strings.TrimSuffix(strings.TrimPrefix(m.Dimensions[0].Value, "${getatt:"), ".QueueName}")] = q.Id
+					}
+				}
+			}
+			if latency == "" {
 				continue
 			}
 			found = id
-			if aws.ToString(a.Namespace) != metrics.DefaultNamespace || aws.ToString(a.ExtendedStatistic) != "p95" ||
-				len(a.Dimensions) != 1 || a.Dimensions[0].Name != metrics.DimPriority || a.Dimensions[0].Value != "high" ||
-				a.Threshold == nil || *a.Threshold != 60000 || a.ComparisonOperator != "GreaterThanThreshold" {
-				t.Errorf("%s: want Herald DeliveryLatency{Priority=high} p95 > 60000 ms", id)
+			var expr string
+			for _, q := range a.Metrics {
+				if aws.ToBool(q.ReturnData) {
+					expr = aws.ToString(q.Expression)
+				}
+			}
+			// Nothing sent must not read as healthy: the alarm takes the
+			// worst of the p95 and each high queue's oldest message (s → ms).
+			if !strings.HasPrefix(expr, "MAX([") || !strings.Contains(expr, "FILL("+latency+", 0)") {
+				t.Errorf("%s: expression %q must be MAX over FILL(%s, 0) and the queue waits", id, expr, latency)
+			}
+			for _, q := range []string{"EmailHighQueue", "SmsHighQueue", "PushHighQueue"} {
+				if waits[q] == "" || !strings.Contains(expr, "1000 * FILL("+waits[q]+", 0)") {
+					t.Errorf("%s: the oldest message of %s (in ms) is not in %q", id, q, expr)
+				}
+			}
+			if a.Threshold == nil || *a.Threshold != 60000 || a.ComparisonOperator != "GreaterThanThreshold" {
+				t.Errorf("%s: want > 60000 ms", id)
 			}
 		}
 		if found == "" {
 			t.Fatal("no latency alarm")
 		}
 		notifies(found)
+	})
+
+	t.Run("per function: Errors and Throttles", func(t *testing.T) {
+		for fn := range tm.GetAllServerlessFunctionResources() {
+			for _, metric := range []string{"Errors", "Throttles"} {
+				found := ""
+				for id, a := range alarms {
+					if aws.ToString(a.Namespace) == "AWS/Lambda" && aws.ToString(a.MetricName) == metric &&
+						len(a.Dimensions) == 1 && a.Dimensions[0].Name == "FunctionName" && a.Dimensions[0].Value == "${ref:"+fn+"}" {
+						found = id
+						if aws.ToString(a.Statistic) != "Sum" || a.Threshold == nil || *a.Threshold != 1 || a.ComparisonOperator != "GreaterThanOrEqualToThreshold" {
+							t.Errorf("%s: want Sum of %s ≥ 1", id, metric)
+						}
+					}
+				}
+				if found == "" {
+					t.Errorf("no %s alarm for %s", metric, fn)
+					continue
+				}
+				notifies(found)
+			}
+		}
+	})
+
+	t.Run("relay iterator age and high-priority queue age", func(t *testing.T) {
+		want := map[string]string{ // dimension value → metric
+			"${ref:RelayFunction}":               "IteratorAge",
+			"${getatt:EmailHighQueue.QueueName}": "ApproximateAgeOfOldestMessage",
+			"${getatt:SmsHighQueue.QueueName}":   "ApproximateAgeOfOldestMessage",
+			"${getatt:PushHighQueue.QueueName}":  "ApproximateAgeOfOldestMessage",
+		}
+		for dim, metric := range want {
+			found := ""
+			for id, a := range alarms {
+				if aws.ToString(a.MetricName) == metric && len(a.Dimensions) == 1 && a.Dimensions[0].Value == dim {
+					found = id
+					if aws.ToString(a.Statistic) != "Maximum" || a.Threshold == nil || a.ComparisonOperator != "GreaterThanThreshold" {
+						t.Errorf("%s: want Maximum %s above a threshold", id, metric)
+					}
+				}
+			}
+			if found == "" {
+				t.Errorf("no %s alarm on %s", metric, dim)
+				continue
+			}
+			notifies(found)
+		}
 	})
 
 	t.Run("alarms read metrics the code emits", func(t *testing.T) {
@@ -441,6 +529,37 @@ func TestTemplateOperations(t *testing.T) {
 			for _, want := range []string{"DLQ depth", "Failure ratio", "latency"} {
 				if !strings.Contains(strings.Join(titles, "|"), want) {
 					t.Errorf("%s: no %q panel in %v", id, want, titles)
+				}
+			}
+			// Every DLQ (a queue without a redrive policy of its own) is on
+			// the DLQ panel. Locally ${Queue.QueueName} resolves to "", so
+			// the panel is read from the unresolved Fn::Sub body.
+			var dlqPanel string
+			var sub struct {
+				Resources map[string]struct {
+					Properties struct{ DashboardBody map[string]string }
+				}
+			}
+			_ = json.Unmarshal(plain, &sub)
+			var unresolvedBody struct {
+				Widgets []struct {
+					Properties struct {
+						Title   string  `json:"title"`
+						Metrics [][]any `json:"metrics"`
+					} `json:"properties"`
+				} `json:"widgets"`
+			}
+			if err := json.Unmarshal([]byte(sub.Resources[id].Properties.DashboardBody["Fn::Sub"]), &unresolvedBody); err != nil {
+				t.Fatalf("%s: unresolved body: %v", id, err)
+			}
+			for _, w := range unresolvedBody.Widgets {
+				if strings.Contains(w.Properties.Title, "DLQ depth") {
+					dlqPanel = jsonString(w.Properties.Metrics)
+				}
+			}
+			for qid, q := range tm.GetAllSQSQueueResources() {
+				if q.RedrivePolicy == nil && !strings.Contains(dlqPanel, "${"+qid+".QueueName}") {
+					t.Errorf("%s: DLQ %s is not on the DLQ depth panel", id, qid)
 				}
 			}
 		}

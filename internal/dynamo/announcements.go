@@ -10,12 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/inbox"
 )
-
-var _ api.AnnouncementStore = (*Store)(nil)
 
 // An announcement is stored once, A#<id> / A, and listed newest published
 // first through gsi1 under one partition key (ANNOUNCEMENTS, sort key

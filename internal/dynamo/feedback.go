@@ -7,11 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/heraldhq/herald/internal/feedback"
 )
-
-var _ feedback.Store = (*Store)(nil)
 
 // SuppressEmail records address as the user's suppressed email (after a hard
 // bounce or a complaint) with one update of the profile item, creating a

@@ -12,12 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/inbox"
 )
-
-var _ api.InboxStore = (*Store)(nil)
 
 // The inbox reads a user's notifications through the sparse indexes the
 // notification item carries (see toNotificationItem):
@@ -263,8 +260,8 @@ func markerKey(userID, announcementID string) map[string]types.AttributeValue {
 
 // InboxState reads, in one BatchGetItem, the user's markers of the given
 // announcements and, when withLocale is set, the profile's locale.
-func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (api.InboxState, error) {
-	st := api.InboxState{Markers: map[string]inbox.Marker{}}
+func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (inbox.UserState, error) {
+	st := inbox.UserState{Markers: map[string]inbox.Marker{}}
 	keys := make([]map[string]types.AttributeValue, 0, len(announcementIDs)+1)
 	if withLocale {
 		keys = append(keys, key(UserPK(userID), profileSK))

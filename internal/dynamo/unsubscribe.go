@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/domain"
 )
-
-var _ api.UnsubscribeStore = (*Store)(nil)
 
 // SetPreference sets one (type, channel) override in the user's preferences
 // item without touching the others (a one-path MergePreferences).

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 // API is the subset of the SES v2 client used.
@@ -45,12 +45,12 @@ type Provider struct {
 	cfg Config
 }
 
-var _ worker.Provider = (*Provider)(nil)
+var _ channel.Provider = (*Provider)(nil)
 
 // New returns an SES provider.
 func New(api API, cfg Config) *Provider { return &Provider{api: api, cfg: cfg} }
 
-// Channel implements worker.Provider.
+// Channel implements channel.Provider.
 func (p *Provider) Channel() domain.Channel { return domain.ChannelEmail }
 
 // Tag names set on every email; SES events carry them back to the feedback
@@ -60,11 +60,11 @@ const (
 	TagType           = "type"
 )
 
-// Send implements worker.Provider.
-func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+// Send implements channel.Provider.
+func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	in, err := p.input(ctx, m)
 	if err != nil {
-		return "", &worker.ProviderError{Transient: true, Code: "unsubscribe_link", Err: err}
+		return "", &channel.ProviderError{Transient: true, Code: "unsubscribe_link", Err: err}
 	}
 	out, err := p.api.SendEmail(ctx, in)
 	if err != nil {
@@ -73,7 +73,7 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 	return aws.ToString(out.MessageId), nil
 }
 
-func (p *Provider) input(ctx context.Context, m *worker.Message) (*sesv2.SendEmailInput, error) {
+func (p *Provider) input(ctx context.Context, m *channel.Message) (*sesv2.SendEmailInput, error) {
 	msg := &types.Message{
 		Subject: &types.Content{Data: aws.String(m.Content.Subject), Charset: aws.String("UTF-8")},
 		Body: &types.Body{
@@ -153,7 +153,7 @@ var sesErrors = map[string]errorClass{
 	"SendingPausedException": {alert: true}, "SendingPaused": {alert: true},
 }
 
-// Classify turns an SES SendEmail error into a *worker.ProviderError:
+// Classify turns an SES SendEmail error into a *channel.ProviderError:
 // modelled codes by the table above; everything else — 5xx, timeouts,
 // connection errors, and codes not in the table (e.g. AccessDenied after an
 // IAM mistake) — transient: after the retries it ends in the DLQ, where an
@@ -165,10 +165,10 @@ func Classify(err error) error {
 		code = api.ErrorCode()
 		if c, ok := sesErrors[code]; ok {
 			if c.transient {
-				return &worker.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
+				return &channel.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
 			}
-			return &worker.ProviderError{Reason: domain.ReasonRejected, Code: code, Alert: c.alert, Err: fmt.Errorf("ses send: %w", err)}
+			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Alert: c.alert, Err: fmt.Errorf("ses send: %w", err)}
 		}
 	}
-	return &worker.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
+	return &channel.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
 }

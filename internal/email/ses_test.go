@@ -14,8 +14,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 type fakeSES struct {
@@ -37,13 +37,13 @@ func (l links) URL(_ context.Context, userID, typ string) (string, error) {
 	return "https://api.example.com/v1/unsubscribe?token=" + userID + "." + typ, l.err
 }
 
-func message(t *testing.T, typ string) *worker.Message {
+func message(t *testing.T, typ string) *channel.Message {
 	t.Helper()
 	ty, ok := catalog.MustLoad().Lookup(typ)
 	if !ok {
 		t.Fatalf("no type %s", typ)
 	}
-	return &worker.Message{
+	return &channel.Message{
 		Notification: &domain.Notification{ID: "n-1", Type: typ, Recipient: domain.Recipient{UserID: "u1"}},
 		Type:         ty,
 		Content:      catalog.Content{Subject: "S", Text: "T", HTML: "<p>H</p>"},
@@ -107,7 +107,7 @@ func TestMandatoryTypesHaveNoUnsubscribeLink(t *testing.T) {
 func TestUnsubscribeKeyUnavailableIsTransient(t *testing.T) {
 	api := &fakeSES{}
 	_, err := New(api, Config{From: "n@example.com", Unsubscribe: links{err: errors.New("secrets manager unavailable")}}).Send(context.Background(), message(t, "reservation.approved"))
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || !pe.Transient || api.in != nil {
 		t.Fatalf("err = %v, sent = %v; want a transient error and no send", err, api.in != nil)
 	}
@@ -141,7 +141,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var pe *worker.ProviderError
+			var pe *channel.ProviderError
 			if !errors.As(Classify(tt.err), &pe) {
 				t.Fatalf("not a ProviderError")
 			}

@@ -75,6 +75,16 @@ type Marker struct {
 	ArchivedAt time.Time
 }
 
+// UserState is what the inbox needs about the user besides the page: the
+// profile's locale and the user's markers of the active announcements, read
+// together in one batch.
+type UserState struct {
+	// Locale is the profile's locale ("" when none).
+	Locale string
+	// Markers holds the user's markers by announcement id.
+	Markers map[string]Marker
+}
+
 // Read reports whether the user has read the announcement.
 func (m Marker) Read() bool { return !m.ReadAt.IsZero() }
 

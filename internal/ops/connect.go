@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/relayfn"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/dynamo"
 )
@@ -177,7 +178,7 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 		return nil, err
 	}
 	env := t.RelayEnv()
-	relay, err := app.NewRelay(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: time.Now, Log: log, Catalog: cat})
+	relay, err := relayfn.New(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: time.Now, Log: log, Catalog: cat})
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}

@@ -5,11 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -32,7 +33,11 @@ func BenchmarkSend(b *testing.B) {
 		b.Fatal(err)
 	}
 	keys, _ := webpush.GenerateVAPIDKeys()
-	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "ops@example.com", AllowInsecureLoopback: true})
+	hosts, err := webpush.ParseHostList(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "ops@example.com", AllowInsecureLoopback: true, Hosts: hosts})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,14 +5,15 @@ package push
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/webpush"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 // Sender delivers one message to one subscription.
@@ -34,14 +35,17 @@ type Provider struct {
 	now    func() time.Time
 }
 
-var _ worker.Provider = (*Provider)(nil)
+var (
+	_ channel.Provider      = (*Provider)(nil)
+	_ channel.ContentBudget = (*Provider)(nil)
+)
 
 // New returns a Web Push provider.
 func New(sender Sender, subs Subscriptions, now func() time.Time) *Provider {
 	return &Provider{sender: sender, subs: subs, now: now}
 }
 
-// Channel implements worker.Provider.
+// Channel implements channel.Provider.
 func (p *Provider) Channel() domain.Channel { return domain.ChannelPush }
 
 // DefaultTTL is how long a push service keeps an undelivered message when the
@@ -52,24 +56,28 @@ var DefaultTTL = map[domain.Priority]time.Duration{
 	domain.PriorityLow:    72 * time.Hour,
 }
 
-// payload is the JSON the service worker receives.
-type payload struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	Body  string `json:"body"`
-	URL   string `json:"url,omitempty"`
+// fitIDLength is the longest notification id a payload is budgeted for
+// (Herald's ids are 27 characters; callers' resource-derived ids no longer).
+const fitIDLength = 32
+
+// Fits reports whether content makes a push within webpush.MaxPlaintextSize;
+// the worker renders digests to this budget (fewer items before shortening).
+func (p *Provider) Fits(c catalog.Content) bool {
+	pl := catalog.PushPayload{ID: strings.Repeat("x", fitIDLength), Title: c.Title, Body: c.Body, URL: c.URL}
+	return len(pl.Encode()) <= webpush.MaxPlaintextSize
 }
 
-// Send implements worker.Provider: it pushes to every subscription. The
+// Send implements channel.Provider: it pushes to every subscription. The
 // delivery succeeds if any subscription accepted it; gone subscriptions are
 // deleted; if none accepted and one failed transiently, the whole send is
 // retried (the Topic makes a repeat replace, not duplicate, on devices that
 // already have it).
-func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	n := m.Notification
-	body, err := json.Marshal(payload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL})
+	// Never dropped for its size: shortened to fit, the link given up first.
+	body, _, err := catalog.FitPush(catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL}, webpush.MaxPlaintextSize)
 	if err != nil {
-		return "", &worker.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+		return "", &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
 	}
 	msg := webpush.Message{Payload: body, TTL: p.ttl(n), Urgency: urgency(n.Priority), Topic: webpush.TopicFor(n.ID)}
 	var firstID string
@@ -87,10 +95,12 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 					firstID = fmt.Sprintf("push-%d", res.StatusCode)
 				}
 			}
-		case errors.Is(err, webpush.ErrSubscriptionGone):
+		case errors.Is(err, webpush.ErrSubscriptionGone), errors.Is(err, webpush.ErrInvalidSubscription):
+			// Gone, or never sendable: an endpoint off the allow-list (or
+			// resolving to a non-public address) is never contacted again.
 			gone++
 			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return "", &worker.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
+				return "", &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
 			}
 		case errors.As(err, &pe) && pe.Transient:
 			if transient == nil || pe.RetryAfter > transient.RetryAfter {
@@ -106,18 +116,18 @@ func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) 
 	case firstID != "":
 		return firstID, nil
 	case transient != nil:
-		return "", &worker.ProviderError{Transient: true, RetryAfter: transient.RetryAfter, Code: fmt.Sprintf("http_%d", transient.StatusCode), Err: transient}
+		return "", &channel.ProviderError{Transient: true, RetryAfter: transient.RetryAfter, Code: fmt.Sprintf("http_%d", transient.StatusCode), Err: transient}
 	case permanent != nil:
 		code := "push_rejected"
 		var pe *webpush.ProviderError
 		if errors.As(permanent, &pe) {
 			code = fmt.Sprintf("http_%d", pe.StatusCode)
 		}
-		return "", &worker.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: permanent}
+		return "", &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: permanent}
 	case gone > 0:
-		return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
+		return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
 	}
-	return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription")}
+	return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription")}
 }
 
 func (p *Provider) ttl(n *domain.Notification) time.Duration {

@@ -7,15 +7,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 type deletedSubs struct {
@@ -57,7 +58,11 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true})
+	hosts, err := webpush.ParseHostList(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := webpush.NewSender(webpush.SenderConfig{Keys: keys, Contact: "mailto:ops@example.com", Now: clock, AllowInsecureLoopback: true, Hosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +85,9 @@ func (e *env) subscribe(t *testing.T, n int) []domain.PushSubscription {
 	return out
 }
 
-func message(subs []domain.PushSubscription, pr domain.Priority, expiresAt time.Time) *worker.Message {
+func message(subs []domain.PushSubscription, pr domain.Priority, expiresAt time.Time) *channel.Message {
 	ty, _ := catalog.MustLoad().Lookup("reservation.approved")
-	return &worker.Message{
+	return &channel.Message{
 		Notification: &domain.Notification{ID: "n-42", Type: ty.Name, Priority: pr, ExpiresAt: expiresAt, Recipient: domain.Recipient{UserID: "u1"}},
 		Type:         ty,
 		Profile:      &domain.RecipientProfile{PushSubscriptions: subs},
@@ -156,12 +161,44 @@ func TestGoneSubscriptionIsDeletedOthersStillReceive(t *testing.T) {
 	}
 }
 
+// A stored endpoint that is not (or no longer) on a push service of the
+// allow-list is never contacted, and is deleted like a gone subscription.
+func TestEndpointOffTheAllowListIsDeletedNeverContacted(t *testing.T) {
+	for _, endpoint := range []string{
+		"https://169.254.169.254/latest/meta-data/",
+		"https://2852039166/",
+		"https://push.example.net/x",
+	} {
+		e := newEnv(t)
+		subs := e.subscribe(t, 2)
+		subs[0].Endpoint = endpoint
+		if _, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{})); err != nil {
+			t.Fatalf("%s: Send = %v", endpoint, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%s: deleted %v, want [%s]", endpoint, e.deleted.ids, subs[0].ID)
+		}
+
+		e = newEnv(t)
+		subs = e.subscribe(t, 1)
+		subs[0].Endpoint = endpoint
+		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+		var pe *channel.ProviderError
+		if !errors.As(err, &pe) || pe.Transient || !pe.Drop || pe.Reason != domain.ReasonNoContact {
+			t.Fatalf("%s: err = %v, want dropped: no_contact", endpoint, err)
+		}
+		if !slices.Equal(e.deleted.ids, []string{subs[0].ID}) {
+			t.Errorf("%s: deleted %v, want [%s]", endpoint, e.deleted.ids, subs[0].ID)
+		}
+	}
+}
+
 func TestAllSubscriptionsGoneIsDropped(t *testing.T) {
 	e := newEnv(t)
 	subs := e.subscribe(t, 1)
 	_ = e.sink.Expire(subs[0].ID)
 	_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || !pe.Drop || pe.Reason != domain.ReasonNoContact {
 		t.Fatalf("err = %v, want dropped: no_contact", err)
 	}
@@ -187,7 +224,7 @@ func TestStatusClassification(t *testing.T) {
 		subs := e.subscribe(t, 1)
 		e.sink.FailNext(1, tt.status, tt.retryAfter)
 		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
-		var pe *worker.ProviderError
+		var pe *channel.ProviderError
 		if !errors.As(err, &pe) || pe.Transient != tt.transient || pe.Code != tt.code || pe.RetryAfter != tt.retryAfter {
 			t.Errorf("%d: err = %+v, want transient=%v code=%s retryAfter=%v", tt.status, pe, tt.transient, tt.code, tt.retryAfter)
 			continue
@@ -210,17 +247,50 @@ func TestOneSuccessIsEnough(t *testing.T) {
 	}
 }
 
-func TestOversizedPayloadIsPermanent(t *testing.T) {
-	e := newEnv(t)
-	m := message(e.subscribe(t, 1), domain.PriorityNormal, time.Time{})
-	big := make([]byte, webpush.MaxPlaintextSize)
-	for i := range big {
-		big[i] = 'x'
+// A push never fails for its size: it is shortened to fit
+// webpush.MaxPlaintextSize, the link given up before the text.
+func TestOversizedContentIsFittedNotDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		url     string
+		wantURL bool
+	}{
+		{name: "long body", body: strings.Repeat("x", webpush.MaxPlaintextSize), url: "https://example.com/r/1", wantURL: true},
+		{name: "long body and link", body: strings.Repeat("x", 3980), url: "https://example.com/" + strings.Repeat("u", 3950)},
+		{name: "two 2,000-character links", body: "2 new comments\nhttps://example.com/" + strings.Repeat("a", 1980) + "\nhttps://example.com/" + strings.Repeat("b", 1980), url: "https://example.com/" + strings.Repeat("a", 1980), wantURL: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			subs := e.subscribe(t, 1)
+			m := message(subs, domain.PriorityNormal, time.Time{})
+			m.Content.Body, m.Content.URL = tc.body, tc.url
+			if _, err := e.provider.Send(context.Background(), m); err != nil {
+				t.Fatalf("Send = %v, want delivered", err)
+			}
+			got := e.sink.MessagesFor(subs[0].ID)
+			if len(got) != 1 {
+				t.Fatalf("%d messages", len(got))
+			}
+			var p catalog.PushPayload
+			if err := json.Unmarshal(got[0].Body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if len(got[0].Body) > webpush.MaxPlaintextSize || p.ID != "n-42" || p.Title != "Reservation confirmed" ||
+				!strings.HasSuffix(p.Body, catalog.Ellipsis) || (p.URL == tc.url) != tc.wantURL {
+				t.Fatalf("%d bytes: %+v", len(got[0].Body), p)
+			}
+		})
 	}
-	m.Content.Body = string(big)
-	_, err := e.provider.Send(context.Background(), m)
-	var pe *worker.ProviderError
-	if !errors.As(err, &pe) || pe.Transient || !errors.Is(err, webpush.ErrPayloadTooLarge) {
-		t.Fatalf("err = %v, want a permanent payload-too-large", err)
+}
+
+// Fits is the budget a digest is rendered to (fewer items before shortening).
+func TestFitsIsTheWebPushLimit(t *testing.T) {
+	e := newEnv(t)
+	if !e.provider.Fits(catalog.Content{Title: "t", Body: strings.Repeat("x", 3800)}) {
+		t.Error("3,800 bytes of body should fit")
+	}
+	if e.provider.Fits(catalog.Content{Title: "t", Body: strings.Repeat("x", webpush.MaxPlaintextSize)}) {
+		t.Error("MaxPlaintextSize of body alone cannot fit with the rest of the payload")
 	}
 }

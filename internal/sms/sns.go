@@ -19,8 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 // API is the subset of the SNS client used.
@@ -42,13 +43,23 @@ type Provider struct {
 	cfg Config
 }
 
-var _ worker.Provider = (*Provider)(nil)
+var (
+	_ channel.Provider      = (*Provider)(nil)
+	_ channel.ContentBudget = (*Provider)(nil)
+)
 
 // New returns an SNS SMS provider.
 func New(api API, cfg Config) *Provider { return &Provider{api: api, cfg: cfg} }
 
-// Channel implements worker.Provider.
+// Channel implements channel.Provider.
 func (p *Provider) Channel() domain.Channel { return domain.ChannelSMS }
+
+// Fits reports whether an SMS text fits one segment; the worker renders
+// digests to this budget (fewer items, the rest counted).
+func (p *Provider) Fits(c catalog.Content) bool {
+	fits, _, _ := catalog.SMSFitsOneSegment(c.Text)
+	return fits
+}
 
 // SMSType is Transactional for high and normal priority (routed for
 // reliability), Promotional for low (routed for cost).
@@ -59,14 +70,14 @@ func SMSType(pr domain.Priority) string {
 	return "Transactional"
 }
 
-// Send implements worker.Provider.
-func (p *Provider) Send(ctx context.Context, m *worker.Message) (string, error) {
+// Send implements channel.Provider.
+func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	check, err := p.api.CheckIfPhoneNumberIsOptedOut(ctx, &sns.CheckIfPhoneNumberIsOptedOutInput{PhoneNumber: aws.String(m.Contact)})
 	if err != nil {
 		return "", Classify("sns opt-out check", err)
 	}
 	if check.IsOptedOut {
-		return "", &worker.ProviderError{Drop: true, Reason: domain.ReasonOptedOut, Code: "opted_out", Err: errors.New("phone number opted out of SMS")}
+		return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonOptedOut, Code: "opted_out", Err: errors.New("phone number opted out of SMS")}
 	}
 	attrs := map[string]types.MessageAttributeValue{
 		"AWS.SNS.SMS.SMSType": {DataType: aws.String("String"), StringValue: aws.String(SMSType(m.Notification.Priority))},
@@ -93,16 +104,16 @@ var permanentCodes = map[string]bool{
 	"AuthorizationError": true, "AuthorizationErrorException": true,
 }
 
-// Classify turns an SNS error into a *worker.ProviderError.
+// Classify turns an SNS error into a *channel.ProviderError.
 func Classify(op string, err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		if permanentCodes[api.ErrorCode()] {
-			return &worker.ProviderError{Reason: domain.ReasonRejected, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
+			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
 		}
-		return &worker.ProviderError{Transient: true, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
+		return &channel.ProviderError{Transient: true, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
 	}
-	return &worker.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("%s: %w", op, err)}
+	return &channel.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("%s: %w", op, err)}
 }
 
 // Retryer is the SDK retry policy of the SNS client: the standard retryer,

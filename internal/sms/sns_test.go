@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,9 +14,9 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/smssink"
-	"github.com/heraldhq/herald/internal/worker"
 )
 
 // sinkClient is the real SDK client talking to the local SNS sink, with the
@@ -33,9 +34,9 @@ func sinkClient(t *testing.T) (*sns.Client, *smssink.Sink) {
 	return client, sink
 }
 
-func message(pr domain.Priority, to string) *worker.Message {
+func message(pr domain.Priority, to string) *channel.Message {
 	ty, _ := catalog.MustLoad().Lookup("otp.code")
-	return &worker.Message{
+	return &channel.Message{
 		Notification: &domain.Notification{ID: "n1", Type: "otp.code", Priority: pr},
 		Type:         ty, Content: catalog.Content{Text: "Your code is 123456"}, Contact: to,
 	}
@@ -64,7 +65,7 @@ func TestOptedOutNumberIsDroppedWithoutPublishing(t *testing.T) {
 	client, sink := sinkClient(t)
 	sink.OptOut("+15550002222")
 	_, err := New(client, Config{}).Send(context.Background(), message(domain.PriorityHigh, "+15550002222"))
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || !pe.Drop || pe.Transient || pe.Reason != domain.ReasonOptedOut {
 		t.Fatalf("err = %#v, want a drop with reason opted_out", err)
 	}
@@ -84,7 +85,7 @@ func TestThrottledIsRetriedBySDK(t *testing.T) {
 	}
 	sink.FailNext(3, smssink.FaultThrottled)
 	_, err := New(client, Config{}).Send(context.Background(), message(domain.PriorityHigh, "+15550003333"))
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || !pe.Transient || pe.Code != "Throttled" {
 		t.Fatalf("err = %v, want transient Throttled once the SDK's 3 attempts are used", err)
 	}
@@ -93,7 +94,7 @@ func TestThrottledIsRetriedBySDK(t *testing.T) {
 func TestInvalidParameterIsPermanent(t *testing.T) {
 	client, _ := sinkClient(t)
 	_, err := New(client, Config{}).Send(context.Background(), message(domain.PriorityHigh, "555-0101"))
-	var pe *worker.ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(err, &pe) || pe.Transient || pe.Code != "InvalidParameter" || pe.Reason != domain.ReasonRejected {
 		t.Fatalf("err = %v, want permanent InvalidParameter", err)
 	}
@@ -118,9 +119,24 @@ func TestClassify(t *testing.T) {
 		{op(context.DeadlineExceeded), true, "transport"},
 	}
 	for _, tt := range tests {
-		var pe *worker.ProviderError
+		var pe *channel.ProviderError
 		if !errors.As(Classify("sns publish", tt.err), &pe) || pe.Transient != tt.transient || pe.Code != tt.code {
 			t.Errorf("%v: got %+v, want transient=%v code=%s", tt.err, pe, tt.transient, tt.code)
+		}
+	}
+}
+
+// Fits is the budget digests are rendered to: one segment.
+func TestFitsOneSegment(t *testing.T) {
+	p := New(nil, Config{})
+	for text, want := range map[string]bool{
+		strings.Repeat("a", 160): true,
+		strings.Repeat("a", 161): false,
+		strings.Repeat("確", 70):  true,
+		strings.Repeat("確", 71):  false,
+	} {
+		if got := p.Fits(catalog.Content{Text: text}); got != want {
+			t.Errorf("Fits(%d runes of %q) = %v, want %v", len([]rune(text)), text[:1], got, want)
 		}
 	}
 }

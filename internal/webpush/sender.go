@@ -177,12 +177,17 @@ type SenderConfig struct {
 	VAPIDTTL time.Duration
 	// Client sends the requests. Nil means an *http.Client with a 30 s
 	// timeout that does not follow redirects (a redirected POST would
-	// silently turn into a GET).
+	// silently turn into a GET) and connects only to public addresses
+	// (loopback too when AllowInsecureLoopback is set).
 	Client Doer
 	// Now is the clock for VAPID expiry and Retry-After dates; nil is time.Now.
 	Now func() time.Time
-	// AllowInsecureLoopback lets the Sender reach the local push service over
-	// http on loopback. Keep it false in production.
+	// Hosts is the allow-list of push services, checked before every send;
+	// the zero value is DefaultPushServices.
+	Hosts HostList
+	// AllowInsecureLoopback lets the Sender reach the local push service on
+	// loopback (over http too, and dialing loopback addresses). Keep it false
+	// in production.
 	AllowInsecureLoopback bool
 	// PadTo pads every payload to this many bytes to hide its length (see
 	// EncryptOptions.PadTo). Zero disables padding.
@@ -214,23 +219,21 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	}
 	client := cfg.Client
 	if client == nil {
-		client = &http.Client{
-			Timeout:       30 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		client = newClient(cfg.AllowInsecureLoopback)
 	}
 	return &Sender{
 		vapid:      signer,
 		client:     client,
 		now:        now,
-		validation: ValidationOptions{AllowInsecureLoopback: cfg.AllowInsecureLoopback},
+		validation: ValidationOptions{Hosts: cfg.Hosts, AllowInsecureLoopback: cfg.AllowInsecureLoopback},
 		padTo:      cfg.PadTo,
 	}, nil
 }
 
 // Send encrypts msg for sub and POSTs it to the subscription's endpoint.
 //
-// Errors before the request (invalid subscription: *SubscriptionError;
+// Errors before the request (invalid subscription, including an endpoint off
+// the allow-list or one that resolves to a non-public address: *SubscriptionError;
 // invalid message: ErrInvalidMessage; oversized payload: ErrPayloadTooLarge)
 // are permanent. Errors after it are *ProviderError; errors.Is(err,
 // ErrSubscriptionGone) tells that the subscription must be deleted.
@@ -268,6 +271,9 @@ func (s *Sender) Send(ctx context.Context, sub Subscription, msg Message) (Resul
 	req.Header.Set("Authorization", authorization)
 
 	resp, err := s.client.Do(req)
+	if errors.Is(err, errNonPublicAddress) {
+		return Result{}, notAllowedError("resolves to a non-public address")
+	}
 	if err != nil {
 		return Result{}, &ProviderError{Transient: true, Origin: endpointOrigin, Err: withoutURL(err)}
 	}

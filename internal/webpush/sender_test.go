@@ -12,8 +12,13 @@ import (
 	"time"
 )
 
-func newTestSender(t *testing.T, client Doer, now time.Time, allowLoopback bool) (*Sender, VAPIDKeys) {
+// newTestSender's hosts are the allow-list, as URLs (a test server's) or entries.
+func newTestSender(t *testing.T, client Doer, now time.Time, allowLoopback bool, hosts ...string) (*Sender, VAPIDKeys) {
 	t.Helper()
+	list, err := ParseHostList(hostEntries(hosts))
+	if err != nil {
+		t.Fatal(err)
+	}
 	keys, err := GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +29,7 @@ func newTestSender(t *testing.T, client Doer, now time.Time, allowLoopback bool)
 		Client:                client,
 		Now:                   fixedClock(now),
 		AllowInsecureLoopback: allowLoopback,
+		Hosts:                 list,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +54,7 @@ func TestSendPostsEncryptedMessageWithHeaders(t *testing.T) {
 	defer srv.Close()
 
 	ua := newTestUserAgent(t, srv.URL+"/push/abc")
-	sender, keys := newTestSender(t, srv.Client(), time.Now(), false)
+	sender, keys := newTestSender(t, srv.Client(), time.Now(), true, srv.URL)
 	payload := []byte(`{"title":"Hello","body":"World"}`)
 	topic := TopicFor("notif-123")
 
@@ -105,7 +111,7 @@ func TestSendOmitsOptionalHeaders(t *testing.T) {
 	}))
 	defer srv.Close()
 	ua := newTestUserAgent(t, srv.URL+"/p")
-	sender, _ := newTestSender(t, srv.Client(), time.Now(), true)
+	sender, _ := newTestSender(t, srv.Client(), time.Now(), true, srv.URL)
 
 	res, err := sender.Send(context.Background(), ua.sub, Message{})
 	if err != nil {
@@ -168,7 +174,7 @@ func TestSendClassifiesResponses(t *testing.T) {
 			}))
 			defer srv.Close()
 			ua := newTestUserAgent(t, srv.URL+"/p")
-			sender, _ := newTestSender(t, nil, now, true) // default client: must not follow redirects
+			sender, _ := newTestSender(t, nil, now, true, srv.URL) // default client: must not follow redirects
 
 			res, err := sender.Send(context.Background(), ua.sub, Message{Payload: []byte("x"), TTL: time.Minute})
 			if tc.wantOK {
@@ -204,7 +210,7 @@ func TestSendNetworkFailuresAreTransient(t *testing.T) {
 		endpoint := srv.URL + "/secret-path"
 		srv.Close()
 		ua := newTestUserAgent(t, endpoint)
-		sender, _ := newTestSender(t, nil, time.Now(), true)
+		sender, _ := newTestSender(t, nil, time.Now(), true, endpoint)
 		_, err := sender.Send(context.Background(), ua.sub, Message{Payload: []byte("x")})
 		var perr *ProviderError
 		if !errors.As(err, &perr) || !perr.Transient || perr.StatusCode != 0 {
@@ -225,7 +231,7 @@ func TestSendNetworkFailuresAreTransient(t *testing.T) {
 		defer srv.Close()
 		defer close(release)
 		ua := newTestUserAgent(t, srv.URL+"/p")
-		sender, _ := newTestSender(t, srv.Client(), time.Now(), true)
+		sender, _ := newTestSender(t, srv.Client(), time.Now(), true, srv.URL)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		_, err := sender.Send(ctx, ua.sub, Message{Payload: []byte("x")})
@@ -247,8 +253,8 @@ func TestSendRejectsInvalidInputWithoutRequest(t *testing.T) {
 	}))
 	defer srv.Close()
 	ua := newTestUserAgent(t, srv.URL+"/p")
-	loopbackSender, _ := newTestSender(t, srv.Client(), time.Now(), true)
-	strictSender, _ := newTestSender(t, srv.Client(), time.Now(), false)
+	loopbackSender, _ := newTestSender(t, srv.Client(), time.Now(), true, srv.URL)
+	strictSender, _ := newTestSender(t, srv.Client(), time.Now(), false, srv.URL)
 
 	for _, tc := range []struct {
 		name   string
@@ -328,4 +334,14 @@ func TestTopicFor(t *testing.T) {
 			t.Errorf("ValidateTopic(%q) valid = %v, want %v", topic, got, valid)
 		}
 	}
+}
+
+// hostEntries turns test server URLs into allow-list entries (host:port).
+func hostEntries(hosts []string) string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		h = strings.TrimPrefix(strings.TrimPrefix(h, "https://"), "http://")
+		out[i], _, _ = strings.Cut(h, "/")
+	}
+	return strings.Join(out, ",")
 }

@@ -117,11 +117,15 @@ func (s Subscription) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("origin", endpointOrigin(s.Endpoint)))
 }
 
-// ValidationOptions relaxes subscription checks for local development.
+// ValidationOptions says which push services an endpoint may name.
 type ValidationOptions struct {
-	// AllowInsecureLoopback permits http:// endpoints on loopback hosts
-	// (localhost, 127.0.0.0/8, [::1]) so the local push service can run
-	// without TLS. Production keeps it false: RFC 8030 requires https.
+	// Hosts is the allow-list of push services; the zero value is
+	// DefaultPushServices.
+	Hosts HostList
+	// AllowInsecureLoopback admits loopback endpoints (localhost, 127.0.0.1,
+	// [::1] in canonical form; still only those on Hosts), over http too, so
+	// the local push service can run without TLS. Production keeps it false:
+	// RFC 8030 requires https, and no endpoint may aim Herald at itself.
 	AllowInsecureLoopback bool
 }
 
@@ -138,7 +142,8 @@ func ParseSubscription(data []byte, opts ValidationOptions) (Subscription, error
 }
 
 // ValidateSubscription checks that a subscription can be sent to: the
-// endpoint is an absolute https URL (or loopback http when allowed), p256dh is
+// endpoint is an absolute https URL (or loopback http when allowed) on a push
+// service of the allow-list, with no user information, p256dh is
 // a point on P-256 and auth is 16 bytes. The error is a *SubscriptionError.
 func ValidateSubscription(s Subscription, opts ValidationOptions) error {
 	if _, err := parseEndpoint(s.Endpoint, opts); err != nil {
@@ -162,6 +167,9 @@ func parseEndpoint(endpoint string, opts ValidationOptions) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, endpointError("must not carry user information")
+	}
+	if err := opts.Hosts.allows(u.Scheme, u.Hostname(), u.Port(), opts.AllowInsecureLoopback); err != nil {
+		return nil, err
 	}
 	switch u.Scheme {
 	case "https":

@@ -22,7 +22,11 @@ func TestValidateSubscription(t *testing.T) {
 		change(&s)
 		return s
 	}
-	loopbackOK := ValidationOptions{AllowInsecureLoopback: true}
+	local, err := ParseHostList("push.example.net:8443,push.example.net,127.0.0.1:3000,localhost:3000,[::1]:3000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopbackOK := ValidationOptions{AllowInsecureLoopback: true, Hosts: local}
 	for _, tc := range []struct {
 		name      string
 		sub       Subscription
@@ -43,7 +47,7 @@ func TestValidateSubscription(t *testing.T) {
 			s.P256dh = base64.RawStdEncoding.EncodeToString(point)
 			s.Auth = base64.RawStdEncoding.EncodeToString(auth)
 		})},
-		{name: "https with port", sub: with(func(s *Subscription) { s.Endpoint = "https://push.example.net:8443/p/1" })},
+		{name: "https with port", opts: ValidationOptions{Hosts: local}, sub: with(func(s *Subscription) { s.Endpoint = "https://push.example.net:8443/p/1" })},
 		{name: "http loopback allowed", opts: loopbackOK, sub: with(func(s *Subscription) { s.Endpoint = "http://127.0.0.1:3000/_dev/push/endpoints/1" })},
 		{name: "http localhost allowed", opts: loopbackOK, sub: with(func(s *Subscription) { s.Endpoint = "http://localhost:3000/e" })},
 		{name: "http ipv6 loopback allowed", opts: loopbackOK, sub: with(func(s *Subscription) { s.Endpoint = "http://[::1]:3000/e" })},
@@ -53,8 +57,8 @@ func TestValidateSubscription(t *testing.T) {
 		{name: "unparseable endpoint", sub: with(func(s *Subscription) { s.Endpoint = "https://exa mple.com/%zz" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
 		{name: "http not loopback", opts: loopbackOK, sub: with(func(s *Subscription) { s.Endpoint = "http://push.example.net/1" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
 		{name: "http loopback not allowed", sub: with(func(s *Subscription) { s.Endpoint = "http://127.0.0.1:3000/e" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
-		{name: "other scheme", sub: with(func(s *Subscription) { s.Endpoint = "ftp://push.example.net/1" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
-		{name: "user info", sub: with(func(s *Subscription) { s.Endpoint = "https://user:pw@push.example.net/1" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
+		{name: "other scheme", opts: loopbackOK, sub: with(func(s *Subscription) { s.Endpoint = "ftp://push.example.net/1" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
+		{name: "user info", opts: loopbackOK, sub: with(func(s *Subscription) { s.Endpoint = "https://user:pw@push.example.net/1" }), wantField: "endpoint", wantKind: ErrInvalidEndpoint},
 
 		{name: "missing p256dh", sub: with(func(s *Subscription) { s.P256dh = "" }), wantField: "keys.p256dh", wantKind: ErrInvalidP256dh},
 		{name: "p256dh not base64", sub: with(func(s *Subscription) { s.P256dh = "!!!" }), wantField: "keys.p256dh", wantKind: ErrInvalidP256dh},
@@ -113,7 +117,7 @@ func TestSubscriptionJSONIsBrowserShape(t *testing.T) {
 		t.Fatalf("Marshal = %s, want %s", out, want)
 	}
 
-	if _, err := ParseSubscription([]byte(`{"endpoint":"https://x.example/1","keys":{"p256dh":"AAAA","auth":"AAAA"}}`), ValidationOptions{}); !errors.Is(err, ErrInvalidP256dh) {
+	if _, err := ParseSubscription([]byte(`{"endpoint":"https://fcm.googleapis.com/1","keys":{"p256dh":"AAAA","auth":"AAAA"}}`), ValidationOptions{}); !errors.Is(err, ErrInvalidP256dh) {
 		t.Fatalf("ParseSubscription of bad keys = %v, want ErrInvalidP256dh", err)
 	}
 	if _, err := ParseSubscription([]byte(`[]`), ValidationOptions{}); !errors.Is(err, ErrInvalidSubscription) {

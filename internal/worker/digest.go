@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 )
 
@@ -40,7 +41,11 @@ func (h *Handler) render(ctx context.Context, n *domain.Notification, d *domain.
 	if err != nil {
 		return catalog.Content{}, err
 	}
-	return typ.RenderDigest(kind, locale, data)
+	var fits func(catalog.Content) bool
+	if b, ok := h.provider.(channel.ContentBudget); ok {
+		fits = b.Fits
+	}
+	return typ.RenderDigestWithin(kind, locale, data, fits)
 }
 
 // digestData seals the digest led by n and lists its newest notifications:

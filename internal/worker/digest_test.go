@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/worker"
 )
@@ -82,7 +83,7 @@ func (p plainTable) Transition(ctx context.Context, id string, ch domain.Channel
 type capturePush struct{ got []catalog.Content }
 
 func (p *capturePush) Channel() domain.Channel { return domain.ChannelPush }
-func (p *capturePush) Send(_ context.Context, m *worker.Message) (string, error) {
+func (p *capturePush) Send(_ context.Context, m *channel.Message) (string, error) {
 	p.got = append(p.got, m.Content)
 	return "pm-1", nil
 }
@@ -124,7 +125,7 @@ func workMessage(receives string) events.SQSEvent {
 		EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:push-low", Attributes: map[string]string{"ApproximateReceiveCount": receives}}}}
 }
 
-func newDigestWorker(store worker.Store, vis worker.Visibility, p worker.Provider) *worker.Handler {
+func newDigestWorker(store worker.Store, vis worker.Visibility, p channel.Provider) *worker.Handler {
 	return worker.New(worker.Config{BackoffBase: time.Second, BackoffCap: time.Minute, MaxReceiveCount: 3}, store, vis, p,
 		catalog.MustLoad(), func() time.Time { return digestNow }, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
@@ -150,6 +151,32 @@ func TestDigestLeaderSendsOneMessageListingItsMembers(t *testing.T) {
 	}
 	if f.delivery.Status != domain.StatusSent || f.sealed != 1 {
 		t.Errorf("status %s, sealed %d times", f.delivery.Status, f.sealed)
+	}
+}
+
+// budgetPush is a provider with a size budget (as push has Web Push's).
+type budgetPush struct {
+	capturePush
+	maxBody int
+}
+
+func (p *budgetPush) Fits(c catalog.Content) bool { return len(c.Body) <= p.maxBody }
+
+// A digest that would exceed its provider's budget lists fewer items and
+// counts the rest ("and N more") instead of failing.
+func TestDigestListsFewerItemsToFitTheProvidersBudget(t *testing.T) {
+	f := digestFixture()
+	p := &budgetPush{maxBody: len("There are 3 new comments on threads you follow.\nhttps://example.com/c/m4\n…and 2 more")}
+	resp, err := newDigestWorker(f, &visibilityLog{}, p).Handle(context.Background(), workMessage("1"))
+	if err != nil || len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("Handle = %v, %v", resp, err)
+	}
+	if len(p.got) != 1 {
+		t.Fatalf("sent %d messages, want 1", len(p.got))
+	}
+	want := "There are 3 new comments on threads you follow.\nhttps://example.com/c/m4\n…and 2 more"
+	if c := p.got[0]; c.Body != want || c.Title != "3 new comments" || c.URL != "https://example.com/c/m4" {
+		t.Errorf("content %+v, want body %q", c, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 )
 
@@ -135,14 +136,14 @@ type fakeProvider struct {
 	channel domain.Channel
 	mu      sync.Mutex
 	errs    []error
-	sent    []*Message
+	sent    []*channel.Message
 	// during runs inside Send (e.g. to change the store mid-send).
 	during func()
 }
 
 func (p *fakeProvider) Channel() domain.Channel { return p.channel }
 
-func (p *fakeProvider) Send(_ context.Context, m *Message) (string, error) {
+func (p *fakeProvider) Send(_ context.Context, m *channel.Message) (string, error) {
 	if p.during != nil {
 		p.during()
 	}

@@ -48,6 +48,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
@@ -66,56 +67,6 @@ type Store interface {
 type Visibility interface {
 	SetVisibility(ctx context.Context, queueARN, receiptHandle string, timeout time.Duration) error
 }
-
-// Message is one rendered delivery handed to a provider.
-type Message struct {
-	Notification *domain.Notification
-	Type         *catalog.Type
-	Profile      *domain.RecipientProfile
-	Content      catalog.Content
-	Contact      string // email address or phone number; empty for push
-}
-
-// Provider sends on one channel.
-type Provider interface {
-	Channel() domain.Channel
-	// Send returns the provider's message id, or an error. Errors that are not
-	// *ProviderError are treated as transient.
-	Send(ctx context.Context, m *Message) (string, error)
-}
-
-// ProviderError is a classified provider failure.
-type ProviderError struct {
-	// Transient errors are retried with backoff until MaxReceiveCount.
-	Transient bool
-	// Drop ends the delivery as dropped (the truth is "no longer applies", e.g.
-	// an opted-out number) instead of failed.
-	Drop bool
-	// Reason is recorded on permanent outcomes.
-	Reason domain.Reason
-	// RetryAfter, when set, is the provider's requested delay (Web Push 429).
-	RetryAfter time.Duration
-	// Code is a short provider error code, safe to log and store (never PII).
-	Code string
-	// Alert marks errors an operator must act on (e.g. the SES account is
-	// suspended): besides the outcome, the worker logs OperatorAlert at ERROR.
-	Alert bool
-	Err   error
-}
-
-// OperatorAlert is the stable log message of errors with Alert set; alarms
-// match on it.
-const OperatorAlert = "operator alert: provider refuses to send"
-
-func (e *ProviderError) Error() string {
-	kind := "permanent"
-	if e.Transient {
-		kind = "transient"
-	}
-	return fmt.Sprintf("%s provider error %s: %v", kind, e.Code, e.Err)
-}
-
-func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Config tunes the loop.
 type Config struct {
@@ -138,7 +89,7 @@ type Handler struct {
 	cfg        Config
 	store      Store
 	visibility Visibility
-	provider   Provider
+	provider   channel.Provider
 	catalog    *catalog.Catalog
 	now        func() time.Time
 	log        *slog.Logger
@@ -148,7 +99,7 @@ type Handler struct {
 }
 
 // New wires a worker for one provider.
-func New(cfg Config, store Store, vis Visibility, p Provider, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Handler {
+func New(cfg Config, store Store, vis Visibility, p channel.Provider, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Handler {
 	if cfg.HighBackoffBase == 0 {
 		cfg.HighBackoffBase = cfg.BackoffBase / 4
 	}
@@ -265,7 +216,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	if err != nil {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonNotApplicable, LastError: "render failed"})
 	}
-	pmid, sendErr := h.provider.Send(ctx, &Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact})
+	pmid, sendErr := h.provider.Send(ctx, &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact})
 	if sendErr == nil {
 		// Latency runs from when the notification was due: a deliberate
 		// sendAt is not delay.
@@ -276,12 +227,12 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(due, h.now()))
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid})
 	}
-	var pe *ProviderError
+	var pe *channel.ProviderError
 	if !errors.As(sendErr, &pe) {
-		pe = &ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
+		pe = &channel.ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
 	}
 	if pe.Alert {
-		log.ErrorContext(ctx, OperatorAlert, "code", pe.Code) // the provider's text may quote an address
+		log.ErrorContext(ctx, channel.OperatorAlert, "code", pe.Code) // the provider's text may quote an address
 	}
 	if !pe.Transient {
 		to := domain.StatusFailed

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
 )
@@ -83,7 +84,7 @@ func (h *harness) handle(t testing.TB, msgs ...events.SQSMessage) []string {
 }
 
 func TestHandleOutcomes(t *testing.T) {
-	transient := &ProviderError{Transient: true, Code: "Throttling", Err: errors.New("slow down")}
+	transient := &channel.ProviderError{Transient: true, Code: "Throttling", Err: errors.New("slow down")}
 	tests := []struct {
 		name      string
 		typ       string
@@ -165,7 +166,7 @@ func TestHandleOutcomes(t *testing.T) {
 			// high priority: base 20s/4 = 5s, n=3 → ceiling 20s.
 			visMin: time.Second, visMax: 20 * time.Second},
 		{name: "transient honours a longer Retry-After", typ: "reservation.approved", channel: domain.ChannelPush, status: domain.StatusQueued, receives: 1,
-			errs:     []error{&ProviderError{Transient: true, RetryAfter: 7 * time.Minute, Code: "http_429"}},
+			errs:     []error{&channel.ProviderError{Transient: true, RetryAfter: 7 * time.Minute, Code: "http_429"}},
 			wantFail: true, want: domain.StatusRetrying, attempts: 1, lastError: "http_429", visMin: 7 * time.Minute, visMax: 7 * time.Minute},
 		{name: "unclassified errors are transient", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued, receives: 1,
 			errs: []error{errors.New("connection reset")}, wantFail: true, want: domain.StatusRetrying, attempts: 1, lastError: "unclassified",
@@ -174,10 +175,10 @@ func TestHandleOutcomes(t *testing.T) {
 			status: domain.StatusRetrying, receives: 6, errs: []error{transient},
 			wantFail: true, want: domain.StatusFailed, reason: domain.ReasonExhausted, attempts: 1, lastError: "Throttling", visMin: 0, visMax: 0},
 		{name: "permanent: failed and deleted", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
-			errs: []error{&ProviderError{Code: "MessageRejected"}},
+			errs: []error{&channel.ProviderError{Code: "MessageRejected"}},
 			want: domain.StatusFailed, reason: domain.ReasonRejected, attempts: 1, lastError: "MessageRejected", visMin: -1},
 		{name: "permanent drop: opted out", typ: "otp.code", channel: domain.ChannelSMS, status: domain.StatusQueued,
-			errs: []error{&ProviderError{Drop: true, Reason: domain.ReasonOptedOut, Code: "opted_out"}},
+			errs: []error{&channel.ProviderError{Drop: true, Reason: domain.ReasonOptedOut, Code: "opted_out"}},
 			want: domain.StatusDropped, reason: domain.ReasonOptedOut, attempts: 1, lastError: "opted_out", visMin: -1},
 		{name: "malformed body", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
 			body: `{"notificationId":`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
@@ -306,7 +307,7 @@ func TestConcurrentDuplicateLosesClaim(t *testing.T) {
 
 func TestBackoffGrowsWithReceivesAndHighIsShorter(t *testing.T) {
 	cfg := Config{BackoffBase: 8 * time.Second, BackoffCap: time.Minute, MaxReceiveCount: 10}
-	transient := &ProviderError{Transient: true, Code: "Throttling"}
+	transient := &channel.ProviderError{Transient: true, Code: "Throttling"}
 	ceiling := func(base time.Duration, n int) time.Duration {
 		return max(min(cfg.BackoffCap, base<<(n-1)), time.Second)
 	}
@@ -353,10 +354,10 @@ func TestLeaseEndsAtTheInvocationDeadline(t *testing.T) {
 func TestOperatorAlertIsLogged(t *testing.T) {
 	h := newHarness(t, domain.ChannelEmail, Config{})
 	h.notification("n1", "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
-	h.provider.errs = []error{&ProviderError{Code: "AccountSuspendedException", Alert: true, Err: errors.New("suspended")}}
+	h.provider.errs = []error{&channel.ProviderError{Code: "AccountSuspendedException", Alert: true, Err: errors.New("suspended")}}
 	h.handle(t, message("m", "n1", domain.ChannelEmail, 1))
 	logs := h.logs.String()
-	if !strings.Contains(logs, `"level":"ERROR","msg":"`+OperatorAlert+`"`) || !strings.Contains(logs, `"code":"AccountSuspendedException"`) {
+	if !strings.Contains(logs, `"level":"ERROR","msg":"`+channel.OperatorAlert+`"`) || !strings.Contains(logs, `"code":"AccountSuspendedException"`) {
 		t.Fatalf("no operator alert in logs:\n%s", logs)
 	}
 	if d := h.store.delivery("n1", domain.ChannelEmail); d.Status != domain.StatusFailed {
@@ -368,7 +369,7 @@ func TestOperatorAlertIsLogged(t *testing.T) {
 func TestLogsCarryNoContact(t *testing.T) {
 	h := newHarness(t, domain.ChannelEmail, Config{})
 	h.notification("n1", "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
-	h.provider.errs = []error{&ProviderError{Transient: true, Code: "Throttling", Err: errors.New("x")}}
+	h.provider.errs = []error{&channel.ProviderError{Transient: true, Code: "Throttling", Err: errors.New("x")}}
 	h.handle(t, message("m", "n1", domain.ChannelEmail, 1))
 	h.handle(t, message("m", "n1", domain.ChannelEmail, 2))
 	if strings.Contains(h.logs.String(), "u1@example.com") {
@@ -438,7 +439,7 @@ func TestOutcomeMetrics(t *testing.T) {
 		n.CreatedAt = fixedAt.Add(-1500 * time.Millisecond)
 	}
 	h.store.notifications["n3"].Status = domain.NotificationCancelled
-	h.provider.errs = []error{nil, &ProviderError{Transient: true, Code: "Throttling"}, &ProviderError{Code: "MessageRejected"}}
+	h.provider.errs = []error{nil, &channel.ProviderError{Transient: true, Code: "Throttling"}, &channel.ProviderError{Code: "MessageRejected"}}
 	// Sequential batches keep the scripted errors in order.
 	for i := range 4 {
 		h.handle(t, message(fmt.Sprintf("m%d", i), fmt.Sprintf("n%d", i), domain.ChannelEmail, 1))

@@ -68,7 +68,9 @@ func run(runs int) error {
 		env := []string{"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=x", "AWS_SECRET_ACCESS_KEY=x", "AWS_LAMBDA_LOG_FORMAT=JSON",
 			"AWS_EC2_METADATA_DISABLED=true", "AWS_ENDPOINT_URL=http://127.0.0.1:9", "VAPID_PUBLIC_KEY=" + keys.PublicKey, "VAPID_PRIVATE_KEY=" + keys.PrivateKey}
 		for k, v := range fn.Env {
-			if k == "VAPID_PUBLIC_KEY" {
+			// Empty template values (AWS_ENDPOINT_URL, VAPID_PRIVATE_KEY,
+			// UNSUBSCRIBE_SECRET: sam local's hooks) must not unset the above.
+			if v == "" || k == "VAPID_PUBLIC_KEY" {
 				continue
 			}
 			env = append(env, k+"="+placeholders.ReplaceAllString(v, "https://sqs.us-east-1.amazonaws.com/123456789012/placeholder"))

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
 )
 
@@ -27,10 +28,22 @@ var current *devstack.Stack
 // tests and stops the stack. With -short, or when HERALD_SKIP_INTEGRATION is
 // set, it runs the tests without a stack and Stack skips them.
 func Main(m *testing.M, cfg devstack.Config) {
-	os.Exit(run(m, cfg))
+	os.Exit(run(m, cfg, Options{}))
 }
 
-func run(m *testing.M, cfg devstack.Config) int {
+// Options change what Main checks after the tests.
+type Options struct {
+	// ExpectIAMDenials lets the package's functions be denied AWS calls by
+	// their IAM policies without failing it (tests of the IAM check itself).
+	ExpectIAMDenials bool
+}
+
+// Run is Main with options, returning the exit code instead of exiting.
+func Run(m *testing.M, cfg devstack.Config, opts Options) int {
+	return run(m, cfg, opts)
+}
+
+func run(m *testing.M, cfg devstack.Config, opts Options) int {
 	if os.Getenv("HERALD_SKIP_INTEGRATION") != "" || testingShort() {
 		return m.Run()
 	}
@@ -55,7 +68,36 @@ func run(m *testing.M, cfg devstack.Config) int {
 	}
 	current = st
 	defer st.Stop()
-	return m.Run()
+	code := m.Run()
+	return code | checkIAM(st, root, opts)
+}
+
+// checkIAM makes every AWS call a denial of the function's IAM policy fail
+// the package, even when the function survives it (a retried or logged
+// error), and, with HERALD_IAM_SEEN set to a directory, writes what the
+// package's functions called there for `make aws-check`.
+func checkIAM(st *devstack.Stack, root string, opts Options) int {
+	code := 0
+	if denials := st.IAM.Denials(); len(denials) > 0 && !opts.ExpectIAMDenials {
+		fmt.Fprintln(os.Stderr, "stacktest: AWS calls denied by the functions' IAM policies (template.yaml):")
+		for _, d := range denials {
+			fmt.Fprintf(os.Stderr, "  %s: %s on %s (%s, %d×)\n", d.Function, d.Action, d.Resource, d.Decision, d.Count)
+		}
+		code = 1
+	}
+	if dir := os.Getenv("HERALD_IAM_SEEN"); dir != "" && !opts.ExpectIAMDenials {
+		wd, _ := os.Getwd()
+		rel, err := filepath.Rel(root, wd)
+		if err != nil {
+			rel = wd
+		}
+		name := strings.ReplaceAll(filepath.ToSlash(rel), "/", "-") + ".json"
+		if err := st.IAM.WriteRecord(filepath.Join(dir, name), filepath.ToSlash(rel)); err != nil {
+			fmt.Fprintln(os.Stderr, "stacktest: record IAM calls:", err)
+			code = 1
+		}
+	}
+	return code
 }
 
 func testingShort() bool {
@@ -95,17 +137,40 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// Notify posts a notification (a JSON string or a value to encode), fails
-// the test unless it is accepted, and returns its id.
+// Client returns a Herald client for the stack's API, calling service routes
+// as caller (X-Herald-Dev-Caller; "dev" when empty).
+func Client(t testing.TB, caller string, opts ...client.Option) *client.Client {
+	t.Helper()
+	c, err := client.New(Stack(t).APIURL, append([]client.Option{client.WithDevCaller(caller)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Notify sends a notification (a JSON string or a value to encode) with the
+// client, fails the test unless it is accepted, and returns its id.
 func Notify(t testing.TB, body any) string {
 	t.Helper()
-	resp := Do(t, http.MethodPost, "/v1/notifications", body)
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/notifications = %d %s", resp.StatusCode, resp.Body)
+	raw, ok := body.(string)
+	if !ok {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = string(b)
 	}
-	var accepted struct{ ID string }
-	resp.JSON(t, &accepted)
-	return accepted.ID
+	var n client.Notification
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&n); err != nil {
+		t.Fatalf("notification %s: %v", raw, err)
+	}
+	a, err := Client(t, "").Send(context.Background(), n)
+	if err != nil {
+		t.Fatalf("send %s: %v", raw, err)
+	}
+	return a.ID
 }
 
 // Response is an HTTP response with its body read.

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
@@ -273,7 +274,7 @@ func TestEachPageIsOneQuery(t *testing.T) {
 	cfg := st.AWS.Copy()
 	cfg.APIOptions = append(cfg.APIOptions, calls.Middleware)
 	env := map[string]string{"TABLE_NAME": st.Resources.Table}
-	h, err := app.NewAPI(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: st.Clock.Now,
+	h, err := apifn.New(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: st.Clock.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: catalog.MustLoad()})
 	if err != nil {
 		t.Fatal(err)

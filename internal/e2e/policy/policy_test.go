@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/webpush"
 )
 
 func TestPreferenceOffSkipsTheEmailButKeepsTheInAppItem(t *testing.T) {
@@ -191,5 +192,40 @@ func TestFiveCommentsInAWindowBecomeOneDigest(t *testing.T) {
 			t.Fatalf("digest body %q lacks %s in newest-first order", p.Body, urls[i])
 		}
 		rest = rest[at+len(urls[i]):]
+	}
+}
+
+// Issue 13 §2: two comments with 2,000-character links made a digest larger
+// than Web Push allows; it failed and the member was skipped, so neither was
+// ever delivered. The digest now lists what fits and is delivered.
+func TestOversizedDigestIsDeliveredNotDropped(t *testing.T) {
+	user := uniqueUser(t)
+	putUser(t, domain.User{ID: user})
+	sub := addPushSubscription(t, user)
+	var ids, urls []string
+	for i := range 2 {
+		url := "https://example.com/c/" + user + "/" + string(rune('a'+i)) + "/" + strings.Repeat("x", 1960)
+		urls = append(urls, url)
+		ids = append(ids, stacktest.Notify(t, map[string]any{
+			"type": "comment.created", "recipient": map[string]any{"userId": user}, "batchKey": "thread-" + user,
+			"data": map[string]any{"actorLabel": "Someone", "url": url},
+		}))
+	}
+	lead := waitStatus(t, ids[0], domain.ChannelPush, domain.StatusDeferred, 10*time.Second)
+	waitStatus(t, ids[1], domain.ChannelPush, domain.StatusSkipped, 10*time.Second)
+	advanceTo(t, lead.DueAt.Add(time.Second))
+	waitStatus(t, ids[0], domain.ChannelPush, domain.StatusSent, 15*time.Second)
+	got := pushesTo(t, sub)
+	if len(got) != 1 {
+		t.Fatalf("%d pushes, want one digest", len(got))
+	}
+	p := got[0]
+	// One item listed (the newest), its link kept; the body shortened to fit.
+	if p.ID != ids[0] || p.Title != "2 new comments" || p.URL != urls[1] ||
+		!strings.HasPrefix(p.Body, "There are 2 new comments") || !strings.Contains(p.Body, urls[1][:100]) || strings.Contains(p.Body, urls[0][:100]) {
+		t.Errorf("digest %+v", p)
+	}
+	if raw := stacktest.Stack(t).Push.MessagesFor(sub)[0].Body; len(raw) > webpush.MaxPlaintextSize {
+		t.Errorf("payload of %d bytes", len(raw))
 	}
 }

@@ -64,7 +64,7 @@ func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 	if again := stacktest.Do(t, http.MethodPost, u.RequestURI(), "List-Unsubscribe=One-Click", "Content-Type: application/x-www-form-urlencoded"); again.StatusCode != http.StatusOK {
 		t.Fatalf("second POST = %d", again.StatusCode)
 	}
-	if bad := stacktest.Do(t, http.MethodPost, "/v1/unsubscribe?token=x"+u.Query().Get("token"), ""); bad.StatusCode != http.StatusBadRequest {
+	if bad := stacktest.Do(t, http.MethodPost, "/v1/unsubscribe?token=x"+u.Query().Get("token"), "List-Unsubscribe=One-Click", "Content-Type: application/x-www-form-urlencoded"); bad.StatusCode != http.StatusBadRequest || !strings.Contains(string(bad.Body), "unsubscribe_token_invalid") {
 		t.Fatalf("forged token = %d %s", bad.StatusCode, bad.Body)
 	}
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/apifn"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
@@ -92,7 +93,7 @@ func start() (func(), error) {
 		return nil, err
 	}
 	getenv := map[string]string{"TABLE_NAME": res.Table}
-	env.handler, err = app.NewAPI(app.Deps{AWS: ddbCfg, Getenv: func(k string) string { return getenv[k] }, Now: time.Now,
+	env.handler, err = apifn.New(app.Deps{AWS: ddbCfg, Getenv: func(k string) string { return getenv[k] }, Now: time.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: catalog.MustLoad()})
 	if err != nil {
 		emu.Stop()

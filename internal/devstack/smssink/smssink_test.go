@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/heraldhq/herald/internal/smssink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 )
 
 var fixedNow = time.Date(2026, 7, 4, 10, 30, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -39,14 +39,14 @@ type testApp struct {
 	vapid  *webpush.VAPIDSigner
 }
 
-func newTestApp(t *testing.T, client webpush.Doer, now func() time.Time) testApp {
+func newTestApp(t *testing.T, srv *httptest.Server, now func() time.Time) testApp {
 	t.Helper()
 	keys, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sender, err := webpush.NewSender(webpush.SenderConfig{
-		Keys: keys, Contact: "ops@example.com", Client: client, Now: now, AllowInsecureLoopback: true,
+		Keys: keys, Contact: "ops@example.com", Client: srv.Client(), Now: now, AllowInsecureLoopback: true, Hosts: sinkHosts(t, srv),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func createSubscription(t *testing.T, srv *httptest.Server, body string) (string
 	if resp.StatusCode != http.StatusCreated {
 		return "", webpush.Subscription{}, resp
 	}
-	sub, err := webpush.ParseSubscription(raw, webpush.ValidationOptions{AllowInsecureLoopback: true})
+	sub, err := webpush.ParseSubscription(raw, webpush.ValidationOptions{AllowInsecureLoopback: true, Hosts: sinkHosts(t, srv)})
 	if err != nil {
 		t.Fatalf("sink issued an invalid subscription %s: %v", raw, err)
 	}
@@ -99,7 +99,7 @@ func TestSubscriptionIsBrowserShaped(t *testing.T) {
 
 func TestSenderToSinkEndToEnd(t *testing.T) {
 	sink, srv := startSink(t, nil)
-	app := newTestApp(t, srv.Client(), nil)
+	app := newTestApp(t, srv, nil)
 	id, sub, _ := createSubscription(t, srv, "")
 
 	payload := `{"title":"Order shipped","body":"Arrives Thursday"}`
@@ -167,7 +167,7 @@ func TestSenderToSinkEndToEnd(t *testing.T) {
 
 func TestSameTopicReplacesListedMessageButCounts(t *testing.T) {
 	sink, srv := startSink(t, nil)
-	app := newTestApp(t, srv.Client(), nil)
+	app := newTestApp(t, srv, nil)
 	idA, subA, _ := createSubscription(t, srv, "")
 	idB, subB, _ := createSubscription(t, srv, "")
 	send := func(sub webpush.Subscription, topic, payload string) {
@@ -212,7 +212,7 @@ func TestSameTopicReplacesListedMessageButCounts(t *testing.T) {
 
 func TestExpiredSubscriptionIsGone(t *testing.T) {
 	sink, srv := startSink(t, nil)
-	app := newTestApp(t, srv.Client(), nil)
+	app := newTestApp(t, srv, nil)
 	idGo, subGo, _ := createSubscription(t, srv, "")
 	idHTTP, subHTTP, _ := createSubscription(t, srv, "")
 
@@ -261,7 +261,7 @@ func TestExpiredSubscriptionIsGone(t *testing.T) {
 
 func TestInjectedFaults(t *testing.T) {
 	sink, srv := startSink(t, nil)
-	app := newTestApp(t, srv.Client(), nil)
+	app := newTestApp(t, srv, nil)
 	_, sub, _ := createSubscription(t, srv, "")
 	send := func() error {
 		_, err := app.sender.Send(context.Background(), sub, webpush.Message{Payload: []byte("x"), TTL: 60})
@@ -316,8 +316,8 @@ func TestInjectedFaults(t *testing.T) {
 
 func TestRestrictedSubscriptionRequiresItsKey(t *testing.T) {
 	sink, srv := startSink(t, nil)
-	owner := newTestApp(t, srv.Client(), nil)
-	stranger := newTestApp(t, srv.Client(), nil)
+	owner := newTestApp(t, srv, nil)
+	stranger := newTestApp(t, srv, nil)
 	_, sub, _ := createSubscription(t, srv, `{"applicationServerKey":"`+owner.keys.PublicKey+`"}`)
 
 	_, err := stranger.sender.Send(context.Background(), sub, webpush.Message{Payload: []byte("x")})
@@ -340,7 +340,7 @@ func TestRestrictedSubscriptionRequiresItsKey(t *testing.T) {
 func TestPushRejectsBadRequests(t *testing.T) {
 	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 	sink, srv := startSink(t, func() time.Time { return now })
-	app := newTestApp(t, srv.Client(), func() time.Time { return now })
+	app := newTestApp(t, srv, func() time.Time { return now })
 	id, sub, _ := createSubscription(t, srv, "")
 
 	auth, err := app.vapid.Authorization(sub.Endpoint)
@@ -421,7 +421,7 @@ func TestPushRejectsBadRequests(t *testing.T) {
 
 func TestConcurrentPushes(t *testing.T) {
 	sink, srv := startSink(t, nil)
-	app := newTestApp(t, srv.Client(), nil)
+	app := newTestApp(t, srv, nil)
 	const subscriptions, perSubscription = 4, 10
 	ids := make([]string, subscriptions)
 	subs := make([]webpush.Subscription, subscriptions)
@@ -478,7 +478,7 @@ func TestMountedUnderPathPrefix(t *testing.T) {
 	if !strings.HasPrefix(sub.Endpoint, srv.URL+"/sinks/_dev/push/endpoints/") {
 		t.Fatalf("endpoint %q is not under the base path", sub.Endpoint)
 	}
-	app := newTestApp(t, srv.Client(), nil)
+	app := newTestApp(t, srv, nil)
 	if _, err := app.sender.Send(context.Background(), sub, webpush.Message{Payload: []byte("hi")}); err != nil {
 		t.Fatal(err)
 	}
@@ -493,4 +493,14 @@ func TestNewRejectsBadBaseURL(t *testing.T) {
 			t.Errorf("New(%q) accepted", base)
 		}
 	}
+}
+
+// sinkHosts is the push endpoint allow-list naming the sink's test server.
+func sinkHosts(t *testing.T, srv *httptest.Server) webpush.HostList {
+	t.Helper()
+	hosts, err := webpush.ParseHostList(strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hosts
 }

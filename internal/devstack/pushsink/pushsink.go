@@ -213,6 +213,20 @@ func (s *Sink) ClearFaults() {
 	s.faults = nil
 }
 
+// PendingFaults is the first pending injected fault's status and how many
+// pushes in all will still fail; 0, 0 when none.
+func (s *Sink) PendingFaults() (status, remaining int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.faults {
+		if status == 0 {
+			status = f.status
+		}
+		remaining += f.remaining
+	}
+	return status, remaining
+}
+
 // Messages returns the listed messages, newest first. A later message with
 // the same Topic for the same subscription replaces the earlier one.
 func (s *Sink) Messages() []Message { return s.listMessages("") }

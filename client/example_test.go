@@ -1,0 +1,114 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/heraldhq/herald/client"
+)
+
+// standIn plays Herald's API for the examples: it accepts
+// invoice.payment_failed with an invoiceUrl and answers anything else as
+// Herald does.
+func standIn() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get(client.DevCallerHeader) == "" && r.Header.Get("Authorization") == "" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		if !strings.Contains(string(body), "invoiceUrl") {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			fmt.Fprint(w, `{"type":"https://herald.dev/problems/missing_variable","title":"Unprocessable Entity","status":422,"code":"missing_variable","pointer":"/data/invoiceUrl","detail":"variable \"invoiceUrl\": missing"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprint(w, `{"id":"n7d2k4q0s9c1m5v8x3b6f0h2j4","status":"accepted","createdAt":"2026-01-02T03:04:05Z"}`)
+	}))
+}
+
+// A service sends one notification. In AWS, pass the stack's ApiUrl and
+// leave out WithDevCaller: requests are then signed with SigV4 using the
+// SDK's default credentials chain.
+func Example() {
+	herald := standIn() // in real use: http://127.0.0.1:3000 (make dev) or the stack's ApiUrl
+	defer herald.Close()
+
+	c, err := client.New(herald.URL, client.WithDevCaller("billing"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	accepted, err := c.Send(context.Background(), client.Notification{
+		Type:      "invoice.payment_failed",
+		Recipient: client.Recipient{UserID: "u1", Email: "u1@example.com"},
+		Data:      map[string]string{"invoiceUrl": "https://example.com/i/9"},
+		// Retries reuse this key; without one the client generates it.
+		IdempotencyKey: "invoice-9-failed",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(accepted.ID, accepted.Status)
+	// Output: n7d2k4q0s9c1m5v8x3b6f0h2j4 accepted
+}
+
+// Herald's problem documents become *client.Error with the stable code and
+// the JSON Pointer of the field at fault.
+func ExampleError() {
+	herald := standIn()
+	defer herald.Close()
+	c, _ := client.New(herald.URL, client.WithDevCaller("billing"))
+
+	_, err := c.Send(context.Background(), client.Notification{
+		Type:      "invoice.payment_failed",
+		Recipient: client.Recipient{UserID: "u1"},
+	})
+	var herr *client.Error
+	if errors.As(err, &herr) {
+		fmt.Println(herr.Status, herr.Code, herr.Pointer)
+	}
+	// Output: 422 missing_variable /data/invoiceUrl
+}
+
+// Against a deployed stack the client signs with the SDK's credentials
+// chain; the region is read from the execute-api host name.
+func ExampleNew() {
+	c, err := client.New("https://abc123.execute-api.eu-west-1.amazonaws.com",
+		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 5, Base: 100_000_000, Max: 2_000_000_000}))
+	if err != nil {
+		fmt.Println("no AWS configuration:", err)
+		return
+	}
+	_ = c
+	fmt.Println("ready")
+}
+
+// Overrides are merged into the user's preferences; Inherit removes one.
+func ExampleClient_UpdatePreferences() {
+	herald := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fmt.Println(r.Method, r.URL.Path, string(body))
+		fmt.Fprint(w, `{"userId":"u1","preferences":{"comment.created":{"push":{"enabled":false,"source":"user"}}}}`)
+	}))
+	defer herald.Close()
+	c, _ := client.New(herald.URL, client.WithDevCaller("app"))
+
+	prefs, err := c.UpdatePreferences(context.Background(), "u1", map[string]map[string]*bool{
+		"comment.created": {"push": client.Disable, "email": client.Inherit},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(prefs.Preferences["comment.created"]["push"].Source)
+	// Output:
+	// PUT /v1/users/u1/preferences {"preferences":{"comment.created":{"email":null,"push":false}}}
+	// user
+}

@@ -1,0 +1,188 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Notification is a request to notify one user (POST /v1/notifications).
+type Notification struct {
+	// Type is a catalog type, e.g. "invoice.payment_failed".
+	Type      string    `json:"type"`
+	Recipient Recipient `json:"recipient"`
+	// Data holds the type's template variables.
+	Data map[string]string `json:"data,omitempty"`
+	// Priority is "high", "normal" (default) or "low".
+	Priority string `json:"priority,omitempty"`
+	// Channels narrows delivery to some of the type's channels
+	// ("email", "sms", "push").
+	Channels []string `json:"channels,omitempty"`
+	// ResourceID deduplicates on (caller, user, type, resourceId) when no
+	// idempotency key is given.
+	ResourceID string `json:"resourceId,omitempty"`
+	// BatchKey lets notifications of a digestible type collapse into one.
+	BatchKey  string     `json:"batchKey,omitempty"`
+	SendAt    *time.Time `json:"sendAt,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	// IdempotencyKey makes the request safe to repeat: the same key and
+	// payload answer the first response again. Send generates one when both
+	// it and ResourceID are empty; SendBatch when it is empty.
+	IdempotencyKey string `json:"-"`
+}
+
+// Recipient is the user a notification is for; Email, Phone and Locale
+// override the user's profile for this notification.
+type Recipient struct {
+	UserID string `json:"userId"`
+	Email  string `json:"email,omitempty"`
+	Phone  string `json:"phone,omitempty"`
+	Locale string `json:"locale,omitempty"`
+}
+
+// Accepted is Herald's answer to an accepted notification.
+type Accepted struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+	// Replayed is true when this answers an earlier request with the same
+	// idempotency key (this request created nothing).
+	Replayed bool `json:"-"`
+	// IdempotencyKey is the key sent (the caller's or the generated one).
+	IdempotencyKey string `json:"-"`
+}
+
+// Send asks Herald to notify one user and returns once the notification is
+// stored; delivery follows asynchronously (see GetNotification).
+func (c *Client) Send(ctx context.Context, n Notification) (*Accepted, error) {
+	if n.IdempotencyKey == "" && n.ResourceID == "" {
+		n.IdempotencyKey = c.newKey()
+	}
+	var a Accepted
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/notifications", body: n,
+		idempotencyKey: n.IdempotencyKey, ok: []int{http.StatusAccepted}, out: &a})
+	if err != nil {
+		return nil, err
+	}
+	a.Replayed = res.header.Get("Idempotent-Replayed") == "true"
+	a.IdempotencyKey = n.IdempotencyKey
+	return &a, nil
+}
+
+// BatchResult is one item's outcome in a batch, in request order.
+type BatchResult struct {
+	Index          int       `json:"index"`
+	Status         int       `json:"status"`
+	IdempotencyKey string    `json:"idempotencyKey"`
+	ID             string    `json:"id"`
+	CreatedAt      time.Time `json:"createdAt"`
+	Location       string    `json:"location"`
+	Replayed       bool      `json:"replayed"`
+	Problem        *problem  `json:"problem"`
+}
+
+// Err is the item's error (an *Error), or nil when it was accepted.
+func (r BatchResult) Err() error {
+	if r.Status == http.StatusAccepted {
+		return nil
+	}
+	if r.Problem == nil {
+		return &Error{Status: r.Status}
+	}
+	return r.Problem.err(r.Status)
+}
+
+type batchItem struct {
+	Notification
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// MaxBatch is the most notifications one SendBatch call takes.
+const MaxBatch = 100
+
+// SendBatch sends up to MaxBatch notifications in one request. Each item is
+// accepted or rejected on its own (see BatchResult.Err); items without an
+// IdempotencyKey get a generated one, so a retried batch replays instead of
+// duplicating. The error is for the request as a whole.
+func (c *Client) SendBatch(ctx context.Context, ns []Notification) ([]BatchResult, error) {
+	if len(ns) == 0 || len(ns) > MaxBatch {
+		return nil, fmt.Errorf("herald client: a batch holds 1 to %d notifications, not %d", MaxBatch, len(ns))
+	}
+	items := make([]batchItem, len(ns))
+	for i, n := range ns {
+		if n.IdempotencyKey == "" {
+			n.IdempotencyKey = c.newKey()
+		}
+		items[i] = batchItem{Notification: n, IdempotencyKey: n.IdempotencyKey}
+	}
+	var out struct {
+		Results []BatchResult `json:"results"`
+	}
+	_, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/notifications/batch",
+		body: map[string]any{"notifications": items}, ok: []int{http.StatusMultiStatus}, out: &out})
+	if err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}
+
+// Delivery is a notification's state on one channel.
+type Delivery struct {
+	// Status is planned, queued, sending, sent, retrying, deferred, skipped,
+	// dropped, failed, delivered, bounced or complained.
+	Status string `json:"status"`
+	// Reason says why it is skipped, dropped, deferred or failed.
+	Reason    string     `json:"reason"`
+	Attempts  int        `json:"attempts"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+	DueAt     *time.Time `json:"dueAt"`
+}
+
+// NotificationStatus is a notification with its delivery per channel.
+type NotificationStatus struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	Recipient struct {
+		UserID string `json:"userId"`
+	} `json:"recipient"`
+	Priority    string     `json:"priority"`
+	Channels    []string   `json:"channels"`
+	ResourceID  string     `json:"resourceId"`
+	BatchKey    string     `json:"batchKey"`
+	SendAt      *time.Time `json:"sendAt"`
+	ExpiresAt   *time.Time `json:"expiresAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	CancelledAt *time.Time `json:"cancelledAt"`
+	// Deliveries is keyed by channel; empty until the relay planned them.
+	Deliveries map[string]Delivery `json:"deliveries"`
+}
+
+// GetNotification reads one of the caller's notifications.
+func (c *Client) GetNotification(ctx context.Context, id string) (*NotificationStatus, error) {
+	var st NotificationStatus
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/notifications/" + url.PathEscape(id), ok: []int{http.StatusOK}, out: &st}); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// CancelNotification cancels what is not sent yet of a notification
+// (idempotent) and returns its state.
+func (c *Client) CancelNotification(ctx context.Context, id string) (*NotificationStatus, error) {
+	var st NotificationStatus
+	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/v1/notifications/" + url.PathEscape(id), ok: []int{http.StatusOK}, out: &st}); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// errorsAs is errors.As for *Error.
+func errorsAs(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/ops"
+)
+
+const sendUsage = `Usage:
+  herald send --type TYPE --user USER [--email ADDR] [--phone +E164] [--locale L]
+              [--data key=value ...] [--priority high|normal|low] [--channel email ...]
+              [--idempotency-key KEY] [--resource-id ID] [--send-at RFC3339]
+              [--wait] [--json] [where]
+
+Where (first match wins):
+  --stack NAME       a deployed stack: its ApiUrl output, signed with SigV4 using the
+                     AWS SDK's credentials chain (default $HERALD_STACK)
+  --endpoint URL     an API URL, signed with SigV4 (or --caller for a local stack)
+  otherwise          the running 'make dev' (.herald/dev.json above the working
+                     directory), calling as --caller (default "cli")
+
+Prints the notification id; --wait follows its deliveries until they settle.
+`
+
+// sendDeps are what `herald send` reaches outside the process; tests replace them.
+type sendDeps struct {
+	getenv     func(string) string
+	getwd      func() (string, error)
+	alive      func(pid int) bool
+	loadConfig func(context.Context) (aws.Config, error)
+	stacks     func(aws.Config) ops.StacksAPI
+	clientOpts []client.Option
+	poll       time.Duration
+}
+
+func defaultSendDeps() sendDeps {
+	return sendDeps{
+		getenv: os.Getenv, getwd: os.Getwd,
+		alive:      func(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil },
+		loadConfig: func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) },
+		stacks:     func(cfg aws.Config) ops.StacksAPI { return cloudformation.NewFromConfig(cfg) },
+		poll:       500 * time.Millisecond,
+	}
+}
+
+// errSendUsage marks a command-line mistake (exit status 2).
+var errSendUsage = errors.New("usage")
+
+func sendUsageError(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errSendUsage, fmt.Sprintf(format, a...))
+}
+
+// repeated collects a repeatable flag.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
+
+func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sendDeps) error {
+	fs := flag.NewFlagSet("send", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, sendUsage) }
+	var n client.Notification
+	var data, channels repeated
+	var sendAt, stack, endpoint, caller string
+	var wait, asJSON bool
+	fs.StringVar(&n.Type, "type", "", "notification type")
+	fs.StringVar(&n.Recipient.UserID, "user", "", "recipient user id")
+	fs.StringVar(&n.Recipient.Email, "email", "", "recipient email (overrides the profile)")
+	fs.StringVar(&n.Recipient.Phone, "phone", "", "recipient phone, E.164 (overrides the profile)")
+	fs.StringVar(&n.Recipient.Locale, "locale", "", "recipient locale (overrides the profile)")
+	fs.Var(&data, "data", "template variable key=value (repeatable)")
+	fs.Var(&channels, "channel", "deliver only on this channel (repeatable)")
+	fs.StringVar(&n.Priority, "priority", "", "high, normal or low")
+	fs.StringVar(&n.IdempotencyKey, "idempotency-key", "", "Idempotency-Key (generated when empty and no --resource-id)")
+	fs.StringVar(&n.ResourceID, "resource-id", "", "deduplicate on (user, type, resource id)")
+	fs.StringVar(&n.BatchKey, "batch-key", "", "digest batch key")
+	fs.StringVar(&sendAt, "send-at", "", "not before this time (RFC 3339)")
+	fs.StringVar(&stack, "stack", "", "CloudFormation stack name (default $HERALD_STACK)")
+	fs.StringVar(&endpoint, "endpoint", "", "API URL")
+	fs.StringVar(&caller, "caller", "", `local stack caller (X-Herald-Dev-Caller; default "cli")`)
+	fs.BoolVar(&wait, "wait", false, "follow the deliveries until they settle")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errSendUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return sendUsageError("unexpected argument %q", fs.Arg(0))
+	}
+	if n.Type == "" || n.Recipient.UserID == "" {
+		return sendUsageError("--type and --user are required")
+	}
+	for _, kv := range data {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return sendUsageError("--data %q: want key=value", kv)
+		}
+		if n.Data == nil {
+			n.Data = map[string]string{}
+		}
+		n.Data[k] = v
+	}
+	n.Channels = channels
+	if sendAt != "" {
+		t, err := time.Parse(time.RFC3339, sendAt)
+		if err != nil {
+			return sendUsageError("--send-at %q: want RFC 3339, like 2026-01-02T15:04:05Z", sendAt)
+		}
+		n.SendAt = &t
+	}
+	c, where, err := sendTarget(ctx, d, stack, endpoint, caller)
+	if err != nil {
+		return err
+	}
+	a, err := c.Send(ctx, n)
+	var herr *client.Error
+	if errors.As(err, &herr) {
+		at := ""
+		if herr.Pointer != "" {
+			at = " at " + herr.Pointer
+		}
+		return fmt.Errorf("%s answered %d %s%s: %s", where, herr.Status, herr.Code, at, herr.Detail)
+	}
+	if err != nil {
+		return fmt.Errorf("send to %s: %w", where, err)
+	}
+	if !wait {
+		if asJSON {
+			return json.NewEncoder(stdout).Encode(map[string]any{"id": a.ID, "status": a.Status, "createdAt": a.CreatedAt,
+				"idempotencyKey": a.IdempotencyKey, "replayed": a.Replayed})
+		}
+		replayed := ""
+		if a.Replayed {
+			replayed = " (replayed: an earlier request with this key created it)"
+		}
+		fmt.Fprintf(stdout, "%s %s%s\n", a.ID, a.Status, replayed)
+		fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s\n", where, a.IdempotencyKey)
+		return nil
+	}
+	st, err := waitSettled(ctx, c, a.ID, d.poll, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(st)
+	}
+	fmt.Fprintf(stdout, "%s %s\n", st.ID, st.Status)
+	chans := make([]string, 0, len(st.Deliveries))
+	for ch := range st.Deliveries {
+		chans = append(chans, ch)
+	}
+	sort.Strings(chans)
+	for _, ch := range chans {
+		dl := st.Deliveries[ch]
+		fmt.Fprintf(stdout, "  %-6s %-10s %s\n", ch, dl.Status, dl.Reason)
+	}
+	return nil
+}
+
+// settled delivery states: nothing more happens without a new event.
+var settled = map[string]bool{"sent": true, "delivered": true, "bounced": true, "complained": true,
+	"skipped": true, "dropped": true, "failed": true, "deferred": true}
+
+// waitSettled polls the notification until the relay planned it and every
+// delivery settled, or timeout passes (then it answers the last state).
+func waitSettled(ctx context.Context, c *client.Client, id string, every, timeout time.Duration) (*client.NotificationStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		st, err := c.GetNotification(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		done := len(st.Deliveries) > 0 || st.Status == "cancelled"
+		for _, dl := range st.Deliveries {
+			done = done && settled[dl.Status]
+		}
+		if done {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// errNoSendTarget: no flag, variable or running local stack names an API.
+var errNoSendTarget = errors.New("no Herald API selected: pass --stack NAME (or set HERALD_STACK) or --endpoint URL, or start the local stack with `make dev`")
+
+// sendTarget builds the client for the selected deployment and says which it is.
+func sendTarget(ctx context.Context, d sendDeps, stack, endpoint, caller string) (*client.Client, string, error) {
+	if stack == "" && endpoint == "" {
+		stack = d.getenv("HERALD_STACK")
+	}
+	opts := append([]client.Option{client.WithUserAgent("herald-cli")}, d.clientOpts...)
+	if stack != "" || (endpoint != "" && caller == "") {
+		cfg, err := d.loadConfig(ctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("AWS configuration: %w", err)
+		}
+		where := endpoint
+		if stack != "" {
+			out, err := d.stacks(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+			if err != nil {
+				return nil, "", fmt.Errorf("stack %s in %s: %w", stack, cfg.Region, err)
+			}
+			if len(out.Stacks) == 0 {
+				return nil, "", fmt.Errorf("stack %s not found in %s", stack, cfg.Region)
+			}
+			for _, o := range out.Stacks[0].Outputs {
+				if aws.ToString(o.OutputKey) == "ApiUrl" {
+					endpoint = aws.ToString(o.OutputValue)
+				}
+			}
+			if endpoint == "" {
+				return nil, "", fmt.Errorf("stack %s has no ApiUrl output", stack)
+			}
+			where = "stack " + stack + " (" + endpoint + ")"
+		}
+		c, err := client.New(endpoint, append(opts, client.WithAWSConfig(cfg))...)
+		return c, where, err
+	}
+	if caller == "" {
+		caller = "cli"
+	}
+	if endpoint != "" {
+		c, err := client.New(endpoint, append(opts, client.WithDevCaller(caller))...)
+		return c, endpoint, err
+	}
+	wd, err := d.getwd()
+	if err != nil {
+		return nil, "", err
+	}
+	path, found := ops.FindState(wd)
+	if !found {
+		return nil, "", errNoSendTarget
+	}
+	st, err := ops.ReadState(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if !d.alive(st.PID) {
+		return nil, "", fmt.Errorf("%w %s: `herald dev` (pid %d) is not running; start it with `make dev` or delete the file", ops.ErrStaleState, path, st.PID)
+	}
+	c, err := client.New(st.APIURL, append(opts, client.WithDevCaller(caller))...)
+	return c, "local stack " + st.APIURL, err
+}

@@ -1,0 +1,52 @@
+// Package apifn wires the HTTP API function.
+package apifn
+
+import (
+	"crypto/rand"
+
+	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/unsubscribekey"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/webpush"
+)
+
+// The store serves every interface of the API.
+var (
+	_ api.NotificationStore     = (*dynamo.Store)(nil)
+	_ api.InboxStore            = (*dynamo.Store)(nil)
+	_ api.AnnouncementStore     = (*dynamo.Store)(nil)
+	_ api.UserStore             = (*dynamo.Store)(nil)
+	_ api.PushSubscriptionStore = (*dynamo.Store)(nil)
+	_ api.PreferenceStore       = (*dynamo.Store)(nil)
+	_ api.UnsubscribeStore      = (*dynamo.Store)(nil)
+	_ api.UnsubscribeTokens     = (*unsubscribekey.Signer)(nil)
+)
+
+// New wires the HTTP API function. The unsubscribe key is read on the first
+// unsubscribe request, so the API starts without it.
+func New(d app.Deps) (*api.Handler, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
+	st, err := d.Store()
+	if err != nil {
+		return nil, err
+	}
+	// The push services a subscription may name (empty: webpush.DefaultPushServices).
+	pushHosts, err := webpush.ParseHostList(d.Getenv("PUSH_ENDPOINT_ALLOW_LIST"))
+	if err != nil {
+		return nil, err
+	}
+	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
+		Users: st, PushSubscriptions: st, Preferences: st,
+		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
+		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
+		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return api.NewRandomID(b[:])
+}

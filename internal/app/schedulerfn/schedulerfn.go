@@ -1,0 +1,39 @@
+// Package schedulerfn wires the scheduler function.
+package schedulerfn
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/queue"
+	"github.com/heraldhq/herald/internal/scheduler"
+)
+
+var (
+	_ scheduler.Store        = (*dynamo.Store)(nil)
+	_ scheduler.Publisher    = (*queue.Publisher)(nil)
+	_ scheduler.ReleaseQueue = (*queue.Releases)(nil)
+)
+
+// New wires the scheduler function: its tick sends release messages to the
+// release queue (RELEASE_QUEUE_URL); its releases publish released
+// deliveries to the nine queues named in the environment.
+func New(d app.Deps) (*scheduler.Handler, error) {
+	st, err := d.Store()
+	if err != nil {
+		return nil, err
+	}
+	urls, err := queue.URLsFromEnv(d.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	env, err := d.Require(queue.ReleaseQueueEnv)
+	if err != nil {
+		return nil, err
+	}
+	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	pub := queue.NewPublisher(client, urls)
+	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
+	return scheduler.New(st, pub, releases, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+}

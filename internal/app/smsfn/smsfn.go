@@ -1,0 +1,21 @@
+// Package smsfn wires the SMS function (SQS → SNS).
+package smsfn
+
+import (
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/app/workerfn"
+	"github.com/heraldhq/herald/internal/sms"
+	"github.com/heraldhq/herald/internal/worker"
+)
+
+// New wires the SMS function.
+func New(d app.Deps) (*worker.Handler, error) {
+	st, err := d.Store()
+	if err != nil {
+		return nil, err
+	}
+	client := sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = sms.Retryer() })
+	return workerfn.New(d, st, sms.New(sms.NarrowClient(client), sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
+}

@@ -1,0 +1,55 @@
+// Package workerfn wires the delivery loop shared by the channel functions
+// (email, SMS, push) around each one's provider.
+package workerfn
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/queue"
+	"github.com/heraldhq/herald/internal/worker"
+)
+
+var (
+	_ worker.Store       = (*dynamo.Store)(nil)
+	_ worker.DigestStore = (*dynamo.Store)(nil)
+	_ worker.Visibility  = (*queue.Visibility)(nil)
+)
+
+// Config reads the retry settings shared by the channel functions.
+func Config(d app.Deps) (worker.Config, error) {
+	env, err := d.Require("BACKOFF_BASE", "BACKOFF_CAP", "MAX_RECEIVE_COUNT")
+	if err != nil {
+		return worker.Config{}, err
+	}
+	var cfg worker.Config
+	if cfg.BackoffBase, err = time.ParseDuration(env["BACKOFF_BASE"]); err != nil || cfg.BackoffBase <= 0 {
+		return cfg, fmt.Errorf("BACKOFF_BASE %q: want a positive Go duration", env["BACKOFF_BASE"])
+	}
+	if cfg.BackoffCap, err = time.ParseDuration(env["BACKOFF_CAP"]); err != nil || cfg.BackoffCap < cfg.BackoffBase {
+		return cfg, fmt.Errorf("BACKOFF_CAP %q: want a Go duration ≥ BACKOFF_BASE", env["BACKOFF_CAP"])
+	}
+	if cfg.MaxReceiveCount, err = strconv.Atoi(env["MAX_RECEIVE_COUNT"]); err != nil || cfg.MaxReceiveCount < 1 {
+		return cfg, fmt.Errorf("MAX_RECEIVE_COUNT %q: want a positive integer", env["MAX_RECEIVE_COUNT"])
+	}
+	return cfg, nil
+}
+
+// New wires the loop around p on st, the store the provider may share (push
+// deletes gone subscriptions through it).
+func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
+	cfg, err := Config(d)
+	if err != nil {
+		return nil, err
+	}
+	return worker.New(cfg, st, queue.NewVisibility(queue.NarrowClient(sqs.NewFromConfig(d.AWS))), p, d.Catalog, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+}

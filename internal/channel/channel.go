@@ -1,0 +1,71 @@
+// Package channel is the contract between the delivery loop (internal/worker)
+// and the channel providers (internal/email, internal/sms, internal/push): the
+// rendered message a provider sends and the classified error it returns. It
+// sits below both, so a provider never imports the loop that drives it.
+package channel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// Message is one rendered delivery handed to a provider.
+type Message struct {
+	Notification *domain.Notification
+	Type         *catalog.Type
+	Profile      *domain.RecipientProfile
+	Content      catalog.Content
+	Contact      string // email address or phone number; empty for push
+}
+
+// Provider sends on one channel.
+type Provider interface {
+	Channel() domain.Channel
+	// Send returns the provider's message id, or an error. Errors that are not
+	// *ProviderError are treated as transient.
+	Send(ctx context.Context, m *Message) (string, error)
+}
+
+// ContentBudget is implemented by providers whose messages have a size limit
+// (Web Push, one SMS segment): the worker renders a digest with fewer items,
+// counting the rest, until Fits holds.
+type ContentBudget interface {
+	Fits(catalog.Content) bool
+}
+
+// ProviderError is a classified provider failure.
+type ProviderError struct {
+	// Transient errors are retried with backoff until MaxReceiveCount.
+	Transient bool
+	// Drop ends the delivery as dropped (the truth is "no longer applies", e.g.
+	// an opted-out number) instead of failed.
+	Drop bool
+	// Reason is recorded on permanent outcomes.
+	Reason domain.Reason
+	// RetryAfter, when set, is the provider's requested delay (Web Push 429).
+	RetryAfter time.Duration
+	// Code is a short provider error code, safe to log and store (never PII).
+	Code string
+	// Alert marks errors an operator must act on (e.g. the SES account is
+	// suspended): besides the outcome, the worker logs OperatorAlert at ERROR.
+	Alert bool
+	Err   error
+}
+
+// OperatorAlert is the stable log message of errors with Alert set; alarms
+// match on it.
+const OperatorAlert = "operator alert: provider refuses to send"
+
+func (e *ProviderError) Error() string {
+	kind := "permanent"
+	if e.Transient {
+		kind = "transient"
+	}
+	return fmt.Sprintf("%s provider error %s: %v", kind, e.Code, e.Err)
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }

@@ -1,0 +1,264 @@
+// The dev console: one page over the runner's /_dev routes. Everything is
+// rendered with DOM APIs (textContent), never innerHTML: captured mail and
+// payloads are data, not markup. Email HTML is shown in a sandboxed iframe.
+
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v !== undefined && v !== null) e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(c ?? ''));
+  return e;
+}
+
+const pill = (text, cls) => el('span', { class: 'pill ' + (cls || text) }, text);
+const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : '');
+
+async function getJSON(path) {
+  const r = await fetch(path, { cache: 'no-store' });
+  if (!r.ok) throw new Error(path + ': ' + r.status);
+  return r.json();
+}
+
+// ---- notifications
+function renderNotifications(list) {
+  const body = $('#notifications tbody');
+  body.replaceChildren(...list.map((n) => {
+    const ds = el('td', { class: 'deliveries' });
+    for (const ch of Object.keys(n.deliveries || {}).sort()) {
+      const d = n.deliveries[ch];
+      const label = ch + ': ' + d.status + (d.reason ? ' (' + d.reason + ')' : '') + (d.attempts ? ' ×' + d.attempts : '');
+      const p = pill(label, d.status);
+      p.dataset.channel = ch;
+      p.dataset.status = d.status;
+      if (d.lastError) p.title = d.lastError;
+      ds.append(p);
+    }
+    if (!Object.keys(n.deliveries || {}).length) ds.append(pill('planning…', 'planned'));
+    return el('tr', { 'data-id': n.id },
+      el('td', {}, time(n.createdAt)), el('td', {}, el('code', {}, n.id)), el('td', {}, n.type),
+      el('td', {}, n.userId), el('td', {}, n.priority), el('td', {}, pill(n.status, n.status === 'cancelled' ? 'dropped' : 'ok')), ds);
+  }));
+}
+
+// ---- emails
+let emails = [];
+let selectedEmail = '';
+
+function renderEmails(store) {
+  emails = (store.emails || []).slice().reverse(); // newest first
+  $('#emails-count').textContent = '(' + emails.length + ')';
+  $('#emails').replaceChildren(...emails.map((m) => {
+    const b = el('button', { type: 'button', 'data-message-id': m.messageId, 'aria-current': String(m.messageId === selectedEmail) },
+      m.subject || '(no subject)', el('small', {}, (m.destination?.to || []).join(', ') + ' · ' + new Date((m.at || 0) * 1000).toLocaleTimeString()));
+    b.addEventListener('click', () => { selectedEmail = m.messageId; renderEmails(store); showEmail(m); });
+    return el('li', {}, b);
+  }));
+}
+
+function showEmail(m) {
+  const view = $('#email-view');
+  const headers = el('table', { class: 'headers' }, el('tbody', {},
+    el('tr', {}, el('th', {}, 'From'), el('td', {}, m.from || '')),
+    el('tr', {}, el('th', {}, 'To'), el('td', {}, (m.destination?.to || []).join(', '))),
+    el('tr', {}, el('th', {}, 'Subject'), el('td', {}, m.subject || '')),
+    ...(m.headers || []).map((h) => el('tr', {}, el('th', {}, h.name), el('td', {}, el('code', {}, h.value))))));
+  // sandbox="": no scripts, no same-origin access, no forms, no top navigation.
+  const frame = el('iframe', { sandbox: '', title: 'HTML part of ' + (m.subject || 'the email'), referrerpolicy: 'no-referrer' });
+  frame.srcdoc = m.body?.html || '<p><em>No HTML part.</em></p>';
+  view.replaceChildren(
+    el('h3', { class: 'subject' }, m.subject || '(no subject)'),
+    el('details', { open: '' }, el('summary', {}, 'Headers'), headers),
+    el('h4', {}, 'HTML'), frame,
+    el('h4', {}, 'Text'), el('pre', { class: 'text-part' }, m.body?.text || '(no text part)'));
+}
+
+// ---- SMS, pushes, queues
+function renderSMS(list) {
+  $('#sms-count').textContent = '(' + list.length + ')';
+  $('#sms tbody').replaceChildren(...list.slice().reverse().map((m) =>
+    el('tr', {}, el('td', {}, time(m.at)), el('td', {}, m.to), el('td', {}, el('pre', {}, m.text)))));
+}
+
+function renderPushes(list) {
+  $('#push-count').textContent = '(' + list.length + ')';
+  $('#pushes tbody').replaceChildren(...list.map((m) =>
+    el('tr', { 'data-subscription': m.subscriptionId }, el('td', {}, time(m.receivedAt)), el('td', {}, el('code', {}, m.subscriptionId)),
+      el('td', {}, el('pre', {}, typeof m.payload === 'string' ? m.payload : JSON.stringify(m.payload, null, 1))),
+      el('td', {}, m.urgency || ''), el('td', {}, String(m.ttl)))));
+}
+
+function renderQueues(list) {
+  $('#queues tbody').replaceChildren(...list.map((q) => {
+    const tr = el('tr', { class: q.dlq ? 'dlq' + (q.visible + q.inFlight === 0 ? ' empty' : '') : '' },
+      el('td', {}, q.logicalId + (q.dlq ? ' (DLQ)' : '')), el('td', {}, String(q.visible)), el('td', {}, String(q.inFlight)), el('td', {}, String(q.delayed)));
+    return tr;
+  }));
+}
+
+// ---- faults
+function renderFaults(state) {
+  const rows = ['email', 'sms', 'push'].map((ch) => {
+    const s = state[ch] || { mode: 'off' };
+    const now = s.mode === 'off' ? pill('off', 'ok') : pill(s.mode + (s.remaining < 0 ? ' until off' : ' ×' + s.remaining), 'bad');
+    const form = el('form', { class: 'fault', 'data-channel': ch });
+    const mode = el('select', { name: 'mode', 'aria-label': ch + ' fault mode' },
+      el('option', { value: 'transient' }, 'transient'), el('option', { value: 'permanent' }, 'permanent'), el('option', { value: 'off' }, 'off'));
+    const times = el('input', { name: 'times', type: 'number', min: '0', value: '2', size: '3', 'aria-label': ch + ' fault count (0: until off)' });
+    form.append(mode, times, el('button', {}, 'Set'));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      await fetch('/_dev/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ channel: ch, mode: mode.value, times: parseInt(times.value, 10) || 0 }) });
+      refresh();
+    });
+    return el('tr', {}, el('td', {}, ch), el('td', {}, now, s.served ? ' served ' + s.served : ''), el('td', {}, form));
+  });
+  $('#faults tbody').replaceChildren(...rows);
+}
+
+// ---- refresh loop
+let inFlight = false;
+async function refresh() {
+  if (inFlight) return;
+  inFlight = true;
+  const parts = [
+    ['/_dev/notifications?limit=25', renderNotifications],
+    ['/_dev/emails', renderEmails],
+    ['/_dev/sms', renderSMS],
+    ['/_dev/push', renderPushes],
+    ['/_dev/queues', renderQueues],
+  ];
+  // The fault form keeps its edits while the user is typing in it.
+  if (!document.activeElement?.closest('#faults')) parts.push(['/_dev/faults', renderFaults]);
+  await Promise.all(parts.map(async ([path, render]) => {
+    try { render(await getJSON(path)); } catch (err) { console.warn(err); }
+  }));
+  try {
+    const h = await fetch('/_dev/health', { cache: 'no-store' }).then((r) => r.json());
+    $('#health').textContent = h.ok ? 'all parts up' : 'degraded: ' + JSON.stringify(h.services);
+    $('#health').className = 'pill ' + (h.ok ? 'ok' : 'bad');
+  } catch (_) {
+    $('#health').textContent = 'runner unreachable';
+    $('#health').className = 'pill bad';
+  }
+  document.body.dataset.refreshed = String(Date.now());
+  inFlight = false;
+}
+
+let timer = 0;
+function schedule() {
+  clearInterval(timer);
+  if ($('#auto').checked) timer = setInterval(refresh, 2000);
+}
+
+// ---- demo inbox and push subscription
+function bytesToBase64Url(bytes) {
+  let s = '';
+  for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+// localPushManager stands in for registration.pushManager: the subscription
+// comes from the runner's local push service, which keeps its private keys
+// and decrypts what Herald sends to it (listed under "Web Push").
+function localPushManager(user) {
+  const key = 'herald-dev-push:' + user;
+  const wrap = (s) => ({
+    endpoint: s.endpoint,
+    id: s.id,
+    options: { applicationServerKey: null },
+    toJSON: () => ({ endpoint: s.endpoint, expirationTime: null, keys: s.keys }),
+    unsubscribe: async () => {
+      await fetch('/_dev/push-subscriptions/' + encodeURIComponent(s.id), { method: 'DELETE' });
+      localStorage.removeItem(key);
+      return true;
+    },
+  });
+  return {
+    async getSubscription() {
+      const s = JSON.parse(localStorage.getItem(key) || 'null');
+      return s ? wrap(s) : null;
+    },
+    async subscribe({ applicationServerKey }) {
+      const r = await fetch('/_dev/push-subscriptions', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ applicationServerKey: bytesToBase64Url(applicationServerKey) }) });
+      if (!r.ok) throw new Error('local push service: ' + r.status);
+      const s = await r.json();
+      localStorage.setItem(key, JSON.stringify(s));
+      return wrap(s);
+    },
+  };
+}
+
+async function setupInbox(user) {
+  $('#inbox-demo').hidden = false;
+  $('#inbox-user').textContent = user;
+  document.querySelector('#user-form input').value = user;
+  const [{ HeraldPush }] = await Promise.all([import('/_dev/kit/herald-push.js'), import('/_dev/kit/herald-inbox.js')]);
+  let cached = { token: '', until: 0 };
+  const getToken = async () => {
+    if (Date.now() < cached.until) return cached.token;
+    const t = await getJSON('/_dev/token?sub=' + encodeURIComponent(user));
+    cached = { token: t.token, until: Date.now() + (t.expiresIn - 60) * 1000 };
+    return t.token;
+  };
+  const inbox = $('#inbox');
+  inbox.setAttribute('api-base', location.origin);
+  inbox.setAttribute('user-id', user);
+  inbox.tokenProvider = getToken;
+
+  const status = $('#push-status');
+  // The app's backend would register the subscription with Herald's service
+  // route; the console plays that backend, calling as "console".
+  const push = new HeraldPush({
+    apiBase: location.origin, getToken, serviceWorkerUrl: '/_dev/kit/herald-sw.js',
+    pushManager: () => localPushManager(user),
+    onSubscription: async (sub) => {
+      const r = await fetch('/v1/users/' + encodeURIComponent(user) + '/push-subscriptions', {
+        method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Herald-Dev-Caller': 'console' }, body: JSON.stringify(sub) });
+      const body = await r.json();
+      if (!r.ok) throw new Error(body.detail || body.code || r.status);
+      status.dataset.subscriptionId = body.id;
+    },
+    onUnsubscribe: async () => {
+      const id = status.dataset.subscriptionId;
+      if (id) await fetch('/v1/users/' + encodeURIComponent(user) + '/push-subscriptions/' + id, { method: 'DELETE', headers: { 'X-Herald-Dev-Caller': 'console' } });
+      delete status.dataset.subscriptionId;
+    },
+  });
+  $('#subscribe').addEventListener('click', async () => {
+    status.textContent = 'Subscribing…';
+    try {
+      const sub = await push.subscribe();
+      status.textContent = 'Subscribed: ' + sub.endpoint.split('/').pop();
+      status.dataset.state = 'subscribed';
+      status.dataset.localId = sub.endpoint.split('/').pop();
+    } catch (err) {
+      status.textContent = 'Could not subscribe: ' + err.message;
+      status.dataset.state = 'error';
+    }
+  });
+  $('#unsubscribe').addEventListener('click', async () => {
+    try {
+      status.textContent = (await push.unsubscribe()) ? 'Unsubscribed.' : 'Not subscribed.';
+      status.dataset.state = 'unsubscribed';
+    } catch (err) {
+      status.textContent = 'Could not unsubscribe: ' + err.message;
+    }
+  });
+}
+
+$('#auto').addEventListener('change', schedule);
+$('#refresh').addEventListener('click', refresh);
+$('#user-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const u = new FormData(e.target).get('user');
+  location.search = '?user=' + encodeURIComponent(u);
+});
+const user = new URLSearchParams(location.search).get('user');
+if (user) setupInbox(user).catch((err) => { $('#push-status').textContent = err.message; });
+refresh();
+schedule();

@@ -1,0 +1,253 @@
+package iam
+
+import (
+	"fmt"
+	"net/mail"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sesv2"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+)
+
+// servicePrefixes map SDK service ids to IAM service prefixes.
+var servicePrefixes = map[string]string{
+	"DynamoDB":         "dynamodb",
+	"DynamoDB Streams": "dynamodb",
+	"SQS":              "sqs",
+	"SESv2":            "ses",
+	"SNS":              "sns",
+	"SSM":              "ssm",
+	"Secrets Manager":  "secretsmanager",
+}
+
+// Describe says what IAM authorizes for one SDK operation: one request per
+// resource the call touches (a BatchGetItem over two tables is two), each
+// of which must be allowed. Region and account are the caller's (they make
+// the ARNs of resources named by name). An operation it cannot describe is
+// an error: the caller denies it rather than guess.
+func Describe(serviceID, operation string, input any, region, account string) ([]Request, error) {
+	prefix, ok := servicePrefixes[serviceID]
+	if !ok {
+		return nil, fmt.Errorf("the local IAM check does not know service %q (internal/devstack/iam/requests.go)", serviceID)
+	}
+	action := prefix + ":" + operation
+	one := func(resource string) []Request { return []Request{{Action: action, Resource: resource}} }
+	table := func(name *string) string {
+		n := deref(name)
+		if strings.HasPrefix(n, "arn:") {
+			return n
+		}
+		return "arn:aws:dynamodb:" + region + ":" + account + ":table/" + n
+	}
+	index := func(name, idx *string) string {
+		if deref(idx) == "" {
+			return table(name)
+		}
+		return table(name) + "/index/" + deref(idx)
+	}
+	queue := func(u *string) (string, error) { return queueARN(deref(u), region) }
+
+	switch in := input.(type) {
+	// ---------------------------------------------------------------- DynamoDB
+	case *dynamodb.GetItemInput:
+		return one(table(in.TableName)), nil
+	case *dynamodb.PutItemInput:
+		return one(table(in.TableName)), nil
+	case *dynamodb.UpdateItemInput:
+		return one(table(in.TableName)), nil
+	case *dynamodb.DeleteItemInput:
+		return one(table(in.TableName)), nil
+	case *dynamodb.QueryInput:
+		return one(index(in.TableName, in.IndexName)), nil
+	case *dynamodb.ScanInput:
+		return one(index(in.TableName, in.IndexName)), nil
+	case *dynamodb.DescribeTableInput:
+		return one(table(in.TableName)), nil
+	case *dynamodb.BatchGetItemInput:
+		return perTable(action, in.RequestItems, table), nil
+	case *dynamodb.BatchWriteItemInput:
+		return perTable(action, in.RequestItems, table), nil
+	case *dynamodb.TransactGetItemsInput:
+		// No IAM action of its own: each item is authorized as a GetItem.
+		var out []Request
+		for _, it := range in.TransactItems {
+			if it.Get != nil {
+				out = append(out, Request{Action: "dynamodb:GetItem", Resource: table(it.Get.TableName)})
+			}
+		}
+		return out, nil
+	case *dynamodb.TransactWriteItemsInput:
+		// Each item is authorized as its own action.
+		var out []Request
+		for _, it := range in.TransactItems {
+			switch {
+			case it.ConditionCheck != nil:
+				out = append(out, Request{Action: "dynamodb:ConditionCheckItem", Resource: table(it.ConditionCheck.TableName)})
+			case it.Put != nil:
+				out = append(out, Request{Action: "dynamodb:PutItem", Resource: table(it.Put.TableName)})
+			case it.Update != nil:
+				out = append(out, Request{Action: "dynamodb:UpdateItem", Resource: table(it.Update.TableName)})
+			case it.Delete != nil:
+				out = append(out, Request{Action: "dynamodb:DeleteItem", Resource: table(it.Delete.TableName)})
+			}
+		}
+		return out, nil
+
+	// ---------------------------------------------------------------- SQS
+	case *sqs.SendMessageInput:
+		arn, err := queue(in.QueueUrl)
+		return one(arn), err
+	case *sqs.SendMessageBatchInput:
+		arn, err := queue(in.QueueUrl)
+		return []Request{{Action: "sqs:SendMessage", Resource: arn}}, err
+	case *sqs.ReceiveMessageInput:
+		arn, err := queue(in.QueueUrl)
+		return one(arn), err
+	case *sqs.DeleteMessageInput:
+		arn, err := queue(in.QueueUrl)
+		return one(arn), err
+	case *sqs.DeleteMessageBatchInput:
+		arn, err := queue(in.QueueUrl)
+		return []Request{{Action: "sqs:DeleteMessage", Resource: arn}}, err
+	case *sqs.ChangeMessageVisibilityInput:
+		arn, err := queue(in.QueueUrl)
+		return one(arn), err
+	case *sqs.ChangeMessageVisibilityBatchInput:
+		arn, err := queue(in.QueueUrl)
+		return []Request{{Action: "sqs:ChangeMessageVisibility", Resource: arn}}, err
+	case *sqs.GetQueueAttributesInput:
+		arn, err := queue(in.QueueUrl)
+		return one(arn), err
+	case *sqs.GetQueueUrlInput:
+		owner := account
+		if o := deref(in.QueueOwnerAWSAccountId); o != "" {
+			owner = o
+		}
+		return one("arn:aws:sqs:" + region + ":" + owner + ":" + deref(in.QueueName)), nil
+
+	// ---------------------------------------------------------------- SES v2
+	case *sesv2.SendEmailInput:
+		return sesSendEmail(in, region, account)
+
+	// ---------------------------------------------------------------- SNS
+	case *sns.PublishInput:
+		switch {
+		case deref(in.TopicArn) != "":
+			return one(deref(in.TopicArn)), nil
+		case deref(in.TargetArn) != "":
+			return one(deref(in.TargetArn)), nil
+		default:
+			// A phone number has no ARN: only Resource "*" covers it.
+			return one("*"), nil
+		}
+	case *sns.CheckIfPhoneNumberIsOptedOutInput:
+		return one("*"), nil
+
+	// ---------------------------------------------------------------- SSM, Secrets Manager
+	case *ssm.GetParameterInput:
+		return one(parameterARN(deref(in.Name), region, account)), nil
+	case *ssm.GetParametersInput:
+		var out []Request
+		for _, n := range in.Names {
+			out = append(out, Request{Action: action, Resource: parameterARN(n, region, account)})
+		}
+		return out, nil
+	case *secretsmanager.GetSecretValueInput:
+		id := deref(in.SecretId)
+		if !strings.HasPrefix(id, "arn:") {
+			// AWS authorizes against the secret's full ARN, whose suffix
+			// only the service knows; scripts/iam/transform.py names the
+			// template's secrets with the same fixed suffix.
+			id = "arn:aws:secretsmanager:" + region + ":" + account + ":secret:" + id + "-Abc123"
+		}
+		return one(id), nil
+	}
+	return nil, fmt.Errorf("the local IAM check does not know how to authorize %s.%s (internal/devstack/iam/requests.go)", serviceID, operation)
+}
+
+func perTable[V any](action string, items map[string]V, table func(*string) string) []Request {
+	names := make([]string, 0, len(items))
+	for n := range items {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, Request{Action: action, Resource: table(&n)})
+	}
+	return out
+}
+
+// sesSendEmail authorizes SES v2 SendEmail as IAM action ses:SendEmail on the
+// sending identity and, when one is named, the configuration set. The
+// identity is FromEmailAddressIdentityArn when given, else the domain of the
+// From address (the template verifies and scopes a domain identity). The
+// condition keys SES documents are set: ses:FromAddress,
+// ses:FromDisplayName, ses:Recipients, ses:ApiVersion.
+func sesSendEmail(in *sesv2.SendEmailInput, region, account string) ([]Request, error) {
+	ctx := map[string][]string{"ses:ApiVersion": {"2"}}
+	identity := deref(in.FromEmailAddressIdentityArn)
+	if from := deref(in.FromEmailAddress); from != "" {
+		addr, err := mail.ParseAddress(from)
+		if err != nil {
+			return nil, fmt.Errorf("SendEmail FromEmailAddress: %w", err)
+		}
+		ctx["ses:FromAddress"] = []string{addr.Address}
+		if addr.Name != "" {
+			ctx["ses:FromDisplayName"] = []string{addr.Name}
+		}
+		if identity == "" {
+			_, domain, _ := strings.Cut(addr.Address, "@")
+			identity = "arn:aws:ses:" + region + ":" + account + ":identity/" + domain
+		}
+	}
+	if identity == "" {
+		return nil, fmt.Errorf("SendEmail: no FromEmailAddress or FromEmailAddressIdentityArn")
+	}
+	if d := in.Destination; d != nil {
+		ctx["ses:Recipients"] = slices.Concat(d.ToAddresses, d.CcAddresses, d.BccAddresses)
+	}
+	out := []Request{{Action: "ses:SendEmail", Resource: identity, Context: ctx}}
+	if cs := deref(in.ConfigurationSetName); cs != "" {
+		out = append(out, Request{Action: "ses:SendEmail", Resource: "arn:aws:ses:" + region + ":" + account + ":configuration-set/" + cs, Context: ctx})
+	}
+	return out, nil
+}
+
+// queueARN turns a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>,
+// or an emulator's http://127.0.0.1:port/<account>/<name>) into its ARN.
+func queueARN(raw, region string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Path == "" {
+		return "", fmt.Errorf("queue URL %q: want …/<account>/<name>", raw)
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) < 2 {
+		return "", fmt.Errorf("queue URL %q: want …/<account>/<name>", raw)
+	}
+	acct, name := parts[len(parts)-2], parts[len(parts)-1]
+	return "arn:aws:sqs:" + region + ":" + acct + ":" + name, nil
+}
+
+func parameterARN(name, region, account string) string {
+	if strings.HasPrefix(name, "arn:") {
+		return name
+	}
+	if !strings.HasPrefix(name, "/") {
+		name = "/" + name
+	}
+	return "arn:aws:ssm:" + region + ":" + account + ":parameter" + name
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

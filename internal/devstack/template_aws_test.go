@@ -1,0 +1,462 @@
+package devstack
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/heraldhq/herald/internal/webpush"
+)
+
+// The checks below hold the template to what AWS enforces at deploy or run
+// time and no local emulator does (issue 12, section 2).
+
+// unresolvedTemplate is template.yaml as plain JSON, intrinsics untouched
+// ({"Ref": …}, {"Fn::Sub": …}), for properties the local resolution hides.
+func unresolvedTemplate(t *testing.T) (raw []byte, doc struct {
+	Parameters map[string]map[string]any
+	Globals    map[string]map[string]any
+	Resources  map[string]struct {
+		Type                                string
+		Condition                           string
+		DeletionPolicy, UpdateReplacePolicy string
+		Properties                          map[string]any
+	}
+}) {
+	t.Helper()
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(plain, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return raw, doc
+}
+
+func TestTemplateParameters(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	params := doc.Parameters
+	pattern := func(name string) *regexp.Regexp {
+		t.Helper()
+		p, _ := params[name]["AllowedPattern"].(string)
+		if p == "" {
+			t.Fatalf("%s: no AllowedPattern", name)
+		}
+		return regexp.MustCompile(p)
+	}
+	whole := func(re *regexp.Regexp, s string) bool {
+		loc := re.FindStringIndex(s)
+		return loc != nil && loc[0] == 0 && loc[1] == len(s)
+	}
+
+	t.Run("concurrency within Lambda's 2..1000", func(t *testing.T) {
+		for _, p := range []string{"HighMaximumConcurrency", "NormalMaximumConcurrency", "LowMaximumConcurrency"} {
+			if params[p]["MinValue"] != 2.0 || params[p]["MaxValue"] != 1000.0 {
+				t.Errorf("%s: MinValue %v MaxValue %v, want 2 and 1000", p, params[p]["MinValue"], params[p]["MaxValue"])
+			}
+		}
+	})
+
+	t.Run("durations are Go durations", func(t *testing.T) {
+		var durations []string
+		for name, p := range params {
+			if d, _ := p["Description"].(string); strings.Contains(d, "Go duration") {
+				durations = append(durations, name)
+			}
+		}
+		if len(durations) < 3 {
+			t.Fatalf("found duration parameters %v, want BackoffBase, BackoffCap, RateLimitWindow", durations)
+		}
+		for _, name := range durations {
+			re := pattern(name)
+			if def, _ := params[name]["Default"].(string); !whole(re, def) {
+				t.Errorf("%s: default %q does not match its own pattern", name, def)
+			}
+			for _, ok := range []string{"20s", "15m", "1h30m", "500ms", "1.5s", "2h45m10s"} {
+				if !whole(re, ok) {
+					t.Errorf("%s: rejects %q", name, ok)
+				}
+			}
+			for _, bad := range []string{"", "20", "s", "1 m", "1d", "-5s", "PT20S", "20 seconds"} {
+				if whole(re, bad) {
+					t.Errorf("%s: accepts %q", name, bad)
+				}
+			}
+			// Everything the pattern accepts, Go parses.
+			for _, v := range []string{"1ns", "3us", "0.5h", "10m0s", "1h1m1s1ms"} {
+				if _, err := time.ParseDuration(v); whole(re, v) && err != nil {
+					t.Errorf("%s: accepts %q, which time.ParseDuration rejects: %v", name, v, err)
+				}
+			}
+		}
+	})
+
+	t.Run("VapidPublicKey is required and is a P-256 public key", func(t *testing.T) {
+		p := params["VapidPublicKey"]
+		if _, ok := p["Default"]; ok {
+			t.Error("VapidPublicKey has a default: the stack would deploy without push keys and park every push in the DLQ")
+		}
+		re := pattern("VapidPublicKey")
+		for range 20 {
+			k, err := webpush.GenerateVAPIDKeys()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !whole(re, k.PublicKey) {
+				t.Errorf("rejects the generated key %q", k.PublicKey)
+			}
+			if whole(re, k.PrivateKey) {
+				t.Errorf("accepts a private key %q", k.PrivateKey)
+			}
+		}
+		for _, bad := range []string{"", "BAAA", "B" + strings.Repeat("A", 85) + "=", "A" + strings.Repeat("A", 86)} {
+			if whole(re, bad) {
+				t.Errorf("accepts %q", bad)
+			}
+		}
+	})
+
+	t.Run("VapidPrivateKeyParameter is an SSM name with its slash", func(t *testing.T) {
+		re := pattern("VapidPrivateKeyParameter")
+		for _, ok := range []string{"/herald/vapid-private-key", "/prod/herald/vapid.key_1"} {
+			if !whole(re, ok) {
+				t.Errorf("rejects %q", ok)
+			}
+		}
+		for _, bad := range []string{"", "/", "herald/vapid", "/herald//vapid", "/herald/vapid key", "arn:aws:ssm:us-east-1:1:parameter/x"} {
+			if whole(re, bad) {
+				t.Errorf("accepts %q (the policy's ARN is parameter${VapidPrivateKeyParameter})", bad)
+			}
+		}
+	})
+
+	t.Run("operations parameters", func(t *testing.T) {
+		if params["LogRetentionDays"]["Default"] != 30.0 {
+			t.Errorf("LogRetentionDays default %v, want 30", params["LogRetentionDays"]["Default"])
+		}
+		for _, p := range []string{"ApiThrottlingBurstLimit", "ApiThrottlingRateLimit"} {
+			if params[p]["Type"] != "Number" || params[p]["MinValue"] == nil {
+				t.Errorf("%s: want a Number parameter with a MinValue", p)
+			}
+		}
+	})
+}
+
+// TestParameterConstraintsEnforcedLocally: the local stack refuses values
+// CloudFormation would refuse, so a bad override fails `make dev` too.
+func TestParameterConstraintsEnforcedLocally(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, param, value string
+		ok                 bool
+	}{
+		{"a Go duration", "BackoffBase", "1s", true},
+		{"a number is not a duration", "BackoffBase", "20", false},
+		{"concurrency at the maximum", "HighMaximumConcurrency", "1000", true},
+		{"concurrency above the maximum", "HighMaximumConcurrency", "1001", false},
+		{"a log level", "LogLevel", "DEBUG", true},
+		{"not a log level", "LogLevel", "TRACE", false},
+		{"a retention CloudWatch offers", "LogRetentionDays", "14", true},
+		{"a retention CloudWatch does not offer", "LogRetentionDays", "10", false},
+		{"a VAPID public key", "VapidPublicKey", key.PublicKey, true},
+		{"a VAPID private key", "VapidPublicKey", key.PrivateKey, false},
+		{"an SSM name without its slash", "VapidPrivateKeyParameter", "herald/vapid", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseTemplate(raw, map[string]string{tt.param: tt.value})
+			if (err == nil) != tt.ok {
+				t.Errorf("%s=%q: err %v, want ok %v", tt.param, tt.value, err, tt.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), tt.param) {
+				t.Errorf("error %q does not name the parameter", err)
+			}
+		})
+	}
+}
+
+func TestTemplateLogging(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	fns := map[string]map[string]any{}
+	for id, r := range doc.Resources {
+		if r.Type == "AWS::Serverless::Function" {
+			fns[id] = r.Properties
+		}
+	}
+
+	t.Run("LOG_LEVEL comes from LogLevel; Lambda does not filter stdout", func(t *testing.T) {
+		for id, p := range fns {
+			env, _ := p["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			if jsonString(vars["LOG_LEVEL"]) != `{"Ref":"LogLevel"}` {
+				t.Errorf("%s: LOG_LEVEL = %s, want !Ref LogLevel", id, jsonString(vars["LOG_LEVEL"]))
+			}
+		}
+		// ApplicationLogLevel would make Lambda drop stdout lines below it,
+		// and the EMF metric lines carry no level (issue 12).
+		configs := []any{doc.Globals["Function"]["LoggingConfig"]}
+		for _, p := range fns {
+			configs = append(configs, p["LoggingConfig"])
+		}
+		for _, c := range configs {
+			if lc, _ := c.(map[string]any); lc["ApplicationLogLevel"] != nil {
+				t.Errorf("LoggingConfig %v sets ApplicationLogLevel: EMF metric lines would be filtered at WARN", lc)
+			}
+		}
+		if lc, _ := doc.Globals["Function"]["LoggingConfig"].(map[string]any); lc["LogFormat"] != "JSON" {
+			t.Errorf("Globals LoggingConfig %v, want LogFormat JSON", lc)
+		}
+	})
+
+	t.Run("a log group per function with LogRetentionDays", func(t *testing.T) {
+		groups := map[string]string{} // LogGroupName → retention
+		for _, r := range doc.Resources {
+			if r.Type == "AWS::Logs::LogGroup" {
+				groups[jsonString(r.Properties["LogGroupName"])] = jsonString(r.Properties["RetentionInDays"])
+			}
+		}
+		for id := range fns {
+			name := `{"Fn::Sub":"/aws/lambda/${` + id + `}"}`
+			ret, ok := groups[name]
+			if !ok {
+				t.Errorf("%s: no log group named /aws/lambda/${%s} (have %v)", id, id, groups)
+				continue
+			}
+			if ret != `{"Ref":"LogRetentionDays"}` {
+				t.Errorf("%s: retention %s, want !Ref LogRetentionDays", id, ret)
+			}
+		}
+	})
+
+	t.Run("HTTP API: access log without personal data, throttled default route", func(t *testing.T) {
+		api := doc.Resources["HttpApi"].Properties
+		als, _ := api["AccessLogSettings"].(map[string]any)
+		dest := jsonString(als["DestinationArn"])
+		m := regexp.MustCompile(`^\{"Fn::GetAtt":(?:\["(\w+)","Arn"\]|"(\w+)\.Arn")\}$`).FindStringSubmatch(dest)
+		if m != nil && m[1] == "" {
+			m[1] = m[2]
+		}
+		if m == nil || doc.Resources[m[1]].Type != "AWS::Logs::LogGroup" ||
+			jsonString(doc.Resources[m[1]].Properties["RetentionInDays"]) != `{"Ref":"LogRetentionDays"}` {
+			t.Errorf("AccessLogSettings.DestinationArn %s: want a log group of the stack with LogRetentionDays", dest)
+		}
+		format, _ := als["Format"].(string)
+		var fields map[string]string
+		if err := json.Unmarshal([]byte(format), &fields); err != nil {
+			t.Errorf("access log format is not a JSON line: %v", err)
+		}
+		for _, want := range []string{"$context.requestId", "$context.routeKey", "$context.status"} {
+			if !strings.Contains(format, want) {
+				t.Errorf("access log lacks %s", want)
+			}
+		}
+		for _, pii := range []string{"sourceIp", "userAgent", "querystring", "$context.path"} {
+			if strings.Contains(format, pii) {
+				t.Errorf("access log carries %s (personal data, or the unsubscribe token)", pii)
+			}
+		}
+		drs, _ := api["DefaultRouteSettings"].(map[string]any)
+		if jsonString(drs["ThrottlingBurstLimit"]) != `{"Ref":"ApiThrottlingBurstLimit"}` || jsonString(drs["ThrottlingRateLimit"]) != `{"Ref":"ApiThrottlingRateLimit"}` {
+			t.Errorf("DefaultRouteSettings %v: want throttling from ApiThrottlingBurstLimit and ApiThrottlingRateLimit", drs)
+		}
+	})
+}
+
+func TestAlarmTopicEncryption(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	topic := doc.Resources["AlarmTopic"]
+	key := jsonString(topic.Properties["KmsMasterKeyId"])
+	if strings.Contains(key, "alias/aws/") {
+		t.Fatalf("AlarmTopic uses an AWS-managed key %s: CloudWatch cannot publish to it", key)
+	}
+	if key == "" || key == "null" {
+		return // no SSE is the other acceptable choice
+	}
+	m := regexp.MustCompile(`^\{"Ref":"(\w+)"\}$`).FindStringSubmatch(key)
+	if m == nil || doc.Resources[m[1]].Type != "AWS::KMS::Key" {
+		t.Fatalf("AlarmTopic KmsMasterKeyId %s: want a key of this stack", key)
+	}
+	k := doc.Resources[m[1]]
+	if k.Condition != topic.Condition {
+		t.Errorf("%s: condition %q, the topic's is %q", m[1], k.Condition, topic.Condition)
+	}
+	if k.Properties["EnableKeyRotation"] != true {
+		t.Errorf("%s: key rotation off", m[1])
+	}
+	var policy struct {
+		Statement []struct {
+			Effect    string
+			Principal map[string]any
+			Action    any
+		}
+	}
+	if err := json.Unmarshal([]byte(jsonString(k.Properties["KeyPolicy"])), &policy); err != nil {
+		t.Fatal(err)
+	}
+	granted := map[string]bool{}
+	for _, s := range policy.Statement {
+		if s.Effect != "Allow" || jsonString(s.Principal["Service"]) != "cloudwatch.amazonaws.com" {
+			continue
+		}
+		var actions []string
+		if err := json.Unmarshal([]byte(jsonString(s.Action)), &actions); err != nil {
+			actions = []string{jsonString(s.Action)}
+		}
+		for _, a := range actions {
+			granted[a] = true
+		}
+	}
+	if !granted["kms:Decrypt"] || !granted["kms:GenerateDataKey*"] {
+		t.Errorf("%s: the key policy must let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*, grants %v", m[1], granted)
+	}
+}
+
+// TestDeletionPolicies: what survives `sam delete` (docs/decisions.md).
+func TestDeletionPolicies(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	for id, r := range doc.Resources {
+		want := ""
+		switch {
+		case r.Type == "AWS::DynamoDB::Table":
+			want = "Retain"
+		case r.Type == "AWS::SQS::Queue" && r.Properties["RedrivePolicy"] == nil:
+			want = "Retain" // a DLQ: the parked messages are the evidence
+		case r.Type == "AWS::SQS::Queue":
+			want = "Delete" // a work queue: its state is in the table
+		default:
+			continue
+		}
+		if r.DeletionPolicy != want || r.UpdateReplacePolicy != want {
+			t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want %s", id, r.DeletionPolicy, r.UpdateReplacePolicy, want)
+		}
+	}
+}
+
+// TestSamLocalEnv: `sam local invoke --env-vars` sets only variables the
+// function declares (Globals included) and drops the rest silently; names
+// follow LocalStack's <stack>-<LogicalId>-<suffix> for the resource the
+// template's variable refers to.
+func TestSamLocalEnv(t *testing.T) {
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../infra/sam-local/env.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var envFile map[string]map[string]string
+	if err := json.Unmarshal(raw, &envFile); err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]map[string]string{}
+	for _, fn := range tm.Functions() {
+		declared[fn.LogicalID] = fn.Env
+	}
+	ref := regexp.MustCompile(`^\$\{ref:(\w+)\}$`)
+	for section, vars := range envFile {
+		targets := []string{section}
+		if section == "Parameters" {
+			targets = slices.Sorted(func(yield func(string) bool) {
+				for id := range declared {
+					if !yield(id) {
+						return
+					}
+				}
+			})
+		} else if _, ok := declared[section]; !ok {
+			t.Errorf("env.json: %s is not a function of the template", section)
+			continue
+		}
+		for k, v := range vars {
+			for _, fn := range targets {
+				tv, ok := declared[fn][k]
+				if !ok {
+					t.Errorf("env.json %s.%s: %s does not declare %s, sam local would drop it", section, k, fn, k)
+					continue
+				}
+				// (An empty value is a choice: no configuration set.)
+				if m := ref.FindStringSubmatch(tv); m != nil && v != "" && !strings.Contains(v, "herald-"+m[1]+"-") {
+					t.Errorf("env.json %s.%s = %q: the template refers to %s, LocalStack names it herald-%s-<suffix>", section, k, v, m[1], m[1])
+				}
+			}
+		}
+	}
+	for _, k := range []string{"AWS_ENDPOINT_URL"} {
+		if envFile["Parameters"][k] == "" {
+			t.Errorf("env.json Parameters.%s missing: sam local would call AWS", k)
+		}
+	}
+}
+
+func TestBuildConfiguration(t *testing.T) {
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("Makefile .PHONY names every build-<LogicalId>", func(t *testing.T) {
+		if _, err := exec.LookPath("make"); err != nil {
+			t.Skip("no make")
+		}
+		// make's database shows .PHONY with its variables expanded.
+		out, _ := exec.Command("make", "-C", "../..", "-pRrq", ":").Output()
+		var phony []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if rest, ok := strings.CutPrefix(l, ".PHONY: "); ok {
+				phony = append(phony, strings.Fields(rest)...)
+			}
+		}
+		for id := range tm.GetAllServerlessFunctionResources() {
+			if !slices.Contains(phony, "build-"+id) {
+				t.Errorf(".PHONY lacks build-%s (has %v)", id, phony)
+			}
+		}
+	})
+	t.Run("sam build runs in source", func(t *testing.T) {
+		raw, err := os.ReadFile("../../samconfig.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, _ := strings.Cut(string(raw), "[default.build.parameters]")
+		section, _, _ = strings.Cut(section, "\n[")
+		if !regexp.MustCompile(`(?m)^build_in_source\s*=\s*true\s*$`).MatchString(section) {
+			t.Error("samconfig.toml [default.build.parameters] must set build_in_source = true (else sam build copies the repository once per function)")
+		}
+	})
+}
+
+// TestCfnLint runs cfn-lint (informational findings included) when it is
+// installed; `make deps` does not install it, CI images and the README's
+// deploy prerequisites do.
+func TestCfnLint(t *testing.T) {
+	if _, err := exec.LookPath("cfn-lint"); err != nil {
+		t.Skip("cfn-lint not installed")
+	}
+	cmd := exec.Command("cfn-lint", "--include-checks", "I", "--", "template.yaml")
+	cmd.Dir = "../.."
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Errorf("cfn-lint --include-checks I template.yaml: %v\n%s", err, out.String())
+	}
+}

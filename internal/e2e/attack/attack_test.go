@@ -1,0 +1,550 @@
+package attack
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/ops"
+)
+
+// canary makes this run's personal data recognisable in the log scan.
+var canary = fmt.Sprintf("%06d", time.Now().UnixNano()%1_000_000)
+
+// used collects every piece of personal data the run sends; the log scan
+// looks for each.
+var used = struct {
+	sync.Mutex
+	values map[string]string // value → what it is
+}{values: map[string]string{}}
+
+func use(what, value string) string {
+	used.Lock()
+	defer used.Unlock()
+	used.values[value] = what
+	return value
+}
+
+func email(tag string) string { return use("email address", "Canary."+tag+"."+canary+"@example.org") }
+
+func invoice(user, addr, key string) map[string]any {
+	return map[string]any{"type": "invoice.payment_failed", "channels": []string{"email"},
+		"recipient": map[string]any{"userId": user, "email": addr},
+		"data":      map[string]any{"invoiceUrl": use("data value", "https://example.com/invoice-"+canary+"/"+key)}}
+}
+
+// 300 concurrent requests with one Idempotency-Key: one notification, one
+// email; the same key with another payload is refused.
+func TestIdempotencyStorm(t *testing.T) {
+	user := stacktest.UniqueID("storm")
+	addr := email("storm")
+	key := "storm-" + canary
+	body, _ := json.Marshal(invoice(user, addr, key))
+	other, _ := json.Marshal(invoice(user, addr, key+"-other"))
+	const n, workers = 300, 30
+	var ids sync.Map
+	var replayed, reused, bad atomic.Int32
+	jobs := make(chan []byte)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for b := range jobs {
+				status, raw, h := request(t, http.MethodPost, "/v1/notifications", b, http.Header{
+					"Content-Type": {"application/json"}, "Idempotency-Key": {key}})
+				switch {
+				case status == http.StatusAccepted:
+					var a struct{ ID string }
+					_ = json.Unmarshal(raw, &a)
+					ids.Store(a.ID, true)
+					if h.Get("Idempotent-Replayed") == "true" {
+						replayed.Add(1)
+					}
+				case status == http.StatusUnprocessableEntity && outcome(raw) == "idempotency_key_reused":
+					reused.Add(1)
+				default:
+					bad.Add(1)
+					t.Errorf("storm: %d %s", status, raw)
+				}
+			}
+		})
+	}
+	for i := range n + 20 {
+		if i%16 == 15 { // 20 interleaved requests with another payload
+			jobs <- other
+		} else {
+			jobs <- body
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	var id string
+	count := 0
+	ids.Range(func(k, _ any) bool { id, count = k.(string), count+1; return true })
+	if count != 1 || replayed.Load() != n-1 || reused.Load() != 20 || bad.Load() != 0 {
+		t.Fatalf("%d ids, %d replayed (want %d), %d reused (want 20), %d bad", count, replayed.Load(), n-1, reused.Load(), bad.Load())
+	}
+	waitDelivery(t, id, domain.ChannelEmail, "the storm's one email", status(domain.StatusSent))
+	time.Sleep(2 * time.Second) // a duplicate send would show by now
+	if got := len(stacktest.EmailsTo(t, addr)); got != 1 {
+		t.Fatalf("%d emails, want exactly 1", got)
+	}
+}
+
+// Transient provider faults until retries run out: the deliveries end
+// failed: exhausted with their messages in the DLQ; with the faults off,
+// `herald dlq redrive` sends each exactly once.
+func TestFaultsThenDLQThenRedriveSendsOnce(t *testing.T) {
+	st := stacktest.Stack(t)
+	if err := st.Faults.Set(domain.ChannelEmail, devstack.FaultTransient, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Faults.Set(domain.ChannelEmail, devstack.FaultOff, 0) })
+	var ids, addrs []string
+	for i := range 3 {
+		addr := email(fmt.Sprintf("dlq%d", i))
+		addrs = append(addrs, addr)
+		ids = append(ids, stacktest.Notify(t, invoice(stacktest.UniqueID("dlq"), addr, fmt.Sprintf("dlq-%d", i))))
+	}
+	for _, id := range ids {
+		d := waitDelivery(t, id, domain.ChannelEmail, "retries exhausted", status(domain.StatusFailed))
+		if d.Reason != domain.ReasonExhausted || d.Attempts != 3 {
+			t.Fatalf("delivery %+v, want failed: exhausted after 3 attempts", d)
+		}
+	}
+	stacktest.Eventually(t, settle, "the three messages in the email DLQ", func() bool {
+		found := 0
+		for _, b := range dlqBodies(t, "EmailDLQ") {
+			for _, id := range ids {
+				if strings.Contains(b, id) {
+					found++
+				}
+			}
+		}
+		return found >= 3
+	})
+	if err := st.Faults.Set(domain.ChannelEmail, devstack.FaultOff, 0); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"redrive", "email"}
+	for _, id := range ids {
+		args = append(args, "--id", id)
+	}
+	path, err := ops.WriteState(t.TempDir(), st.LocalState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut strings.Builder
+	if err := (ops.CLI{Stdout: &out, Stderr: &errOut, Connect: ops.DefaultConnect}).Run(context.Background(), append(args, "--state", path)); err != nil {
+		t.Fatalf("herald dlq %v: %v\n%s%s", args, err, errOut.String(), out.String())
+	}
+	for i, id := range ids {
+		waitDelivery(t, id, domain.ChannelEmail, "sent after the redrive", status(domain.StatusSent))
+		if got := len(stacktest.EmailsTo(t, addrs[i])); got != 1 {
+			t.Fatalf("%s: %d emails, want exactly 1", id, got)
+		}
+	}
+	for _, b := range dlqBodies(t, "EmailDLQ") {
+		for _, id := range ids {
+			if strings.Contains(b, id) {
+				t.Fatalf("%s still in the DLQ", id)
+			}
+		}
+	}
+}
+
+// hostile is one request of the corpus and the refusal it must get.
+type hostile struct {
+	name, method, path string
+	body               string
+	header             http.Header
+	token              string // user: a token for this subject
+	status             int
+	outcome            string // problem code, or "gateway: <message>"
+}
+
+func jsonHeader() http.Header { return http.Header{"Content-Type": {"application/json"}} }
+
+func hostileCorpus(t *testing.T) []hostile {
+	victim := stacktest.UniqueID("victim")
+	attacker := stacktest.UniqueID("attacker")
+	sub := func(endpoint string) string {
+		return `{"endpoint":"` + endpoint + `","keys":{"p256dh":"BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM","auth":"tBHItJI5svbpez7KI4CCXg"}}`
+	}
+	good := `{"type":"invoice.payment_failed","recipient":{"userId":"` + victim + `","email":"` + email("hostile") + `"},"data":{"invoiceUrl":"https://example.com/i/9"}}`
+	nid := "n" + strings.Repeat("0", 26)
+	gz := http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}}
+	text := http.Header{"Content-Type": {"text/plain"}}
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	unsub := "/v1/unsubscribe?token=" + strings.Repeat("A", 40)
+	return []hostile{
+		// POST /v1/notifications
+		{name: "notification as text/plain", method: "POST", path: "/v1/notifications", body: good, header: text, status: 415, outcome: "unsupported_media_type"},
+		{name: "notification gzip-encoded", method: "POST", path: "/v1/notifications", body: good, header: gz, status: 415, outcome: "unsupported_media_type"},
+		{name: "notification as a form", method: "POST", path: "/v1/notifications", body: "type=otp.code", header: form, status: 415, outcome: "unsupported_media_type"},
+		{name: "notification truncated JSON", method: "POST", path: "/v1/notifications", body: `{"type":`, header: jsonHeader(), status: 400, outcome: "invalid_json"},
+		{name: "notification prototype pollution key", method: "POST", path: "/v1/notifications", body: `{"__proto__":{"admin":true}}`, header: jsonHeader(), status: 400, outcome: "unknown_field"},
+		{name: "notification channels null", method: "POST", path: "/v1/notifications", body: strings.Replace(good, `"data"`, `"channels":null,"data"`, 1), header: jsonHeader(), status: 400, outcome: "invalid_type"},
+		{name: "notification data URL with user info", method: "POST", path: "/v1/notifications", body: strings.Replace(good, "https://example.com/i/9", "https://evil.com@example.com/", 1), header: jsonHeader(), status: 422, outcome: "invalid_variable"},
+		{name: "notification javascript: URL", method: "POST", path: "/v1/notifications", body: strings.Replace(good, "https://example.com/i/9", "javascript:alert(1)", 1), header: jsonHeader(), status: 422, outcome: "invalid_variable"},
+		{name: "notification email as user id", method: "POST", path: "/v1/notifications", body: strings.Replace(good, victim, use("email address", "carol."+canary+"@corp.example"), 1), header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "notification header injection in email", method: "POST", path: "/v1/notifications", body: strings.Replace(good, `"email":"`, `"email":"x@example.com\r\nBcc: y@example.com","e":"`, 1), header: jsonHeader(), status: 400, outcome: "unknown_field"},
+		{name: "notification body over 64 KiB", method: "POST", path: "/v1/notifications", body: strings.Replace(good, `"data"`, `"batchKey":"`+strings.Repeat("a", 70<<10)+`","data"`, 1), header: jsonHeader(), status: 413, outcome: "body_too_large"},
+		{name: "notification idempotency key with control character", method: "POST", path: "/v1/notifications", body: good, header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {"a\tb"}}, status: 400, outcome: "invalid_idempotency_key"},
+		{name: "notification PATCH", method: "PATCH", path: "/v1/notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "notification PUT", method: "PUT", path: "/v1/notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		// POST /v1/notifications/batch
+		{name: "batch of 101", method: "POST", path: "/v1/notifications/batch", body: `{"notifications":[` + strings.Repeat(`{},`, 100) + `{}]}`, header: jsonHeader(), status: 400, outcome: "batch_too_large"},
+		{name: "batch as text", method: "POST", path: "/v1/notifications/batch", body: `{"notifications":[]}`, header: text, status: 415, outcome: "unsupported_media_type"},
+		// GET/DELETE /v1/notifications/{id}
+		{name: "get another caller's or no notification", method: "GET", path: "/v1/notifications/" + nid, status: 404, outcome: "notification_not_found"},
+		{name: "get with SQL in the id", method: "GET", path: "/v1/notifications/n%27%20OR%201%3D1--", status: 404, outcome: "notification_not_found"},
+		{name: "cancel unknown", method: "DELETE", path: "/v1/notifications/" + nid, status: 404, outcome: "notification_not_found"},
+		{name: "cancel with a body encoded", method: "DELETE", path: "/v1/notifications/" + nid, body: "x", header: gz, status: 415, outcome: "unsupported_media_type"},
+		// users
+		{name: "put user email as id", method: "PUT", path: "/v1/users/" + use("email address", "dave."+canary+"@corp.example"), body: `{}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "put user bad phone", method: "PUT", path: "/v1/users/" + victim, body: `{"phone":"` + use("phone number", "+1555"+canary+"9") + `x"}`, header: jsonHeader(), status: 400, outcome: "invalid_phone"},
+		{name: "put user timezone traversal", method: "PUT", path: "/v1/users/" + victim, body: `{"timezone":"../../etc/passwd"}`, header: jsonHeader(), status: 400, outcome: "invalid_timezone"},
+		{name: "put user as text", method: "PUT", path: "/v1/users/" + victim, body: `{}`, header: text, status: 415, outcome: "unsupported_media_type"},
+		{name: "get unknown user", method: "GET", path: "/v1/users/" + attacker, status: 404, outcome: "user_not_found"},
+		{name: "delete user (no such route)", method: "DELETE", path: "/v1/users/" + victim, status: 404, outcome: "gateway: Not Found"},
+		// push subscriptions: server-side request forgery
+		{name: "subscription metadata service", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://169.254.169.254/latest/meta-data/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription private address", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://10.0.0.1/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription IPv6 loopback", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://[::1]/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription decimal IP", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://2852039166/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription hex IP", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://0xA9FEA9FE/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription loopback ssh", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://127.0.0.1:22/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription localhost", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://localhost:3400/x"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription IPv4-mapped", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://[::ffff:127.0.0.1]/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription any other host", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://attacker.example/collect"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription user info", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://fcm.googleapis.com@10.0.0.1/"), header: jsonHeader(), status: 400, outcome: "invalid_endpoint"},
+		{name: "subscription plain http", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("http://fcm.googleapis.com/x"), header: jsonHeader(), status: 400, outcome: "invalid_endpoint"},
+		{name: "delete subscription bad id", method: "DELETE", path: "/v1/users/" + victim + "/push-subscriptions/%3Cscript%3E", status: 404, outcome: "subscription_not_found"},
+		// preferences
+		{name: "preferences unknown type", method: "PUT", path: "/v1/users/" + victim + "/preferences", body: `{"preferences":{"nope.nope":{"email":false}}}`, header: jsonHeader(), status: 422, outcome: "unknown_type"},
+		{name: "preferences of an email-shaped user", method: "GET", path: "/v1/users/" + use("email address", "erin."+canary+"@corp.example") + "/preferences", status: 400, outcome: "invalid_user_id"},
+		// announcements
+		{name: "announcement as text", method: "POST", path: "/v1/announcements", body: `{"title":"x","body":"y"}`, header: text, status: 415, outcome: "unsupported_media_type"},
+		{name: "announcement unknown field", method: "POST", path: "/v1/announcements", body: `{"title":"x","body":"y","html":"<script>"}`, header: jsonHeader(), status: 400, outcome: "unknown_field"},
+		{name: "announcements, forged cursor", method: "GET", path: "/v1/announcements?cursor=eyJwayI6IlUjYWRtaW4ifQ", status: 400, outcome: "invalid_cursor"},
+		{name: "announcements, limit 0", method: "GET", path: "/v1/announcements?limit=0", status: 400, outcome: "invalid_limit"},
+		{name: "announcement DELETE", method: "DELETE", path: "/v1/announcements", status: 404, outcome: "gateway: Not Found"},
+		// inbox (JWT)
+		{name: "inbox without a token", method: "GET", path: "/v1/users/" + victim + "/inbox", status: 401, outcome: "gateway: Unauthorized"},
+		{name: "inbox of another user", method: "GET", path: "/v1/users/" + victim + "/inbox", token: attacker, status: 404, outcome: "not_found"},
+		{name: "unread count of another user", method: "GET", path: "/v1/users/" + victim + "/inbox/unread-count", token: attacker, status: 404, outcome: "not_found"},
+		{name: "mark another user's item read", method: "POST", path: "/v1/users/" + victim + "/inbox/" + nid + "/read", token: attacker, status: 404, outcome: "not_found"},
+		{name: "read-all of another user", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", token: attacker, status: 404, outcome: "not_found"},
+		{name: "archive another user's item", method: "POST", path: "/v1/users/" + victim + "/inbox/" + nid + "/archive", token: attacker, status: 404, outcome: "not_found"},
+		{name: "own inbox, bad cursor", method: "GET", path: "/v1/users/" + attacker + "/inbox?cursor=%00%01", token: attacker, status: 400, outcome: "invalid_cursor"},
+		{name: "own inbox, huge limit", method: "GET", path: "/v1/users/" + attacker + "/inbox?limit=100000", token: attacker, status: 400, outcome: "invalid_limit"},
+		{name: "inbox with a service caller's credentials only", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", header: http.Header{devstack.DevCallerHeader: {"svc"}}, status: 401, outcome: "gateway: Unauthorized"},
+		{name: "service route with a user token (grants nothing)", method: "GET", path: "/v1/users/" + victim, token: victim, status: 404, outcome: "user_not_found"},
+		{name: "push config without a token", method: "GET", path: "/v1/push/config", status: 401, outcome: "gateway: Unauthorized"},
+		{name: "push config with an expired token", method: "GET", path: "/v1/push/config", header: http.Header{"Authorization": {"Bearer " + stacktest.Stack(t).Token(victim, -time.Minute)}}, status: 401, outcome: "gateway: Unauthorized"},
+		// one-click unsubscribe
+		{name: "unsubscribe GET with a forged token", method: "GET", path: unsub, status: 400, outcome: "unsubscribe_token_invalid"},
+		{name: "unsubscribe POST without the one-click body", method: "POST", path: unsub, status: 400, outcome: "one_click_required"},
+		{name: "unsubscribe POST as JSON", method: "POST", path: unsub, body: `{"List-Unsubscribe":"One-Click"}`, header: jsonHeader(), status: 415, outcome: "unsupported_media_type"},
+		{name: "unsubscribe POST forged token", method: "POST", path: unsub, body: "List-Unsubscribe=One-Click", header: form, status: 400, outcome: "unsubscribe_token_invalid"},
+		{name: "unsubscribe DELETE", method: "DELETE", path: unsub, status: 404, outcome: "gateway: Not Found"},
+		// no route
+		{name: "unknown path", method: "GET", path: "/v2/notifications", status: 404, outcome: "gateway: Not Found"},
+		{name: "admin path", method: "GET", path: "/admin", status: 404, outcome: "gateway: Not Found"},
+		{name: "dev route on the API path", method: "GET", path: "/v1/_dev/emails", status: 404, outcome: "gateway: Not Found"},
+		{name: "TRACE", method: "TRACE", path: "/v1/notifications", status: 404, outcome: "gateway: Not Found"},
+		{name: "over 10 MB", method: "POST", path: "/v1/notifications", body: strings.Repeat("x", 10<<20+1), header: jsonHeader(), status: 413, outcome: "gateway: Request Entity Too Large"},
+	}
+}
+
+// The hostile-request corpus, across every route of the template: each gets
+// its status and stable problem code (or API Gateway's own message), and
+// none writes to the table or sends anything.
+func TestHostileRequestsAcrossEveryRoute(t *testing.T) {
+	st := stacktest.Stack(t)
+	corpus := hostileCorpus(t)
+	covered := map[string]bool{}
+	before, table := sent(t), tableDigest(t)
+	for _, h := range corpus {
+		t.Run(h.name, func(t *testing.T) {
+			header := h.header.Clone()
+			if header == nil {
+				header = http.Header{}
+			}
+			if h.token != "" {
+				header.Set("Authorization", "Bearer "+st.Token(h.token, time.Hour))
+			}
+			var body []byte
+			if h.body != "" {
+				body = []byte(h.body)
+			}
+			status, raw, _ := request(t, h.method, h.path, body, header)
+			if status != h.status || outcome(raw) != h.outcome {
+				t.Fatalf("%d %s, want %d %s", status, trim(raw), h.status, h.outcome)
+			}
+		})
+		for _, r := range st.Template.Routes() {
+			p := strings.SplitN(h.path, "?", 2)[0]
+			if r.Method == h.method && routeMatches(r.Path, p) {
+				covered[r.Key()] = true
+			}
+		}
+	}
+	for _, r := range st.Template.Routes() {
+		if !covered[r.Key()] {
+			t.Errorf("route %s has no hostile request in the corpus", r.Key())
+		}
+	}
+	if after := tableDigest(t); after != table {
+		t.Errorf("the table changed during the corpus: %s → %s", table, after)
+	}
+	time.Sleep(time.Second)
+	if after := sent(t); after != before {
+		t.Fatalf("sinks went from %v to %v during the corpus", before, after)
+	}
+}
+
+func routeMatches(pattern, path string) bool {
+	ps, xs := strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(strings.Trim(path, "/"), "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if !strings.HasPrefix(ps[i], "{") && ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func trim(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
+}
+
+// Forged tokens on a user route: each is API Gateway's 401, nothing runs.
+func TestTokenForgeryIsRefused(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := stacktest.UniqueID("forge")
+	path := "/v1/users/" + user + "/inbox"
+	// The issuer's published key, as an attacker would fetch it.
+	var jwks struct {
+		Keys []struct{ Kid, N, E string } `json:"keys"`
+	}
+	stacktest.Do(t, http.MethodGet, "/.well-known/jwks.json", nil).JSON(t, &jwks)
+	var disc struct{ Issuer string }
+	stacktest.Do(t, http.MethodGet, "/.well-known/openid-configuration", nil).JSON(t, &disc)
+	if len(jwks.Keys) != 1 || disc.Issuer == "" {
+		t.Fatalf("issuer %q, %d keys", disc.Issuer, len(jwks.Keys))
+	}
+	kid := jwks.Keys[0].Kid
+	n, _ := base64.RawURLEncoding.DecodeString(jwks.Keys[0].N)
+	pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: 65537}
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: mustBytes(x509.MarshalPKIXPublicKey(pub))})
+	own, _ := rsa.GenerateKey(rand.Reader, 2048)
+	now := st.Clock.Now()
+	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": disc.Issuer, "aud": "herald", "sub": user, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+		if change != nil {
+			change(c)
+		}
+		return c
+	}
+	forge := func(m jwt.SigningMethod, key any, kid string, c jwt.MapClaims) string {
+		tok := jwt.NewWithClaims(m, c)
+		if kid != "" {
+			tok.Header["kid"] = kid
+		}
+		s, err := tok.SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if status, raw, _ := request(t, http.MethodGet, path, nil, http.Header{"Authorization": {"Bearer " + st.Token(user, time.Hour)}}); status != 200 {
+		t.Fatalf("a genuine token: %d %s", status, raw)
+	}
+	for name, tok := range map[string]string{
+		"alg none":                        forge(jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, kid, claims(nil)),
+		"HS256 keyed with the public key": forge(jwt.SigningMethodHS256, pubPEM, kid, claims(nil)),
+		"HS256 keyed with the modulus":    forge(jwt.SigningMethodHS256, n, kid, claims(nil)),
+		"own key, issuer's kid":           forge(jwt.SigningMethodRS256, own, kid, claims(nil)),
+		"own key, own kid":                forge(jwt.SigningMethodRS256, own, "attacker", claims(nil)),
+		"expired":                         st.Token(user, -time.Minute),
+		"wrong audience":                  st.SignToken(claims(func(c jwt.MapClaims) { c["aud"] = "another-app" })),
+		"wrong issuer":                    st.SignToken(claims(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" })),
+		"no expiry":                       st.SignToken(claims(func(c jwt.MapClaims) { delete(c, "exp") })),
+		"not yet valid":                   st.SignToken(claims(func(c jwt.MapClaims) { c["nbf"] = now.Add(time.Hour).Unix() })),
+		"payload swapped":                 swapPayload(st.Token("someone-else", time.Hour), claims(nil)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := apiWrites(t)
+			status, raw, _ := request(t, http.MethodGet, path, nil, http.Header{"Authorization": {"Bearer " + tok}})
+			if status != 401 || string(raw) != `{"message":"Unauthorized"}` {
+				t.Fatalf("%d %s, want API Gateway's 401", status, raw)
+			}
+			if apiWrites(t) != w {
+				t.Fatal("the table was written")
+			}
+		})
+	}
+}
+
+// swapPayload keeps a genuine header and signature but replaces the claims.
+func swapPayload(token string, c jwt.MapClaims) string {
+	parts := strings.Split(token, ".")
+	raw, _ := json.Marshal(c)
+	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(raw) + "." + parts[2]
+}
+
+func mustBytes(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Poison work messages go to their DLQ after MaxReceiveCount receives, and
+// send nothing.
+func TestPoisonMessagesGoToTheDLQ(t *testing.T) {
+	before := sent(t)
+	tag := "poison-" + canary
+	poison := map[string][]string{
+		"SmsNormalQueue": {"not json " + tag, `{"notificationId":"` + tag + `-a","channel":"email"}`},
+		"PushHighQueue":  {`{"notificationId":"` + tag + `-b","channel":"push","extra":1}`, `[` + `"` + tag + `-c"]`},
+		"EmailLowQueue":  {`{"notificationId":"","channel":"email","poison":"` + tag + `-d"}`, `{"notificationId":"` + tag + `-e"` + strings.Repeat(" ", 1000) + `}`},
+	}
+	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ"}
+	for q, bodies := range poison {
+		sendWork(t, q, bodies...)
+	}
+	for q, bodies := range poison {
+		var in []string
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s holds %q", dlqOf[q], in)
+			}
+		}()
+		stacktest.Eventually(t, settle, "poison in "+dlqOf[q], func() bool {
+			in = dlqBodies(t, dlqOf[q])
+			for _, b := range bodies {
+				found := false
+				for _, d := range in {
+					found = found || d == b
+				}
+				if !found {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if after := sent(t); after != before {
+		t.Fatalf("sinks went from %v to %v", before, after)
+	}
+}
+
+// A subscription that reached the table around the API (or before the
+// allow-list) with an endpoint aimed at an internal listener: the push
+// function never connects and deletes it.
+func TestStoredSSRFEndpointIsNeverContacted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var connections atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			connections.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	user := stacktest.UniqueID("ssrf")
+	st := stacktest.Stack(t)
+	_, genuine, err := st.Push.NewSubscription("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, endpoint := range []string{"https://127.0.0.1:" + port + "/", "https://localhost:" + port + "/x", "http://127.0.0.1:" + port + "/"} {
+		if err := store(t).AddPushSubscription(context.Background(), user, domain.PushSubscription{
+			ID: fmt.Sprintf("ssrf-%d", i), Endpoint: endpoint, P256dh: genuine.P256dh, Auth: genuine.Auth, CreatedAt: time.Now(),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := stacktest.Notify(t, map[string]any{"type": "reservation.approved", "channels": []string{"push"},
+		"recipient": map[string]any{"userId": user}, "data": map[string]any{"reservationUrl": "https://example.com/r/1"}})
+	d := waitDelivery(t, id, domain.ChannelPush, "the push ends", func(d *domain.Delivery) bool { return d.Status.Terminal() })
+	if d.Status != domain.StatusDropped || d.Reason != domain.ReasonNoContact {
+		t.Fatalf("delivery %+v, want dropped: no_contact", d)
+	}
+	profile, err := store(t).GetRecipientProfile(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(profile.PushSubscriptions) != 0 {
+		t.Fatalf("subscriptions left: %+v", profile.PushSubscriptions)
+	}
+	if n := connections.Load(); n != 0 {
+		t.Fatalf("the internal listener received %d connections", n)
+	}
+}
+
+// Last: every function log line of the run, searched for the personal data
+// the run sent and for anything shaped like an address, a phone number or a
+// push endpoint.
+func TestLogsCarryNoPersonalData(t *testing.T) {
+	out := logs.String()
+	if len(out) < 1000 || !strings.Contains(out, `"function":"ApiFunction"`) {
+		t.Fatalf("the capture holds %d bytes: is it working?", len(out))
+	}
+	used.Lock()
+	defer used.Unlock()
+	if len(used.values) < 5 {
+		t.Fatalf("only %d canaries: did the earlier tests run?", len(used.values))
+	}
+	for value, what := range used.values {
+		if strings.Contains(strings.ToLower(out), strings.ToLower(value)) {
+			t.Errorf("the logs contain a %s (%s)", what, value)
+		}
+	}
+	for what, re := range map[string]*regexp.Regexp{
+		"email address": regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
+		"phone number":  regexp.MustCompile(`\+[1-9][0-9]{7,14}\b`),
+		"push endpoint": regexp.MustCompile(`/_dev/push/endpoints/[A-Za-z0-9]+`),
+	} {
+		for _, m := range re.FindAllString(out, -1) {
+			if what == "email address" && (strings.HasSuffix(m, "@example.com") && strings.HasPrefix(m, "ops@") || strings.Contains(m, "notifications@example.com")) {
+				continue // the service's own configured addresses (VAPID contact, sender)
+			}
+			t.Errorf("the logs contain a %s: %s", what, m)
+		}
+	}
+}

@@ -1,0 +1,331 @@
+// Package browser tests the dev console and the browser kit (web/) in a real
+// headless Chromium driven over the DevTools protocol: the console shows an
+// email sent in the test, the demo inbox (<herald-inbox>) shows the unread
+// badge and drops it when an item is marked read from the keyboard, a push
+// Herald sent to the browser's subscription is shown as a notification by
+// herald-sw.js (and the inbox refreshes on it), and the inbox pages with its
+// cursor, lists an announcement, archives, marks all read, and shows 99+
+// once a hundred are unread.
+//
+// Chromium is Debian's `chromium` (make deps-browser installs it; CI runs it).
+// HERALD_CHROMIUM names another binary. Without one the test fails when
+// HERALD_REQUIRE_BROWSER is set (.ci/run sets it) and is skipped otherwise.
+// HERALD_UPDATE_SCREENSHOTS=1 writes the screenshots to docs/img/.
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/serviceworker"
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+)
+
+func TestMain(m *testing.M) {
+	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Second})
+}
+
+// chromium finds the browser or skips (fails under HERALD_REQUIRE_BROWSER).
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("HERALD_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no Chromium found: install it with `make deps-browser` (Debian's chromium package) or set HERALD_CHROMIUM"
+	if os.Getenv("HERALD_REQUIRE_BROWSER") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// screenshotPath is docs/img/name with HERALD_UPDATE_SCREENSHOTS=1, else a
+// temporary file.
+func screenshotPath(t *testing.T, name string) string {
+	if os.Getenv("HERALD_UPDATE_SCREENSHOTS") == "" {
+		return filepath.Join(t.TempDir(), name)
+	}
+	root, err := stacktest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "docs", "img", name)
+}
+
+func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+
+// registrations collects the browser's service worker registrations.
+type registrations struct {
+	mu   sync.Mutex
+	byID map[serviceworker.RegistrationID]string
+}
+
+func (r *registrations) find(scope string) (serviceworker.RegistrationID, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, s := range r.byID {
+		if s == scope {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+func TestConsoleInboxAndPushInChromium(t *testing.T) {
+	st := stacktest.Stack(t)
+	exe := chromium(t)
+	ctx := context.Background()
+	c := stacktest.Client(t, "browser-test")
+	user := stacktest.UniqueID("web")
+	addr := user + "@example.com"
+
+	// An email (and an inbox item) and a second inbox item: badge 2.
+	if _, err := c.PutUser(ctx, user, client.User{Email: addr}); err != nil {
+		t.Fatal(err)
+	}
+	invoiceURL := "https://example.com/invoices/" + user
+	if _, err := c.Send(ctx, client.Notification{Type: "invoice.payment_failed", Recipient: client.Recipient{UserID: user},
+		Data: map[string]string{"invoiceUrl": invoiceURL}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, client.Notification{Type: "comment.created", Recipient: client.Recipient{UserID: user},
+		Data: map[string]string{"actorLabel": "Ann", "url": "https://example.com/c/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	stacktest.Eventually(t, 30*time.Second, "the email to be sent", func() bool { return len(stacktest.EmailsTo(t, addr)) == 1 })
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1000),
+		chromedp.Flag("disable-dev-shm-usage", true))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+	bctx, cancelTimeout := context.WithTimeout(bctx, 3*time.Minute)
+	defer cancelTimeout()
+
+	regs := &registrations{byID: map[serviceworker.RegistrationID]string{}}
+	chromedp.ListenTarget(bctx, func(ev any) {
+		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
+			regs.mu.Lock()
+			for _, r := range e.Registrations {
+				if r.IsDeleted {
+					delete(regs.byID, r.RegistrationID)
+				} else {
+					regs.byID[r.RegistrationID] = r.ScopeURL
+				}
+			}
+			regs.mu.Unlock()
+		}
+	})
+	consoleURL := st.APIURL + "/_dev/?user=" + user
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(bctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	run("open the console",
+		browser.GrantPermissions([]browser.PermissionType{browser.PermissionTypeNotifications}).WithOrigin(st.APIURL),
+		serviceworker.Enable(),
+		chromedp.Navigate(consoleURL),
+		chromedp.WaitVisible(`#inbox-demo`),
+	)
+
+	// The email sent above, found by its recipient, rendered in the sandboxed iframe.
+	const emailButton = `#emails button[data-message-id] small`
+	var textPart, sandbox, srcdoc string
+	run("find the email",
+		chromedp.Poll(fmt.Sprintf(`[...document.querySelectorAll(%q)].some(s => s.textContent.includes(%q))`, emailButton, addr), nil,
+			chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll(%q)].find(s => s.textContent.includes(%q)).parentElement.click()`, emailButton, addr), nil),
+		chromedp.WaitVisible(`#email-view iframe`),
+		chromedp.Text(`#email-view .text-part`, &textPart),
+		chromedp.Evaluate(`document.querySelector('#email-view iframe').getAttribute('sandbox')`, &sandbox),
+		chromedp.Evaluate(`document.querySelector('#email-view iframe').srcdoc`, &srcdoc),
+	)
+	if !strings.Contains(textPart, invoiceURL) || !strings.Contains(srcdoc, invoiceURL) || sandbox != "" {
+		t.Fatalf("email view: text %q, sandbox %q, html has the invoice link: %v", textPart, sandbox, strings.Contains(srcdoc, invoiceURL))
+	}
+
+	// The recent notifications table shows the email delivery as sent.
+	run("see the delivery states",
+		chromedp.Poll(`[...document.querySelectorAll('#notifications .pill[data-channel=email]')].some(p => p.dataset.status === 'sent')`, nil,
+			chromedp.WithPollingTimeout(20*time.Second)),
+	)
+
+	// The demo inbox: badge 2; the first item marked read with the keyboard; badge 1.
+	const shadow = `document.querySelector('herald-inbox').shadowRoot`
+	badge := func() string {
+		var s string
+		run("read the badge", chromedp.Evaluate(shadow+`.querySelector('.badge').hidden ? '' : `+shadow+`.querySelector('.badge').textContent`, &s))
+		return s
+	}
+	run("see the unread badge", chromedp.Poll(shadow+`.querySelector('.badge').textContent === '2' && `+shadow+`.querySelectorAll('li.unread').length === 2`, nil,
+		chromedp.WithPollingTimeout(20*time.Second)))
+	var label string
+	run("badge label", chromedp.Evaluate(shadow+`.querySelector('.badge').getAttribute('aria-label')`, &label))
+	if label != "2 unread" {
+		t.Errorf("badge aria-label = %q", label)
+	}
+	var badges []string
+	run("badge text from 100 on", chromedp.Evaluate(`import('/_dev/kit/herald-inbox.js').then(m => [m.badgeText(7), m.badgeText(99), m.badgeText(100), m.badgeText(100, '99+')])`, &badges, awaitPromise))
+	if strings.Join(badges, ",") != "7,99,99+,99+" {
+		t.Errorf("badge texts = %v", badges)
+	}
+	consoleShot, inboxShot := screenshotPath(t, "dev-console.png"), screenshotPath(t, "demo-inbox.png")
+	var consolePNG []byte
+	run("screenshot the console", chromedp.CaptureScreenshot(&consolePNG))
+	run("mark read with the keyboard",
+		chromedp.Evaluate(shadow+`.querySelector('li.unread').focus()`, nil),
+		chromedp.KeyEvent("r"),
+		chromedp.Poll(shadow+`.querySelector('.badge').textContent === '1' && `+shadow+`.querySelectorAll('li.unread').length === 1`, nil,
+			chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if got := badge(); got != "1" {
+		t.Fatalf("badge after marking read = %q, want 1", got)
+	}
+	var inboxPNG []byte
+	run("screenshot the inbox", chromedp.Screenshot(`#inbox-demo`, &inboxPNG, chromedp.ByQuery))
+
+	// Subscribe this browser; Herald's push reaches the local push service;
+	// the DevTools protocol delivers it to the service worker, which shows it.
+	run("subscribe this browser",
+		chromedp.Click(`#subscribe`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#push-status').dataset.state === 'subscribed'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	var localID string
+	run("subscription id", chromedp.Evaluate(`document.querySelector('#push-status').dataset.localId`, &localID))
+	if _, err := c.Send(ctx, client.Notification{Type: "comment.created", Recipient: client.Recipient{UserID: user},
+		Data: map[string]string{"actorLabel": "Bo", "url": st.APIURL + "/_dev/?user=" + user}}); err != nil {
+		t.Fatal(err)
+	}
+	var payload []byte
+	stacktest.Eventually(t, 30*time.Second, "the push at the local push service", func() bool {
+		msgs := st.Push.MessagesFor(localID)
+		if len(msgs) > 0 {
+			payload = msgs[0].Body
+		}
+		return payload != nil
+	})
+	var pushed struct{ ID, Title, Body, URL string }
+	if err := json.Unmarshal(payload, &pushed); err != nil || pushed.Title == "" {
+		t.Fatalf("push payload %s: %v", payload, err)
+	}
+	var regID serviceworker.RegistrationID
+	stacktest.Eventually(t, 10*time.Second, "the service worker registration", func() bool {
+		var ok bool
+		regID, ok = regs.find(st.APIURL + "/_dev/kit/")
+		return ok
+	})
+	stacktest.Eventually(t, 10*time.Second, "the service worker to be active", func() bool {
+		var active bool
+		run("worker state", chromedp.Evaluate(`navigator.serviceWorker.getRegistration('/_dev/kit/').then(r => !!(r && r.active && r.active.state === 'activated'))`, &active, awaitPromise))
+		return active
+	})
+	// herald-sw.js reports each notification it showed (showNotification
+	// resolved) to the open pages of the origin.
+	run("listen to the service worker", chromedp.Evaluate(`window.heraldPushes = [];
+		navigator.serviceWorker.addEventListener('message', e => { if (e.data && e.data.type === 'herald:push') window.heraldPushes.push(e.data.notification) }); true`, nil))
+	var shown []map[string]string
+	run("deliver the push to the service worker", serviceworker.DeliverPushMessage(st.APIURL, regID, string(payload)))
+	stacktest.Eventually(t, 20*time.Second, "the notification to be shown", func() bool {
+		run("the worker's reports", chromedp.Evaluate(`window.heraldPushes`, &shown))
+		return len(shown) > 0
+	})
+	if len(shown) != 1 || shown[0]["title"] != pushed.Title || shown[0]["body"] != pushed.Body || shown[0]["id"] != pushed.ID || shown[0]["url"] != pushed.URL {
+		t.Fatalf("notifications shown = %v, want the push %+v", shown, pushed)
+	}
+
+	// The push shows in the console's decrypted pushes too.
+	run("see the decrypted push", chromedp.Poll(fmt.Sprintf(`!!document.querySelector('#pushes tr[data-subscription=%q]')`, localID), nil,
+		chromedp.WithPollingTimeout(10*time.Second)))
+
+	// The inbox refreshed on the worker's report: the new item and badge 2.
+	run("refresh on push", chromedp.Poll(shadow+`.querySelectorAll('li').length === 3 && `+shadow+`.querySelector('.badge').textContent === '2'`, nil,
+		chromedp.WithPollingTimeout(10*time.Second)))
+
+	// An announcement, pages of two (cursor paging), archive, read all.
+	ann, err := c.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance " + user, Body: "Tonight", ExpiresAt: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const inbox = `document.querySelector('herald-inbox')`
+	run("first page of two",
+		chromedp.Evaluate(inbox+`.setAttribute('page-size', '2')`, nil),
+		chromedp.Poll(shadow+`.querySelectorAll('li').length === 2 && !`+shadow+`.querySelector('.more').hidden`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	var firstKind string
+	run("announcement first", chromedp.Evaluate(shadow+`.querySelector('li .kind') ? `+shadow+`.querySelector('li').dataset.id : ''`, &firstKind))
+	if firstKind != ann.ID {
+		t.Errorf("first item = %q, want the announcement %s", firstKind, ann.ID)
+	}
+	run("next page",
+		chromedp.Evaluate(shadow+`.querySelector('.more').click()`, nil),
+		chromedp.Poll(shadow+`.querySelectorAll('li').length === 4 && `+shadow+`.querySelector('.more').hidden && `+shadow+`.querySelector('.badge').textContent === '3'`, nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	run("archive the announcement",
+		chromedp.Evaluate(fmt.Sprintf(shadow+`.querySelector('li[data-id=%q] button.archive').click()`, ann.ID), nil),
+		chromedp.Poll(fmt.Sprintf(`!`+shadow+`.querySelector('li[data-id=%q]') && `+shadow+`.querySelector('.badge').textContent === '2'`, ann.ID), nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(shadow+`.querySelector('[role=tab][data-filter=archived]').click()`, nil),
+		chromedp.Poll(fmt.Sprintf(shadow+`.querySelectorAll('li').length === 1 && !!`+shadow+`.querySelector('li[data-id=%q]')`, ann.ID), nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(shadow+`.querySelector('[role=tab][data-filter=all]').click()`, nil),
+		chromedp.Poll(shadow+`.querySelectorAll('li').length === 2`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	run("mark all read",
+		chromedp.Evaluate(shadow+`.querySelector('.read-all').click()`, nil),
+		chromedp.Poll(shadow+`.querySelector('.badge').hidden && `+shadow+`.querySelectorAll('li.unread').length === 0`, nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+	)
+	if got := badge(); got != "" {
+		t.Errorf("badge after read all = %q, want hidden", got)
+	}
+
+	// A hundred more unread: the badge caps at 99+.
+	many := make([]client.Notification, client.MaxBatch)
+	for i := range many {
+		many[i] = client.Notification{Type: "comment.created", Recipient: client.Recipient{UserID: user},
+			Data: map[string]string{"actorLabel": fmt.Sprint("user ", i), "url": "https://example.com/c/2"}}
+	}
+	results, err := c.SendBatch(ctx, many)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if err := r.Err(); err != nil {
+			t.Fatalf("batch item %d: %v", r.Index, err)
+		}
+	}
+	run("badge 99+", chromedp.Poll(shadow+`.querySelector('.badge').textContent === '99+' && `+shadow+`.querySelector('.badge').getAttribute('aria-label') === '99+ unread'`, nil,
+		chromedp.WithPollingTimeout(20*time.Second)))
+
+	for path, png := range map[string][]byte{consoleShot: consolePNG, inboxShot: inboxPNG} {
+		if len(png) < 1000 {
+			t.Fatalf("screenshot %s: %d bytes", path, len(png))
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+// Command conformance is the IAM half of `make aws-check`: it transforms
+// template.yaml with the SAM translator, re-evaluates every AWS call the e2e
+// runs recorded (HERALD_IAM_SEEN) against each function's role, checks the
+// calls Lambda itself makes with the roles, and lists the grants nothing
+// exercised. It exits 1 on any denial or unexplained grant.
+//
+//	go run ./scripts/iam/conformance -seen .cache/iam/seen [-remove Function:action …]
+//
+// -remove checks against a copy of the template without that permission
+// (how to see the check fail).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/iam"
+)
+
+type removals [][2]string
+
+func (r *removals) String() string { return fmt.Sprint(*r) }
+func (r *removals) Set(v string) error {
+	fn, action, ok := strings.Cut(v, ":")
+	if !ok {
+		return fmt.Errorf("want Function:service:Action, e.g. RelayFunction:dynamodb:BatchGetItem")
+	}
+	*r = append(*r, [2]string{fn, action})
+	return nil
+}
+
+func main() {
+	seen := flag.String("seen", ".cache/iam/seen", "directory of the e2e runs' call records")
+	root := flag.String("root", ".", "repository root")
+	justified := flag.String("justified", "scripts/iam/unexercised.txt", "grants kept though no local run exercises them")
+	var remove removals
+	flag.Var(&remove, "remove", "Function:service:Action to remove from a copy of the template first (repeatable)")
+	flag.Parse()
+	if err := run(*root, *seen, *justified, remove); err != nil {
+		fmt.Fprintln(os.Stderr, "iam conformance:", err)
+		os.Exit(1)
+	}
+}
+
+func run(root, seen, justifiedPath string, remove removals) error {
+	tmpl := filepath.Join(root, "template.yaml")
+	if len(remove) > 0 {
+		raw, err := os.ReadFile(tmpl)
+		if err != nil {
+			return err
+		}
+		for _, r := range remove {
+			if raw, err = iam.RemoveAction(raw, r[0], r[1]); err != nil {
+				return err
+			}
+			fmt.Printf("checking a copy of template.yaml without %s's %s\n", r[0], r[1])
+		}
+		dir, err := os.MkdirTemp("", "herald-iam-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		tmpl = filepath.Join(dir, "template.yaml")
+		if err := os.WriteFile(tmpl, raw, 0o644); err != nil {
+			return err
+		}
+	}
+	p, err := iam.Transform(context.Background(), iam.TransformOptions{Root: root, Template: tmpl,
+		Stack: iam.Stack{Name: devstack.LocalStackName, Prefix: devstack.LocalResourcePrefix, Region: devstack.LocalRegion, Account: devstack.LocalAccountID}})
+	if err != nil {
+		return err
+	}
+	records, err := iam.ReadRecords(seen)
+	if err != nil {
+		return err
+	}
+	if len(records) == 0 {
+		return fmt.Errorf("no call records in %s: run the e2e tests with HERALD_IAM_SEEN=%s (make aws-check does)", seen, seen)
+	}
+	var sources []string
+	for _, r := range records {
+		sources = append(sources, r.Source)
+	}
+	fmt.Printf("records: %s\n", strings.Join(sources, ", "))
+	justified, err := iam.ReadJustifications(filepath.Join(root, justifiedPath))
+	if err != nil {
+		return err
+	}
+	rep := iam.Conformance(p, records, justified)
+	rep.Write(os.Stdout)
+	if !rep.OK() {
+		return fmt.Errorf("template.yaml's roles do not match what the functions call (see above)")
+	}
+	fmt.Println("IAM conformance: OK")
+	return nil
+}

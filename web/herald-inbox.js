@@ -1,0 +1,389 @@
+// herald-inbox.js — <herald-inbox>, the end user's in-app inbox as a custom
+// element: a list with cursor paging, the unread badge (99+), mark read,
+// mark all read, archive, announcements. Keyboard and screen-reader
+// accessible; plain ES module, no framework, no dependencies.
+//
+// It calls Herald's user routes with the end user's JWT, which the app
+// provides; it never needs a service credential.
+//
+//   <script type="module" src="/herald-inbox.js"></script>
+//   <herald-inbox api-base="https://abc.execute-api.eu-west-1.amazonaws.com" user-id="u1"></herald-inbox>
+//   <script type="module">
+//     document.querySelector('herald-inbox').tokenProvider = async () => myAuth.accessToken();
+//   </script>
+//
+// Attributes: api-base, user-id, page-size (default 20), poll-seconds (unread
+// count refresh, default 30; 0 turns it off).
+// Events: herald-inbox-count {count, display}, herald-inbox-error {status, code, message}.
+// It refreshes at once when herald-sw.js reports a push it showed.
+// Keyboard, in the list: ↑/↓/Home/End move between items, Enter opens an
+// item's link (and marks it read), R marks read, A archives.
+
+const FILTERS = [['all', 'All'], ['unread', 'Unread'], ['archived', 'Archived']];
+
+/** The badge text for a count: "99+" from 100 on. */
+export function badgeText(count, display) {
+  if (display) return display;
+  return count > 99 ? '99+' : String(count);
+}
+
+const STYLE = `
+:host { display: block; font: 14px/1.4 system-ui, sans-serif; color: #1b1f24; max-width: 34rem; }
+.inbox { border: 1px solid #d0d7de; border-radius: 8px; background: #fff; }
+header { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; padding: .6rem .8rem; border-bottom: 1px solid #d0d7de; }
+h2 { font-size: 1rem; margin: 0; flex: 1; display: flex; align-items: center; gap: .4rem; }
+.badge { background: #cf222e; color: #fff; border-radius: 999px; padding: 0 .45rem; font-size: .75rem; min-width: 1.2rem; text-align: center; }
+.badge[hidden] { display: none; }
+[role=tablist] { display: flex; gap: .25rem; }
+button { font: inherit; border: 1px solid #d0d7de; background: #f6f8fa; border-radius: 6px; padding: .15rem .55rem; cursor: pointer; color: inherit; }
+button:hover { background: #eaeef2; }
+button:focus-visible, li:focus-visible, a:focus-visible { outline: 2px solid #0969da; outline-offset: 2px; }
+[role=tab][aria-selected=true] { background: #0969da; color: #fff; border-color: #0969da; }
+ul { list-style: none; margin: 0; padding: 0; }
+li { padding: .6rem .8rem; border-bottom: 1px solid #eaeef2; display: grid; grid-template-columns: 1fr auto; gap: .2rem .6rem; }
+li.unread { background: #f0f6ff; }
+li.unread .title::before { content: ""; display: inline-block; width: .5rem; height: .5rem; border-radius: 50%; background: #0969da; margin-right: .4rem; vertical-align: middle; }
+.title { font-weight: 600; }
+.sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.kind { font-size: .7rem; text-transform: uppercase; letter-spacing: .04em; color: #8250df; margin-left: .3rem; }
+.body { grid-column: 1; color: #424a53; white-space: pre-line; }
+.meta { grid-column: 1; font-size: .75rem; color: #656d76; }
+.actions { grid-row: 1 / span 3; grid-column: 2; display: flex; flex-direction: column; gap: .25rem; align-items: stretch; }
+.empty, .status { padding: .6rem .8rem; color: #656d76; margin: 0; }
+.more { margin: .6rem .8rem; }
+`;
+
+class HeraldInbox extends HTMLElement {
+  static get observedAttributes() { return ['api-base', 'user-id', 'page-size', 'poll-seconds']; }
+
+  constructor() {
+    super();
+    this._tokenProvider = null;
+    this.filter = 'all';
+    this.items = [];
+    this.cursor = '';
+    this.count = 0;
+    this.display = '0';
+    this._timer = 0;
+    this._build();
+  }
+
+  /** An async function returning the end user's JWT. Setting it loads the inbox. */
+  set tokenProvider(fn) {
+    this._tokenProvider = fn;
+    if (this.isConnected) this.refresh();
+  }
+  get tokenProvider() { return this._tokenProvider; }
+
+  connectedCallback() {
+    if (this._tokenProvider) this.refresh();
+    this._schedule();
+    // herald-sw.js tells open pages about each push it showed: refresh now.
+    this._onPush = (e) => { if (e.data && e.data.type === 'herald:push' && this._tokenProvider) this.refresh(); };
+    if ('serviceWorker' in navigator) navigator.serviceWorker.addEventListener('message', this._onPush);
+  }
+
+  disconnectedCallback() {
+    clearInterval(this._timer);
+    if ('serviceWorker' in navigator) navigator.serviceWorker.removeEventListener('message', this._onPush);
+  }
+
+  attributeChangedCallback(name, old, value) {
+    if (old === value || !this.isConnected) return;
+    if (name === 'poll-seconds') this._schedule();
+    else if (this._tokenProvider) this.refresh();
+  }
+
+  get apiBase() { return (this.getAttribute('api-base') || location.origin).replace(/\/+$/, ''); }
+  get userId() { return this.getAttribute('user-id') || ''; }
+  get pageSize() { return Math.min(100, Math.max(1, parseInt(this.getAttribute('page-size') || '20', 10) || 20)); }
+
+  _schedule() {
+    clearInterval(this._timer);
+    const s = parseInt(this.getAttribute('poll-seconds') ?? '30', 10);
+    if (s > 0) this._timer = setInterval(() => this._tokenProvider && this.refreshCount(), s * 1000);
+  }
+
+  _build() {
+    const root = this.attachShadow({ mode: 'open' });
+    const style = document.createElement('style');
+    style.textContent = STYLE;
+    root.append(style);
+    const section = el('section', { class: 'inbox', part: 'inbox' });
+    const header = el('header');
+    const h2 = el('h2', { id: 'heading' }, 'Notifications');
+    this.badge = el('span', { class: 'badge', part: 'badge', hidden: '' });
+    h2.append(this.badge);
+    const tabs = el('div', { role: 'tablist', 'aria-label': 'Show' });
+    this.tabs = FILTERS.map(([value, label]) => {
+      const b = el('button', { role: 'tab', type: 'button', 'data-filter': value, 'aria-selected': String(value === this.filter), tabindex: value === this.filter ? '0' : '-1' }, label);
+      b.addEventListener('click', () => this.setFilter(value));
+      b.addEventListener('keydown', (e) => this._tabKeys(e));
+      tabs.append(b);
+      return b;
+    });
+    this.readAllButton = el('button', { type: 'button', class: 'read-all', part: 'read-all' }, 'Mark all read');
+    this.readAllButton.addEventListener('click', () => this.markAllRead());
+    header.append(h2, tabs, this.readAllButton);
+    this.list = el('ul', { role: 'list', 'aria-labelledby': 'heading', part: 'list' });
+    this.list.addEventListener('keydown', (e) => this._listKeys(e));
+    this.empty = el('p', { class: 'empty', hidden: '' }, 'Nothing here.');
+    this.moreButton = el('button', { type: 'button', class: 'more', hidden: '' }, 'Load more');
+    this.moreButton.addEventListener('click', () => this.loadMore());
+    this.status = el('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+    section.append(header, this.list, this.empty, this.moreButton, this.status);
+    root.append(section);
+  }
+
+  async _call(method, path, query) {
+    if (!this._tokenProvider) throw new Error('herald-inbox: set tokenProvider first');
+    const token = await this._tokenProvider();
+    const url = new URL(this.apiBase + '/v1/users/' + encodeURIComponent(this.userId) + path);
+    for (const [k, v] of Object.entries(query || {})) if (v) url.searchParams.set(k, v);
+    const resp = await fetch(url, { method, headers: { Authorization: 'Bearer ' + token } });
+    const body = await resp.json().catch(() => null);
+    if (!resp.ok) {
+      const err = new Error((body && (body.detail || body.title || body.message)) || 'Herald answered ' + resp.status);
+      err.status = resp.status;
+      err.code = (body && body.code) || '';
+      throw err;
+    }
+    return body;
+  }
+
+  _fail(err) {
+    this.status.textContent = 'Could not reach your notifications (' + (err.code || err.status || err.message) + ').';
+    this.dispatchEvent(new CustomEvent('herald-inbox-error', { detail: { status: err.status || 0, code: err.code || '', message: err.message } }));
+  }
+
+  /** Reloads the first page and the unread count. */
+  async refresh() {
+    this.list.setAttribute('aria-busy', 'true');
+    try {
+      const [page] = await Promise.all([
+        this._call('GET', '/inbox', { limit: String(this.pageSize), filter: this.filter }),
+        this.refreshCount(),
+      ]);
+      this.items = page.items || [];
+      this.cursor = page.nextCursor || '';
+      this.status.textContent = '';
+      this._render();
+    } catch (err) {
+      this._fail(err);
+    } finally {
+      this.list.removeAttribute('aria-busy');
+    }
+  }
+
+  /** Fetches the next page (cursor paging) and appends it. */
+  async loadMore() {
+    if (!this.cursor) return;
+    try {
+      const page = await this._call('GET', '/inbox', { limit: String(this.pageSize), filter: this.filter, cursor: this.cursor });
+      const first = this.items.length;
+      this.items = this.items.concat(page.items || []);
+      this.cursor = page.nextCursor || '';
+      this._render();
+      const next = this.list.children[first];
+      if (next) this._focusItem(next);
+    } catch (err) {
+      this._fail(err);
+    }
+  }
+
+  /** Re-reads the unread count and updates the badge. */
+  async refreshCount() {
+    try {
+      const c = await this._call('GET', '/inbox/unread-count');
+      this._setCount(c.count, c.display);
+    } catch (err) {
+      this._fail(err);
+    }
+  }
+
+  _setCount(count, display) {
+    this.count = count;
+    this.display = badgeText(count, display);
+    this.badge.textContent = this.display;
+    this.badge.hidden = count === 0;
+    this.badge.setAttribute('aria-label', count === 0 ? 'no unread notifications' : this.display + ' unread');
+    this.readAllButton.disabled = count === 0;
+    this.dispatchEvent(new CustomEvent('herald-inbox-count', { detail: { count, display: this.display } }));
+  }
+
+  setFilter(value) {
+    this.filter = value;
+    for (const t of this.tabs) {
+      const on = t.dataset.filter === value;
+      t.setAttribute('aria-selected', String(on));
+      t.tabIndex = on ? 0 : -1;
+    }
+    return this.refresh();
+  }
+
+  async markRead(id) {
+    const item = this.items.find((i) => i.id === id);
+    if (!item || item.readAt) return;
+    try {
+      const state = await this._call('POST', '/inbox/' + encodeURIComponent(id) + '/read');
+      item.readAt = state.readAt || new Date().toISOString();
+      if (this.filter === 'unread') this.items = this.items.filter((i) => i.id !== id);
+      this._render(id);
+      this.status.textContent = 'Marked read.';
+      await this.refreshCount();
+    } catch (err) {
+      this._fail(err);
+    }
+  }
+
+  async archive(id) {
+    try {
+      await this._call('POST', '/inbox/' + encodeURIComponent(id) + '/archive');
+      const at = this.items.findIndex((i) => i.id === id);
+      if (this.filter !== 'archived') this.items = this.items.filter((i) => i.id !== id);
+      this._render();
+      const next = this.list.children[Math.min(at, this.list.children.length - 1)];
+      if (next) this._focusItem(next);
+      this.status.textContent = 'Archived.';
+      await this.refreshCount();
+    } catch (err) {
+      this._fail(err);
+    }
+  }
+
+  /** Marks every notification and announcement read (in as many calls as the server needs). */
+  async markAllRead() {
+    try {
+      let total = 0;
+      for (let i = 0; i < 20; i++) {
+        const r = await this._call('POST', '/inbox/read-all');
+        total += r.updated || 0;
+        if (!r.more) break;
+      }
+      this.status.textContent = total === 1 ? '1 marked read.' : total + ' marked read.';
+      await this.refresh();
+    } catch (err) {
+      this._fail(err);
+    }
+  }
+
+  _render(focusId) {
+    const focused = focusId || (this.shadowRoot.activeElement && this.shadowRoot.activeElement.closest && this.shadowRoot.activeElement.closest('li')?.dataset.id);
+    this.list.replaceChildren(...this.items.map((item, i) => this._renderItem(item, i)));
+    this.empty.hidden = this.items.length > 0;
+    this.moreButton.hidden = !this.cursor;
+    const li = focused && this.list.querySelector(`li[data-id="${CSS.escape(focused)}"]`);
+    if (li) this._focusItem(li);
+  }
+
+  _renderItem(item, index) {
+    const unread = !item.readAt;
+    const li = el('li', {
+      role: 'listitem', 'data-id': item.id, class: unread ? 'item unread' : 'item', part: 'item',
+      tabindex: index === 0 ? '0' : '-1', 'aria-keyshortcuts': 'Enter R A',
+    });
+    const titleId = 'title-' + index;
+    li.setAttribute('aria-labelledby', titleId);
+    const title = el('div', { class: 'title', id: titleId });
+    if (unread) title.append(el('span', { class: 'sr-only' }, 'Unread: '));
+    title.append(item.title || '');
+    if (item.kind === 'announcement') title.append(el('span', { class: 'kind' }, 'Announcement'));
+    const href = safeHref(item.url);
+    const body = el('div', { class: 'body' }, item.body || '');
+    const meta = el('div', { class: 'meta' });
+    meta.append(el('time', { datetime: item.createdAt || '' }, formatTime(item.createdAt)));
+    if (href) {
+      const a = el('a', { href, rel: 'noopener noreferrer', target: '_blank', tabindex: '-1' }, 'Open');
+      a.addEventListener('click', () => this.markRead(item.id));
+      meta.append(document.createTextNode(' · '), a);
+    }
+    const actions = el('div', { class: 'actions' });
+    if (unread) {
+      const read = el('button', { type: 'button', class: 'mark-read', tabindex: '-1', 'aria-label': 'Mark read: ' + (item.title || '') }, 'Mark read');
+      read.addEventListener('click', () => this.markRead(item.id));
+      actions.append(read);
+    }
+    if (!item.archivedAt) {
+      const arch = el('button', { type: 'button', class: 'archive', tabindex: '-1', 'aria-label': 'Archive: ' + (item.title || '') }, 'Archive');
+      arch.addEventListener('click', () => this.archive(item.id));
+      actions.append(arch);
+    }
+    li.append(title, actions, body, meta);
+    // Buttons join the tab order only while their item has focus (roving tabindex).
+    li.addEventListener('focusin', () => this._focusItem(li, false));
+    return li;
+  }
+
+  _focusItem(li, move = true) {
+    for (const other of this.list.children) {
+      const on = other === li;
+      other.tabIndex = on ? 0 : -1;
+      for (const b of other.querySelectorAll('button, a')) b.tabIndex = on ? 0 : -1;
+    }
+    if (move && this.shadowRoot.activeElement !== li) li.focus();
+  }
+
+  _listKeys(e) {
+    const li = e.target.closest('li');
+    if (!li) return;
+    const items = [...this.list.children];
+    const i = items.indexOf(li);
+    let next = null;
+    switch (e.key) {
+      case 'ArrowDown': next = items[Math.min(i + 1, items.length - 1)]; break;
+      case 'ArrowUp': next = items[Math.max(i - 1, 0)]; break;
+      case 'Home': next = items[0]; break;
+      case 'End': next = items[items.length - 1]; break;
+      case 'Enter':
+        if (e.target !== li) return;
+        {
+          const a = li.querySelector('a');
+          if (a) a.click(); else this.markRead(li.dataset.id);
+        }
+        break;
+      case 'r': case 'R': if (e.target === li) this.markRead(li.dataset.id); else return; break;
+      case 'a': case 'A': if (e.target === li) this.archive(li.dataset.id); else return; break;
+      default: return;
+    }
+    e.preventDefault();
+    if (next) this._focusItem(next);
+  }
+
+  _tabKeys(e) {
+    const i = this.tabs.indexOf(e.target);
+    let j = -1;
+    if (e.key === 'ArrowRight') j = (i + 1) % this.tabs.length;
+    else if (e.key === 'ArrowLeft') j = (i - 1 + this.tabs.length) % this.tabs.length;
+    else return;
+    e.preventDefault();
+    this.tabs[j].focus();
+    this.setFilter(this.tabs[j].dataset.filter);
+  }
+}
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// Only http(s) links are rendered: an item's URL cannot run script.
+function safeHref(u) {
+  if (!u) return '';
+  try {
+    const p = new URL(u, location.href);
+    return p.protocol === 'https:' || p.protocol === 'http:' ? p.href : '';
+  } catch (_) {
+    return '';
+  }
+}
+
+function formatTime(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return isNaN(d) ? '' : d.toLocaleString();
+}
+
+if (!customElements.get('herald-inbox')) customElements.define('herald-inbox', HeraldInbox);
+export { HeraldInbox };
