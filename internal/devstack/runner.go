@@ -301,7 +301,7 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
 		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
-		Log: app.NewLogger(s.Usage.logWriter(fn.LogicalID, logs), func(k string) string { return env[k] }).With("function", fn.LogicalID),
+		Log:     app.NewLogger(s.Usage.logWriter(fn.LogicalID, logs), func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
 		Metrics: metrics.NewEMF(s.Usage.logWriter(fn.LogicalID, logs), "", s.Clock.Now),
