@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -107,15 +106,15 @@ const (
 	maxAnnouncementLife = 366 * 24 * time.Hour
 )
 
-func (x *inboxAPI) service(req *request) *Problem {
+func (h *Handler) announcementService(req *request) *Problem {
 	if req.caller == "" {
 		return &Problem{Status: http.StatusForbidden, Code: "forbidden", Detail: "announcements are managed by services (IAM), not users"}
 	}
 	return nil
 }
 
-func (x *inboxAPI) createAnnouncement(ctx context.Context, req *request) response {
-	if p := x.service(req); p != nil {
+func (h *Handler) createAnnouncement(ctx context.Context, req *request) response {
+	if p := h.announcementService(req); p != nil {
 		return problemResponse(p)
 	}
 	raw, p := readBody(req)
@@ -130,7 +129,7 @@ func (x *inboxAPI) createAnnouncement(ctx context.Context, req *request) respons
 	if p := decodeJSON(raw, &ar); p != nil {
 		return problemResponse(p)
 	}
-	now := x.now()
+	now := h.now()
 	a, p := validateAnnouncement(&ar, now)
 	if p != nil {
 		return problemResponse(p)
@@ -141,7 +140,7 @@ func (x *inboxAPI) createAnnouncement(ctx context.Context, req *request) respons
 	} else {
 		a.ID = newAnnouncementID()
 	}
-	stored, err := x.announcements.CreateAnnouncement(ctx, a)
+	stored, err := h.announcements.CreateAnnouncement(ctx, a)
 	switch {
 	case errors.Is(err, domain.ErrConflict) && stored != nil && hasKey:
 		if stored.Caller != a.Caller || stored.RequestHash != a.RequestHash {
@@ -150,10 +149,10 @@ func (x *inboxAPI) createAnnouncement(ctx context.Context, req *request) respons
 		}
 		return response{status: http.StatusCreated, body: announcementJSON(stored, now), headers: map[string]string{"Idempotent-Replayed": "true"}}
 	case err != nil:
-		return x.internalError(ctx, "create announcement", err)
+		return h.internalError(ctx, "create announcement", err)
 	}
-	x.active.invalidate()
-	x.log.InfoContext(ctx, "announcement created", "announcementId", a.ID, "outcome", "created")
+	h.activeAnnouncements.invalidate()
+	h.log.InfoContext(ctx, "announcement created", "announcementId", a.ID, "outcome", "created")
 	return response{status: http.StatusCreated, body: announcementJSON(a, now)}
 }
 
@@ -215,19 +214,6 @@ func announcementHash(ar *announcementRequest) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// announcementIDFor derives the id from the caller-scoped idempotency key, so
-// that the conditional put on the id deduplicates (as for notifications).
-func announcementIDFor(caller, key string) string {
-	sum := sha256.Sum256([]byte("announcement\x00" + caller + "\x00" + key))
-	return makeID(inbox.AnnouncementIDPrefix, sum[:])
-}
-
-func newAnnouncementID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return makeID(inbox.AnnouncementIDPrefix, b[:])
-}
-
 func announcementJSON(a *inbox.Announcement, now time.Time) announcementBody {
 	return announcementBody{
 		ID: a.ID, Title: a.Title, Body: a.Body, URL: optional(a.URL),
@@ -241,8 +227,8 @@ type announcementPage struct {
 	NextCursor string             `json:"nextCursor,omitempty"`
 }
 
-func (x *inboxAPI) listAnnouncements(ctx context.Context, req *request) response {
-	if p := x.service(req); p != nil {
+func (h *Handler) listAnnouncements(ctx context.Context, req *request) response {
+	if p := h.announcementService(req); p != nil {
 		return problemResponse(p)
 	}
 	q := req.QueryStringParameters
@@ -258,11 +244,11 @@ func (x *inboxAPI) listAnnouncements(ctx context.Context, req *request) response
 		}
 		position = cur.Position
 	}
-	list, more, err := x.announcements.ListAnnouncements(ctx, position, limit)
+	list, more, err := h.announcements.ListAnnouncements(ctx, position, limit)
 	if err != nil {
-		return x.internalError(ctx, "list announcements", err)
+		return h.internalError(ctx, "list announcements", err)
 	}
-	now := x.now()
+	now := h.now()
 	body := announcementPage{Items: make([]announcementBody, 0, len(list))}
 	for i := range list {
 		body.Items = append(body.Items, announcementJSON(&list[i], now))

@@ -71,6 +71,14 @@ type Handler struct {
 	pushLoopback      bool
 	pushHosts         webpush.HostList
 	metrics           metrics.Recorder
+
+	inboxStore    InboxStore
+	announcements AnnouncementStore
+	// activeAnnouncements is the per-instance cache the inbox and
+	// announcement routes read the active announcements through.
+	activeAnnouncements *announcementCache
+	unsubscribe         Unsubscribe
+	vapidPublicKey      string
 }
 
 type route func(ctx context.Context, req *request) response
@@ -90,23 +98,17 @@ type response struct {
 
 // New wires the API handler.
 func New(d Deps) *Handler {
-	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log, routes: map[string]route{}}
+	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
+	h.inboxStore, h.announcements, h.unsubscribe = d.Inbox, d.Announcements, d.Unsubscribe
+	h.vapidPublicKey = d.VAPIDPublicKey
+	h.activeAnnouncements = &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}
 	h.metrics = d.Metrics
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}
-	// Each feature registers its routes (route key → handler).
-	for _, group := range []map[string]route{
-		h.notificationRoutes(),
-		h.inboxRoutes(d),
-		h.userRoutes(),
-		h.unsubscribeRoutes(d.Unsubscribe),
-		h.pushConfigRoutes(d.VAPIDPublicKey),
-	} {
-		maps.Copy(h.routes, group)
-	}
+	h.routes = h.routeTable()
 	return h
 }
 

@@ -39,37 +39,12 @@ type InboxStore interface {
 	ArchiveAnnouncement(ctx context.Context, userID string, a *inbox.Announcement, at time.Time) (inbox.Marker, error)
 }
 
-// inboxAPI serves the user-facing inbox routes (JWT) and the service-facing
-// announcement routes (IAM); both read the active announcements through one
-// per-instance cache.
-type inboxAPI struct {
-	*Handler
-	store         InboxStore
-	announcements AnnouncementStore
-	active        *announcementCache
-}
-
-// inboxRoutes registers the inbox and announcement routes.
-func (h *Handler) inboxRoutes(d Deps) map[string]route {
-	x := &inboxAPI{Handler: h, store: d.Inbox, announcements: d.Announcements,
-		active: &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}}
-	return map[string]route{
-		"GET /v1/users/{userId}/inbox":               x.list,
-		"GET /v1/users/{userId}/inbox/unread-count":  x.unreadCount,
-		"POST /v1/users/{userId}/inbox/{id}/read":    x.markRead,
-		"POST /v1/users/{userId}/inbox/read-all":     x.markAllRead,
-		"POST /v1/users/{userId}/inbox/{id}/archive": x.archive,
-		"POST /v1/announcements":                     x.createAnnouncement,
-		"GET /v1/announcements":                      x.listAnnouncements,
-	}
-}
-
 var errNoInbox = &Problem{Status: http.StatusNotFound, Code: "not_found", Title: "Not found"}
 
 // owner returns the inbox's user: the token's subject, which must be the
 // path's userId. Another user's inbox is a 404, exactly like a missing one,
 // so that ids of other users cannot be probed.
-func (x *inboxAPI) owner(req *request) (string, *Problem) {
+func (h *Handler) owner(req *request) (string, *Problem) {
 	if req.subject == "" {
 		return "", &Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required",
 			Detail: "inbox routes need a user token"}
@@ -119,8 +94,8 @@ type inboxPage struct {
 	NextCursor string      `json:"nextCursor,omitempty"`
 }
 
-func (x *inboxAPI) list(ctx context.Context, req *request) response {
-	user, p := x.owner(req)
+func (h *Handler) listInbox(ctx context.Context, req *request) response {
+	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
 	}
@@ -150,16 +125,16 @@ func (x *inboxAPI) list(ctx context.Context, req *request) response {
 		more    bool
 		listErr error
 	)
-	wg.Go(func() { entries, more, listErr = x.store.ListInbox(ctx, user, f, position, limit) })
-	active, state, stateErr := x.userAnnouncements(ctx, user, true)
+	wg.Go(func() { entries, more, listErr = h.inboxStore.ListInbox(ctx, user, f, position, limit) })
+	active, state, stateErr := h.userAnnouncements(ctx, user, true)
 	wg.Wait()
 	if err := errors.Join(listErr, stateErr); err != nil {
-		return x.internalError(ctx, "list inbox", err)
+		return h.internalError(ctx, "list inbox", err)
 	}
 	page, after := inbox.Page(entries, more, inbox.AnnouncementEntries(active, state.Markers, f, position), limit)
 	body := inboxPage{Items: make([]inboxItem, 0, len(page))}
 	for _, e := range page {
-		body.Items = append(body.Items, x.render(ctx, e, state.Locale))
+		body.Items = append(body.Items, h.render(ctx, e, state.Locale))
 	}
 	if after != "" {
 		body.NextCursor = inbox.Cursor{Scope: string(f), Position: after}.Encode()
@@ -169,19 +144,19 @@ func (x *inboxAPI) list(ctx context.Context, req *request) response {
 
 // userAnnouncements returns the active announcements and the user's state
 // (markers, and the profile locale when withLocale).
-func (x *inboxAPI) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, inbox.UserState, error) {
-	active, err := x.active.get(ctx)
+func (h *Handler) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, inbox.UserState, error) {
+	active, err := h.activeAnnouncements.get(ctx)
 	if err != nil {
 		return nil, inbox.UserState{}, err
 	}
 	if len(active) == 0 && !withLocale {
 		return nil, inbox.UserState{}, nil
 	}
-	state, err := x.store.InboxState(ctx, user, inbox.AnnouncementIDs(active), withLocale)
+	state, err := h.inboxStore.InboxState(ctx, user, inbox.AnnouncementIDs(active), withLocale)
 	return active, state, err
 }
 
-func (x *inboxAPI) render(ctx context.Context, e inbox.Entry, profileLocale string) inboxItem {
+func (h *Handler) render(ctx context.Context, e inbox.Entry, profileLocale string) inboxItem {
 	if a := e.Announcement; a != nil {
 		return inboxItem{
 			ID: a.ID, Kind: kindAnnouncement, Type: kindAnnouncement, Title: a.Title, Body: a.Body, URL: optional(a.URL),
@@ -197,11 +172,11 @@ func (x *inboxAPI) render(ctx context.Context, e inbox.Entry, profileLocale stri
 	if locale == "" {
 		locale = profileLocale
 	}
-	c, err := x.renderInApp(n, locale)
+	c, err := h.renderInApp(n, locale)
 	if err != nil {
 		// The item stays listed (it can still be read or archived) with its
 		// type as the title; the logs say why.
-		x.log.WarnContext(ctx, "render inbox item", "notificationId", n.ID, "type", n.Type, "error", err)
+		h.log.WarnContext(ctx, "render inbox item", "notificationId", n.ID, "type", n.Type, "error", err)
 		return item
 	}
 	item.Title, item.Body, item.URL = c.Title, c.Body, optional(c.URL)
@@ -210,8 +185,8 @@ func (x *inboxAPI) render(ctx context.Context, e inbox.Entry, profileLocale stri
 
 var errUnknownType = errors.New("type is not in the catalog")
 
-func (x *inboxAPI) renderInApp(n *domain.Notification, locale string) (catalog.Content, error) {
-	t, ok := x.catalog.Lookup(n.Type)
+func (h *Handler) renderInApp(n *domain.Notification, locale string) (catalog.Content, error) {
+	t, ok := h.catalog.Lookup(n.Type)
 	if !ok {
 		return catalog.Content{}, errUnknownType
 	}
@@ -225,8 +200,8 @@ func optional(s string) *string {
 	return &s
 }
 
-func (x *inboxAPI) unreadCount(ctx context.Context, req *request) response {
-	user, p := x.owner(req)
+func (h *Handler) unreadCount(ctx context.Context, req *request) response {
+	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
 	}
@@ -235,11 +210,11 @@ func (x *inboxAPI) unreadCount(ctx context.Context, req *request) response {
 		count    int
 		countErr error
 	)
-	wg.Go(func() { count, countErr = x.store.CountUnread(ctx, user, inbox.CountCap) })
-	active, state, stateErr := x.userAnnouncements(ctx, user, false)
+	wg.Go(func() { count, countErr = h.inboxStore.CountUnread(ctx, user, inbox.CountCap) })
+	active, state, stateErr := h.userAnnouncements(ctx, user, false)
 	wg.Wait()
 	if err := errors.Join(countErr, stateErr); err != nil {
-		return x.internalError(ctx, "count unread", err)
+		return h.internalError(ctx, "count unread", err)
 	}
 	badge := inbox.NewBadge(count + inbox.UnreadAnnouncements(active, state.Markers))
 	return response{status: http.StatusOK, body: badge, headers: map[string]string{"Cache-Control": "no-store"}}
@@ -253,35 +228,35 @@ type itemState struct {
 	ArchivedAt *string `json:"archivedAt"`
 }
 
-func (x *inboxAPI) markRead(ctx context.Context, req *request) response {
-	return x.changeItem(ctx, req, "mark read",
+func (h *Handler) markRead(ctx context.Context, req *request) response {
+	return h.changeItem(ctx, req, "mark read",
 		func(user, id string, at time.Time) (*domain.Notification, error) {
-			return x.store.MarkRead(ctx, user, id, at)
+			return h.inboxStore.MarkRead(ctx, user, id, at)
 		},
 		func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
-			m, _, err := x.store.MarkAnnouncementRead(ctx, user, a, at, false)
+			m, _, err := h.inboxStore.MarkAnnouncementRead(ctx, user, a, at, false)
 			return m, err
 		})
 }
 
-func (x *inboxAPI) archive(ctx context.Context, req *request) response {
-	return x.changeItem(ctx, req, "archive",
+func (h *Handler) archive(ctx context.Context, req *request) response {
+	return h.changeItem(ctx, req, "archive",
 		func(user, id string, at time.Time) (*domain.Notification, error) {
-			return x.store.Archive(ctx, user, id, at)
+			return h.inboxStore.Archive(ctx, user, id, at)
 		},
 		func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
-			return x.store.ArchiveAnnouncement(ctx, user, a, at)
+			return h.inboxStore.ArchiveAnnouncement(ctx, user, a, at)
 		})
 }
 
 // changeItem applies a read or archive to one inbox item: a notification
 // through a write conditional on its owner, an active announcement through
 // the user's marker.
-func (x *inboxAPI) changeItem(ctx context.Context, req *request, what string,
+func (h *Handler) changeItem(ctx context.Context, req *request, what string,
 	notification func(user, id string, at time.Time) (*domain.Notification, error),
 	announcement func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error),
 ) response {
-	user, p := x.owner(req)
+	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
 	}
@@ -289,30 +264,30 @@ func (x *inboxAPI) changeItem(ctx context.Context, req *request, what string,
 	if !itemIDShape.MatchString(id) {
 		return problemResponse(errNoInbox)
 	}
-	now := x.now()
+	now := h.now()
 	if inbox.IsAnnouncementID(id) {
-		a, err := x.activeAnnouncement(ctx, id, now)
+		a, err := h.activeAnnouncement(ctx, id, now)
 		if err != nil {
-			return x.storeError(ctx, what, err)
+			return h.inboxStoreError(ctx, what, err)
 		}
 		m, err := announcement(user, a, now)
 		if err != nil {
-			return x.storeError(ctx, what, err)
+			return h.inboxStoreError(ctx, what, err)
 		}
 		return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindAnnouncement, ReadAt: timePtr(m.ReadAt), ArchivedAt: timePtr(m.ArchivedAt)}}
 	}
 	n, err := notification(user, id, now)
 	if err != nil {
-		return x.storeError(ctx, what, err)
+		return h.inboxStoreError(ctx, what, err)
 	}
-	x.log.InfoContext(ctx, "inbox item changed", "notificationId", id, "action", what, "outcome", "ok")
+	h.log.InfoContext(ctx, "inbox item changed", "notificationId", id, "action", what, "outcome", "ok")
 	return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindNotification, ReadAt: timePtr(n.ReadAt), ArchivedAt: timePtr(n.ArchivedAt)}}
 }
 
 // activeAnnouncement finds an announcement users can act on now: from the
 // cache, or from the table when this instance has not seen it yet.
-func (x *inboxAPI) activeAnnouncement(ctx context.Context, id string, now time.Time) (*inbox.Announcement, error) {
-	active, err := x.active.get(ctx)
+func (h *Handler) activeAnnouncement(ctx context.Context, id string, now time.Time) (*inbox.Announcement, error) {
+	active, err := h.activeAnnouncements.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +296,7 @@ func (x *inboxAPI) activeAnnouncement(ctx context.Context, id string, now time.T
 			return &active[i], nil
 		}
 	}
-	a, err := x.announcements.GetAnnouncement(ctx, id)
+	a, err := h.announcements.GetAnnouncement(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -331,12 +306,12 @@ func (x *inboxAPI) activeAnnouncement(ctx context.Context, id string, now time.T
 	return a, nil
 }
 
-// storeError answers 404 for missing or foreign items and 500 otherwise.
-func (x *inboxAPI) storeError(ctx context.Context, what string, err error) response {
+// inboxStoreError answers 404 for missing or foreign items and 500 otherwise.
+func (h *Handler) inboxStoreError(ctx context.Context, what string, err error) response {
 	if statusFor(err) == http.StatusNotFound {
 		return problemResponse(errNoInbox)
 	}
-	return x.internalError(ctx, what, err)
+	return h.internalError(ctx, what, err)
 }
 
 // ReadAllPerCall bounds the notifications one read-all marks, so that a call
@@ -351,32 +326,32 @@ type readAllResult struct {
 	More bool `json:"more,omitempty"`
 }
 
-func (x *inboxAPI) markAllRead(ctx context.Context, req *request) response {
-	user, p := x.owner(req)
+func (h *Handler) markAllRead(ctx context.Context, req *request) response {
+	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
 	}
-	now := x.now()
+	now := h.now()
 	var (
 		wg       sync.WaitGroup
 		updated  int
 		more     bool
 		notifErr error
 	)
-	wg.Go(func() { updated, more, notifErr = x.store.MarkAllRead(ctx, user, now, ReadAllPerCall) })
-	annUpdated, annErr := x.readAllAnnouncements(ctx, user, now)
+	wg.Go(func() { updated, more, notifErr = h.inboxStore.MarkAllRead(ctx, user, now, ReadAllPerCall) })
+	annUpdated, annErr := h.readAllAnnouncements(ctx, user, now)
 	wg.Wait()
 	if err := errors.Join(notifErr, annErr); err != nil {
-		return x.internalError(ctx, "read all", err)
+		return h.internalError(ctx, "read all", err)
 	}
-	x.log.InfoContext(ctx, "inbox read all", "updated", updated+annUpdated, "more", more, "outcome", "ok")
+	h.log.InfoContext(ctx, "inbox read all", "updated", updated+annUpdated, "more", more, "outcome", "ok")
 	return response{status: http.StatusOK, body: readAllResult{Updated: updated + annUpdated, More: more}}
 }
 
 // readAllAnnouncements writes read markers for the active announcements the
 // user has not read or archived; announcements that are not active get none.
-func (x *inboxAPI) readAllAnnouncements(ctx context.Context, user string, now time.Time) (int, error) {
-	active, state, err := x.userAnnouncements(ctx, user, false)
+func (h *Handler) readAllAnnouncements(ctx context.Context, user string, now time.Time) (int, error) {
+	active, state, err := h.userAnnouncements(ctx, user, false)
 	if err != nil {
 		return 0, err
 	}
@@ -392,7 +367,7 @@ func (x *inboxAPI) readAllAnnouncements(ctx context.Context, user string, now ti
 			continue
 		}
 		wg.Go(func() {
-			_, changed, err := x.store.MarkAnnouncementRead(ctx, user, a, now, true)
+			_, changed, err := h.inboxStore.MarkAnnouncementRead(ctx, user, a, now, true)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -14,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -26,15 +23,6 @@ type NotificationStore interface {
 	GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error)
 	CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
-}
-
-func (h *Handler) notificationRoutes() map[string]route {
-	return map[string]route{
-		"POST /v1/notifications":        service(h.createNotification),
-		"POST /v1/notifications/batch":  service(h.createNotificationBatch),
-		"GET /v1/notifications/{id}":    service(h.getNotification),
-		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
-	}
 }
 
 // notificationRequest is the body of POST /v1/notifications. Times stay
@@ -88,8 +76,6 @@ func (h *Handler) createNotification(ctx context.Context, req *request) response
 	return h.accept(ctx, req.caller, key, hasKey, &nr, "")
 }
 
-// accept validates one notification request and stores it with one
-// conditional write. pointerPrefix locates the request inside a batch.
 // reusedProblem answers a dedupe key (the Idempotency-Key, else the
 // resourceId) that names an earlier, different request.
 func reusedProblem(hasKey bool, pointerPrefix string) *Problem {
@@ -107,6 +93,8 @@ func reusedProblem(hasKey bool, pointerPrefix string) *Problem {
 	return p
 }
 
+// accept validates one notification request and stores it with one
+// conditional write. pointerPrefix locates the request inside a batch.
 func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, nr *notificationRequest, pointerPrefix string) response {
 	n, data, p := h.validateNotification(nr)
 	if p != nil {
@@ -147,9 +135,6 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	return accepted(n)
 }
 
-// intakeRoutes are the routes whose refusals count as Rejected.
-var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/notifications/batch": true}
-
 // countRejected counts a refused intake request (or batch item) by its
 // problem code; server errors are not rejections.
 func (h *Handler) countRejected(ctx context.Context, resp response) {
@@ -165,43 +150,6 @@ func accepted(n *domain.Notification) response {
 		body:    &acceptedBody{ID: n.ID, Status: "accepted", CreatedAt: n.CreatedAt.UTC().Format(time.RFC3339Nano)},
 		headers: map[string]string{"Location": location},
 	}
-}
-
-// dedupeID derives the notification id from the caller-scoped dedupe key, so
-// that the table's conditional put on the id is the deduplication: one write,
-// no lock, no read-then-write.
-func dedupeID(caller, dedupeKey string) string {
-	buf := make([]byte, 0, 512)
-	buf = append(buf, caller...)
-	buf = append(buf, 0)
-	buf = append(buf, dedupeKey...)
-	sum := sha256.Sum256(buf)
-	return makeID("n", sum[:])
-}
-
-// idAlphabet is the lower-case, unambiguous base32 of every id Herald issues.
-const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-
-var idEncoding = base32.NewEncoding(idAlphabet).WithPadding(base32.NoPadding)
-
-// makeID is prefix + the base32 of b's first 16 bytes (26 characters).
-func makeID(prefix string, b []byte) string { return prefix + idEncoding.EncodeToString(b[:16]) }
-
-// NewRandomID returns a random notification id shaped like dedupe ids.
-func NewRandomID(random []byte) string { return makeID("n", random) }
-
-// validNotificationID reports whether id has the shape of the ids Herald
-// issues ("n" + 26 base32 characters); anything else cannot exist.
-func validNotificationID(id string) bool {
-	if len(id) != 27 || id[0] != 'n' {
-		return false
-	}
-	for i := 1; i < len(id); i++ {
-		if strings.IndexByte(idAlphabet, id[i]) < 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // requestHash is a canonical hash of an accepted request: every field as
@@ -266,73 +214,6 @@ func requestHash(nr *notificationRequest, n *domain.Notification, data map[strin
 	return hex.EncodeToString(sum[:])
 }
 
-// readBody returns the request body, decoded from base64 when API Gateway
-// encoded it, or a 413 beyond 64 KiB.
-func readBody(req *request) ([]byte, *Problem) { return readBodyLimit(req, maxBodyBytes, "64 KiB") }
-
-// readBodyLimit is readBody with another limit.
-func readBodyLimit(req *request, limit int, limitText string) ([]byte, *Problem) {
-	body := []byte(req.Body)
-	if req.IsBase64Encoded {
-		var err error
-		if body, err = decodeBase64(req.Body); err != nil {
-			return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_body", Detail: "body is not valid base64"}
-		}
-	}
-	if len(body) > limit {
-		return nil, &Problem{Status: http.StatusRequestEntityTooLarge, Code: "body_too_large", Detail: "body exceeds " + limitText}
-	}
-	return body, nil
-}
-
-// jsonObject checks that body is one JSON object in valid UTF-8 and returns
-// it without surrounding JSON whitespace.
-func jsonObject(body []byte) ([]byte, *Problem) {
-	trimmed := bytes.Trim(body, " \t\r\n") // JSON whitespace only
-	switch {
-	case len(trimmed) == 0:
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	case !utf8.Valid(trimmed):
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid UTF-8"}
-	case !json.Valid(trimmed):
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case trimmed[0] != '{':
-		return nil, &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
-	}
-	return trimmed, nil
-}
-
-// decodeStrict decodes one JSON object into v: valid UTF-8, valid JSON, keys
-// exactly as s allows (each once, with the pointer of the first offender),
-// values of the right types.
-func decodeStrict(body []byte, s *schema, v any) *Problem {
-	trimmed, p := jsonObject(body)
-	if p != nil {
-		return p
-	}
-	if p := checkKeys(trimmed, s); p != nil {
-		return p
-	}
-	return decodeJSON(trimmed, v)
-}
-
-// decodeJSON decodes one JSON object into v with encoding/json, refusing
-// unknown fields. decodeStrict is stricter (exact keys, no repeats, pointers
-// for nested unknown fields) where a schema is declared.
-func decodeJSON(body []byte, v any) *Problem {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonProblem(err)
-	}
-	if dec.More() {
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a single JSON object"}
-	}
-	return nil
-}
-
-// header returns a request header. API Gateway (payload 2.0) lower-cases
-// header names; the loop covers other spellings without allocating.
 // idempotencyKey reads and validates the optional Idempotency-Key header.
 func idempotencyKey(req *request) (key string, ok bool, p *Problem) {
 	key, ok = header(req, "idempotency-key")
@@ -342,6 +223,8 @@ func idempotencyKey(req *request) (key string, ok bool, p *Problem) {
 	return key, ok, p
 }
 
+// header returns a request header. API Gateway (payload 2.0) lower-cases
+// header names; the loop covers other spellings without allocating.
 func header(req *request, lowerName string) (string, bool) {
 	if v, ok := req.Headers[lowerName]; ok {
 		return v, true

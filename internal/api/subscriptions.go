@@ -2,10 +2,8 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/webpush"
@@ -86,18 +84,6 @@ func subscriptionProblem(err error) *Problem {
 		return fieldProblem(http.StatusBadRequest, "invalid_auth", "/keys/auth", "keys.auth "+se.Reason)
 	}
 }
-
-// subscriptionID is "s" + 26 base32 characters of the endpoint's hash.
-func subscriptionID(endpoint string) string {
-	sum := sha256.Sum256([]byte(endpoint))
-	return makeID("s", sum[:])
-}
-
-// subscriptionIDShape admits the ids Herald issues and any other simple id a
-// store may hold.
-var subscriptionIDShape = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-func validSubscriptionID(id string) bool { return subscriptionIDShape.MatchString(id) }
 
 func (h *Handler) deletePushSubscription(ctx context.Context, req *request) response {
 	userID, p := pathUserID(req)

@@ -30,45 +30,33 @@ type Unsubscribe struct {
 	Tokens UnsubscribeTokens
 }
 
-// publicRoutes are served without an authorizer (Auth: NONE in the
-// template): the signed token in the URL is their authentication.
-var publicRoutes = map[string]bool{
-	"GET /v1/unsubscribe":  true,
-	"POST /v1/unsubscribe": true,
+// showUnsubscribe and confirmUnsubscribe serve the List-Unsubscribe link of
+// every non-mandatory email (RFC 8058). GET shows a confirmation page and
+// changes nothing (link scanners and prefetchers follow GETs); POST — the
+// mailbox provider's one-click request with the body
+// "List-Unsubscribe=One-Click", or the page's button — turns the type's email
+// preference off. Both are idempotent.
+func (h *Handler) showUnsubscribe(ctx context.Context, req *request) response {
+	claims, p := h.verifyUnsubscribe(ctx, req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type, Confirm: true})
 }
 
-func isPublicRoute(routeKey string) bool { return publicRoutes[routeKey] }
-
-// unsubscribeRoutes serve the List-Unsubscribe link of every non-mandatory
-// email (RFC 8058). GET shows a confirmation page and changes nothing (link
-// scanners and prefetchers follow GETs); POST — the mailbox provider's
-// one-click request with the body "List-Unsubscribe=One-Click", or the
-// page's button — turns the type's email preference off. Both are
-// idempotent.
-func (h *Handler) unsubscribeRoutes(u Unsubscribe) map[string]route {
-	return map[string]route{
-		"GET /v1/unsubscribe": func(ctx context.Context, req *request) response {
-			claims, p := h.verifyUnsubscribe(ctx, u, req)
-			if p != nil {
-				return problemResponse(p)
-			}
-			return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type, Confirm: true})
-		},
-		"POST /v1/unsubscribe": func(ctx context.Context, req *request) response {
-			if p := oneClick(req); p != nil {
-				return problemResponse(p)
-			}
-			claims, p := h.verifyUnsubscribe(ctx, u, req)
-			if p != nil {
-				return problemResponse(p)
-			}
-			if err := u.Store.SetPreference(ctx, claims.UserID, claims.Type, domain.ChannelEmail, false); err != nil {
-				return h.internalError(ctx, "unsubscribe: set preference", err)
-			}
-			h.log.InfoContext(ctx, "unsubscribed", "userId", claims.UserID, "type", claims.Type, "channel", domain.ChannelEmail)
-			return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type})
-		},
+func (h *Handler) confirmUnsubscribe(ctx context.Context, req *request) response {
+	if p := oneClick(req); p != nil {
+		return problemResponse(p)
 	}
+	claims, p := h.verifyUnsubscribe(ctx, req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	if err := h.unsubscribe.Store.SetPreference(ctx, claims.UserID, claims.Type, domain.ChannelEmail, false); err != nil {
+		return h.internalError(ctx, "unsubscribe: set preference", err)
+	}
+	h.log.InfoContext(ctx, "unsubscribed", "userId", claims.UserID, "type", claims.Type, "channel", domain.ChannelEmail)
+	return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type})
 }
 
 // oneClick requires the RFC 8058 body, List-Unsubscribe=One-Click (the
@@ -86,7 +74,8 @@ func oneClick(req *request) *Problem {
 	return nil
 }
 
-func (h *Handler) verifyUnsubscribe(ctx context.Context, u Unsubscribe, req *request) (unsubscribe.Claims, *Problem) {
+func (h *Handler) verifyUnsubscribe(ctx context.Context, req *request) (unsubscribe.Claims, *Problem) {
+	u := h.unsubscribe
 	if u.Store == nil || u.Tokens == nil {
 		h.log.ErrorContext(ctx, "unsubscribe is not configured")
 		return unsubscribe.Claims{}, &Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}

@@ -17,17 +17,6 @@ type UserStore interface {
 	PutUser(ctx context.Context, u *domain.User) error
 }
 
-func (h *Handler) userRoutes() map[string]route {
-	return map[string]route{
-		"PUT /v1/users/{userId}":                                        service(h.putUser),
-		"GET /v1/users/{userId}":                                        service(h.getUser),
-		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
-		"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": service(h.deletePushSubscription),
-		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
-		"PUT /v1/users/{userId}/preferences":                            service(h.putPreferences),
-	}
-}
-
 // userRequest is the body of PUT /v1/users/{userId}: the whole profile
 // (fields left out are cleared).
 type userRequest struct {

@@ -1,13 +1,9 @@
 package api
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,22 +50,11 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		}
 		n.Priority = p
 	}
-	if nr.Channels != nil && len(nr.Channels) == 0 {
-		return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", "/channels", "channels must list at least one channel when given")
+	channels, p := validateChannels(nr.Channels, typ)
+	if p != nil {
+		return nil, nil, p
 	}
-	for i, s := range nr.Channels {
-		ptr := func() string { return "/channels/" + strconv.Itoa(i) } // built only for a problem
-		c, err := domain.ParseChannel(s)
-		switch {
-		case err != nil:
-			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr(), "channel must be email, sms or push")
-		case slices.Contains(n.Channels, c):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr(), "channel listed twice")
-		case !typ.HasChannel(c):
-			return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr(), "the type has no template for this channel")
-		}
-		n.Channels = append(n.Channels, c)
-	}
+	n.Channels = channels
 	if p := validateKey(nr.ResourceID, "/resourceId"); p != nil {
 		return nil, nil, p
 	}
@@ -84,36 +69,68 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		return nil, nil, dataProblem(err)
 	}
 	n.Data = data
-	if nr.SendAt != "" {
-		t, p := parseTime(nr.SendAt, "/sendAt")
-		if p != nil {
-			return nil, nil, p
-		}
-		if t.Before(now.Add(-sendAtPastSlop)) || t.After(now.AddDate(1, 0, 0)) {
-			return nil, nil, fieldProblem(http.StatusBadRequest, "send_at_out_of_range", "/sendAt", "sendAt must be between one minute ago and one year ahead")
-		}
-		n.SendAt = t.UTC()
-	}
-	start := now
-	if n.SendAt.After(now) {
-		start = n.SendAt
-	}
-	if nr.ExpiresAt != "" {
-		t, p := parseTime(nr.ExpiresAt, "/expiresAt")
-		if p != nil {
-			return nil, nil, p
-		}
-		switch {
-		case !n.SendAt.IsZero() && !t.After(n.SendAt):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "expires_before_send_at", "/expiresAt", "expiresAt must be after sendAt")
-		case !t.After(now):
-			return nil, nil, fieldProblem(http.StatusBadRequest, "expires_in_past", "/expiresAt", "expiresAt must be in the future")
-		}
-		n.ExpiresAt = t.UTC()
-	} else if typ.DefaultExpiry > 0 {
-		n.ExpiresAt = start.Add(typ.DefaultExpiry)
+	if n.SendAt, n.ExpiresAt, p = validateSchedule(nr.SendAt, nr.ExpiresAt, typ, now); p != nil {
+		return nil, nil, p
 	}
 	return n, data, nil
+}
+
+// validateChannels parses the requested channels: none given means the
+// type's; given, each must be known, listed once and have a template.
+func validateChannels(requested []string, typ *catalog.Type) ([]domain.Channel, *Problem) {
+	if requested != nil && len(requested) == 0 {
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_channel", "/channels", "channels must list at least one channel when given")
+	}
+	var channels []domain.Channel
+	for i, s := range requested {
+		ptr := func() string { return "/channels/" + strconv.Itoa(i) } // built only for a problem
+		c, err := domain.ParseChannel(s)
+		switch {
+		case err != nil:
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_channel", ptr(), "channel must be email, sms or push")
+		case slices.Contains(channels, c):
+			return nil, fieldProblem(http.StatusBadRequest, "duplicate_channel", ptr(), "channel listed twice")
+		case !typ.HasChannel(c):
+			return nil, fieldProblem(http.StatusUnprocessableEntity, "unsupported_channel", ptr(), "the type has no template for this channel")
+		}
+		channels = append(channels, c)
+	}
+	return channels, nil
+}
+
+// validateSchedule parses sendAt and expiresAt (UTC). Without expiresAt the
+// type's default expiry counts from the send time (now, or sendAt when later).
+func validateSchedule(sendAtText, expiresAtText string, typ *catalog.Type, now time.Time) (sendAt, expiresAt time.Time, _ *Problem) {
+	if sendAtText != "" {
+		t, p := parseTime(sendAtText, "/sendAt")
+		if p != nil {
+			return time.Time{}, time.Time{}, p
+		}
+		if t.Before(now.Add(-sendAtPastSlop)) || t.After(now.AddDate(1, 0, 0)) {
+			return time.Time{}, time.Time{}, fieldProblem(http.StatusBadRequest, "send_at_out_of_range", "/sendAt", "sendAt must be between one minute ago and one year ahead")
+		}
+		sendAt = t.UTC()
+	}
+	start := now
+	if sendAt.After(now) {
+		start = sendAt
+	}
+	if expiresAtText != "" {
+		t, p := parseTime(expiresAtText, "/expiresAt")
+		if p != nil {
+			return time.Time{}, time.Time{}, p
+		}
+		switch {
+		case !sendAt.IsZero() && !t.After(sendAt):
+			return time.Time{}, time.Time{}, fieldProblem(http.StatusBadRequest, "expires_before_send_at", "/expiresAt", "expiresAt must be after sendAt")
+		case !t.After(now):
+			return time.Time{}, time.Time{}, fieldProblem(http.StatusBadRequest, "expires_in_past", "/expiresAt", "expiresAt must be in the future")
+		}
+		expiresAt = t.UTC()
+	} else if typ.DefaultExpiry > 0 {
+		expiresAt = start.Add(typ.DefaultExpiry)
+	}
+	return sendAt, expiresAt, nil
 }
 
 func validateUserID(id, pointer string) *Problem {
@@ -221,112 +238,4 @@ func validateIdempotencyKey(k string) *Problem {
 			Detail: "Idempotency-Key must be 1-255 printable ASCII characters"}
 	}
 	return nil
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func decodeBase64(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
-
-// jsonProblem turns a decoding error into a 400 naming the field where
-// possible.
-func jsonProblem(err error) *Problem {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var tim *time.ParseError
-	switch {
-	case errors.As(err, &syn):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
-		}
-		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
-		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, fmt.Sprintf("%s must be %s", typ.Field, jsonTypeName(typ.Type)))
-	case errors.As(err, &tim):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_time", Detail: "times must be RFC 3339, like 2026-12-01T10:00:00Z"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return fieldProblem(http.StatusBadRequest, "unknown_field", "/"+escapePointer(name), fmt.Sprintf("unknown field %q", name))
-	case errors.Is(err, io.EOF):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
-	}
-	return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-}
-
-// jsonTypeName names a Go type the way a JSON client thinks of it.
-func jsonTypeName(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	}
-	return "an object"
-}
-
-// decodeStringObject decodes a valid JSON object whose values are all
-// strings — the shape of template data — without reflection. It reports
-// false for anything else.
-func decodeStringObject(raw []byte) (map[string]any, bool) {
-	w := keyWalker{b: raw}
-	w.ws()
-	if w.i >= len(raw) || raw[w.i] != '{' {
-		return nil, false
-	}
-	w.i++
-	out := make(map[string]any, 4)
-	for {
-		w.ws()
-		if w.i >= len(raw) {
-			return nil, false
-		}
-		switch raw[w.i] {
-		case '}':
-			return out, true
-		case ',':
-			w.i++
-			continue
-		}
-		key, ok := w.decodedString()
-		if !ok {
-			return nil, false
-		}
-		w.ws()
-		w.i++ // :
-		w.ws()
-		if w.i >= len(raw) || raw[w.i] != '"' {
-			return nil, false
-		}
-		val, ok := w.decodedString()
-		if !ok {
-			return nil, false
-		}
-		out[key] = val
-	}
-}
-
-// decodedString consumes a JSON string at the cursor and returns its value.
-func (w *keyWalker) decodedString() (string, bool) {
-	start := w.i
-	raw, escaped := w.str()
-	if !escaped {
-		return string(raw), true
-	}
-	var s string
-	if err := json.Unmarshal(w.b[start:w.i], &s); err != nil {
-		return "", false
-	}
-	return s, true
 }

@@ -122,10 +122,39 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 	vals := map[string]types.AttributeValue{
 		":to": str(string(c.To)), ":now": str(formatTime(now)),
 	}
-	sets := []string{"#status = :to", "updatedAt = :now"}
-	removes := []string{}
 	names := map[string]string{"#status": "status"}
+	cond := transitionCondition(from, c.ReclaimExpiredLease, vals)
+	expr, err := transitionUpdate(id, ch, c, vals)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(NotificationPK(id), deliveryPrefix+string(ch)),
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		if ccf, ok := asConditionFailed(err); ok {
+			var current *domain.Delivery
+			if len(ccf.Item) > 0 {
+				current, _ = decodeDelivery(ccf.Item)
+			}
+			return current, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
+		}
+		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, err)
+	}
+	return decodeDelivery(out.Attributes)
+}
 
+// transitionCondition is a transition's condition: the delivery exists and
+// its status is one of from, or — with reclaimExpiredLease — it is sending
+// under a lease that ended before then. Its values go into vals.
+func transitionCondition(from []domain.Status, reclaimExpiredLease time.Time, vals map[string]types.AttributeValue) string {
 	var inList []string
 	for i, f := range from {
 		k := fmt.Sprintf(":from%d", i)
@@ -133,13 +162,21 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 		inList = append(inList, k)
 	}
 	cond := "#status IN (" + strings.Join(inList, ", ") + ")"
-	if !c.ReclaimExpiredLease.IsZero() {
+	if !reclaimExpiredLease.IsZero() {
 		vals[":sending"] = str(string(domain.StatusSending))
-		vals[":leaseEnd"] = str(formatTime(c.ReclaimExpiredLease))
+		vals[":leaseEnd"] = str(formatTime(reclaimExpiredLease))
 		cond = "(" + cond + ") OR (#status = :sending AND leaseUntil < :leaseEnd)"
 	}
-	cond = "attribute_exists(pk) AND (" + cond + ")"
+	return "attribute_exists(pk) AND (" + cond + ")"
+}
 
+// transitionUpdate is a transition's update expression: the status and
+// updatedAt (":to", ":now", set by the caller), the reason, the due index
+// (kept only while deferred, or with KeepDue), the sending lease, and the
+// optional fields of c. Its values go into vals.
+func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[string]types.AttributeValue) (string, error) {
+	sets := []string{"#status = :to", "updatedAt = :now"}
+	removes := []string{}
 	if c.Reason != "" {
 		sets = append(sets, "reason = :reason")
 		vals[":reason"] = str(string(c.Reason))
@@ -148,7 +185,7 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 	}
 	if c.To == domain.StatusDeferred {
 		if c.DueAt.IsZero() {
-			return nil, fmt.Errorf("transition %s/%s to deferred: due time required", id, ch)
+			return "", fmt.Errorf("transition %s/%s to deferred: due time required", id, ch)
 		}
 		sets = append(sets, "dueAt = :due", "gsi3pk = :duepk", "gsi3sk = :duesk")
 		vals[":due"] = str(formatTime(c.DueAt))
@@ -186,25 +223,5 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 	if len(removes) > 0 {
 		expr += " REMOVE " + strings.Join(removes, ", ")
 	}
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.table),
-		Key:                                 key(NotificationPK(id), deliveryPrefix+string(ch)),
-		UpdateExpression:                    aws.String(expr),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           vals,
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err != nil {
-		if ccf, ok := asConditionFailed(err); ok {
-			var current *domain.Delivery
-			if len(ccf.Item) > 0 {
-				current, _ = decodeDelivery(ccf.Item)
-			}
-			return current, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
-		}
-		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, err)
-	}
-	return decodeDelivery(out.Attributes)
+	return expr, nil
 }

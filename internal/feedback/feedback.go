@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // Store is what the feedback handler needs from the table.
@@ -71,12 +72,37 @@ func (e *Event) Type() string {
 
 // Handler is the feedback Lambda handler.
 type Handler struct {
-	store Store
-	log   *slog.Logger
+	store   Store
+	log     *slog.Logger
+	metrics metrics.Recorder
+}
+
+// Deps are the feedback handler's collaborators; Store and Log are required.
+type Deps struct {
+	Store Store
+	Log   *slog.Logger
+	// Metrics counts the feedback recorded (Delivered, Bounced, Complained
+	// by channel and priority), flushed once per invocation; nil records
+	// nothing.
+	Metrics metrics.Recorder
 }
 
 // New returns a feedback handler.
-func New(store Store, log *slog.Logger) *Handler { return &Handler{store: store, log: log} }
+func New(d Deps) *Handler {
+	h := &Handler{store: d.Store, log: d.Log, metrics: d.Metrics}
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
+	}
+	return h
+}
+
+// feedbackMetric is the metric counting deliveries that reach each feedback
+// status.
+var feedbackMetric = map[domain.Status]metrics.Name{
+	domain.StatusDelivered:  metrics.Delivered,
+	domain.StatusBounced:    metrics.Bounced,
+	domain.StatusComplained: metrics.Complained,
+}
 
 // errNotYetSent asks for a retry: the event overtook the worker's write.
 var errNotYetSent = errors.New("delivery not yet recorded as sent")
@@ -85,6 +111,7 @@ var errNotYetSent = errors.New("delivery not yet recorded as sent")
 // is logged and skipped — retrying cannot fix it; a store error or an event
 // that overtook the worker fails the invocation so Lambda retries it.
 func (h *Handler) Handle(ctx context.Context, ev events.SNSEvent) error {
+	defer h.metrics.Flush(ctx)
 	var errs []error
 	for _, r := range ev.Records {
 		if err := h.handleOne(ctx, r.SNS); err != nil {
@@ -109,48 +136,70 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SNSEntity) error {
 	id := ids[0]
 	log = log.With("notificationId", id, "eventType", e.Type(), "sesMessageId", e.Mail.MessageID)
 
-	var to domain.Status
-	var suppress []string
-	switch e.Type() {
-	case "Delivery":
-		to = domain.StatusDelivered
-	case "Bounce":
-		to = domain.StatusBounced
-		if e.Bounce != nil && e.Bounce.BounceType == "Permanent" {
-			suppress = addresses(e.Bounce.BouncedRecipients, e.Mail.Destination)
-		}
-	case "Complaint":
-		to = domain.StatusComplained
-		if e.Complaint != nil {
-			suppress = addresses(e.Complaint.ComplainedRecipients, e.Mail.Destination)
-		}
-	default:
+	to, suppress, handled := e.outcome()
+	if !handled {
 		log.InfoContext(ctx, "SES event type not handled", "outcome", "ignored")
 		return nil
 	}
-
 	// Suppress first: it is idempotent, and a retried event redoes both. Only
 	// suppression needs the notification (for its user); a delivery event,
 	// one per email sent, goes straight to the conditional transition.
 	if len(suppress) > 0 {
-		n, err := h.store.GetNotification(ctx, id)
-		if errors.Is(err, domain.ErrNotFound) {
-			log.WarnContext(ctx, "SES event for an unknown notification", "outcome", "ignored")
-			return nil
-		}
-		if err != nil {
-			log.ErrorContext(ctx, "load notification failed", "error", err)
+		if known, err := h.suppress(ctx, log, id, suppress); err != nil || !known {
 			return err
 		}
-		for _, addr := range suppress {
-			if err := h.store.SuppressEmail(ctx, n.Recipient.UserID, addr); err != nil {
-				log.ErrorContext(ctx, "suppress address failed", "error", err)
-				return err
-			}
-		}
-		log.InfoContext(ctx, "address suppressed", "userId", n.Recipient.UserID, "outcome", "suppressed")
 	}
+	return h.record(ctx, log, id, to)
+}
 
+// outcome is the delivery status the event records and the addresses it
+// suppresses (a hard bounce's or a complaint's); handled is false for event
+// types Herald does not act on.
+func (e *Event) outcome() (to domain.Status, suppress []string, handled bool) {
+	switch e.Type() {
+	case "Delivery":
+		return domain.StatusDelivered, nil, true
+	case "Bounce":
+		if e.Bounce != nil && e.Bounce.BounceType == "Permanent" {
+			suppress = addresses(e.Bounce.BouncedRecipients, e.Mail.Destination)
+		}
+		return domain.StatusBounced, suppress, true
+	case "Complaint":
+		if e.Complaint != nil {
+			suppress = addresses(e.Complaint.ComplainedRecipients, e.Mail.Destination)
+		}
+		return domain.StatusComplained, suppress, true
+	}
+	return "", nil, false
+}
+
+// suppress records the addresses as suppressed for the notification's user.
+// known is false (and err nil) when the notification is gone: the event is
+// then ignored.
+func (h *Handler) suppress(ctx context.Context, log *slog.Logger, id string, addrs []string) (known bool, err error) {
+	n, err := h.store.GetNotification(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		log.WarnContext(ctx, "SES event for an unknown notification", "outcome", "ignored")
+		return false, nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "load notification failed", "error", err)
+		return false, err
+	}
+	for _, addr := range addrs {
+		if err := h.store.SuppressEmail(ctx, n.Recipient.UserID, addr); err != nil {
+			log.ErrorContext(ctx, "suppress address failed", "error", err)
+			return false, err
+		}
+	}
+	log.InfoContext(ctx, "address suppressed", "userId", n.Recipient.UserID, "outcome", "suppressed")
+	return true, nil
+}
+
+// record moves the email delivery to its feedback status with a conditional
+// transition. A delivery not yet recorded as sent asks for a retry
+// (errNotYetSent); one already past it, or missing, ignores the event.
+func (h *Handler) record(ctx context.Context, log *slog.Logger, id string, to domain.Status) error {
 	d, err := h.store.Transition(ctx, id, domain.ChannelEmail, domain.Change{To: to})
 	if errors.Is(err, domain.ErrConflict) && d == nil {
 		// The store did not return the current item with the failed write.
@@ -162,6 +211,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SNSEntity) error {
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "email feedback recorded", "outcome", d.Status)
+		h.metrics.Add(ctx, feedbackMetric[to], metrics.Dims{Channel: domain.ChannelEmail, Priority: d.Priority}, 1)
 		return nil
 	case errors.Is(err, domain.ErrNotFound):
 		log.WarnContext(ctx, "SES event for a notification without email delivery", "outcome", "ignored")

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 type fakeStore struct {
@@ -49,7 +50,7 @@ func (f *fakeStore) Transition(_ context.Context, id string, _ domain.Channel, c
 		return &domain.Delivery{Status: f.status}, domain.ErrConflict
 	}
 	f.status = c.To
-	return &domain.Delivery{NotificationID: id, Status: c.To}, nil
+	return &domain.Delivery{NotificationID: id, Status: c.To, Priority: domain.PriorityNormal}, nil
 }
 
 func (f *fakeStore) SuppressEmail(_ context.Context, userID, address string) error {
@@ -107,7 +108,7 @@ func TestHandle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakeStore{status: tt.from, omitItem: tt.omitItem}
 			var logs bytes.Buffer
-			h := New(store, slog.New(slog.NewJSONHandler(&logs, nil)))
+			h := New(Deps{Store: store, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 			err := h.Handle(context.Background(), snsEvent(tt.msg))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Handle = %v, want error %v", err, tt.wantErr)
@@ -125,9 +126,44 @@ func TestHandle(t *testing.T) {
 	}
 }
 
+// TestFeedbackMetrics: a recorded status counts once under its metric; an
+// event that changes nothing counts nothing; one flush per invocation.
+func TestFeedbackMetrics(t *testing.T) {
+	email := metrics.Dims{Channel: domain.ChannelEmail, Priority: domain.PriorityNormal}
+	hardBounce := `,"bounce":{"bounceType":"Permanent","bouncedRecipients":[{"emailAddress":"a@example.com"}]}`
+	tests := []struct {
+		name string
+		from domain.Status
+		msg  string
+		want map[metrics.Name]int
+	}{
+		{"delivery", domain.StatusSent, sesEvent("Delivery", "n1", ""), map[metrics.Name]int{metrics.Delivered: 1}},
+		{"bounce", domain.StatusSent, sesEvent("Bounce", "n1", hardBounce), map[metrics.Name]int{metrics.Bounced: 1}},
+		{"complaint", domain.StatusDelivered, sesEvent("Complaint", "n1", `,"complaint":{}`), map[metrics.Name]int{metrics.Complained: 1}},
+		{"duplicate delivery", domain.StatusDelivered, sesEvent("Delivery", "n1", ""), map[metrics.Name]int{}},
+		{"before sent", domain.StatusSending, sesEvent("Delivery", "n1", ""), map[metrics.Name]int{}},
+		{"ignored type", domain.StatusSent, sesEvent("Open", "n1", ""), map[metrics.Name]int{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tally := &metrics.Tally{}
+			h := New(Deps{Store: &fakeStore{status: tt.from}, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Metrics: tally})
+			_ = h.Handle(context.Background(), snsEvent(tt.msg))
+			for _, n := range []metrics.Name{metrics.Delivered, metrics.Bounced, metrics.Complained} {
+				if got := tally.Count(n, email); got != tt.want[n] {
+					t.Errorf("%s = %d, want %d", n, got, tt.want[n])
+				}
+			}
+			if tally.Flushes() != 1 {
+				t.Errorf("flushes = %d, want 1", tally.Flushes())
+			}
+		})
+	}
+}
+
 func TestStoreErrorsAreRetried(t *testing.T) {
 	store := &fakeStore{status: domain.StatusSent, failSuppr: errors.New("throttled")}
-	h := New(store, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)))
+	h := New(Deps{Store: store, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))})
 	msg := sesEvent("Complaint", "n1", `,"complaint":{"complainedRecipients":[{"emailAddress":"a@example.com"}]}`)
 	if err := h.Handle(context.Background(), snsEvent(msg)); err == nil {
 		t.Fatal("store error swallowed: the event would be lost")

@@ -49,6 +49,12 @@ const (
 	// DeliveryLatency: milliseconds from acceptance to sent (dims: Channel,
 	// Priority; rollup Priority).
 	DeliveryLatency Name = "DeliveryLatency"
+	// Delivered, Bounced, Complained: email feedback from SES recorded on a
+	// sent delivery (dims: Channel, Priority; rollup Channel). Bounces and
+	// complaints over sends are the rates SES pauses an account for.
+	Delivered  Name = "Delivered"
+	Bounced    Name = "Bounced"
+	Complained Name = "Complained"
 )
 
 // Unit is a CloudWatch unit.
@@ -89,11 +95,15 @@ var specs = map[Name]spec{
 	Failed:          {unit: Count, rollups: [][]string{{DimChannel}}},
 	Dropped:         {unit: Count},
 	DeliveryLatency: {unit: Milliseconds, rollups: [][]string{{DimPriority}}},
+	Delivered:       {unit: Count, rollups: [][]string{{DimChannel}}},
+	Bounced:         {unit: Count, rollups: [][]string{{DimChannel}}},
+	Complained:      {unit: Count, rollups: [][]string{{DimChannel}}},
 }
 
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
-	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency}
+	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
+		Delivered, Bounced, Complained}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).

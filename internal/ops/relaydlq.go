@@ -139,103 +139,125 @@ func (o *Operator) describeRelayMessage(ctx context.Context, m sqstypes.Message,
 // notification at most once, so naming one twice is harmless.
 func (o *Operator) redriveRelay(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult) (RedriveResult, error) {
 	want := idSet(opts.IDs)
-	planned := map[string]bool{}
-	lim := newLimiter(opts.Rate)
-	// replan plans each id once; a notification no longer stored has nothing
-	// left to plan, which is an error only when the operator named it.
-	replan := func(ids []string, named bool) []string {
-		var errs []string
-		for _, id := range ids {
-			if planned[id] {
-				continue
-			}
-			if err := o.wait(ctx, lim); err != nil {
-				return append(errs, err.Error())
-			}
-			err := o.Replanner.Replan(ctx, id)
-			if err != nil && (named || !errors.Is(err, domain.ErrNotFound)) {
-				errs = append(errs, id+": "+err.Error())
-				continue
-			}
-			planned[id] = true
-		}
-		return errs
-	}
+	rp := &relayReplanner{o: o, lim: newLimiter(opts.Rate), planned: map[string]bool{}}
 	err := o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
-		it := RedriveItem{MessageID: aws.ToString(m.MessageId), Action: ActionReplan}
-		rec, err := parseOnFailure(aws.ToString(m.Body))
-		var ids []string
-		if err == nil {
-			ids, err = o.batchNotificationIDs(ctx, *rec.Batch)
-		}
-		if err != nil {
-			if len(want) > 0 {
-				return false, nil
-			}
-			it.Action, it.Note = ActionLeave, err.Error()+": re-plan its notifications with --id, then purge"
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		selected := ids
-		if len(want) > 0 {
-			selected = nil
-			for _, id := range ids {
-				if want[id] {
-					selected = append(selected, id)
-				}
-			}
-			if len(selected) == 0 {
-				return false, nil
-			}
-		}
-		it.NotificationIDs = selected
-		whole := len(selected) == len(ids)
-		if !whole {
-			it.Note = "other notifications of this batch are not re-planned: the record stays in the DLQ"
-		}
-		if len(ids) == 0 {
-			it.Note = "the batch holds no notification inserts: nothing to plan"
-		}
-		if opts.DryRun {
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		if errs := replan(selected, false); len(errs) > 0 {
-			it.Error = strings.Join(errs, "; ")
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		it.Done = true
-		if !whole {
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		if _, err := o.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-			it.Note = "planned, but the record could not be deleted (" + err.Error() + "): purge it"
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		o.report(&res, opts, it)
-		return true, nil
+		return o.redriveRelayRecord(ctx, q, m, opts, want, rp, &res), nil
 	})
 	if err != nil {
 		return res, err
 	}
+	o.replanNamedOutsideDLQ(ctx, opts, rp, &res)
+	return res, nil
+}
+
+// relayReplanner re-plans notifications for redriveRelay, each at most once,
+// at the redrive's rate.
+type relayReplanner struct {
+	o       *Operator
+	lim     *limiter
+	planned map[string]bool
+}
+
+// replan plans each id once; a notification no longer stored has nothing
+// left to plan, which is an error only when the operator named it.
+func (r *relayReplanner) replan(ctx context.Context, ids []string, named bool) []string {
+	var errs []string
+	for _, id := range ids {
+		if r.planned[id] {
+			continue
+		}
+		if err := r.o.wait(ctx, r.lim); err != nil {
+			return append(errs, err.Error())
+		}
+		err := r.o.Replanner.Replan(ctx, id)
+		if err != nil && (named || !errors.Is(err, domain.ErrNotFound)) {
+			errs = append(errs, id+": "+err.Error())
+			continue
+		}
+		r.planned[id] = true
+	}
+	return errs
+}
+
+// redriveRelayRecord re-plans the notifications of one relay DLQ record (those
+// in want, when the operator named some) and reports whether the record was
+// deleted: only once every notification of its batch is planned.
+func (o *Operator) redriveRelayRecord(ctx context.Context, q DLQ, m sqstypes.Message, opts RedriveOptions, want map[string]bool, rp *relayReplanner, res *RedriveResult) bool {
+	it := RedriveItem{MessageID: aws.ToString(m.MessageId), Action: ActionReplan}
+	rec, err := parseOnFailure(aws.ToString(m.Body))
+	var ids []string
+	if err == nil {
+		ids, err = o.batchNotificationIDs(ctx, *rec.Batch)
+	}
+	if err != nil {
+		if len(want) > 0 {
+			return false
+		}
+		it.Action, it.Note = ActionLeave, err.Error()+": re-plan its notifications with --id, then purge"
+		o.report(res, opts, it)
+		return false
+	}
+	selected := ids
+	if len(want) > 0 {
+		selected = nil
+		for _, id := range ids {
+			if want[id] {
+				selected = append(selected, id)
+			}
+		}
+		if len(selected) == 0 {
+			return false
+		}
+	}
+	it.NotificationIDs = selected
+	whole := len(selected) == len(ids)
+	if !whole {
+		it.Note = "other notifications of this batch are not re-planned: the record stays in the DLQ"
+	}
+	if len(ids) == 0 {
+		it.Note = "the batch holds no notification inserts: nothing to plan"
+	}
+	if opts.DryRun {
+		o.report(res, opts, it)
+		return false
+	}
+	if errs := rp.replan(ctx, selected, false); len(errs) > 0 {
+		it.Error = strings.Join(errs, "; ")
+		o.report(res, opts, it)
+		return false
+	}
+	it.Done = true
+	if !whole {
+		o.report(res, opts, it)
+		return false
+	}
+	if _, err := o.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		it.Note = "planned, but the record could not be deleted (" + err.Error() + "): purge it"
+		o.report(res, opts, it)
+		return false
+	}
+	o.report(res, opts, it)
+	return true
+}
+
+// replanNamedOutsideDLQ plans the named notifications that no readable DLQ
+// record held: their records may have left the stream, the table still has
+// them.
+func (o *Operator) replanNamedOutsideDLQ(ctx context.Context, opts RedriveOptions, rp *relayReplanner, res *RedriveResult) {
 	for _, id := range opts.IDs {
-		if planned[id] || inItems(res.Items, id) {
+		if rp.planned[id] || inItems(res.Items, id) {
 			continue
 		}
 		it := RedriveItem{NotificationID: id, Action: ActionReplan, Note: "not among the relay DLQ's readable records: planned from the table"}
 		if !opts.DryRun {
-			if errs := replan([]string{id}, true); len(errs) > 0 {
+			if errs := rp.replan(ctx, []string{id}, true); len(errs) > 0 {
 				it.Error = strings.Join(errs, "; ")
 			} else {
 				it.Done = true
 			}
 		}
-		o.report(&res, opts, it)
+		o.report(res, opts, it)
 	}
-	return res, nil
 }
 
 func inItems(items []RedriveItem, id string) bool {

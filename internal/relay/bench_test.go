@@ -38,7 +38,7 @@ func BenchmarkRelayHandle(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		f := newFixture(b, relay.WithConcurrency(16))
+		f := newFixture(b, func(d *relay.Deps) { d.Concurrency = 16 })
 		for i := range batch {
 			f.user(fmt.Sprintf("u%d", i), func(p *domain.RecipientProfile) {
 				p.User.Timezone = "Europe/Paris"

@@ -86,32 +86,39 @@ type Handler struct {
 	metrics     metrics.Recorder
 }
 
-// Option configures a Handler.
-type Option func(*Handler)
-
-// WithLimits sets the per-user channel rate limits (default policy.DefaultLimits).
-func WithLimits(l policy.Limits) Option { return func(h *Handler) { h.limits = l } }
-
-// WithMetrics counts planned outcomes (Enqueued, Deferred, Skipped, Dropped
-// by channel, priority and reason), flushed once per invocation.
-func WithMetrics(m metrics.Recorder) Option { return func(h *Handler) { h.metrics = m } }
-
-// WithConcurrency bounds how many users' records, and how many queued
-// transitions, are processed at once (default 16).
-func WithConcurrency(n int) Option {
-	return func(h *Handler) {
-		if n > 0 {
-			h.concurrency = n
-		}
-	}
+// Deps are the relay's collaborators and settings. Store, Publisher, Decode,
+// Catalog, Now and Log are required; the others have documented zero values.
+type Deps struct {
+	Store     Store
+	Publisher Publisher
+	Decode    DecodeFunc
+	Catalog   *catalog.Catalog
+	Now       func() time.Time
+	Log       *slog.Logger
+	// Limits are the per-user channel rate limits; the zero value (no
+	// Window) means policy.DefaultLimits.
+	Limits policy.Limits
+	// Concurrency bounds how many users' records, and how many queued
+	// transitions, are processed at once; 0 means 16.
+	Concurrency int
+	// Metrics counts planned outcomes (Enqueued, Deferred, Skipped, Dropped
+	// by channel, priority and reason), flushed once per invocation; nil
+	// records nothing.
+	Metrics metrics.Recorder
 }
 
 // New wires a relay handler.
-func New(store Store, pub Publisher, decode DecodeFunc, cat *catalog.Catalog, now func() time.Time, log *slog.Logger, opts ...Option) *Handler {
-	h := &Handler{store: store, pub: pub, decode: decode, catalog: cat, now: now, log: log,
-		limits: policy.DefaultLimits(), concurrency: 16, metrics: metrics.Nop{}}
-	for _, o := range opts {
-		o(h)
+func New(d Deps) *Handler {
+	h := &Handler{store: d.Store, pub: d.Publisher, decode: d.Decode, catalog: d.Catalog, now: d.Now, log: d.Log,
+		limits: d.Limits, concurrency: d.Concurrency, metrics: d.Metrics}
+	if h.limits.Window == 0 {
+		h.limits = policy.DefaultLimits()
+	}
+	if h.concurrency <= 0 {
+		h.concurrency = 16
+	}
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
 	}
 	return h
 }

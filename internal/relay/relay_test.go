@@ -31,13 +31,20 @@ type fixture struct {
 	h     *relay.Handler
 }
 
-func newFixture(t testing.TB, opts ...relay.Option) *fixture {
+// newFixture wires a relay over in-memory fakes; set adjusts its Deps.
+func newFixture(t testing.TB, set ...func(*relay.Deps)) *fixture {
 	t.Helper()
 	f := &fixture{store: newMemStore(), pub: &memPublisher{fail: map[string]bool{}}}
-	f.h = relay.New(f.store, f.pub, dynamo.DecodeStreamNotification, testCatalog, func() time.Time { return now },
-		slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
+	d := relay.Deps{Store: f.store, Publisher: f.pub, Decode: dynamo.DecodeStreamNotification, Catalog: testCatalog,
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, s := range set {
+		s(&d)
+	}
+	f.h = relay.New(d)
 	return f
 }
+
+func withLimits(l policy.Limits) func(*relay.Deps) { return func(d *relay.Deps) { d.Limits = l } }
 
 func (f *fixture) user(id string, mod func(*domain.RecipientProfile)) {
 	p := &domain.RecipientProfile{
@@ -122,7 +129,7 @@ func TestQueuesEachChannelOnItsPriorityQueue(t *testing.T) {
 // limit and keeps every digest role. (A retry before the claim sends again:
 // TestRetryBeforeTheClaimSendsADuplicate.)
 func TestStreamRetryOfTheSameBatchSendsOneMessagePerDelivery(t *testing.T) {
-	f := newFixture(t, relay.WithLimits(policy.Limits{Window: time.Minute, PerWindow: map[domain.Channel]int{domain.ChannelEmail: 2, domain.ChannelPush: 2}}))
+	f := newFixture(t, withLimits(policy.Limits{Window: time.Minute, PerWindow: map[domain.Channel]int{domain.ChannelEmail: 2, domain.ChannelPush: 2}}))
 	f.user("u1", nil)
 	f.user("u2", nil)
 	batch := []events.DynamoDBEventRecord{
@@ -322,7 +329,7 @@ func TestRateLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, relay.WithLimits(limits))
+			f := newFixture(t, withLimits(limits))
 			f.user("u1", nil)
 			f.user("u2", nil)
 			var batch []events.DynamoDBEventRecord
@@ -412,8 +419,9 @@ func (digestAlone) JoinDigest(context.Context, domain.DigestRequest) (domain.Dig
 func TestDigestAloneGoesOnItsOwnUnderTheRateLimit(t *testing.T) {
 	store := digestAlone{newMemStore()}
 	pub := &memPublisher{}
-	h := relay.New(store, pub, dynamo.DecodeStreamNotification, catalog.MustLoad(), func() time.Time { return now },
-		slog.New(slog.NewTextHandler(io.Discard, nil)), relay.WithLimits(policy.Limits{Window: time.Minute, PerWindow: map[domain.Channel]int{domain.ChannelPush: 1}}))
+	h := relay.New(relay.Deps{Store: store, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: catalog.MustLoad(),
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limits: policy.Limits{Window: time.Minute, PerWindow: map[domain.Channel]int{domain.ChannelPush: 1}}})
 	store.profiles["u1"] = &domain.RecipientProfile{User: &domain.User{ID: "u1"}, PushSubscriptions: []domain.PushSubscription{{ID: "s"}}}
 	resp, _ := h.Handle(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
 		insert("1", comment("a1", "u1", "t1", 2*time.Second)), insert("2", comment("a2", "u1", "t1", time.Second)),
@@ -475,7 +483,7 @@ func TestOneTimeCodeToAGivenNumberSkipsTheProfileRead(t *testing.T) {
 // their planned state and reason; one flush per invocation.
 func TestPlanningMetrics(t *testing.T) {
 	tally := &metrics.Tally{}
-	f := newFixture(t, relay.WithMetrics(tally))
+	f := newFixture(t, func(d *relay.Deps) { d.Metrics = tally })
 	f.user("u1", func(p *domain.RecipientProfile) {
 		p.Preferences = domain.Preferences{"reservation.approved": {domain.ChannelPush: false}}
 	})

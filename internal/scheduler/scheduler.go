@@ -79,16 +79,27 @@ type Handler struct {
 	metrics metrics.Recorder
 }
 
-// New wires a scheduler.
-func New(store Store, pub Publisher, releases ReleaseQueue, now func() time.Time, log *slog.Logger) *Handler {
-	return &Handler{store: store, pub: pub, releases: releases, now: now, log: log, pageSize: 100, concurrency: 32,
-		maxRate: 800, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: metrics.Nop{}}
+// Deps are the scheduler's collaborators. Store, Publisher, Releases, Now
+// and Log are required.
+type Deps struct {
+	Store     Store
+	Publisher Publisher
+	// Releases takes the tick's release messages (the release queue).
+	Releases ReleaseQueue
+	Now      func() time.Time
+	Log      *slog.Logger
+	// Metrics counts released deliveries as Enqueued (by channel and
+	// priority), flushed once per invocation; nil records nothing.
+	Metrics metrics.Recorder
 }
 
-// WithMetrics counts released deliveries as Enqueued (by channel and
-// priority), flushed once per invocation.
-func (h *Handler) WithMetrics(m metrics.Recorder) *Handler {
-	h.metrics = m
+// New wires a scheduler.
+func New(d Deps) *Handler {
+	h := &Handler{store: d.Store, pub: d.Publisher, releases: d.Releases, now: d.Now, log: d.Log, pageSize: 100, concurrency: 32,
+		maxRate: 800, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics}
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
+	}
 	return h
 }
 

@@ -152,7 +152,7 @@ func (r *memReleases) EnqueueReleases(ctx context.Context, parts []domain.DuePar
 
 func newHandler(st *memStore, pub *memPublisher) (*Handler, *memReleases) {
 	rel := &memReleases{}
-	rel.h = New(st, pub, rel, func() time.Time { return now }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	rel.h = New(Deps{Store: st, Publisher: pub, Releases: rel, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return rel.h, rel
 }
 
@@ -249,7 +249,7 @@ func TestReleaseMetrics(t *testing.T) {
 	}
 	tally := &metrics.Tally{}
 	h, _ := newHandler(st, &memPublisher{})
-	h.WithMetrics(tally)
+	h.metrics = tally
 	body, _ := json.Marshal(domain.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 1})
 	resp, err := h.HandleRelease(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {

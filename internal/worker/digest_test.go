@@ -126,8 +126,9 @@ func workMessage(receives string) events.SQSEvent {
 }
 
 func newDigestWorker(store worker.Store, vis worker.Visibility, p channel.Provider) *worker.Handler {
-	return worker.New(worker.Config{BackoffBase: time.Second, BackoffCap: time.Minute, MaxReceiveCount: 3}, store, vis, p,
-		catalog.MustLoad(), func() time.Time { return digestNow }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return worker.New(worker.Deps{Config: worker.Config{BackoffBase: time.Second, BackoffCap: time.Minute, MaxReceiveCount: 3},
+		Store: store, Visibility: vis, Provider: p, Catalog: catalog.MustLoad(),
+		Now: func() time.Time { return digestNow }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
 func TestDigestLeaderSendsOneMessageListingItsMembers(t *testing.T) {

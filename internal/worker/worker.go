@@ -98,25 +98,39 @@ type Handler struct {
 	rand       *rand.Rand
 }
 
+// Deps are the worker's collaborators and settings. Store, Visibility,
+// Provider, Catalog, Now and Log are required; Config's zero durations are
+// documented on Config.
+type Deps struct {
+	Config     Config
+	Store      Store
+	Visibility Visibility
+	Provider   channel.Provider
+	Catalog    *catalog.Catalog
+	Now        func() time.Time
+	Log        *slog.Logger
+	// Metrics counts the outcomes (Sent, Retried, Failed, Dropped by
+	// channel, priority and reason) and the delivery latency of what is
+	// sent, flushed once per invocation; nil records nothing.
+	Metrics metrics.Recorder
+}
+
 // New wires a worker for one provider.
-func New(cfg Config, store Store, vis Visibility, p channel.Provider, cat *catalog.Catalog, now func() time.Time, log *slog.Logger) *Handler {
+func New(d Deps) *Handler {
+	cfg := d.Config
 	if cfg.HighBackoffBase == 0 {
 		cfg.HighBackoffBase = cfg.BackoffBase / 4
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = 30 * time.Second
 	}
+	m := d.Metrics
+	if m == nil {
+		m = metrics.Nop{}
+	}
 	seed := uint64(time.Now().UnixNano())
-	return &Handler{cfg: cfg, store: store, visibility: vis, provider: p, catalog: cat, now: now, log: log,
-		metrics: metrics.Nop{}, rand: rand.New(rand.NewPCG(seed, seed>>1))}
-}
-
-// WithMetrics makes the handler count its outcomes (Sent, Retried, Failed,
-// Dropped by channel, priority and reason) and the delivery latency of what
-// it sends, flushed once per invocation.
-func (h *Handler) WithMetrics(m metrics.Recorder) *Handler {
-	h.metrics = m
-	return h
+	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
+		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1))}
 }
 
 // maxParallel bounds the messages of one batch processed at once.

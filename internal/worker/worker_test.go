@@ -34,6 +34,7 @@ type harness struct {
 	vis      *fakeVisibility
 	provider *fakeProvider
 	handler  *Handler
+	deps     Deps
 	logs     *bytes.Buffer
 }
 
@@ -44,7 +45,8 @@ func newHarness(t testing.TB, ch domain.Channel, cfg Config) *harness {
 	}
 	h := &harness{store: newFakeStore(), vis: &fakeVisibility{}, provider: &fakeProvider{channel: ch}, logs: &bytes.Buffer{}}
 	log := slog.New(slog.NewJSONHandler(h.logs, nil))
-	h.handler = New(cfg, h.store, h.vis, h.provider, cat, func() time.Time { return fixedAt }, log)
+	h.deps = Deps{Config: cfg, Store: h.store, Visibility: h.vis, Provider: h.provider, Catalog: cat, Now: func() time.Time { return fixedAt }, Log: log}
+	h.handler = New(h.deps)
 	h.store.profiles[user] = &domain.RecipientProfile{
 		User:              &domain.User{ID: user, Email: "u1@example.com", Phone: "+15550001111"},
 		Preferences:       domain.Preferences{},
@@ -433,7 +435,8 @@ func (r *recorder) Flush(context.Context) { r.mu.Lock(); r.flushes++; r.mu.Unloc
 func TestOutcomeMetrics(t *testing.T) {
 	h := newHarness(t, domain.ChannelEmail, Config{})
 	rec := &recorder{counts: map[string]int{}}
-	h.handler.WithMetrics(rec)
+	h.deps.Metrics = rec
+	h.handler = New(h.deps)
 	for i, st := range []domain.Status{domain.StatusQueued, domain.StatusQueued, domain.StatusQueued, domain.StatusQueued} {
 		n := h.notification(fmt.Sprintf("n%d", i), "reservation.approved", domain.ChannelEmail, st)
 		n.CreatedAt = fixedAt.Add(-1500 * time.Millisecond)

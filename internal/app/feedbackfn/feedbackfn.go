@@ -15,5 +15,5 @@ func New(d app.Deps) (*feedback.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return feedback.New(st, d.Log), nil
+	return feedback.New(feedback.Deps{Store: st, Log: d.Log, Metrics: d.Recorder()}), nil
 }

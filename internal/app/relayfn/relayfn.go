@@ -35,5 +35,6 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return relay.New(st, pub, dynamo.DecodeStreamNotification, d.Catalog, d.Now, d.Log, relay.WithLimits(limits), relay.WithMetrics(d.Recorder())), nil
+	return relay.New(relay.Deps{Store: st, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
+		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder()}), nil
 }

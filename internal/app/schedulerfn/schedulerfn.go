@@ -35,5 +35,5 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
 	pub := queue.NewPublisher(client, urls)
 	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
-	return scheduler.New(st, pub, releases, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
 }

@@ -51,5 +51,7 @@ func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, err
 	if err != nil {
 		return nil, err
 	}
-	return worker.New(cfg, st, queue.NewVisibility(queue.NarrowClient(sqs.NewFromConfig(d.AWS))), p, d.Catalog, d.Now, d.Log).WithMetrics(d.Recorder()), nil
+	vis := queue.NewVisibility(queue.NarrowClient(sqs.NewFromConfig(d.AWS)))
+	return worker.New(worker.Deps{Config: cfg, Store: st, Visibility: vis, Provider: p, Catalog: d.Catalog,
+		Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
 }

@@ -86,7 +86,8 @@ func TestStreamRetryOfTheSameBatchSendsNoSecondMessage(t *testing.T) {
 		t.Fatalf("stream records of %s: %d, %v", id, len(recs), err)
 	}
 	pub := &countingPublisher{next: queue.NewPublisher(sqs.NewFromConfig(st.AWS), workQueueURLs(st))}
-	h := relay.New(s, pub, dynamo.DecodeStreamNotification, catalog.MustLoad(), st.Clock.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := relay.New(relay.Deps{Store: s, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: catalog.MustLoad(),
+		Now: st.Clock.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	before := st.Calls.Snapshot()["SQS.SendMessageBatch"]
 	for attempt := range 2 {
 		resp, err := h.Handle(context.Background(), events.DynamoDBEvent{Records: recs})

@@ -1,0 +1,55 @@
+package api
+
+// routeTable is every route the handler serves, in one place: route key
+// (method and path, as in openapi.yaml and template.yaml) → handler method.
+// Service routes are wrapped in service (IAM caller required); inbox routes
+// check the token's subject against the path's user themselves (owner);
+// announcement routes are service routes that answer their own 403; public
+// routes are listed in publicRoutes.
+func (h *Handler) routeTable() map[string]route {
+	return map[string]route{
+		// Notifications (service).
+		"POST /v1/notifications":        service(h.createNotification),
+		"POST /v1/notifications/batch":  service(h.createNotificationBatch),
+		"GET /v1/notifications/{id}":    service(h.getNotification),
+		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
+
+		// Users, push subscriptions and preferences (service).
+		"PUT /v1/users/{userId}":                                        service(h.putUser),
+		"GET /v1/users/{userId}":                                        service(h.getUser),
+		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
+		"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": service(h.deletePushSubscription),
+		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
+		"PUT /v1/users/{userId}/preferences":                            service(h.putPreferences),
+
+		// Inbox (user token; the path's user must be the token's subject).
+		"GET /v1/users/{userId}/inbox":               h.listInbox,
+		"GET /v1/users/{userId}/inbox/unread-count":  h.unreadCount,
+		"POST /v1/users/{userId}/inbox/{id}/read":    h.markRead,
+		"POST /v1/users/{userId}/inbox/read-all":     h.markAllRead,
+		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
+
+		// Web Push configuration for browsers (user token).
+		"GET /v1/push/config": h.pushConfig,
+
+		// Announcements (service; the handlers answer a user's token with 403).
+		"POST /v1/announcements": h.createAnnouncement,
+		"GET /v1/announcements":  h.listAnnouncements,
+
+		// One-click unsubscribe (public).
+		"GET /v1/unsubscribe":  h.showUnsubscribe,
+		"POST /v1/unsubscribe": h.confirmUnsubscribe,
+	}
+}
+
+// publicRoutes are served without an authorizer (Auth: NONE in the
+// template): the signed token in the URL is their authentication.
+var publicRoutes = map[string]bool{
+	"GET /v1/unsubscribe":  true,
+	"POST /v1/unsubscribe": true,
+}
+
+func isPublicRoute(routeKey string) bool { return publicRoutes[routeKey] }
+
+// intakeRoutes are the routes whose refusals count as Rejected.
+var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/notifications/batch": true}
