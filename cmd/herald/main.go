@@ -17,6 +17,7 @@ const usage = `herald — notification service tooling
 
 Usage:
   herald dev           run the whole system locally (emulators + functions)
+  herald dev urls      print the URLs of the running 'herald dev'
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
   herald send …        send a notification with the Go client ('herald send -h')

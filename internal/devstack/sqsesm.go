@@ -55,7 +55,10 @@ func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 func (m *sqsMapping) pollOnce(ctx context.Context) error {
-	out, err := m.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	// Not cancelled by a stop: an abandoned long poll can still take messages
+	// off the queue, invisible for the whole visibility timeout. The poll is
+	// short; what it brings after the stop is handed back below.
+	out, err := m.sqs.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(m.queueURL), MaxNumberOfMessages: m.batchSize, WaitTimeSeconds: 1,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
@@ -64,6 +67,10 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		return fmt.Errorf("receive: %w", err)
 	}
 	if len(out.Messages) == 0 {
+		return nil
+	}
+	if ctx.Err() != nil {
+		m.release(out.Messages)
 		return nil
 	}
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
@@ -113,6 +120,19 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// release makes messages received during a stop visible again at once, so
+// that a clean stop leaves nothing in flight (a data directory keeps them for
+// the next start).
+func (m *sqsMapping) release(msgs []sqstypes.Message) {
+	var entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, msg := range msgs {
+		entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: 0})
+	}
+	if _, err := m.sqs.ChangeMessageVisibilityBatch(context.Background(), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(m.queueURL), Entries: entries}); err != nil {
+		m.log.Warn("release messages received while stopping", "mapping", m.name, "error", err)
+	}
 }
 
 func toSQSEventMessage(msg sqstypes.Message, queueARN string) events.SQSMessage {
