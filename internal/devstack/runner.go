@@ -64,6 +64,9 @@ type Config struct {
 	Logs io.Writer
 	// EmulatorLogs receives the emulators' output; nil discards it.
 	EmulatorLogs io.Writer
+	// MeasureCapacity makes every DynamoDB call return its consumed capacity
+	// per table and index, added up in Stack.Usage (the cost benchmark).
+	MeasureCapacity bool
 	// DataDir keeps the stack's state across restarts (HERALD_DEV_DATA): the
 	// table, the queues with their messages, the relay's stream position and
 	// the local secrets. Empty: everything is lost when the stack stops.
@@ -78,6 +81,9 @@ type Stack struct {
 	Resources *Resources
 	Clock     *Clock
 	Calls     *Calls
+	// Usage counts invocations, their duration, log bytes and (with
+	// MeasureCapacity) consumed DynamoDB capacity, per function.
+	Usage *Usage
 	// APIURL is the base URL of the HTTP API and the /_dev routes.
 	APIURL string
 	// AWS is the configuration the functions use (endpoints on the emulators).
@@ -130,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if logs == nil {
 		logs = io.Discard
 	}
-	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), mux: http.NewServeMux(), done: make(chan struct{}),
+	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), Usage: NewUsage(), mux: http.NewServeMux(), done: make(chan struct{}),
 		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
 	defer func() {
 		if err != nil {
@@ -195,6 +201,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
+	if cfg.MeasureCapacity {
+		s.AWS.APIOptions = append(s.AWS.APIOptions, s.Usage.CapacityMiddleware)
+	}
 	s.sqs = sqs.NewFromConfig(s.AWS)
 	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, LocalResourcePrefix)
 	if err != nil {
@@ -335,10 +344,10 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
 		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
-		Log:     app.NewLogger(logs, func(k string) string { return env[k] }).With("function", fn.LogicalID),
+		Log:     app.NewLogger(s.Usage.logWriter(fn.LogicalID, logs), func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
-		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
+		Metrics: metrics.NewEMF(s.Usage.logWriter(fn.LogicalID, logs), "", s.Clock.Now),
 	}, nil
 }
 
@@ -392,6 +401,7 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.Scheduler = h
+			sqsHandlers[fn.LogicalID] = h.HandleRelease
 			s.wg.Add(1)
 			go s.runSchedule(ctx, fn, h)
 		default:
@@ -479,7 +489,7 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 				conc = *m.ScalingConfig.MaximumConcurrency
 			}
 			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
-				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef)}
+				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits}
 			mapping.run(ctx, &s.wg)
 			continue
 		}
@@ -551,6 +561,8 @@ func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.D
 				err = fmt.Errorf("%s panicked: %v", function, r)
 			}
 		}()
+		start := time.Now()
+		defer func() { s.Usage.invoked(function, time.Since(start)) }()
 		return fn(ctx)
 	}
 }

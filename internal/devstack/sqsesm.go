@@ -34,6 +34,9 @@ type sqsMapping struct {
 	sqs         *sqs.Client
 	log         *slog.Logger
 	invoke      func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
+	// onReceive, when set, gets each batch's queue waits (SentTimestamp →
+	// the handler's start).
+	onReceive func(mapping string, waits []time.Duration)
 }
 
 func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
@@ -73,6 +76,16 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 	for i, msg := range out.Messages {
 		ev.Records[i] = toSQSEventMessage(msg, m.queueARN)
+	}
+	if m.onReceive != nil {
+		start := time.Now()
+		waits := make([]time.Duration, 0, len(ev.Records))
+		for _, r := range ev.Records {
+			if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
+				waits = append(waits, start.Sub(time.UnixMilli(ms)))
+			}
+		}
+		m.onReceive(m.name, waits)
 	}
 	var resp events.SQSEventResponse
 	err = m.invoke(ctx, m.timeout, func(ctx context.Context) error {

@@ -114,7 +114,7 @@ func TestDeliveryItemRoundTrip(t *testing.T) {
 		{"planned", domain.Delivery{NotificationID: "n1", Channel: domain.ChannelEmail, Priority: domain.PriorityNormal, Status: domain.StatusPlanned, UpdatedAt: created}, "", ""},
 		{"deferred is indexed by due time", domain.Delivery{NotificationID: "n1", Channel: domain.ChannelSMS, UserID: "u1", Priority: domain.PriorityLow,
 			Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, UpdatedAt: created, DueAt: created.Add(time.Hour)},
-			"DUE", "2026-02-03T05:05:06.000000789Z#n1#sms"},
+			"DUE#2026020305#14", "2026-02-03T05:05:06.000000789Z#n1#sms"}, // hour bucket, FNV-1a("n1#sms") mod 32
 		{"dropped keeps its due time out of the index", domain.Delivery{NotificationID: "n1", Channel: domain.ChannelSMS, Status: domain.StatusDropped,
 			Reason: domain.ReasonExpired, UpdatedAt: created, DueAt: created.Add(time.Hour)}, "", ""},
 		{"sending with every field", domain.Delivery{NotificationID: "n1", Channel: domain.ChannelPush, UserID: "u1", Priority: domain.PriorityHigh,
