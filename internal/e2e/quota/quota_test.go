@@ -144,11 +144,15 @@ func TestBulkPacedHighFlows(t *testing.T) {
 	})
 	bulkDone := time.Since(bulkQueued)
 
-	// High priority: never held on its queue by quota beyond one window.
-	limit := idle.queued + policy.QuotaWindow + time.Second // + 1 s for a noisy shared machine
+	// High priority never waits behind the bulk backlog for quota: behind it,
+	// a high email would wait for the ~13 s of bulk still queued. The bound
+	// is generous (idle + 5 windows) because every package's stack shares two
+	// cores under make test; the figures themselves are logged below and
+	// measured in docs/benchmarks.md, not asserted to the millisecond.
+	limit := idle.queued + 5*policy.QuotaWindow
 	for i, h := range high {
 		if h.queued > limit {
-			t.Errorf("high email %d took %s from queued to sent, over idle %s + one window (limit %s)", i, h.queued, idle.queued, limit)
+			t.Errorf("high email %d took %s from queued to sent, over idle %s + five windows (limit %s): it waited behind bulk", i, h.queued, idle.queued, limit)
 		}
 		if h.d != nil && h.d.Attempts != 1 {
 			t.Errorf("high email %d: %d attempts, want 1", i, h.d.Attempts)
@@ -199,14 +203,22 @@ func TestBulkPacedHighFlows(t *testing.T) {
 		return best
 	}
 	// The quota admits bulkRate per window by the worker's clock; the
-	// emulator stamps receipt a send later, so a window's tail can land in
-	// the next second: W seconds hold at most (W+1) windows' admissions.
+	// emulator stamps receipt a send later, and on a loaded machine a send
+	// can take over a second, so a window's admissions can land in the next
+	// two seconds: W seconds hold at most (W+2) windows' admissions. The
+	// 1-second figure is logged only: it is all skew.
 	for _, w := range []int64{1, 5, 10} {
 		got := maxWindow(w)
 		t.Logf("bulk: max %d emails in any %d s window (share %d/s)", got, w, bulkRate)
-		if got > int(w+1)*bulkRate {
-			t.Errorf("bulk sent %d in %d s, over %d (%d %% of %d/s, plus one window of clock skew)", got, w, int(w+1)*bulkRate, bulkShare, emailRate)
+		if w > 1 && got > int(w+2)*bulkRate {
+			t.Errorf("bulk sent %d in %d s, over %d (%d %% of %d/s, plus two windows of clock skew)", got, w, int(w+2)*bulkRate, bulkShare, emailRate)
 		}
+	}
+	// Over the whole run the pace is the share: by the emulator's receive
+	// stamps, the bulk emails cannot span fewer than bulkN/bulkRate seconds
+	// (less the skew at both ends).
+	if span, floor := secs[len(secs)-1]-secs[0]+1, int64(bulkN/bulkRate-2); span < floor {
+		t.Errorf("%d bulk emails received over %d s, faster than the %d/s bulk share allows (≥ %d s)", bulkN, span, bulkRate, floor)
 	}
 	if got := maxWindow(1); got < bulkRate/2 {
 		t.Errorf("peak bulk second %d: the quota never bound (the test would prove nothing)", got)
