@@ -65,6 +65,11 @@ func (t *Type) parseEscalation(f map[string]fileEscalation) error {
 		if e == (Escalation{}) {
 			return fmt.Errorf("escalation %s: empty rule", ch)
 		}
+		if e.Conditional() && t.Digestible {
+			// A digest stands for many inbox items: "read" and the moment
+			// to compare presence with are not defined for it.
+			return fmt.Errorf("escalation %s: unlessActiveWithin/unlessRead are not allowed on a digestible type", ch)
+		}
 		t.Escalations[ch] = e
 	}
 	return nil
