@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,6 +39,35 @@ func TestEscalationReason(t *testing.T) {
 			p := &domain.RecipientProfile{LastSeenAt: tt.lastSeen}
 			if got := escalationReason(tt.rule, n, p, now); got != tt.want {
 				t.Errorf("reason %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestEscalationOutcomesAreCounted: skipped: active_in_app and dropped:
+// read_in_app reach the Skipped and Dropped metrics by reason.
+func TestEscalationOutcomesAreCounted(t *testing.T) {
+	for _, tt := range []struct {
+		channel domain.Channel
+		setup   func(h *harness, n *domain.Notification)
+		want    string
+	}{
+		{domain.ChannelPush, func(h *harness, n *domain.Notification) { h.store.profiles[user].LastSeenAt = fixedAt }, "Skipped/push/normal/active_in_app"},
+		{domain.ChannelEmail, func(h *harness, n *domain.Notification) { n.ReadAt = fixedAt }, "Dropped/email/normal/read_in_app"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			h := newHarness(t, tt.channel, Config{})
+			rec := &recorder{counts: map[string]int{}}
+			h.deps.Metrics = rec
+			h.handler = New(h.deps)
+			n := h.notification("n1", "comment.mentioned", tt.channel, domain.StatusQueued)
+			tt.setup(h, n)
+			h.handle(t, message("m1", "n1", tt.channel, 1))
+			if fmt.Sprint(rec.counts) != fmt.Sprint(map[string]int{tt.want: 1}) {
+				t.Errorf("counts %v, want %s: 1", rec.counts, tt.want)
+			}
+			if h.provider.sends() != 0 {
+				t.Errorf("%d sends", h.provider.sends())
 			}
 		})
 	}
