@@ -111,3 +111,25 @@ func TestMentionEmailFollowsReadState(t *testing.T) {
 		t.Errorf("%d emails for the unread mention, want 1", n)
 	}
 }
+
+// TestCancelledMentionSendsNoDelayedEmail: cancelling while the email waits
+// for its 30 minutes drops it (cancelled) and nothing is sent at +30 min.
+func TestCancelledMentionSendsNoDelayedEmail(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := uniqueUser(t)
+	addr := user + "@example.com"
+	id := stacktest.Notify(t, mention(user, addr, "email"))
+	accepted := st.Clock.Now()
+	waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 10*time.Second)
+	if _, err := stacktest.Client(t, "").CancelNotification(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	advanceTo(t, accepted.Add(31*time.Minute))
+	settle()
+	if s, r := statusOf(t, id, "email"); s != "dropped" || r != "cancelled" {
+		t.Fatalf("email %s: %s, want dropped: cancelled", s, r)
+	}
+	if n := len(stacktest.EmailsTo(t, addr)); n != 0 {
+		t.Errorf("%d emails for a cancelled mention", n)
+	}
+}
