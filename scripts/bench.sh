@@ -14,3 +14,6 @@ done
 echo
 echo "== Cold start (fake Lambda Runtime API on loopback; process start → first poll, → first response)"
 go run ./scripts/coldstart -runs "${COLDSTART_RUNS:-5}"
+echo
+echo "== Capacity model (herald capacity; docs/capacity.md)"
+go run ./cmd/herald capacity

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/heraldhq/herald/internal/devstack"
@@ -19,10 +23,20 @@ var devEnvOverrides = map[string]string{
 	"HERALD_BACKOFF_CAP":       "BackoffCap",
 }
 
+// devLogFile holds the functions' and emulators' logs unless `herald dev -v`.
+const devLogFile = ".herald/dev.log"
+
 func runDev(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "urls" {
+		return runDevURLs(args[1:], os.Stdout)
+	}
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage:\n  herald dev [-v] [-root DIR]   run the whole system locally\n  herald dev urls [-state FILE]  print the URLs of the running `herald dev`\n\nFlags of herald dev:\n")
+		fs.PrintDefaults()
+	}
 	root := fs.String("root", ".", "repository root (template.yaml, infra/local)")
-	verbose := fs.Bool("v", false, "print emulator output too")
+	verbose := fs.Bool("v", false, "print the functions' and emulators' logs here instead of in "+devLogFile)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,26 +58,71 @@ func runDev(ctx context.Context, args []string) error {
 		}
 		interval = d
 	}
-	var emuLogs io.Writer
-	if *verbose {
-		emuLogs = os.Stderr
+	dataDir := os.Getenv("HERALD_DEV_DATA")
+	if dataDir != "" {
+		abs, err := filepath.Abs(dataDir)
+		if err != nil {
+			return fmt.Errorf("HERALD_DEV_DATA: %w", err)
+		}
+		dataDir = abs
+	}
+	var logs, emuLogs io.Writer = os.Stdout, os.Stderr
+	logPath := ""
+	if !*verbose {
+		logPath = filepath.Join(*root, devLogFile)
+		if abs, err := filepath.Abs(logPath); err == nil {
+			logPath = abs
+		}
+		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+			return err
+		}
+		f, err := os.Create(logPath)
+		if err != nil {
+			return fmt.Errorf("log file: %w", err)
+		}
+		defer f.Close()
+		logs, emuLogs = f, f
 	}
 	fmt.Fprintln(os.Stderr, "herald dev: starting emulators and functions…")
+	if logPath != "" {
+		fmt.Fprintf(os.Stderr, "herald dev: function and emulator logs go to %s (herald dev -v prints them here)\n", logPath)
+	}
+	if dataDir != "" {
+		fmt.Fprintf(os.Stderr, "herald dev: state is kept in %s (HERALD_DEV_DATA)\n", dataDir)
+	} else {
+		fmt.Fprintln(os.Stderr, "herald dev: state is in memory: every notification, queue and DLQ message is lost when this stops (set HERALD_DEV_DATA=DIR to keep it)")
+	}
 	st, err := devstack.Start(ctx, devstack.Config{
 		Root: *root, APIAddr: "127.0.0.1:" + port, Overrides: overrides, ScheduleInterval: interval,
-		Logs: os.Stdout, EmulatorLogs: emuLogs,
+		Logs: logs, EmulatorLogs: emuLogs, DataDir: dataDir,
 	})
 	if err != nil {
 		return err
 	}
 	defer st.Stop()
-	statePath, err := ops.WriteState(*root, st.LocalState())
+	state := st.LocalState()
+	state.Logs = logPath
+	statePath, err := ops.WriteState(*root, state)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(statePath)
-	fmt.Fprintf(os.Stderr, `herald dev: ready
-  dev console      %[1]s/_dev/   (demo inbox: %[1]s/_dev/?user=u1)
+	fmt.Fprintln(os.Stderr, "herald dev: ready")
+	printURLs(os.Stderr, state, statePath)
+	fmt.Fprintln(os.Stderr, "Press Ctrl-C to stop; `herald dev urls` prints these again.")
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "herald dev: stopping…")
+		return nil
+	case <-st.Done():
+		return st.Err()
+	}
+}
+
+// printURLs prints where a running stack's parts are.
+func printURLs(w io.Writer, st ops.LocalState, statePath string) {
+	api := st.APIURL
+	fmt.Fprintf(w, `  dev console      %[1]s/_dev/   (demo inbox: %[1]s/_dev/?user=u1)
   API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
   user token       %[1]s/_dev/token?sub=u1
   sent email       %[3]s   (SES emulator UI; JSON at %[1]s/_dev/emails)
@@ -76,9 +135,48 @@ func runDev(ctx context.Context, args []string) error {
   DynamoDB Local   %[4]s
   SQS (fauxqs)     %[5]s
   DLQs             herald dlq list   (state for the CLI: %[6]s)
-Press Ctrl-C to stop.
-`, st.APIURL, devstack.DevCallerHeader, st.Emulators.SES, st.Emulators.DynamoDB, st.Emulators.SQS, statePath)
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "herald dev: stopping…")
+`, api, devstack.DevCallerHeader, st.Endpoints["SESV2"], st.Endpoints["DYNAMODB"], st.Endpoints["SQS"], statePath)
+	if st.Logs != "" {
+		fmt.Fprintf(w, "  logs             %s\n", st.Logs)
+	}
+	if st.DataDir != "" {
+		fmt.Fprintf(w, "  state kept in    %s\n", st.DataDir)
+	} else {
+		fmt.Fprintln(w, "  state            in memory (lost when herald dev stops)")
+	}
+}
+
+// errNoDev is `herald dev urls` without a running `herald dev`.
+var errNoDev = errors.New("no running `herald dev` found (start it with `make dev`)")
+
+// runDevURLs prints the URLs of the running `herald dev` from its state file.
+func runDevURLs(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("dev urls", flag.ContinueOnError)
+	statePath := fs.String("state", "", "the state file of `herald dev` (default: .herald/dev.json above the working directory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path := *statePath
+	if path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		var found bool
+		if path, found = ops.FindState(wd); !found {
+			return errNoDev
+		}
+	}
+	st, err := ops.ReadState(path)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("%w: no %s", errNoDev, path)
+	}
+	if err != nil {
+		return err
+	}
+	if st.PID <= 0 || syscall.Kill(st.PID, 0) != nil {
+		return fmt.Errorf("%w: %s names pid %d, which is not running", errNoDev, path, st.PID)
+	}
+	printURLs(w, st, path)
 	return nil
 }

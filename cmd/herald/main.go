@@ -17,10 +17,12 @@ const usage = `herald — notification service tooling
 
 Usage:
   herald dev           run the whole system locally (emulators + functions)
+  herald dev urls      print the URLs of the running 'herald dev'
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
   herald send …        send a notification with the Go client ('herald send -h')
   herald vapid-keys    generate a VAPID key pair for Web Push
+  herald capacity      the capacity and cost model at full scale [--json]
 
 Run 'herald <command> -h' for a command's flags.
 `
@@ -50,6 +52,8 @@ func main() {
 		}
 	case "vapid-keys":
 		err = runVAPIDKeys(os.Args[2:], os.Stdout, os.Stderr)
+	case "capacity":
+		err = runCapacity(os.Args[2:], os.Stdout, os.Stderr)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

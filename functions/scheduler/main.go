@@ -1,4 +1,6 @@
-// Command scheduler is the scheduler Lambda: every minute it releases deferred deliveries that are due.
+// Command scheduler is the scheduler Lambda: every minute it finds the due
+// partitions of the due-time index and sends one release message each; the
+// release queue's messages invoke it again to release one partition.
 package main
 
 import (
@@ -14,5 +16,5 @@ func main() {
 	if err != nil {
 		app.Fail(d.Log, err)
 	}
-	lambda.StartHandlerFunc(h.Handle)
+	lambda.StartHandlerFunc(h.Invoke)
 }

@@ -33,12 +33,14 @@ func (s *Stack) routeDev() {
 	s.mux.HandleFunc("GET /_dev/clock", s.clock)
 	s.mux.HandleFunc("POST /_dev/clock", s.clock)
 	s.mux.HandleFunc("POST /_dev/scheduler/run", func(w http.ResponseWriter, r *http.Request) {
-		n, err := s.Scheduler.Release(r.Context())
+		// The tick: release messages go to the release queue, whose mapping
+		// releases each due partition as it would in AWS.
+		n, err := s.Scheduler.Tick(r.Context())
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]int{"released": n})
+		writeJSON(w, http.StatusOK, map[string]int{"partitions": n})
 	})
 	s.mux.Handle("/_dev/push-subscriptions", s.Push)
 	s.mux.Handle("/_dev/push-subscriptions/", s.Push)

@@ -14,8 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,6 +28,9 @@ type Emulators struct {
 	SQS      string
 	SES      string
 	procs    []*process
+	// exited receives an error for each emulator that ends before Stop.
+	exited   chan error
+	stopping atomic.Bool
 }
 
 type process struct {
@@ -36,17 +41,52 @@ type process struct {
 	tail []string // last lines of output, for start-up errors
 }
 
+// emulatorNames say which program each emulator is, for messages.
+var emulatorNames = map[string]string{
+	"dynamodb": "DynamoDB Local (dynamodb)",
+	"sqs":      "fauxqs (sqs)",
+	"ses":      "aws-ses-v2-local (ses)",
+}
+
+// EmulatorExitError reports an emulator that ended while the stack ran.
+type EmulatorExitError struct {
+	// Name is the emulator's short name: dynamodb, sqs or ses.
+	Name string
+	PID  int
+	// State is how the process ended ("signal: killed", "exit status 1").
+	State string
+	// Output is the emulator's last lines of output.
+	Output string
+}
+
+func (e *EmulatorExitError) Error() string {
+	msg := fmt.Sprintf("emulator %s (pid %d) stopped unexpectedly: %s", emulatorNames[e.Name], e.PID, e.State)
+	if e.Output != "" {
+		msg += "\nits last output:\n" + e.Output
+	}
+	return msg
+}
+
 // EmulatorOptions locate the emulator installation.
 type EmulatorOptions struct {
 	// InfraDir is infra/local (package.json, node_modules, .cache/dynamodb).
 	InfraDir string
 	// Log receives emulator output lines; nil discards them.
 	Log io.Writer
+	// Services names the emulators to start ("dynamodb", "sqs", "ses"); empty
+	// starts all three. A package testing one adapter starts only its own.
+	Services []string
+	// DataDir, when set, keeps the emulators' state there across restarts:
+	// DynamoDB Local's database in DataDir/dynamodb, the SQS queues and
+	// their messages in DataDir/queues.json. Empty: everything is in memory
+	// and lost when the emulators stop.
+	DataDir string
 }
 
-// StartEmulators starts DynamoDB Local, fauxqs and aws-ses-v2-local on free
-// loopback ports and waits until each answers. On error, whatever started is
-// stopped.
+// StartEmulators starts DynamoDB Local, fauxqs and aws-ses-v2-local (or the
+// subset opts.Services names) on free loopback ports and waits until each
+// answers. The endpoint of an emulator not started is "". On error, whatever
+// started is stopped.
 func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, error) {
 	dir, err := filepath.Abs(opts.InfraDir)
 	if err != nil {
@@ -59,28 +99,61 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 	if _, err := os.Stat(filepath.Join(jarDir, "DynamoDBLocal.jar")); err != nil {
 		return nil, fmt.Errorf("DynamoDB Local not installed: run `make deps` (infra/local/fetch-dynamodb.sh): %w", err)
 	}
+	dbArgs := []string{"-inMemory"}
+	var sqsArgs []string
+	if opts.DataDir != "" {
+		data, err := filepath.Abs(opts.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Join(data, "dynamodb"), 0o700); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		dbArgs = []string{"-dbPath", filepath.Join(data, "dynamodb")}
+		sqsArgs = []string{filepath.Join(data, "queues.json")}
+	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	e := &Emulators{
+		exited:   make(chan error, 3),
 		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		SQS:      fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		SES:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
 	}
+	dynamoCmd := []string{"java", "-Xms64m", "-Djava.library.path=DynamoDBLocal_lib", "-cp", "DynamoDBLocal.jar:DynamoDBLocal_lib/*",
+		filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java")}
+	dynamoCmd = append(dynamoCmd, dbArgs...)
+	dynamoCmd = append(dynamoCmd, "-sharedDb", "-disableTelemetry", "-port", fmt.Sprint(ports[0]))
 	specs := []struct {
 		name string
 		dir  string
 		args []string
 		url  string
 	}{
-		{"dynamodb", jarDir, []string{"java", "-Xms64m", "-Djava.library.path=DynamoDBLocal_lib", "-cp", "DynamoDBLocal.jar:DynamoDBLocal_lib/*",
-			filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java"), "-inMemory", "-sharedDb", "-disableTelemetry", "-port", fmt.Sprint(ports[0])}, e.DynamoDB},
-		{"sqs", dir, []string{"node", "fauxqs.mjs", fmt.Sprint(ports[1])}, e.SQS},
+		{"dynamodb", jarDir, dynamoCmd, e.DynamoDB},
+		{"sqs", dir, append([]string{"node", "fauxqs.mjs", fmt.Sprint(ports[1])}, sqsArgs...), e.SQS},
 		{"ses", dir, []string{"node", filepath.Join("node_modules", "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", fmt.Sprint(ports[2])}, e.SES},
 	}
+	if len(opts.Services) > 0 {
+		kept := specs[:0]
+		for _, s := range specs {
+			if slices.Contains(opts.Services, s.name) {
+				kept = append(kept, s)
+			}
+		}
+		specs = kept
+		started := func(name, url string) string {
+			if slices.Contains(opts.Services, name) {
+				return url
+			}
+			return ""
+		}
+		e.DynamoDB, e.SQS, e.SES = started("dynamodb", e.DynamoDB), started("sqs", e.SQS), started("ses", e.SES)
+	}
 	for _, s := range specs {
-		p, err := startProcess(s.name, s.dir, s.args, opts.Log)
+		p, err := startProcess(s.name, s.dir, s.args, opts.Log, e.exitedEarly)
 		if err != nil {
 			e.Stop()
 			return nil, err
@@ -96,15 +169,44 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 	return e, nil
 }
 
+// Exited delivers an *EmulatorExitError for each emulator that ends before
+// Stop is called.
+func (e *Emulators) Exited() <-chan error { return e.exited }
+
+// PID returns the process id of the named emulator (dynamodb, sqs, ses), or 0.
+func (e *Emulators) PID(name string) int {
+	for _, p := range e.procs {
+		if p.name == name {
+			return p.cmd.Process.Pid
+		}
+	}
+	return 0
+}
+
+func (e *Emulators) exitedEarly(p *process) {
+	if e.stopping.Load() {
+		return
+	}
+	state := "exited"
+	if ps := p.cmd.ProcessState; ps != nil {
+		state = ps.String()
+	}
+	select {
+	case e.exited <- &EmulatorExitError{Name: p.name, PID: p.cmd.Process.Pid, State: state, Output: p.output()}:
+	default:
+	}
+}
+
 // Stop terminates every emulator (and its children) and waits for them.
 func (e *Emulators) Stop() {
+	e.stopping.Store(true)
 	for _, p := range e.procs {
 		p.stop()
 	}
 	e.procs = nil
 }
 
-func startProcess(name, dir string, args []string, logw io.Writer) (*process, error) {
+func startProcess(name, dir string, args []string, logw io.Writer, onExit func(*process)) (*process, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	// Own process group, so stop() reaches grandchildren (npm/java helpers),
@@ -135,6 +237,7 @@ func startProcess(name, dir string, args []string, logw io.Writer) (*process, er
 		}
 		_ = cmd.Wait()
 		close(p.done)
+		onExit(p)
 	}()
 	return p, nil
 }

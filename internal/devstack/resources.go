@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -56,17 +57,22 @@ func (r *Resources) Resolve(s string) (string, error) {
 // CreateResources creates the template's table and queues in the emulators,
 // named prefix+LogicalID, and returns how to resolve references to them.
 // Other resources (functions, the HTTP API, SES configuration set) resolve to
-// their logical ids: the runner plays their part.
+// their logical ids: the runner plays their part. A nil client skips its
+// resources (a test of one adapter runs one emulator).
 func CreateResources(ctx context.Context, t *Template, db *dynamodb.Client, q *sqs.Client, prefix string) (*Resources, error) {
 	r := &Resources{values: map[string]string{}, Queues: map[string]QueueInfo{}}
 	for id := range t.Resources {
 		r.values["ref:"+id] = prefix + id
 	}
-	if err := createTables(ctx, t, db, prefix, r); err != nil {
-		return nil, err
+	if db != nil {
+		if err := createTables(ctx, t, db, prefix, r); err != nil {
+			return nil, err
+		}
 	}
-	if err := createQueues(ctx, t, q, prefix, r); err != nil {
-		return nil, err
+	if q != nil {
+		if err := createQueues(ctx, t, q, prefix, r); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -115,23 +121,119 @@ func createTables(ctx context.Context, t *Template, db *dynamodb.Client, prefix 
 		if p.StreamSpecification != nil {
 			in.StreamSpecification = &ddbtypes.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: ddbtypes.StreamViewType(p.StreamSpecification.StreamViewType)}
 		}
-		out, err := db.CreateTable(ctx, in)
+		desc, err := existingTable(ctx, db, in)
 		if err != nil {
-			return fmt.Errorf("create table %s: %w", name, err)
+			return err
+		}
+		if desc == nil {
+			out, err := db.CreateTable(ctx, in)
+			if err != nil {
+				return fmt.Errorf("create table %s: %w", name, err)
+			}
+			desc = out.TableDescription
 		}
 		if p.TimeToLiveSpecification != nil && p.TimeToLiveSpecification.Enabled {
-			if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-				TableName:               aws.String(name),
-				TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(p.TimeToLiveSpecification.AttributeName), Enabled: aws.Bool(true)},
-			}); err != nil {
-				return fmt.Errorf("enable TTL on %s: %w", name, err)
+			if err := enableTTL(ctx, db, name, p.TimeToLiveSpecification.AttributeName); err != nil {
+				return err
 			}
 		}
 		r.Table = name
-		r.values["getatt:"+id+".Arn"] = aws.ToString(out.TableDescription.TableArn)
-		r.values["getatt:"+id+".StreamArn"] = aws.ToString(out.TableDescription.LatestStreamArn)
+		r.values["getatt:"+id+".Arn"] = aws.ToString(desc.TableArn)
+		r.values["getatt:"+id+".StreamArn"] = aws.ToString(desc.LatestStreamArn)
 	}
 	return nil
+}
+
+// enableTTL turns on TTL on attr unless an existing table already has it.
+func enableTTL(ctx context.Context, db *dynamodb.Client, table, attr string) error {
+	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("describe TTL of %s: %w", table, err)
+	}
+	if d := ttl.TimeToLiveDescription; d != nil && d.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabled && aws.ToString(d.AttributeName) == attr {
+		return nil
+	}
+	if _, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(attr), Enabled: aws.Bool(true)},
+	}); err != nil {
+		return fmt.Errorf("enable TTL on %s: %w", table, err)
+	}
+	return nil
+}
+
+// existingTable describes the table `in` would create when it already exists
+// (a data directory from an earlier run), or returns nil. A table whose keys,
+// indexes or stream differ from the template's is an error that says how to
+// start afresh, rather than a stack that half matches the template.
+func existingTable(ctx context.Context, db *dynamodb.Client, in *dynamodb.CreateTableInput) (*ddbtypes.TableDescription, error) {
+	name := aws.ToString(in.TableName)
+	out, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: in.TableName})
+	var notFound *ddbtypes.ResourceNotFoundException
+	if errors.As(err, &notFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	d := out.Table
+	if diff := tableDiff(in, d); diff != "" {
+		return nil, fmt.Errorf("table %s in the data directory does not match template.yaml (%s): delete the data directory's dynamodb/ folder to start afresh", name, diff)
+	}
+	return d, nil
+}
+
+// tableDiff names the first difference between the keys, indexes and stream
+// the template asks for and an existing table's, or returns "".
+func tableDiff(want *dynamodb.CreateTableInput, have *ddbtypes.TableDescription) string {
+	keys := func(ks []ddbtypes.KeySchemaElement) string {
+		var b strings.Builder
+		for _, k := range ks {
+			fmt.Fprintf(&b, "%s:%s ", aws.ToString(k.AttributeName), k.KeyType)
+		}
+		return b.String()
+	}
+	if keys(want.KeySchema) != keys(have.KeySchema) {
+		return "primary key"
+	}
+	haveIdx := map[string]string{}
+	for _, g := range have.GlobalSecondaryIndexes {
+		haveIdx[aws.ToString(g.IndexName)] = keys(g.KeySchema)
+	}
+	if len(haveIdx) != len(want.GlobalSecondaryIndexes) {
+		return "global secondary indexes"
+	}
+	for _, g := range want.GlobalSecondaryIndexes {
+		if k, ok := haveIdx[aws.ToString(g.IndexName)]; !ok || k != keys(g.KeySchema) {
+			return "index " + aws.ToString(g.IndexName)
+		}
+	}
+	wantStream := want.StreamSpecification != nil
+	haveStream := have.StreamSpecification != nil && aws.ToBool(have.StreamSpecification.StreamEnabled)
+	if wantStream != haveStream || (wantStream && want.StreamSpecification.StreamViewType != have.StreamSpecification.StreamViewType) {
+		return "stream"
+	}
+	return ""
+}
+
+// existingQueue returns the URL of queue name when it already exists (kept
+// in a data directory), after setting the template's attributes on it, or "".
+func existingQueue(ctx context.Context, q *sqs.Client, name string, attrs map[string]string) (string, error) {
+	out, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	var notFound *sqstypes.QueueDoesNotExist
+	if errors.As(err, &notFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("queue %s: %w", name, err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	if len(attrs) > 0 {
+		if _, err := q.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: attrs}); err != nil {
+			return "", fmt.Errorf("queue %s attributes: %w", name, err)
+		}
+	}
+	return url, nil
 }
 
 func createQueues(ctx context.Context, t *Template, q *sqs.Client, prefix string, r *Resources) error {
@@ -148,11 +250,17 @@ func createQueues(ctx context.Context, t *Template, q *sqs.Client, prefix string
 			attrs["MessageRetentionPeriod"] = fmt.Sprint(*qq.MessageRetentionPeriod)
 		}
 		name := prefix + id
-		out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		url, err := existingQueue(ctx, q, name, attrs)
 		if err != nil {
-			return fmt.Errorf("create queue %s: %w", name, err)
+			return err
 		}
-		url := aws.ToString(out.QueueUrl)
+		if url == "" {
+			out, err := q.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+			if err != nil {
+				return fmt.Errorf("create queue %s: %w", name, err)
+			}
+			url = aws.ToString(out.QueueUrl)
+		}
 		ga, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 		if err != nil {
 			return fmt.Errorf("queue %s ARN: %w", name, err)

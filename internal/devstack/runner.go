@@ -2,7 +2,6 @@ package devstack
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,6 +64,13 @@ type Config struct {
 	Logs io.Writer
 	// EmulatorLogs receives the emulators' output; nil discards it.
 	EmulatorLogs io.Writer
+	// MeasureCapacity makes every DynamoDB call return its consumed capacity
+	// per table and index, added up in Stack.Usage (the cost benchmark).
+	MeasureCapacity bool
+	// DataDir keeps the stack's state across restarts (HERALD_DEV_DATA): the
+	// table, the queues with their messages, the relay's stream position and
+	// the local secrets. Empty: everything is lost when the stack stops.
+	DataDir string
 }
 
 // Stack is a running local Herald.
@@ -75,6 +81,9 @@ type Stack struct {
 	Resources *Resources
 	Clock     *Clock
 	Calls     *Calls
+	// Usage counts invocations, their duration, log bytes and (with
+	// MeasureCapacity) consumed DynamoDB capacity, per function.
+	Usage *Usage
 	// APIURL is the base URL of the HTTP API and the /_dev routes.
 	APIURL string
 	// AWS is the configuration the functions use (endpoints on the emulators).
@@ -105,6 +114,9 @@ type Stack struct {
 	unsubscribeSecret string
 	log               *slog.Logger
 	stopOnce          sync.Once
+	// done closes when the stack fails on its own (an emulator died); err says why.
+	done chan struct{}
+	err  error
 }
 
 // Start starts the emulators, creates the resources and runs the functions.
@@ -124,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if logs == nil {
 		logs = io.Discard
 	}
-	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), mux: http.NewServeMux(),
+	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), Usage: NewUsage(), mux: http.NewServeMux(), done: make(chan struct{}),
 		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
 	defer func() {
 		if err != nil {
@@ -136,13 +148,16 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		cfg.Template = filepath.Join(cfg.Root, "template.yaml")
 		s.cfg.Template = cfg.Template
 	}
-	// The push function's key pair is made per run; its public half is the
-	// VapidPublicKey parameter, which the template requires (no default).
+	// The push function's key pair is made per run (kept in the data
+	// directory when there is one); its public half is the VapidPublicKey
+	// parameter, which the template requires (no default).
 	// (The IAM policies are transformed with cfg.Overrides only: no policy
 	// names the per-run key, and the transform's cache stays valid.)
-	if s.vapid, err = webpush.GenerateVAPIDKeys(); err != nil {
+	secrets, err := loadSecrets(cfg.DataDir)
+	if err != nil {
 		return nil, err
 	}
+	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
 	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
 	maps.Copy(overrides, cfg.Overrides)
 	ln, err := net.Listen("tcp", cfg.APIAddr)
@@ -164,7 +179,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 
-	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs})
+	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir})
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -186,6 +201,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
+	if cfg.MeasureCapacity {
+		s.AWS.APIOptions = append(s.AWS.APIOptions, s.Usage.CapacityMiddleware)
+	}
 	s.sqs = sqs.NewFromConfig(s.AWS)
 	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, LocalResourcePrefix)
 	if err != nil {
@@ -198,18 +216,52 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.SMS = smssink.New(s.Clock.Now)
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
-	s.unsubscribeSecret = rand.Text() + rand.Text()
 	if err := s.wire(); err != nil {
 		ln.Close()
 		return nil, err
 	}
 	s.routeDev()
+	s.wg.Add(1)
+	go s.watchEmulators()
 	go func() {
 		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("api server stopped", "error", err)
 		}
 	}()
 	return s, nil
+}
+
+// Done closes when the stack has failed on its own: an emulator stopped
+// while the stack ran. Err says which. Stop is still the caller's to call.
+func (s *Stack) Done() <-chan struct{} { return s.done }
+
+// Err is why the stack failed (an *EmulatorExitError), or nil.
+func (s *Stack) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// watchEmulators stops the functions as soon as an emulator dies: every
+// trigger would otherwise poll a dead endpoint and log a failure per poll.
+func (s *Stack) watchEmulators() {
+	defer s.wg.Done()
+	select {
+	case <-s.running.Done():
+	case err := <-s.Emulators.Exited():
+		if s.cfg.DataDir != "" {
+			err = fmt.Errorf("%w\nthe state is kept in %s: start again with the same HERALD_DEV_DATA to go on", err, s.cfg.DataDir)
+		} else {
+			err = fmt.Errorf("%w\nthe stack's state was in memory and is lost", err)
+		}
+		s.log.Error("emulator stopped; stopping the functions", "error", err)
+		s.err = err
+		close(s.done)
+		s.cancel()
+	}
 }
 
 // localOverrides are the template parameters the runner sets itself:
@@ -292,10 +344,10 @@ func (s *Stack) deps(fn FunctionSpec, cat *catalog.Catalog) (app.Deps, error) {
 	return app.Deps{
 		AWS: s.functionAWS(fn.LogicalID), Getenv: func(k string) string { return env[k] }, Now: s.Clock.Now,
 		// The Lambda mains' logger: the same JSON keys and LOG_LEVEL.
-		Log:     app.NewLogger(logs, func(k string) string { return env[k] }).With("function", fn.LogicalID),
+		Log:     app.NewLogger(s.Usage.logWriter(fn.LogicalID, logs), func(k string) string { return env[k] }).With("function", fn.LogicalID),
 		Catalog: cat,
 		// As in Lambda, EMF documents go to the function's log stream.
-		Metrics: metrics.NewEMF(logs, "", s.Clock.Now),
+		Metrics: metrics.NewEMF(s.Usage.logWriter(fn.LogicalID, logs), "", s.Clock.Now),
 	}, nil
 }
 
@@ -349,6 +401,7 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.Scheduler = h
+			sqsHandlers[fn.LogicalID] = h.HandleRelease
 			s.wg.Add(1)
 			go s.runSchedule(ctx, fn, h)
 		default:
@@ -436,7 +489,7 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 				conc = *m.ScalingConfig.MaximumConcurrency
 			}
 			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
-				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef)}
+				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits}
 			mapping.run(ctx, &s.wg)
 			continue
 		}
@@ -446,6 +499,9 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 		sm := &streamMapping{name: id, streamARN: source, batchSize: batch, startLatest: aws.ToString(m.StartingPosition) == "LATEST",
 			bisect: aws.ToBool(m.BisectBatchOnFunctionError), maxRetries: -1, timeout: timeouts[fnRef], handler: streamHandler,
 			streams: dynamodbstreams.NewFromConfig(s.AWS), sqs: s.sqs, log: s.log, pollInterval: s.cfg.PollInterval, invoke: s.invoke(fnRef)}
+		if sm.checkpoints, err = openCheckpoints(s.cfg.DataDir, source); err != nil {
+			return fmt.Errorf("mapping %s: %w", id, err)
+		}
 		if m.MaximumRetryAttempts != nil {
 			sm.maxRetries = *m.MaximumRetryAttempts
 		}
@@ -505,6 +561,8 @@ func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.D
 				err = fmt.Errorf("%s panicked: %v", function, r)
 			}
 		}()
+		start := time.Now()
+		defer func() { s.Usage.invoked(function, time.Since(start)) }()
 		return fn(ctx)
 	}
 }

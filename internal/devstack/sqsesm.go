@@ -34,6 +34,9 @@ type sqsMapping struct {
 	sqs         *sqs.Client
 	log         *slog.Logger
 	invoke      func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
+	// onReceive, when set, gets each batch's queue waits (SentTimestamp →
+	// the handler's start).
+	onReceive func(mapping string, waits []time.Duration)
 }
 
 func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
@@ -52,7 +55,10 @@ func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 func (m *sqsMapping) pollOnce(ctx context.Context) error {
-	out, err := m.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	// Not cancelled by a stop: an abandoned long poll can still take messages
+	// off the queue, invisible for the whole visibility timeout. The poll is
+	// short; what it brings after the stop is handed back below.
+	out, err := m.sqs.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(m.queueURL), MaxNumberOfMessages: m.batchSize, WaitTimeSeconds: 1,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
@@ -63,9 +69,23 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 	if len(out.Messages) == 0 {
 		return nil
 	}
+	if ctx.Err() != nil {
+		m.release(out.Messages)
+		return nil
+	}
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 	for i, msg := range out.Messages {
 		ev.Records[i] = toSQSEventMessage(msg, m.queueARN)
+	}
+	if m.onReceive != nil {
+		start := time.Now()
+		waits := make([]time.Duration, 0, len(ev.Records))
+		for _, r := range ev.Records {
+			if ms, err := strconv.ParseInt(r.Attributes["SentTimestamp"], 10, 64); err == nil {
+				waits = append(waits, start.Sub(time.UnixMilli(ms)))
+			}
+		}
+		m.onReceive(m.name, waits)
 	}
 	var resp events.SQSEventResponse
 	err = m.invoke(ctx, m.timeout, func(ctx context.Context) error {
@@ -100,6 +120,19 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// release makes messages received during a stop visible again at once, so
+// that a clean stop leaves nothing in flight (a data directory keeps them for
+// the next start).
+func (m *sqsMapping) release(msgs []sqstypes.Message) {
+	var entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, msg := range msgs {
+		entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: msg.ReceiptHandle, VisibilityTimeout: 0})
+	}
+	if _, err := m.sqs.ChangeMessageVisibilityBatch(context.Background(), &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(m.queueURL), Entries: entries}); err != nil {
+		m.log.Warn("release messages received while stopping", "mapping", m.name, "error", err)
+	}
 }
 
 func toSQSEventMessage(msg sqstypes.Message, queueARN string) events.SQSMessage {

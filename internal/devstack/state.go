@@ -15,7 +15,7 @@ func (s *Stack) LocalState() ops.LocalState {
 	}
 	return ops.LocalState{
 		PID: os.Getpid(), APIURL: s.APIURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
-		Endpoints: s.endpoints(),
+		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir,
 	}
 }
 

@@ -46,6 +46,8 @@ type streamMapping struct {
 	sqs          *sqs.Client
 	log          *slog.Logger
 	pollInterval time.Duration
+	// checkpoints keep the mapping's position across restarts (nil: none).
+	checkpoints  *streamCheckpoints
 	invoke       func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
 	mu           sync.Mutex
 	doneShards   map[string]bool
@@ -109,13 +111,14 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 		delete(m.activeShards, shardID)
 		m.mu.Unlock()
 	}()
-	itType := streamtypes.ShardIteratorTypeTrimHorizon
-	if m.startLatest {
-		itType = streamtypes.ShardIteratorTypeLatest
+	after, closed := m.checkpoints.position(shardID)
+	if closed {
+		m.mu.Lock()
+		m.doneShards[shardID] = true
+		m.mu.Unlock()
+		return
 	}
-	it, err := m.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-		StreamArn: aws.String(m.streamARN), ShardId: aws.String(shardID), ShardIteratorType: itType,
-	})
+	it, err := m.shardIterator(ctx, shardID, after)
 	if err != nil {
 		if ctx.Err() == nil {
 			m.log.Warn("get shard iterator failed", "mapping", m.name, "shard", shardID, "error", err)
@@ -151,12 +154,49 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 		if len(recs) > 0 {
 			m.deliver(ctx, shardID, recs)
 		}
+		if ctx.Err() == nil {
+			if err := m.checkpoints.advance(shardID, aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)); err != nil {
+				m.log.Warn("save stream checkpoint", "mapping", m.name, "error", err)
+			}
+		}
 	}
 	if ctx.Err() == nil {
 		m.mu.Lock()
 		m.doneShards[shardID] = true
 		m.mu.Unlock()
+		if err := m.checkpoints.close(shardID); err != nil {
+			m.log.Warn("save stream checkpoint", "mapping", m.name, "error", err)
+		}
 	}
+}
+
+// shardIterator starts reading shardID after the checkpoint's sequence
+// number when there is one, else at the mapping's starting position. A
+// checkpoint the stream no longer holds (trimmed) falls back to the horizon.
+func (m *streamMapping) shardIterator(ctx context.Context, shardID, after string) (*dynamodbstreams.GetShardIteratorOutput, error) {
+	if after != "" {
+		it, err := m.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn: aws.String(m.streamARN), ShardId: aws.String(shardID),
+			ShardIteratorType: streamtypes.ShardIteratorTypeAfterSequenceNumber, SequenceNumber: aws.String(after),
+		})
+		if err == nil {
+			return it, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		m.log.Warn("stream checkpoint not usable; reading the shard from its horizon", "mapping", m.name, "shard", shardID, "error", err)
+		return m.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+			StreamArn: aws.String(m.streamARN), ShardId: aws.String(shardID), ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
+		})
+	}
+	itType := streamtypes.ShardIteratorTypeTrimHorizon
+	if m.startLatest {
+		itType = streamtypes.ShardIteratorTypeLatest
+	}
+	return m.streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn: aws.String(m.streamARN), ShardId: aws.String(shardID), ShardIteratorType: itType,
+	})
 }
 
 // deliver invokes the function until the batch succeeds, retries run out, or

@@ -30,6 +30,9 @@ const (
 type Template struct {
 	*cloudformation.Template
 	Params map[string]string
+	// SystemLogLevel is Globals.Function.LoggingConfig.SystemLogLevel
+	// (goformation's Globals do not carry it).
+	SystemLogLevel string
 }
 
 var placeholder = regexp.MustCompile(`\$\{(ref|getatt):([A-Za-z0-9]+)(?:\.([A-Za-z0-9.]+))?\}`)
@@ -47,6 +50,13 @@ func LoadTemplate(path string, overrides map[string]string) (*Template, error) {
 func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	var head struct {
 		Parameters map[string]parameter `json:"Parameters"`
+		Globals    struct {
+			Function struct {
+				LoggingConfig struct {
+					SystemLogLevel string `json:"SystemLogLevel"`
+				} `json:"LoggingConfig"`
+			} `json:"Function"`
+		} `json:"Globals"`
 	}
 	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
@@ -134,7 +144,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load template: %w", err)
 	}
-	return &Template{Template: tmpl, Params: params}, nil
+	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel}, nil
 }
 
 // parameter is a template parameter with the constraints CloudFormation
@@ -232,6 +242,8 @@ type FunctionSpec struct {
 	Env       map[string]string // values may hold placeholders
 	Timeout   int               // seconds
 	Schedule  string            // "rate(1 minute)" for scheduled functions
+	// MemorySize in MB (Lambda bills duration × memory).
+	MemorySize int
 }
 
 // Route is an HTTP API route.
@@ -249,7 +261,10 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 
 // Functions lists the serverless functions with effective settings.
 func (t *Template) Functions() []FunctionSpec {
-	defTimeout := 3
+	defTimeout, defMemory := 3, 128
+	if g, ok := t.globalFunction()["MemorySize"].(float64); ok {
+		defMemory = int(g)
+	}
 	if g, ok := t.globalFunction()["Timeout"].(float64); ok {
 		defTimeout = int(g)
 	}
@@ -262,7 +277,10 @@ func (t *Template) Functions() []FunctionSpec {
 	}
 	var out []FunctionSpec
 	for id, fn := range t.GetAllServerlessFunctionResources() {
-		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout}
+		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout, MemorySize: defMemory}
+		if fn.MemorySize != nil {
+			spec.MemorySize = *fn.MemorySize
+		}
 		if fn.Timeout != nil {
 			spec.Timeout = *fn.Timeout
 		}

@@ -89,7 +89,7 @@ func TestTemplateInvariants(t *testing.T) {
 		if tm.Params["MaxReceiveCount"] != "6" {
 			t.Errorf("MaxReceiveCount default %q, want 6", tm.Params["MaxReceiveCount"])
 		}
-		for _, dlq := range []string{"EmailDLQ", "SmsDLQ", "PushDLQ", "RelayDLQ"} {
+		for _, dlq := range []string{"EmailDLQ", "SmsDLQ", "PushDLQ", "RelayDLQ", "ReleaseDLQ"} {
 			q, ok := queues[dlq]
 			if !ok || q.MessageRetentionPeriod == nil || *q.MessageRetentionPeriod != 1209600 {
 				t.Errorf("%s: must exist with 14-day retention", dlq)
@@ -132,6 +132,15 @@ func TestTemplateInvariants(t *testing.T) {
 			}
 			if m.ScalingConfig == nil || m.ScalingConfig.MaximumConcurrency == nil {
 				t.Errorf("%s: ScalingConfig.MaximumConcurrency required", id)
+				continue
+			}
+			if queueID == "ReleaseQueue" {
+				// The scheduler's release messages: one per due partition,
+				// parked in their own DLQ.
+				rp, _ := q.RedrivePolicy.(map[string]any)
+				if fn != "SchedulerFunction" || rp == nil || rp["deadLetterTargetArn"] != "${getatt:ReleaseDLQ.Arn}" {
+					t.Errorf("%s: the release queue must feed the scheduler and redrive to ReleaseDLQ (%v)", id, q.RedrivePolicy)
+				}
 				continue
 			}
 			prio := workQueue.FindStringSubmatch(queueID)[2]

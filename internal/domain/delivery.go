@@ -55,7 +55,7 @@ const (
 	ReasonReadInApp Reason = "read_in_app"
 )
 
-// transitions is the delivery state machine (DESIGN §2). Every store update is
+// transitions is the delivery state machine (docs/architecture.md). Every store update is
 // conditional on the current state being one of the allowed sources.
 var transitions = map[Status][]Status{
 	// planned → sending: the worker may receive the work message before the

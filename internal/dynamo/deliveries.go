@@ -14,11 +14,6 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// duePK is the single partition of the due-time index. One partition keeps the
-// scheduler to one query a minute; at very high deferral rates it can be
-// sharded by suffixing a bucket number.
-const duePK = "DUE"
-
 type deliveryItem struct {
 	PK                string `dynamodbav:"pk"`
 	SK                string `dynamodbav:"sk"`
@@ -51,7 +46,8 @@ func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		TTL: d.UpdatedAt.Add(s.retention).Unix(),
 	}
 	if d.Status == domain.StatusDeferred && !d.DueAt.IsZero() {
-		it.GSI3PK, it.GSI3SK = duePK, dueSortKey(d.DueAt, d.NotificationID, d.Channel)
+		it.GSI3PK = DuePartitionKey(DuePartitionOf(d.DueAt, d.NotificationID, d.Channel))
+		it.GSI3SK = dueSortKey(d.DueAt, d.NotificationID, d.Channel)
 	}
 	return it
 }
@@ -193,7 +189,7 @@ func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[st
 		}
 		sets = append(sets, "dueAt = :due", "gsi3pk = :duepk", "gsi3sk = :duesk")
 		vals[":due"] = str(formatTime(c.DueAt))
-		vals[":duepk"] = str(duePK)
+		vals[":duepk"] = str(DuePartitionKey(DuePartitionOf(c.DueAt, id, ch)))
 		vals[":duesk"] = str(dueSortKey(c.DueAt, id, ch))
 	} else if !c.KeepDue {
 		removes = append(removes, "gsi3pk", "gsi3sk")
@@ -228,30 +224,4 @@ func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[st
 		expr += " REMOVE " + strings.Join(removes, ", ")
 	}
 	return expr, nil
-}
-
-// ListDue returns up to limit deferred deliveries due at or before now, oldest
-// first, from the sparse due-time index.
-func (s *Store) ListDue(ctx context.Context, now time.Time, limit int32) ([]domain.Delivery, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		IndexName:              aws.String(IndexDue),
-		KeyConditionExpression: aws.String("gsi3pk = :pk AND gsi3sk <= :now"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(duePK), ":now": str(formatTime(now) + "#~"),
-		},
-		Limit: aws.Int32(limit),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query due deliveries: %w", err)
-	}
-	res := make([]domain.Delivery, 0, len(out.Items))
-	for _, av := range out.Items {
-		d, err := decodeDelivery(av)
-		if err != nil {
-			return nil, err
-		}
-		res = append(res, *d)
-	}
-	return res, nil
 }

@@ -25,6 +25,11 @@ type LocalState struct {
 	Table     string            `json:"table"`
 	// Queues maps template logical ids to local queue URLs.
 	Queues map[string]string `json:"queues"`
+	// Logs is the file holding the functions' and emulators' logs ("" when
+	// they go to the terminal); DataDir the HERALD_DEV_DATA directory ("":
+	// state in memory).
+	Logs    string `json:"logs,omitempty"`
+	DataDir string `json:"dataDir,omitempty"`
 }
 
 // WriteState writes st to root/.herald/dev.json and returns the path.

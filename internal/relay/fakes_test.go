@@ -52,6 +52,18 @@ func newMemStore() *memStore {
 
 func dkey(id string, c domain.Channel) string { return id + "/" + string(c) }
 
+// claimQueued plays the workers: every queued delivery is claimed.
+func (s *memStore) claimQueued() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, d := range s.deliveries {
+		if d.Status == domain.StatusQueued {
+			d.Status = domain.StatusSending
+			s.deliveries[k] = d
+		}
+	}
+}
+
 func (s *memStore) GetRecipientProfile(_ context.Context, userID string) (*domain.RecipientProfile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

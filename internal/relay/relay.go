@@ -216,13 +216,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 				failed[p.record].Store(true)
 				return
 			}
-			if err := h.markQueued(ctx, p.item); err != nil {
-				h.log.ErrorContext(ctx, "mark queued failed", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority,
-					"sequenceNumber", recs[p.record].Change.SequenceNumber, "error", err)
-				failed[p.record].Store(true)
-				return
-			}
-			h.log.InfoContext(ctx, "delivery planned", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority, "outcome", domain.StatusQueued)
+			// Debug: the worker logs every delivery's outcome; one line per
+			// queued delivery here was a third of the bytes logged per email.
+			h.log.DebugContext(ctx, "delivery planned", "notificationId", m.NotificationID, "channel", m.Channel, "priority", p.item.Priority, "outcome", domain.StatusQueued)
 			h.metrics.Add(ctx, metrics.Enqueued, metrics.Dims{Channel: m.Channel, Priority: p.item.Priority}, 1)
 		})
 	}
@@ -313,14 +309,12 @@ func (h *Handler) recordFailed(ctx context.Context, rec events.DynamoDBEventReco
 	h.log.ErrorContext(ctx, "relay record failed", attrs...)
 }
 
-func (h *Handler) markQueued(ctx context.Context, it domain.WorkItem) error {
-	_, err := h.store.Transition(ctx, it.Message.NotificationID, it.Message.Channel, domain.Change{
-		To: domain.StatusQueued, From: []domain.Status{domain.StatusPlanned},
-	})
-	if errors.Is(err, domain.ErrConflict) {
-		return nil // a concurrent retry or the worker got there first: the message is out either way
-	}
-	return err
+// awaitsMessage reports whether a delivery found on a retried record may
+// still lack its work message: it is queued (or planned, by the scheduler or
+// an older relay) and no worker has claimed it. Sending again can only add a
+// duplicate message, which the worker's claim discards.
+func awaitsMessage(s domain.Status) bool {
+	return s == domain.StatusQueued || s == domain.StatusPlanned
 }
 
 // plan records the deliveries of one notification and returns the work items
@@ -342,8 +336,9 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 			Priority: n.Priority,
 		}
 		if prev, ok := existing[domain.DeliveryKey{NotificationID: n.ID, Channel: d.Channel}]; ok {
-			// A retried record: the delivery's state decides.
-			if prev.Status == domain.StatusPlanned {
+			// A retried record: the delivery's state decides. Not yet
+			// claimed: its message may not have gone out, send it (again).
+			if awaitsMessage(prev.Status) {
 				out = append(out, pending{record: j.record, item: item})
 			}
 			continue
@@ -355,19 +350,18 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 		if err := h.resolve(ctx, n, d, del, now); err != nil {
 			return nil, fmt.Errorf("notification %s %s: %w", n.ID, d.Channel, err)
 		}
-		if del.Status == domain.StatusQueued {
-			del.Status = domain.StatusPlanned
-		}
+		// Created already queued, then sent: one write per delivery instead
+		// of planned, then queued (docs/decisions.md).
 		current, err := h.store.CreateDelivery(ctx, del)
 		switch {
 		case errors.Is(err, domain.ErrConflict):
-			if current != nil && current.Status == domain.StatusPlanned {
+			if current != nil && awaitsMessage(current.Status) {
 				out = append(out, pending{record: j.record, item: item})
 			}
 			continue // recorded meanwhile: its state decides
 		case err != nil:
 			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
-		case del.Status == domain.StatusPlanned:
+		case del.Status == domain.StatusQueued:
 			out = append(out, pending{record: j.record, item: item})
 			continue
 		}

@@ -124,8 +124,10 @@ func TestQueuesEachChannelOnItsPriorityQueue(t *testing.T) {
 
 // TestStreamRetryOfTheSameBatchSendsOneMessagePerDelivery is the relay's
 // idempotence rule: a delivery's conditional state decides, so processing the
-// same records again (Lambda retries, bisect) sends nothing more, counts
-// nothing more against the rate limit and keeps every digest role.
+// same records again (Lambda retries, bisect) once the workers have claimed
+// the deliveries sends nothing more, counts nothing more against the rate
+// limit and keeps every digest role. (A retry before the claim sends again:
+// TestRetryBeforeTheClaimSendsADuplicate.)
 func TestStreamRetryOfTheSameBatchSendsOneMessagePerDelivery(t *testing.T) {
 	f := newFixture(t, withLimits(policy.Limits{Window: time.Minute, PerWindow: map[domain.Channel]int{domain.ChannelEmail: 2, domain.ChannelPush: 2}}))
 	f.user("u1", nil)
@@ -142,6 +144,7 @@ func TestStreamRetryOfTheSameBatchSendsOneMessagePerDelivery(t *testing.T) {
 		if failed := f.handle(t, batch...); len(failed) > 0 {
 			t.Fatalf("attempt %d: failed %v", attempt, failed)
 		}
+		f.store.claimQueued() // the workers received the messages
 		for k, n := range f.pub.perDelivery() {
 			if n != 1 {
 				t.Errorf("attempt %d: %s sent %d times", attempt, k, n)
@@ -157,27 +160,32 @@ func TestStreamRetryOfTheSameBatchSendsOneMessagePerDelivery(t *testing.T) {
 	}
 }
 
-// TestCrashBetweenSendAndQueuedSendsAgain documents the other half of the
-// rule: when the message went out but `queued` was not recorded, the record
-// is retried and the message re-sent (the worker's claim lets one through).
-func TestCrashBetweenSendAndQueuedSendsAgain(t *testing.T) {
+// TestRetryBeforeTheClaimSendsADuplicate documents the trade of creating
+// deliveries already queued: a record retried while its delivery is still
+// queued cannot know whether the message went out, so it sends it again; the
+// worker's claim lets one copy through. Once claimed, nothing is re-sent.
+func TestRetryBeforeTheClaimSendsADuplicate(t *testing.T) {
 	f := newFixture(t)
 	f.user("u1", nil)
 	rec := insert("7", reservation("n1", "u1", func(n *domain.Notification) { n.Channels = []domain.Channel{domain.ChannelEmail} }))
-	f.store.failTransition["n1"] = 1
+	f.pub.fail["n1"] = true
 	if failed := f.handle(t, rec); !slices.Equal(failed, []string{"7"}) {
-		t.Fatalf("failed = %v, want [7]", failed)
+		t.Fatalf("failed = %v, want [7] (the message did not go out)", failed)
 	}
-	f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusPlanned, "")
+	f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusQueued, "")
+	delete(f.pub.fail, "n1")
+	if failed := f.handle(t, rec); len(failed) > 0 {
+		t.Fatalf("retry failed %v", failed)
+	}
 	if failed := f.handle(t, rec); len(failed) > 0 {
 		t.Fatalf("retry failed %v", failed)
 	}
 	if got := f.pub.perDelivery()["n1/email"]; got != 2 {
-		t.Errorf("sent %d times, want 2 (re-sent while still planned)", got)
+		t.Errorf("sent %d times, want 2 (re-sent while still queued)", got)
 	}
-	f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusQueued, "")
+	f.store.claimQueued()
 	if failed := f.handle(t, rec); len(failed) > 0 || f.pub.perDelivery()["n1/email"] != 2 {
-		t.Errorf("a third pass after queued sent again (failed %v)", failed)
+		t.Errorf("a pass after the claim sent again (failed %v)", failed)
 	}
 }
 
@@ -204,7 +212,7 @@ func TestPartialFailuresNameOnlyTheirRecords(t *testing.T) {
 		t.Fatalf("failed = %v, want [2 3 4 5]", failed)
 	}
 	f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusQueued, "")
-	f.wantDelivery(t, "n2", domain.ChannelEmail, domain.StatusPlanned, "")
+	f.wantDelivery(t, "n2", domain.ChannelEmail, domain.StatusQueued, "") // its message did not go out
 
 	// The retry (Lambda resends from the lowest failed record) completes n2.
 	delete(f.pub.fail, "n2")

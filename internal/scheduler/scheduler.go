@@ -1,10 +1,23 @@
-// Package scheduler releases deferred deliveries whose due time has come. It
-// runs every minute; deferral is stored in the table (a sparse due-time index),
-// so it survives restarts and never burns SQS receive counts.
+// Package scheduler releases deferred deliveries whose due time has come.
+// Deferral is stored in the table (a sparse due-time index sharded by time
+// bucket × shard), so it survives restarts and never burns SQS receive
+// counts. The release runs in two steps:
+//
+//   - Tick, every minute: probe every partition of the index from the
+//     watermark (or an hour ago) to now with a one-item query and put one
+//     release message per partition holding due entries on the release queue;
+//   - Release, one invocation per message (the release queue's event source
+//     mapping runs them in parallel): release that partition page by page.
+//
+// Release throughput therefore grows with the number of due partitions, and a
+// release that was interrupted leaves its entries in the index, where the next
+// tick finds them again.
 package scheduler
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,8 +33,14 @@ import (
 
 // Store is what the scheduler needs from the table.
 type Store interface {
-	ListDue(ctx context.Context, now time.Time, limit int32) ([]domain.Delivery, error)
+	// DuePartitions lists the index partitions of the buckets from the one
+	// holding from to the one holding to, oldest bucket first.
+	DuePartitions(from, to time.Time) []domain.DuePartition
+	HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error)
+	ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
+	ReleaseWatermark(ctx context.Context) (time.Time, error)
+	AdvanceReleaseWatermark(ctx context.Context, t time.Time) error
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -29,27 +48,46 @@ type Publisher interface {
 	Publish(ctx context.Context, items []domain.WorkItem) []error
 }
 
-// Handler is the scheduler Lambda handler.
-type Handler struct {
-	store Store
-	pub   Publisher
-	now   func() time.Time
-	log   *slog.Logger
-	// pageSize bounds one query; a run drains pages until nothing is due or
-	// its context is about to end.
-	pageSize int32
-	// concurrency bounds the conditional writes in flight.
-	concurrency int
-	metrics     metrics.Recorder
+// ReleaseQueue takes one release message per due partition.
+type ReleaseQueue interface {
+	EnqueueReleases(ctx context.Context, parts []domain.DuePartition) error
 }
 
-// Deps are the scheduler's collaborators. Store, Publisher, Now and Log are
-// required.
+// Handler is the scheduler Lambda handler (both triggers).
+type Handler struct {
+	store    Store
+	pub      Publisher
+	releases ReleaseQueue
+	now      func() time.Time
+	log      *slog.Logger
+	// pageSize bounds one query; a release drains pages until nothing is
+	// due, its time budget ends, or a page holds only stale entries.
+	pageSize int32
+	// concurrency bounds the conditional writes (and probes) in flight.
+	concurrency int
+	// maxRate bounds the deliveries one release invocation releases per
+	// second: each release deletes one index entry, and a partition takes at
+	// most 1,000 writes/s (with the relay's deferrals into it).
+	maxRate float64
+	// grace is how far back a tick always probes: a delivery deferred to a
+	// due time that has just passed (written moments late) is still found.
+	grace time.Duration
+	// maxScan bounds the buckets one tick probes after an outage.
+	maxScan time.Duration
+	// budget is kept free before the invocation's deadline.
+	budget  time.Duration
+	metrics metrics.Recorder
+}
+
+// Deps are the scheduler's collaborators. Store, Publisher, Releases, Now
+// and Log are required.
 type Deps struct {
 	Store     Store
 	Publisher Publisher
-	Now       func() time.Time
-	Log       *slog.Logger
+	// Releases takes the tick's release messages (the release queue).
+	Releases ReleaseQueue
+	Now      func() time.Time
+	Log      *slog.Logger
 	// Metrics counts released deliveries as Enqueued (by channel and
 	// priority), flushed once per invocation; nil records nothing.
 	Metrics metrics.Recorder
@@ -57,101 +95,226 @@ type Deps struct {
 
 // New wires a scheduler.
 func New(d Deps) *Handler {
-	h := &Handler{store: d.Store, pub: d.Publisher, now: d.Now, log: d.Log, pageSize: 100, concurrency: 16, metrics: d.Metrics}
+	h := &Handler{store: d.Store, pub: d.Publisher, releases: d.Releases, now: d.Now, log: d.Log, pageSize: 100, concurrency: 32,
+		maxRate: 800, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}
 	return h
 }
 
-// Handle releases every due delivery: deferred → planned (kept in the due
-// index) → work message → queued (leaves the index). Each step is
-// conditional, so overlapping runs send at most a duplicate message, which
-// the worker's claim absorbs.
-func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Summary, error) {
-	defer h.metrics.Flush(ctx)
-	n, err := h.Release(ctx)
-	return Summary{Released: n}, err
+// Invoke dispatches a raw Lambda event: SQS records are release messages,
+// anything else is the schedule's tick.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	if bytes.Contains(raw, []byte(`"aws:sqs"`)) {
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
+			return h.HandleRelease(ctx, ev)
+		}
+	}
+	var ev events.EventBridgeEvent
+	_ = json.Unmarshal(raw, &ev) // the tick reads nothing from its event
+	return h.Handle(ctx, ev)
 }
 
-// Summary is the scheduler's invocation result.
+// Summary is the tick's invocation result.
 type Summary struct {
-	Released int `json:"released"`
+	// Partitions is how many release messages the tick sent.
+	Partitions int `json:"partitions"`
 }
 
-// Release runs one pass and returns how many deliveries it queued. Each page
-// of due deliveries is released with its conditional writes in parallel
-// (bounded), so a scheduled campaign reaches its queue in seconds.
-func (h *Handler) Release(ctx context.Context) (int, error) {
+// Handle is the schedule's tick.
+func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Summary, error) {
+	n, err := h.Tick(ctx)
+	return Summary{Partitions: n}, err
+}
+
+// Tick finds the due partitions and sends one release message for each. The
+// watermark moves to the oldest bucket still holding due entries (never past
+// an hour ago), so buckets a release left unfinished are probed again.
+func (h *Handler) Tick(ctx context.Context) (int, error) {
+	now := h.now()
+	wm, err := h.store.ReleaseWatermark(ctx)
+	if err != nil {
+		return 0, err
+	}
+	from := now.Add(-h.grace)
+	if !wm.IsZero() && wm.Before(from) {
+		from = wm
+	}
+	to := now
+	if limit := from.Add(h.maxScan); to.After(limit) {
+		to = limit
+	}
+	parts := h.store.DuePartitions(from, to)
+	has := make([]bool, len(parts))
+	errs := make([]error, len(parts))
+	h.parallel(len(parts), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, parts[i], now) })
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	var due []domain.DuePartition
+	for i, p := range parts {
+		if has[i] {
+			due = append(due, p)
+		}
+	}
+	if len(due) > 0 {
+		if err := h.releases.EnqueueReleases(ctx, due); err != nil {
+			return 0, fmt.Errorf("enqueue %d releases: %w", len(due), err)
+		}
+	}
+	next := to
+	if len(due) > 0 {
+		next = due[0].Bucket
+	}
+	if g := now.Add(-h.grace); next.After(g) {
+		next = g
+	}
+	if next.After(wm) {
+		if err := h.store.AdvanceReleaseWatermark(ctx, next); err != nil {
+			return len(due), err
+		}
+	}
+	h.log.InfoContext(ctx, "scheduler tick", "probed", len(parts), "due", len(due))
+	return len(due), nil
+}
+
+// HandleRelease releases the partition named by each release message. A
+// malformed message fails alone (the queue's redrive parks it in the DLQ); a
+// store failure fails its message, which comes back after the visibility
+// timeout (the next tick also finds the partition again).
+func (h *Handler) HandleRelease(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer h.metrics.Flush(ctx)
+	var resp events.SQSEventResponse
+	for _, rec := range ev.Records {
+		p, err := decodeRelease(rec.Body)
+		if err == nil {
+			_, err = h.Release(ctx, p)
+		}
+		if err != nil {
+			h.log.ErrorContext(ctx, "release failed", "messageId", rec.MessageId, "error", err)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+		}
+	}
+	return resp, nil
+}
+
+// ErrMalformedRelease marks a release message that names no partition.
+var ErrMalformedRelease = errors.New("malformed release message")
+
+func decodeRelease(body string) (domain.DuePartition, error) {
+	var p domain.DuePartition
+	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, fmt.Errorf("%w: %v", ErrMalformedRelease, err)
+	}
+	if p.Bucket.IsZero() || p.Shard < 0 {
+		return p, fmt.Errorf("%w: bucket %v shard %d", ErrMalformedRelease, p.Bucket, p.Shard)
+	}
+	return p, nil
+}
+
+// Release releases partition p: deferred → planned (kept in the due index)
+// → work message → queued (leaves the index), page by page, each page's
+// conditional writes in parallel, at most maxRate deliveries a second, until
+// nothing is due or the invocation's time is nearly up. Each step is
+// conditional, so overlapping releases send at most a duplicate message,
+// which the worker's claim absorbs.
+func (h *Handler) Release(ctx context.Context, p domain.DuePartition) (int, error) {
+	start := time.Now()
 	released := 0
 	for ctx.Err() == nil {
-		due, err := h.store.ListDue(ctx, h.now(), h.pageSize)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < h.budget {
+			return released, nil // the next tick finds what is left
+		}
+		if ahead := time.Duration(float64(released)/h.maxRate*float64(time.Second)) - time.Since(start); ahead > 0 {
+			select {
+			case <-ctx.Done():
+				return released, ctx.Err()
+			case <-time.After(ahead):
+			}
+		}
+		due, err := h.store.ListDue(ctx, p, h.now(), h.pageSize)
 		if err != nil {
 			return released, err
 		}
 		if len(due) == 0 {
 			return released, nil
 		}
-		// deferred → planned, keeping the due-index entry until queued.
-		ready := make([]bool, len(due))
-		errs := make([]error, len(due))
-		h.parallel(len(due), func(i int) {
-			d := due[i]
-			if d.Status != domain.StatusDeferred {
-				ready[i] = true // planned: an earlier release stopped before queued
-				return
-			}
-			_, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
-				To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
-			})
-			switch {
-			case errors.Is(err, domain.ErrConflict):
-				// cancelled, or another run released it (the index lags)
-			case err != nil:
-				errs[i] = fmt.Errorf("release %s/%s: %w", d.NotificationID, d.Channel, err)
-			default:
-				ready[i] = true
-			}
-		})
-		if err := errors.Join(errs...); err != nil {
+		n, err := h.releasePage(ctx, due)
+		released += n
+		if err != nil || n == 0 {
 			return released, err
 		}
-		var items []domain.WorkItem
-		for i, d := range due {
-			if ready[i] {
-				items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel, UserID: d.UserID}, Priority: d.Priority})
-			}
-		}
-		if len(items) == 0 {
-			// Only entries the index has not caught up with yet: querying
-			// again would return them again. The next run sees the rest.
-			return released, nil
-		}
-		sendErrs := h.pub.Publish(ctx, items)
-		var queued atomic.Int64
-		h.parallel(len(items), func(i int) {
-			it := items[i]
-			if sendErrs[i] != nil {
-				h.log.ErrorContext(ctx, "release enqueue failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", sendErrs[i])
-				return
-			}
-			_, err := h.store.Transition(ctx, it.Message.NotificationID, it.Message.Channel, domain.Change{
-				To: domain.StatusQueued, From: []domain.Status{domain.StatusPlanned},
-			})
-			if err != nil && !errors.Is(err, domain.ErrConflict) {
-				h.log.ErrorContext(ctx, "release record failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", err)
-				return
-			}
-			queued.Add(1)
-			h.log.InfoContext(ctx, "delivery released", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "priority", it.Priority, "outcome", "queued")
-			h.metrics.Add(ctx, metrics.Enqueued, metrics.Dims{Channel: it.Message.Channel, Priority: it.Priority}, 1)
-		})
-		if queued.Load() == 0 {
-			return released, fmt.Errorf("no due delivery could be released")
-		}
-		released += int(queued.Load())
 	}
 	return released, ctx.Err()
+}
+
+// releasePage releases one page. It returns 0 without error when the page
+// held only entries the index has not caught up with (already released or
+// cancelled): querying again would return them again.
+func (h *Handler) releasePage(ctx context.Context, due []domain.Delivery) (int, error) {
+	ready := make([]bool, len(due))
+	errs := make([]error, len(due))
+	h.parallel(len(due), func(i int) {
+		d := due[i]
+		if d.Status == domain.StatusPlanned {
+			ready[i] = true // an earlier release stopped before queued
+			return
+		}
+		// The index does not project the status: the conditional transition
+		// decides, and a conflict returns the current state.
+		cur, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
+			To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
+		})
+		switch {
+		case errors.Is(err, domain.ErrConflict):
+			// planned: an earlier release stopped before queued; anything
+			// else: cancelled, or released by another run (the index lags).
+			ready[i] = cur != nil && cur.Status == domain.StatusPlanned
+		case err != nil:
+			errs[i] = fmt.Errorf("release %s/%s: %w", d.NotificationID, d.Channel, err)
+		default:
+			ready[i] = true
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	var items []domain.WorkItem
+	for i, d := range due {
+		if ready[i] {
+			items = append(items, domain.WorkItem{Message: domain.WorkMessage{NotificationID: d.NotificationID, Channel: d.Channel, UserID: d.UserID}, Priority: d.Priority})
+		}
+	}
+	if len(items) == 0 {
+		return 0, nil
+	}
+	sendErrs := h.pub.Publish(ctx, items)
+	var queued atomic.Int64
+	h.parallel(len(items), func(i int) {
+		it := items[i]
+		if sendErrs[i] != nil {
+			h.log.ErrorContext(ctx, "release enqueue failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", sendErrs[i])
+			return
+		}
+		_, err := h.store.Transition(ctx, it.Message.NotificationID, it.Message.Channel, domain.Change{
+			To: domain.StatusQueued, From: []domain.Status{domain.StatusPlanned},
+		})
+		if err != nil && !errors.Is(err, domain.ErrConflict) {
+			h.log.ErrorContext(ctx, "release record failed", "notificationId", it.Message.NotificationID, "channel", it.Message.Channel, "error", err)
+			return
+		}
+		queued.Add(1)
+		h.metrics.Add(ctx, metrics.Enqueued, metrics.Dims{Channel: it.Message.Channel, Priority: it.Priority}, 1)
+	})
+	if queued.Load() == 0 {
+		return 0, fmt.Errorf("no due delivery could be released")
+	}
+	h.log.InfoContext(ctx, "deliveries released", "count", queued.Load())
+	return int(queued.Load()), nil
 }
 
 // parallel calls fn(0..n-1) on at most h.concurrency goroutines.

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,32 +26,84 @@ type memStore struct {
 	deliveries map[string]*domain.Delivery
 	stale      []domain.Delivery // index entries whose item moved on
 	queries    int
+	probes     int
+	watermark  time.Time
 }
 
 func key(id string, c domain.Channel) string { return id + "/" + string(c) }
 
-func (s *memStore) ListDue(_ context.Context, now time.Time, limit int32) ([]domain.Delivery, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queries++
+// Two partitions per hour bucket: the shard is the delivery id's length mod 2.
+func partitionOf(d *domain.Delivery) domain.DuePartition {
+	return domain.DuePartition{Bucket: d.DueAt.UTC().Truncate(time.Hour), Shard: len(d.NotificationID) % 2}
+}
+
+func (s *memStore) DuePartitions(from, to time.Time) []domain.DuePartition {
+	var out []domain.DuePartition
+	for b := from.UTC().Truncate(time.Hour); !b.After(to); b = b.Add(time.Hour) {
+		out = append(out, domain.DuePartition{Bucket: b, Shard: 0}, domain.DuePartition{Bucket: b, Shard: 1})
+	}
+	return out
+}
+
+func (s *memStore) due(p domain.DuePartition, now time.Time) []domain.Delivery {
 	var out []domain.Delivery
-	out = append(out, s.stale...)
+	for _, d := range s.stale {
+		if partitionOf(&d) == p {
+			out = append(out, d)
+		}
+	}
 	for _, d := range s.deliveries {
 		inIndex := d.Status == domain.StatusDeferred || d.Status == domain.StatusPlanned && !d.DueAt.IsZero()
-		if inIndex && !d.DueAt.After(now) {
-			out = append(out, *d)
+		if inIndex && !d.DueAt.After(now) && partitionOf(d) == p {
+			cp := *d
+			cp.Status = "" // the index does not project the status
+			out = append(out, cp)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].NotificationID < out[j].NotificationID })
+	return out
+}
+
+func (s *memStore) HasDue(_ context.Context, p domain.DuePartition, now time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probes++
+	return len(s.due(p, now)) > 0, nil
+}
+
+func (s *memStore) ListDue(_ context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries++
+	out := s.due(p, now)
 	return out[:min(len(out), int(limit))], nil
+}
+
+func (s *memStore) ReleaseWatermark(context.Context) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watermark, nil
+}
+
+func (s *memStore) AdvanceReleaseWatermark(_ context.Context, t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.After(s.watermark) {
+		s.watermark = t
+	}
+	return nil
 }
 
 func (s *memStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, ok := s.deliveries[key(id, ch)]
-	if !ok || !slices.Contains(c.From, d.Status) {
+	if !ok {
 		return nil, fmt.Errorf("%s: %w", key(id, ch), domain.ErrConflict)
+	}
+	if !slices.Contains(c.From, d.Status) {
+		cp := *d
+		return &cp, fmt.Errorf("%s: %w", key(id, ch), domain.ErrConflict)
 	}
 	d.Status = c.To
 	if !c.KeepDue {
@@ -79,12 +132,40 @@ func (p *memPublisher) Publish(_ context.Context, items []domain.WorkItem) []err
 
 var now = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
-func newHandler(st *memStore, pub *memPublisher) *Handler {
-	return New(deps(st, pub))
+// memReleases releases each partition at once, as the release queue's
+// mapping would, and records what it was asked.
+type memReleases struct {
+	h     *Handler
+	sent  []domain.DuePartition
+	fails int
 }
 
-func deps(st *memStore, pub *memPublisher) Deps {
-	return Deps{Store: st, Publisher: pub, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+func (r *memReleases) EnqueueReleases(ctx context.Context, parts []domain.DuePartition) error {
+	r.sent = append(r.sent, parts...)
+	for _, p := range parts {
+		if _, err := r.h.Release(ctx, p); err != nil {
+			r.fails++
+		}
+	}
+	return nil
+}
+
+func newHandler(st *memStore, pub *memPublisher) (*Handler, *memReleases) {
+	rel := &memReleases{}
+	rel.h = New(Deps{Store: st, Publisher: pub, Releases: rel, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return rel.h, rel
+}
+
+// run is one tick with its releases; it returns how many deliveries were
+// queued.
+func run(t *testing.T, h *Handler, rel *memReleases, pub *memPublisher) (int, error) {
+	t.Helper()
+	before, fails := len(pub.sent), rel.fails
+	_, err := h.Tick(context.Background())
+	if err == nil && rel.fails > fails {
+		err = errors.New("a release failed")
+	}
+	return len(pub.sent) - before, err
 }
 
 func deferred(id string, due time.Time) *domain.Delivery {
@@ -102,7 +183,8 @@ func TestReleasesDueDeliveries(t *testing.T) {
 	crashed.Status = domain.StatusPlanned
 	st.deliveries[key("crashed", domain.ChannelEmail)] = crashed
 	pub := &memPublisher{}
-	n, err := newHandler(st, pub).Release(context.Background())
+	h, rel := newHandler(st, pub)
+	n, err := run(t, h, rel, pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +212,8 @@ func TestStaleIndexEntriesEndThePass(t *testing.T) {
 	st.deliveries[key("gone", domain.ChannelEmail)] = cancelled
 	st.stale = []domain.Delivery{*deferred("gone", now.Add(-time.Minute))}
 	pub := &memPublisher{}
-	n, err := newHandler(st, pub).Release(context.Background())
+	h, _ := newHandler(st, pub)
+	n, err := h.Release(context.Background(), partitionOf(cancelled))
 	if err != nil || n != 0 || len(pub.sent) != 0 {
 		t.Fatalf("Release = %d, %v; sent %v", n, err, pub.sent)
 	}
@@ -142,8 +225,8 @@ func TestStaleIndexEntriesEndThePass(t *testing.T) {
 func TestSendFailureKeepsTheDeliveryDue(t *testing.T) {
 	st := &memStore{deliveries: map[string]*domain.Delivery{key("a", domain.ChannelEmail): deferred("a", now.Add(-time.Minute))}}
 	pub := &memPublisher{fail: map[string]bool{"a": true}}
-	h := newHandler(st, pub)
-	if _, err := h.Release(context.Background()); err == nil {
+	h, rel := newHandler(st, pub)
+	if _, err := run(t, h, rel, pub); err == nil {
 		t.Fatal("Release reported no error though nothing could be sent")
 	}
 	d := st.deliveries[key("a", domain.ChannelEmail)]
@@ -151,7 +234,7 @@ func TestSendFailureKeepsTheDeliveryDue(t *testing.T) {
 		t.Fatalf("after a failed send: %s due %v, want planned and still due", d.Status, d.DueAt)
 	}
 	delete(pub.fail, "a")
-	if n, err := h.Release(context.Background()); err != nil || n != 1 {
+	if n, err := run(t, h, rel, pub); err != nil || n != 1 {
 		t.Fatalf("next run: %d, %v", n, err)
 	}
 	if d.Status != domain.StatusQueued {
@@ -165,12 +248,119 @@ func TestReleaseMetrics(t *testing.T) {
 		st.deliveries[key(id, domain.ChannelEmail)] = deferred(id, now.Add(-time.Minute))
 	}
 	tally := &metrics.Tally{}
-	d := deps(st, &memPublisher{})
-	d.Metrics = tally
-	if _, err := New(d).Handle(context.Background(), events.EventBridgeEvent{}); err != nil {
-		t.Fatal(err)
+	h, _ := newHandler(st, &memPublisher{})
+	h.metrics = tally
+	body, _ := json.Marshal(domain.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 1})
+	resp, err := h.HandleRelease(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp, err)
 	}
 	if got := tally.Count(metrics.Enqueued, metrics.Dims{Channel: domain.ChannelEmail, Priority: domain.PriorityLow}); got != 2 || tally.Flushes() != 1 {
 		t.Errorf("Enqueued = %d, flushes = %d; want 2 and 1", got, tally.Flushes())
+	}
+}
+
+func TestTickWatermark(t *testing.T) {
+	tests := []struct {
+		name          string
+		watermark     time.Time
+		due           time.Time
+		sendFails     bool
+		wantReleased  int
+		wantWatermark time.Time
+	}{
+		{name: "nothing due: moves to an hour ago", watermark: now.Add(-5 * time.Hour), wantWatermark: now.Add(-time.Hour)},
+		// The tick cannot know its releases finished: the next one moves on.
+		{name: "old bucket after the watermark is released", watermark: now.Add(-5 * time.Hour), due: now.Add(-3 * time.Hour), wantReleased: 1, wantWatermark: now.Add(-3 * time.Hour)},
+		{name: "an unfinished bucket holds the watermark", watermark: now.Add(-5 * time.Hour), due: now.Add(-150 * time.Minute), sendFails: true,
+			wantWatermark: now.Add(-150 * time.Minute).Truncate(time.Hour)},
+		{name: "a watermark ahead of the clock is not trusted", watermark: now.Add(5 * time.Hour), due: now.Add(-time.Minute), wantReleased: 1, wantWatermark: now.Add(5 * time.Hour)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: tt.watermark}
+			if !tt.due.IsZero() {
+				st.deliveries[key("a", domain.ChannelEmail)] = deferred("a", tt.due)
+			}
+			pub := &memPublisher{fail: map[string]bool{"a": tt.sendFails}}
+			h, rel := newHandler(st, pub)
+			n, _ := run(t, h, rel, pub)
+			if n != tt.wantReleased {
+				t.Errorf("released %d, want %d", n, tt.wantReleased)
+			}
+			if !st.watermark.Equal(tt.wantWatermark) {
+				t.Errorf("watermark %v, want %v", st.watermark, tt.wantWatermark)
+			}
+			if tt.due.IsZero() && len(rel.sent) != 0 {
+				t.Errorf("release messages %v for an empty index", rel.sent)
+			}
+		})
+	}
+}
+
+func TestTickProbesBoundedAfterAnOutage(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: now.Add(-30 * 24 * time.Hour)}
+	h, rel := newHandler(st, &memPublisher{})
+	if _, err := run(t, h, rel, &memPublisher{}); err != nil {
+		t.Fatal(err)
+	}
+	if max := 2 * (48 + 1); st.probes > max {
+		t.Errorf("%d probes, want at most %d (48 hours of buckets)", st.probes, max)
+	}
+	if want := now.Add(-30*24*time.Hour + 48*time.Hour); !st.watermark.Equal(want) {
+		t.Errorf("watermark %v, want %v (the end of what was probed)", st.watermark, want)
+	}
+}
+
+func TestHandleReleaseMessages(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{key("a", domain.ChannelEmail): deferred("a", now.Add(-time.Minute))}}
+	pub := &memPublisher{}
+	h, _ := newHandler(st, pub)
+	good, _ := json.Marshal(partitionOf(st.deliveries[key("a", domain.ChannelEmail)]))
+	ev := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "bad-json", Body: "{", EventSource: "aws:sqs"},
+		{MessageId: "no-bucket", Body: `{"shard":1}`, EventSource: "aws:sqs"},
+		{MessageId: "unknown-field", Body: `{"bucket":"2026-03-02T11:00:00Z","shard":1,"x":1}`, EventSource: "aws:sqs"},
+		{MessageId: "good", Body: string(good), EventSource: "aws:sqs"},
+	}}
+	raw, _ := json.Marshal(ev)
+	out, err := h.Invoke(context.Background(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := out.(events.SQSEventResponse)
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	if !slices.Equal(failed, []string{"bad-json", "no-bucket", "unknown-field"}) {
+		t.Errorf("failed %v, want the three malformed messages", failed)
+	}
+	if len(pub.sent) != 1 || st.deliveries[key("a", domain.ChannelEmail)].Status != domain.StatusQueued {
+		t.Errorf("sent %v", pub.sent)
+	}
+	// A schedule event is the tick.
+	tick, err := h.Invoke(context.Background(), json.RawMessage(`{"detail-type":"Scheduled Event","source":"aws.events"}`))
+	if _, ok := tick.(Summary); !ok || err != nil {
+		t.Errorf("tick = %#v, %v", tick, err)
+	}
+}
+
+func TestReleasePacing(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}}
+	for i := range 300 {
+		id := fmt.Sprintf("p%03d", i) // all in shard 0
+		st.deliveries[key(id, domain.ChannelEmail)] = deferred(id, now.Add(-time.Minute))
+	}
+	h, _ := newHandler(st, &memPublisher{})
+	h.maxRate = 1000
+	start := time.Now()
+	n, err := h.Release(context.Background(), domain.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 0})
+	if err != nil || n != 300 {
+		t.Fatalf("Release = %d, %v", n, err)
+	}
+	// Pages of 100: the third page may start only after 200 ms.
+	if el := time.Since(start); el < 200*time.Millisecond {
+		t.Errorf("300 released in %v, faster than 1,000/s", el)
 	}
 }

@@ -11,12 +11,14 @@ import (
 )
 
 var (
-	_ scheduler.Store     = (*dynamo.Store)(nil)
-	_ scheduler.Publisher = (*queue.Publisher)(nil)
+	_ scheduler.Store        = (*dynamo.Store)(nil)
+	_ scheduler.Publisher    = (*queue.Publisher)(nil)
+	_ scheduler.ReleaseQueue = (*queue.Releases)(nil)
 )
 
-// New wires the scheduler function: it publishes released deliveries to the
-// nine queues named in the environment.
+// New wires the scheduler function: its tick sends release messages to the
+// release queue (RELEASE_QUEUE_URL); its releases publish released
+// deliveries to the nine queues named in the environment.
 func New(d app.Deps) (*scheduler.Handler, error) {
 	st, err := d.Store()
 	if err != nil {
@@ -26,6 +28,12 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub := queue.NewPublisher(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), urls)
-	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
+	env, err := d.Require(queue.ReleaseQueueEnv)
+	if err != nil {
+		return nil, err
+	}
+	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	pub := queue.NewPublisher(client, urls)
+	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
+	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
 }

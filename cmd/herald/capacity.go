@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/heraldhq/herald/internal/capacity"
+)
+
+// errLimitsExceeded makes `herald capacity` exit non-zero.
+var errLimitsExceeded = errors.New("limits exceeded")
+
+// runCapacity runs the capacity model (internal/capacity) with the issue's
+// load profile and prints per second of each scenario the busiest partition
+// of the table and each index, Lambda concurrency and SQS requests, and the
+// cost per million notifications; it fails when a limit is passed.
+func runCapacity(args []string, stdout, stderr io.Writer) error {
+	p := capacity.DefaultProfile()
+	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.IntVar(&p.LambdaConcurrency, "lambda-concurrency", p.LambdaConcurrency, "account Lambda concurrency limit")
+	fs.Float64Var(&p.PeakPerSecond, "peak", p.PeakPerSecond, "campaign notifications per second")
+	fs.Float64Var(&p.AveragePerSecond, "average", p.AveragePerSecond, "average notifications per second")
+	fs.Float64Var(&p.DeferredShare, "deferred", p.DeferredShare, "share of the traffic deferred to one instant")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("capacity takes no arguments")
+	}
+	res, err := capacity.Run(p)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		printCapacity(stdout, res)
+	}
+	if len(res.LimitsExceeded) > 0 {
+		return fmt.Errorf("%w: %d", errLimitsExceeded, len(res.LimitsExceeded))
+	}
+	return nil
+}
+
+func printCapacity(w io.Writer, res capacity.Result) {
+	for _, pk := range res.Peaks {
+		fmt.Fprintf(w, "== %s\n", pk.Scenario)
+		for _, where := range slices.Sorted(maps.Keys(pk.WriteUnits)) {
+			l := pk.WriteUnits[where]
+			fmt.Fprintf(w, "  busiest %-6s write %8.1f WCU/s  %s\n", where, l.Units, l.Key)
+		}
+		for _, where := range slices.Sorted(maps.Keys(pk.ReadUnits)) {
+			l := pk.ReadUnits[where]
+			fmt.Fprintf(w, "  busiest %-6s read  %8.1f RCU/s  %s\n", where, l.Units, l.Key)
+		}
+		for _, fn := range slices.Sorted(maps.Keys(pk.LambdaConcurrency)) {
+			fmt.Fprintf(w, "  concurrency %-18s %6.0f\n", fn, pk.LambdaConcurrency[fn])
+		}
+		fmt.Fprintf(w, "  SQS %.0f requests/s, HTTP API %.0f requests/s\n", pk.SQSRequestsPerSecond, pk.APIRequestsPerSecond)
+	}
+	fmt.Fprintf(w, "max partition: %.1f WCU/s, %.1f RCU/s (limits %d / %d)\n", res.MaxPartitionWriteUnitsPerSecond, res.MaxPartitionReadUnitsPerSecond,
+		capacity.PartitionWriteUnitsPerSecond, capacity.PartitionReadUnitsPerSecond)
+	fmt.Fprintf(w, "$ per million notifications (AWS list prices %s), provider fee beside:\n", res.Prices.Date)
+	for _, k := range slices.Sorted(maps.Keys(res.CostPerMillionUSD)) {
+		fmt.Fprintf(w, "  %-24s %7.2f   (+ %.2f)\n", k, res.CostPerMillionUSD[k], res.ProviderFeePerMillionUSD[k])
+	}
+	for _, l := range res.LimitsExceeded {
+		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/ops"
+)
+
+func TestDevURLs(t *testing.T) {
+	running := ops.LocalState{
+		PID: os.Getpid(), APIURL: "http://127.0.0.1:3999", Region: "us-east-1",
+		Endpoints: map[string]string{"SESV2": "http://127.0.0.1:4101", "DYNAMODB": "http://127.0.0.1:4102", "SQS": "http://127.0.0.1:4103"},
+		Logs:      "/tmp/x/.herald/dev.log", DataDir: "/tmp/data",
+	}
+	gone := running
+	gone.PID = 1 << 30 // no such process
+	tests := []struct {
+		name    string
+		state   *ops.LocalState
+		want    []string
+		wantErr error
+	}{
+		{name: "running stack", state: &running, want: []string{
+			"http://127.0.0.1:3999/_dev/token?sub=u1", "http://127.0.0.1:4101", "http://127.0.0.1:4102", "http://127.0.0.1:4103",
+			"/tmp/x/.herald/dev.log", "state kept in    /tmp/data",
+		}},
+		{name: "stale state file", state: &gone, wantErr: errNoDev},
+		{name: "no state file", wantErr: errNoDev},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, ops.StateFile)
+			if tc.state != nil {
+				var err error
+				if path, err = ops.WriteState(root, *tc.state); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out bytes.Buffer
+			err := runDevURLs([]string{"-state", path}, &out)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,452 @@
+package capacity
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
+)
+
+// Profile is the load the model is run with (issue 14).
+type Profile struct {
+	PerDay            float64 // notifications a day
+	AveragePerSecond  float64
+	PeakPerSecond     float64 // a low-priority campaign's rate …
+	PeakMinutes       int     // … for this long
+	CampaignUsers     int     // each gets one notification
+	DeferredShare     float64 // of the day's traffic, deferred by quiet hours to one instant (08:00 in one zone)
+	SMSShare          float64
+	PushShare         float64 // the rest is email
+	Users             int     // recipients of the day's traffic, drawn Zipf(ZipfS)
+	ZipfS             float64
+	BatchIntakeShare  float64 // of the campaign, submitted through the batch route (100 a request)
+	LambdaConcurrency int     // account limit
+}
+
+// DefaultProfile is the issue's profile.
+func DefaultProfile() Profile {
+	return Profile{PerDay: 50e6, AveragePerSecond: 600, PeakPerSecond: 20000, PeakMinutes: 10, CampaignUsers: 10e6,
+		DeferredShare: 0.30, SMSShare: 0.05, PushShare: 0.40, Users: 10e6, ZipfS: 1.1, BatchIntakeShare: 1, LambdaConcurrency: 1000}
+}
+
+// AWS limits the model checks.
+const (
+	PartitionWriteUnitsPerSecond = 1000
+	PartitionReadUnitsPerSecond  = 3000
+	HTTPAPIRequestsPerSecond     = 10000
+)
+
+// Assumptions about the functions in AWS (not measurable on this machine:
+// the emulators are far slower than DynamoDB, SES and SNS).
+const (
+	apiSecondsPerRequest    = 0.012 // decode, validate, one PutItem
+	apiSecondsPerBatchItem  = 0.002
+	relaySecondsPerBatch    = 0.150 // 100 records: one batch read, writes in parallel, one publish
+	relayRecordsPerBatch    = 100
+	workerSecondsPerBatch   = 0.060 // load, claim, provider call, outcome; messages in parallel
+	schedulerSecondsPerPage = 0.080
+	sendsPerBatchCall       = 10 // SendMessageBatch entries
+	apiMemoryGB             = 0.25
+	// Log bytes per line as Herald writes them (JSON, ids only) and per EMF
+	// document (one per dimension set and invocation).
+	logBytesAcceptLine  = 330
+	logBytesOutcomeLine = 300
+	logBytesEMF         = 320
+)
+
+// channelBatch is the event source mapping's batch size per priority
+// (template.yaml: 10, 10, LowBatchSize 2).
+var channelBatch = map[domain.Priority]float64{domain.PriorityHigh: 10, domain.PriorityNormal: 10, domain.PriorityLow: 2}
+
+// Kind is one notification kind the model prices.
+type Kind struct {
+	Name     string
+	Type     string
+	Priority domain.Priority
+	Channels []domain.Channel
+	// Limited: counted against the per-user rate limit (not high, not mandatory).
+	Limited bool
+	// RelayReadsProfile: the relay's batch read includes profile and preferences.
+	RelayReadsProfile bool
+	Batch             bool
+	Data              map[string]any
+}
+
+// Kinds are the kinds `herald capacity` prices, as the cost benchmark runs
+// them (internal/e2e/cost).
+func Kinds() []Kind {
+	res := map[string]any{"reservationUrl": "https://example.com/r/123456"}
+	com := map[string]any{"actorLabel": "Ada", "url": "https://example.com/c/1"}
+	email := []domain.Channel{domain.ChannelEmail}
+	sms := []domain.Channel{domain.ChannelSMS}
+	push := []domain.Channel{domain.ChannelPush}
+	var out []Kind
+	for _, batch := range []bool{false, true} {
+		suffix := map[bool]string{false: "", true: "-batch"}[batch]
+		out = append(out,
+			Kind{Name: "email" + suffix, Type: "reservation.approved", Priority: domain.PriorityNormal, Channels: email, Limited: true, RelayReadsProfile: true, Batch: batch, Data: res},
+			Kind{Name: "sms" + suffix, Type: "otp.code", Priority: domain.PriorityHigh, Channels: sms, Batch: batch, Data: map[string]any{"code": "123456"}},
+			Kind{Name: "push" + suffix, Type: "comment.created", Priority: domain.PriorityLow, Channels: push, Limited: true, Batch: batch, Data: com},
+		)
+	}
+	return append(out,
+		Kind{Name: "reservation.approved", Type: "reservation.approved", Priority: domain.PriorityNormal, Channels: []domain.Channel{domain.ChannelEmail, domain.ChannelPush}, Limited: true, Data: res},
+		Kind{Name: "invoice.payment_failed", Type: "invoice.payment_failed", Priority: domain.PriorityHigh, Channels: []domain.Channel{domain.ChannelEmail, domain.ChannelPush}, Data: map[string]any{"invoiceUrl": "https://example.com/i/9"}},
+		Kind{Name: "security.login_alert", Type: "security.login_alert", Priority: domain.PriorityHigh, Channels: []domain.Channel{domain.ChannelEmail, domain.ChannelSMS}, RelayReadsProfile: true, Data: map[string]any{"url": "https://example.com/s"}},
+	)
+}
+
+// tally adds up units per key of the table and of each index.
+type tally struct {
+	write, read map[string]map[string]float64 // table|index → key → units
+	usage       Usage
+}
+
+func newTally() *tally {
+	return &tally{write: map[string]map[string]float64{}, read: map[string]map[string]float64{},
+		usage: Usage{WriteUnits: map[string]float64{}, ReadUnits: map[string]float64{}, Invocations: map[string]float64{}, GBSeconds: map[string]float64{}}}
+}
+
+func (t *tally) w(where, key string, units float64) {
+	if t.write[where] == nil {
+		t.write[where] = map[string]float64{}
+	}
+	t.write[where][key] += units
+	t.usage.WriteUnits[where] += units
+}
+
+func (t *tally) r(where, key string, units float64) {
+	if t.read[where] == nil {
+		t.read[where] = map[string]float64{}
+	}
+	t.read[where][key] += units
+	t.usage.ReadUnits[where] += units
+}
+
+func (t *tally) invoke(fn string, n, seconds float64) {
+	t.usage.Invocations[fn] += n
+	t.usage.GBSeconds[fn] += n * seconds * apiMemoryGB
+}
+
+// model drives the real key and item builders of internal/dynamo.
+type model struct {
+	store *dynamo.Store
+	now   time.Time
+	rng   *rand.Rand
+	seq   int
+}
+
+func newModel() *model {
+	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14))}
+}
+
+func (m *model) id() string {
+	m.seq++
+	return fmt.Sprintf("n%025x", m.rng.Uint64()^uint64(m.seq))
+}
+
+// notify adds one notification of kind k to user, through intake, relay and
+// the channel workers; deferred deliveries stop at the due index.
+func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
+	n := &domain.Notification{ID: m.id(), Caller: "arn:aws:sts::123456789012:assumed-role/app/session", Type: k.Type,
+		Recipient: domain.Recipient{UserID: user}, Data: k.Data, Priority: k.Priority, Channels: k.Channels,
+		CreatedAt: m.now, Status: "accepted", RequestHash: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		DedupeKey: "idem#0123456789abcdef0123"}
+	if k.Type == "otp.code" {
+		n.Recipient.Phone = "+15550100000"
+	}
+	keys, err := m.store.NotificationItemKeys(n)
+	if err != nil {
+		return err
+	}
+	// Intake: one conditional PutItem (table, inbox and unread indexes).
+	if k.Batch {
+		t.usage.APIRequests += 1.0 / 100
+		t.invoke("ApiFunction", 1.0/100, apiSecondsPerRequest+100*apiSecondsPerBatchItem)
+	} else {
+		t.usage.APIRequests++
+		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
+	}
+	t.usage.LogBytes += logBytesAcceptLine + logBytesEMF/map[bool]float64{false: 1, true: 100}[k.Batch]
+	t.w("table", keys.PK, dynamo.WriteUnits(keys.Size))
+	for idx, pk := range keys.Index {
+		t.w(idx, pk, dynamo.WriteUnits(keys.Sparse[idx]))
+	}
+	// Relay: a share of a batch invocation; one batch read; per channel the
+	// rate counter, the delivery (created queued, or deferred) and a share
+	// of a SendMessageBatch.
+	t.invoke("RelayFunction", 1.0/relayRecordsPerBatch, relaySecondsPerBatch)
+	t.usage.LogBytes += logBytesEMF / relayRecordsPerBatch
+	if k.RelayReadsProfile {
+		// Profile item read (a missing preferences item is not billed by
+		// DynamoDB Local; AWS bills a missing item's minimum).
+		t.r("table", dynamo.UserPK(user), 1)
+	}
+	for _, c := range k.Channels {
+		if k.Limited {
+			t.w("table", dynamo.RateLimitPK(user, c), 1)
+		}
+		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusQueued, UpdatedAt: m.now}
+		if !deferTo.IsZero() {
+			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonQuietHours, deferTo
+		}
+		dk, err := m.store.DeliveryItemKeys(d)
+		if err != nil {
+			return err
+		}
+		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))
+		for idx, pk := range dk.Index {
+			t.w(idx, pk, dynamo.WriteUnits(dk.Sparse[idx]))
+		}
+		if !deferTo.IsZero() {
+			continue
+		}
+		m.send(t, k, n, keys, dk, user, c)
+	}
+	return nil
+}
+
+// send is the work message's way: queue, worker load, claim, provider,
+// outcome.
+func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.ItemKeys, user string, c domain.Channel) {
+	batch := channelBatch[k.Priority]
+	t.usage.SQSRequests += 1.0/sendsPerBatchCall + 2/batch // send; receive and delete per batch
+	fn := map[domain.Channel]string{domain.ChannelEmail: "EmailFunction", domain.ChannelSMS: "SmsFunction", domain.ChannelPush: "PushFunction"}[c]
+	t.invoke(fn, 1/batch, workerSecondsPerBatch)
+	t.usage.LogBytes += logBytesOutcomeLine + logBytesEMF/batch
+	// Load: strongly consistent; notification and delivery (one query of the
+	// notification's partition for push), profile (with the subscriptions
+	// for push).
+	if c == domain.ChannelPush {
+		t.r("table", nk.PK, dynamo.ReadUnits(nk.Size+dk.Size, true))
+	} else {
+		t.r("table", nk.PK, dynamo.ReadUnits(nk.Size, true))
+		t.r("table", dk.PK, dynamo.ReadUnits(dk.Size, true))
+	}
+	t.r("table", dynamo.UserPK(user), 1)
+	// Claim and outcome.
+	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+40))
+	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+60))
+	switch c {
+	case domain.ChannelEmail:
+		t.usage.Emails++
+	case domain.ChannelSMS:
+		t.usage.SMS++
+	}
+}
+
+// releasePerPartition is the scheduler's pace per due partition
+// (internal/scheduler: maxRate).
+const releasePerPartition = 800
+
+// release is the scheduler releasing one deferred delivery; perShard counts
+// this second's releases per due partition, which the scheduler paces.
+func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard map[int]int) error {
+	id := m.id()
+	for perShard[dynamo.DuePartitionOf(due, id, k.Channels[0]).Shard] >= releasePerPartition {
+		id = m.id()
+	}
+	perShard[dynamo.DuePartitionOf(due, id, k.Channels[0]).Shard]++
+	n := &domain.Notification{ID: id, Type: k.Type, Recipient: domain.Recipient{UserID: user}, Data: k.Data, Priority: k.Priority, CreatedAt: m.now}
+	nk, err := m.store.NotificationItemKeys(n)
+	if err != nil {
+		return err
+	}
+	for _, c := range k.Channels {
+		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusDeferred, DueAt: due, UpdatedAt: m.now}
+		dk, err := m.store.DeliveryItemKeys(d)
+		if err != nil {
+			return err
+		}
+		due := dk.Index[dynamo.IndexDue]
+		t.r(dynamo.IndexDue, due, dynamo.ReadUnits(100*dk.Sparse[dynamo.IndexDue], false)/100) // pages of 100
+		t.invoke("SchedulerFunction", 1.0/100, schedulerSecondsPerPage)
+		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size)) // deferred → planned (index untouched: not projected)
+		t.usage.SQSRequests += 1.0 / sendsPerBatchCall
+		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))                                 // planned → queued
+		t.w(dynamo.IndexDue, due, dynamo.WriteUnits(dk.Sparse[dynamo.IndexDue]))        // leaves the index
+		m.send(t, Kind{Priority: k.Priority, Channels: k.Channels}, n, nk, dk, user, c) // then as any work message
+		t.usage.SQSRequests -= 1.0 / sendsPerBatchCall                                  // (counted above)
+	}
+	return nil
+}
+
+// CostOf prices one notification of kind k.
+func CostOf(k Kind, p Prices) (Usage, Cost, error) {
+	m := newModel()
+	t := newTally()
+	const n = 200
+	for i := range n {
+		if err := m.notify(t, k, fmt.Sprintf("user-%d", i), time.Time{}); err != nil {
+			return Usage{}, Cost{}, err
+		}
+	}
+	u := t.usage
+	scale := func(mp map[string]float64) {
+		for key := range mp {
+			mp[key] /= n
+		}
+	}
+	scale(u.WriteUnits)
+	scale(u.ReadUnits)
+	scale(u.Invocations)
+	scale(u.GBSeconds)
+	u.SQSRequests /= n
+	u.APIRequests /= n
+	u.LogBytes /= n
+	u.Emails /= n
+	u.SMS /= n
+	return u, p.PerMillion(u), nil
+}
+
+// Peak is one second of a scenario.
+type Peak struct {
+	Scenario string `json:"scenario"`
+	// Busiest partition key's units per second, by "table" or index.
+	WriteUnits map[string]PartitionLoad `json:"writeUnits"`
+	ReadUnits  map[string]PartitionLoad `json:"readUnits"`
+	// LambdaConcurrency by function (arrivals × duration, Little's law).
+	LambdaConcurrency    map[string]float64 `json:"lambdaConcurrency"`
+	SQSRequestsPerSecond float64            `json:"sqsRequestsPerSecond"`
+	APIRequestsPerSecond float64            `json:"apiRequestsPerSecond"`
+}
+
+// PartitionLoad is the busiest key and its units per second.
+type PartitionLoad struct {
+	Key   string  `json:"key"`
+	Units float64 `json:"units"`
+}
+
+// Result is the model's answer.
+type Result struct {
+	Profile                         Profile            `json:"profile"`
+	Peaks                           []Peak             `json:"seconds"`
+	MaxPartitionWriteUnitsPerSecond float64            `json:"maxPartitionWriteUnitsPerSecond"`
+	MaxPartitionReadUnitsPerSecond  float64            `json:"maxPartitionReadUnitsPerSecond"`
+	LimitsExceeded                  []string           `json:"limitsExceeded"`
+	CostPerMillionUSD               map[string]float64 `json:"costPerMillionUSD"`
+	ProviderFeePerMillionUSD        map[string]float64 `json:"providerFeePerMillionUSD"`
+	Cost                            map[string]Cost    `json:"cost"`
+	Prices                          Prices             `json:"prices"`
+}
+
+// Run runs the model: the cost of each kind, and three seconds of the
+// profile (an average second; a second of the campaign with the day's
+// deferrals landing in the due index; the 08:00 release at full speed while
+// the average traffic continues), each simulated notification by
+// notification through the real key and item builders.
+func Run(p Profile) (Result, error) {
+	res := Result{Profile: p, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}}
+	for _, k := range Kinds() {
+		_, c, err := CostOf(k, ListPrices)
+		if err != nil {
+			return res, err
+		}
+		res.CostPerMillionUSD[k.Name] = round2(c.Total)
+		res.ProviderFeePerMillionUSD[k.Name] = round2(c.ProviderFee)
+		res.Cost[k.Name] = c
+	}
+	kinds := Kinds()
+	mix := func(r *rand.Rand, low bool) Kind {
+		x := r.Float64()
+		k := kinds[0] // email
+		switch {
+		case x < p.SMSShare:
+			k = kinds[1]
+		case x < p.SMSShare+p.PushShare:
+			k = kinds[2]
+		}
+		if low {
+			k.Priority, k.Batch = domain.PriorityLow, r.Float64() < p.BatchIntakeShare
+		}
+		return k
+	}
+	m := newModel()
+	zipf := rand.NewZipf(m.rng, p.ZipfS, 1, uint64(p.Users-1))
+	eight := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	// Release rate: every shard of the 08:00 bucket at the scheduler's pace.
+	releasePerSecond := math.Min(float64(dynamo.DueShards)*releasePerPartition, p.PerDay*p.DeferredShare)
+	scenarios := []struct {
+		name                   string
+		campaign, releases     float64
+		deferredShareOfCampain float64
+	}{
+		{name: "average second", campaign: 0},
+		{name: "campaign second (20,000/s low, 30% deferred to 08:00)", campaign: p.PeakPerSecond, deferredShareOfCampain: p.DeferredShare},
+		{name: "08:00 release of the deferred share", releases: releasePerSecond},
+	}
+	for _, sc := range scenarios {
+		t := newTally()
+		for range int(p.AveragePerSecond) {
+			if err := m.notify(t, mix(m.rng, false), fmt.Sprintf("u%d", zipf.Uint64()), time.Time{}); err != nil {
+				return res, err
+			}
+		}
+		campaignUser := 0
+		for range int(sc.campaign) {
+			campaignUser++
+			var due time.Time
+			if m.rng.Float64() < sc.deferredShareOfCampain {
+				due = eight
+			}
+			if err := m.notify(t, mix(m.rng, true), fmt.Sprintf("c%d", campaignUser), due); err != nil {
+				return res, err
+			}
+		}
+		perShard := map[int]int{}
+		for i := range int(sc.releases) {
+			if err := m.release(t, mix(m.rng, true), fmt.Sprintf("r%d", i), eight, perShard); err != nil {
+				return res, err
+			}
+		}
+		pk := Peak{Scenario: sc.name, WriteUnits: busiest(t.write), ReadUnits: busiest(t.read), LambdaConcurrency: map[string]float64{},
+			SQSRequestsPerSecond: round2(t.usage.SQSRequests), APIRequestsPerSecond: round2(t.usage.APIRequests)}
+		total := 0.0
+		for fn, gbs := range t.usage.GBSeconds {
+			c := math.Ceil(gbs / apiMemoryGB)
+			pk.LambdaConcurrency[fn] = c
+			total += c
+		}
+		for where, l := range pk.WriteUnits {
+			res.MaxPartitionWriteUnitsPerSecond = math.Max(res.MaxPartitionWriteUnitsPerSecond, l.Units)
+			if l.Units > PartitionWriteUnitsPerSecond {
+				res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f WCU/s > %d", sc.name, where, l.Key, l.Units, PartitionWriteUnitsPerSecond))
+			}
+		}
+		for where, l := range pk.ReadUnits {
+			res.MaxPartitionReadUnitsPerSecond = math.Max(res.MaxPartitionReadUnitsPerSecond, l.Units)
+			if l.Units > PartitionReadUnitsPerSecond {
+				res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f RCU/s > %d", sc.name, where, l.Key, l.Units, PartitionReadUnitsPerSecond))
+			}
+		}
+		if total > float64(p.LambdaConcurrency) {
+			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: Lambda concurrency %.0f > account limit %d", sc.name, total, p.LambdaConcurrency))
+		}
+		if t.usage.APIRequests > HTTPAPIRequestsPerSecond {
+			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: HTTP API %.0f requests/s > %d", sc.name, t.usage.APIRequests, HTTPAPIRequestsPerSecond))
+		}
+		res.Peaks = append(res.Peaks, pk)
+	}
+	return res, nil
+}
+
+func busiest(units map[string]map[string]float64) map[string]PartitionLoad {
+	out := map[string]PartitionLoad{}
+	for _, where := range slices.Sorted(maps.Keys(units)) {
+		var best PartitionLoad
+		for _, key := range slices.Sorted(maps.Keys(units[where])) {
+			if u := units[where][key]; u > best.Units {
+				best = PartitionLoad{Key: key, Units: round2(u)}
+			}
+		}
+		out[where] = best
+	}
+	return out
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }

@@ -1,0 +1,195 @@
+package devstack
+
+import (
+	"context"
+	"io"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Usage measures what AWS bills per function beyond request counts (Calls):
+// invocations and their duration, bytes written to the function's log
+// stream (JSON logs and EMF), and, when Config.MeasureCapacity is set, the
+// DynamoDB capacity each call consumed on the table and on each index. It
+// exists for the cost benchmark (make bench); nothing in the functions
+// depends on it.
+type Usage struct {
+	mu          sync.Mutex
+	invocations map[string]*Invocations
+	logBytes    map[string]*atomic.Int64
+	capacity    map[string]float64 // "<read|write> <table|index name>"
+	// waits are SendMessage → handler start per event source mapping.
+	waits map[string][]time.Duration
+}
+
+// Invocations of one function.
+type Invocations struct {
+	Count    int
+	Duration time.Duration
+}
+
+// NewUsage returns empty counters.
+func NewUsage() *Usage {
+	return &Usage{invocations: map[string]*Invocations{}, logBytes: map[string]*atomic.Int64{}, capacity: map[string]float64{}, waits: map[string][]time.Duration{}}
+}
+
+// recordWaits files how long each message of a batch waited in its queue,
+// from its SentTimestamp to the handler's start.
+func (u *Usage) recordWaits(mapping string, waits []time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.waits[mapping] = append(u.waits[mapping], waits...)
+}
+
+// QueueWaits returns the queue waits recorded for an event source mapping
+// (logical id, e.g. "EmailHighMapping") since the last ResetQueueWaits.
+func (u *Usage) QueueWaits(mapping string) []time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.waits[mapping])
+}
+
+// ResetQueueWaits forgets the recorded queue waits.
+func (u *Usage) ResetQueueWaits() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.waits = map[string][]time.Duration{}
+}
+
+func (u *Usage) invoked(function string, d time.Duration) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	inv := u.invocations[function]
+	if inv == nil {
+		inv = &Invocations{}
+		u.invocations[function] = inv
+	}
+	inv.Count++
+	inv.Duration += d
+}
+
+// logWriter counts the bytes a function writes to its log stream.
+func (u *Usage) logWriter(function string, w io.Writer) io.Writer {
+	u.mu.Lock()
+	n := u.logBytes[function]
+	if n == nil {
+		n = &atomic.Int64{}
+		u.logBytes[function] = n
+	}
+	u.mu.Unlock()
+	return countingWriter{w: w, n: n}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return c.w.Write(p)
+}
+
+// UsageSnapshot is a copy of the counters.
+type UsageSnapshot struct {
+	Invocations map[string]Invocations `json:"invocations"`
+	LogBytes    map[string]int64       `json:"logBytes"`
+	// Capacity is consumed DynamoDB capacity units by "read <name>" and
+	// "write <name>", name being the table or an index.
+	Capacity map[string]float64 `json:"capacity"`
+}
+
+// Snapshot copies the counters.
+func (u *Usage) Snapshot() UsageSnapshot {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := UsageSnapshot{Invocations: map[string]Invocations{}, LogBytes: map[string]int64{}, Capacity: map[string]float64{}}
+	for k, v := range u.invocations {
+		s.Invocations[k] = *v
+	}
+	for k, v := range u.logBytes {
+		s.LogBytes[k] = v.Load()
+	}
+	for k, v := range u.capacity {
+		s.Capacity[k] = v
+	}
+	return s
+}
+
+// Reset zeroes the counters.
+func (u *Usage) Reset() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.invocations = map[string]*Invocations{}
+	for _, n := range u.logBytes {
+		n.Store(0)
+	}
+	u.capacity = map[string]float64{}
+}
+
+// readOperations consume read capacity; every other DynamoDB operation
+// consumes write capacity (on the table and the indexes the item lands in).
+var readOperations = map[string]bool{"GetItem": true, "BatchGetItem": true, "Query": true, "Scan": true, "TransactGetItems": true}
+
+// CapacityMiddleware asks every DynamoDB call for its consumed capacity per
+// table and index (ReturnConsumedCapacity=INDEXES) and adds it up.
+func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldConsumedCapacity",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if awsmiddleware.GetServiceID(ctx) != "DynamoDB" {
+				return next.HandleInitialize(ctx, in)
+			}
+			if f := reflect.ValueOf(in.Parameters).Elem().FieldByName("ReturnConsumedCapacity"); f.IsValid() && f.CanSet() {
+				f.Set(reflect.ValueOf(types.ReturnConsumedCapacityIndexes))
+			}
+			out, md, err := next.HandleInitialize(ctx, in)
+			if out.Result == nil {
+				return out, md, err
+			}
+			kind := "write "
+			if readOperations[awsmiddleware.GetOperationName(ctx)] {
+				kind = "read "
+			}
+			var consumed []types.ConsumedCapacity
+			switch f := reflect.ValueOf(out.Result).Elem().FieldByName("ConsumedCapacity"); {
+			case !f.IsValid():
+			case f.Kind() == reflect.Pointer && !f.IsNil():
+				consumed = append(consumed, *f.Interface().(*types.ConsumedCapacity))
+			case f.Kind() == reflect.Slice:
+				consumed = f.Interface().([]types.ConsumedCapacity)
+			}
+			u.mu.Lock()
+			for _, c := range consumed {
+				table := "table"
+				if c.Table != nil {
+					u.capacity[kind+table] += units(c.Table)
+				} else if len(c.GlobalSecondaryIndexes) == 0 && c.CapacityUnits != nil {
+					u.capacity[kind+table] += *c.CapacityUnits
+				}
+				for name, idx := range c.GlobalSecondaryIndexes {
+					u.capacity[kind+name] += units(&idx)
+				}
+			}
+			u.mu.Unlock()
+			return out, md, err
+		}), middleware.After)
+}
+
+func units(c *types.Capacity) float64 {
+	switch {
+	case c.CapacityUnits != nil:
+		return *c.CapacityUnits
+	case c.WriteCapacityUnits != nil:
+		return *c.WriteCapacityUnits
+	case c.ReadCapacityUnits != nil:
+		return *c.ReadCapacityUnits
+	}
+	return 0
+}

@@ -1,0 +1,128 @@
+package dynamo
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// ItemKeys are the keys an item is stored under: the table's partition key
+// and each index's partition key it lands in ("" when not in that index).
+type ItemKeys struct {
+	PK     string
+	Index  map[string]string // index name → partition key
+	Size   int               // bytes, as DynamoDB bills them
+	Sparse map[string]int    // index name → bytes projected into it
+}
+
+// NotificationItemKeys builds the stored notification item with the same
+// code CreateNotification uses and returns its keys and billed sizes (the
+// capacity model reads them; docs/capacity.md).
+func (s *Store) NotificationItemKeys(n *domain.Notification) (ItemKeys, error) {
+	av, err := attributevalue.MarshalMap(s.toNotificationItem(n))
+	if err != nil {
+		return ItemKeys{}, fmt.Errorf("marshal notification: %w", err)
+	}
+	return keysOf(av, nil), nil
+}
+
+// DeliveryItemKeys does the same for a delivery item (CreateDelivery).
+func (s *Store) DeliveryItemKeys(d *domain.Delivery) (ItemKeys, error) {
+	av, err := attributevalue.MarshalMap(s.toDeliveryItem(d))
+	if err != nil {
+		return ItemKeys{}, fmt.Errorf("marshal delivery: %w", err)
+	}
+	// gsi3 projects only what a release reads (template.yaml).
+	return keysOf(av, map[string][]string{IndexDue: {"notificationId", "channel", "userId", "priority"}}), nil
+}
+
+// indexKeys names each index's partition and sort key attributes.
+var indexKeys = map[string][2]string{IndexInbox: {"gsi1pk", "gsi1sk"}, IndexUnread: {"gsi2pk", "gsi2sk"}, IndexDue: {"gsi3pk", "gsi3sk"}}
+
+func keysOf(av map[string]types.AttributeValue, include map[string][]string) ItemKeys {
+	k := ItemKeys{Index: map[string]string{}, Sparse: map[string]int{}, Size: ItemSize(av)}
+	if v, ok := av["pk"].(*types.AttributeValueMemberS); ok {
+		k.PK = v.Value
+	}
+	for name, attrs := range indexKeys {
+		v, ok := av[attrs[0]].(*types.AttributeValueMemberS)
+		if !ok || v.Value == "" {
+			continue
+		}
+		k.Index[name] = v.Value
+		if proj, ok := include[name]; ok {
+			sub := map[string]types.AttributeValue{}
+			for _, a := range append([]string{"pk", "sk", attrs[0], attrs[1]}, proj...) {
+				if x, ok := av[a]; ok {
+					sub[a] = x
+				}
+			}
+			k.Sparse[name] = ItemSize(sub)
+		} else {
+			k.Sparse[name] = k.Size // ALL
+		}
+	}
+	return k
+}
+
+// ItemSize is an item's size as DynamoDB bills it: attribute names plus
+// values (strings by UTF-8 length, numbers about one byte per two digits plus
+// one, sets and maps summed with 3 bytes of overhead per element).
+func ItemSize(av map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range av {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(x.Value)
+	case *types.AttributeValueMemberN:
+		return (len(x.Value)+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(x.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range x.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range x.Value {
+			n += valueSize(e) + 1
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range x.Value {
+			n += len(k) + valueSize(e) + 1
+		}
+		return n
+	}
+	return 0
+}
+
+// WriteUnits is the write request units of writing size bytes.
+func WriteUnits(size int) float64 { return float64((size + 1023) / 1024) }
+
+// ReadUnits is the read request units of reading size bytes, strongly
+// consistent or not.
+func ReadUnits(size int, consistent bool) float64 {
+	u := float64((size + 4095) / 4096)
+	if u == 0 {
+		u = 1
+	}
+	if !consistent {
+		return u / 2
+	}
+	return u
+}
