@@ -21,6 +21,10 @@ var devEnvOverrides = map[string]string{
 	"HERALD_MAX_RECEIVE_COUNT": "MaxReceiveCount",
 	"HERALD_BACKOFF_BASE":      "BackoffBase",
 	"HERALD_BACKOFF_CAP":       "BackoffCap",
+	"HERALD_EMAIL_SEND_RATE":   "EmailSendRate",
+	"HERALD_SMS_SEND_RATE":     "SmsSendRate",
+	"HERALD_PUSH_SEND_RATE":    "PushSendRate",
+	"HERALD_BULK_QUOTA_SHARE":  "BulkQuotaShare",
 }
 
 // devLogFile holds the functions' and emulators' logs unless `herald dev -v`.

@@ -56,6 +56,17 @@ type ProviderError struct {
 	Err   error
 }
 
+// throttleCodes are the provider codes that mean "you are sending too fast":
+// SES v2, SNS and a Web Push service's 429.
+var throttleCodes = map[string]bool{
+	"TooManyRequestsException": true, "TooManyRequests": true, "Throttling": true, "ThrottlingException": true,
+	"Throttled": true, "http_429": true,
+}
+
+// Throttle reports whether a transient provider error is the provider
+// throttling the account (counted apart from other transient failures).
+func (e *ProviderError) Throttle() bool { return e.Transient && throttleCodes[e.Code] }
+
 // OperatorAlert is the stable log message of errors with Alert set; alarms
 // match on it.
 const OperatorAlert = "operator alert: provider refuses to send"

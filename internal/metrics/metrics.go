@@ -55,6 +55,14 @@ const (
 	Delivered  Name = "Delivered"
 	Bounced    Name = "Bounced"
 	Complained Name = "Complained"
+	// QuotaDeferred: a send put back on its queue because the channel's send
+	// quota had no room for its priority; no provider call, no attempt
+	// (dims: Channel, Priority).
+	QuotaDeferred Name = "QuotaDeferred"
+	// Throttled: the provider itself throttled a send (SES
+	// TooManyRequestsException, SNS Throttled, Web Push 429), retried with
+	// backoff; also counted in Retried (dims: Channel, Priority).
+	Throttled Name = "Throttled"
 )
 
 // Unit is a CloudWatch unit.
@@ -98,12 +106,14 @@ var specs = map[Name]spec{
 	Delivered:       {unit: Count, rollups: [][]string{{DimChannel}}},
 	Bounced:         {unit: Count, rollups: [][]string{{DimChannel}}},
 	Complained:      {unit: Count, rollups: [][]string{{DimChannel}}},
+	QuotaDeferred:   {unit: Count, rollups: [][]string{{DimChannel}}},
+	Throttled:       {unit: Count, rollups: [][]string{{DimChannel}}},
 }
 
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
-		Delivered, Bounced, Complained}
+		Delivered, Bounced, Complained, QuotaDeferred, Throttled}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).

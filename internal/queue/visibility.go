@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // VisibilityAPI is the subset of the SQS client used to delay retries.
@@ -82,4 +83,36 @@ func ParseARN(arn string) (account, name string, err error) {
 		return "", "", fmt.Errorf("not an SQS queue ARN: %q", arn)
 	}
 	return parts[4], parts[5], nil
+}
+
+// Requeuer sends a copy of a received message back to its own queue,
+// delayed: the copy starts with a fresh receive count. Queue URLs are
+// resolved through a Visibility's cache.
+type Requeuer struct {
+	api API
+	vis *Visibility
+}
+
+// NewRequeuer returns a Requeuer sending with api, resolving URLs with vis.
+func NewRequeuer(api API, vis *Visibility) *Requeuer { return &Requeuer{api: api, vis: vis} }
+
+// maxDelay is SQS's upper bound for a message delay (15 minutes).
+const maxDelay = 15 * time.Minute
+
+// Requeue sends body to the queue named by queueARN, invisible for delay.
+func (r *Requeuer) Requeue(ctx context.Context, queueARN, body string, delay time.Duration) error {
+	url, err := r.vis.url(ctx, queueARN)
+	if err != nil {
+		return err
+	}
+	out, err := r.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.SendMessageBatchRequestEntry{{
+		Id: aws.String("0"), MessageBody: aws.String(body), DelaySeconds: int32(min(delay, maxDelay) / time.Second),
+	}}})
+	if err != nil {
+		return fmt.Errorf("requeue: %w", err)
+	}
+	if len(out.Failed) > 0 {
+		return fmt.Errorf("requeue: %s: %s", aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+	}
+	return nil
 }

@@ -13,6 +13,10 @@
 //   - claim lost (another worker holds a live lease, or the delivery is
 //     already past sending): nothing recorded, message deleted — the holder's
 //     own message carries the delivery on;
+//   - no send quota for its priority (policy.SendQuota, taken before the
+//     claim): nothing recorded, no attempt, visible again after 1–2 s; from
+//     the receive before the queue's last it is re-sent delayed and the
+//     original deleted, so waiting for quota never redrives it to the DLQ;
 //   - sent: recorded with the provider's message id, message deleted;
 //   - permanent provider error: failed (or dropped where that is the truth),
 //     message deleted — nothing goes to the DLQ;
@@ -20,7 +24,8 @@
 //     min(cap, base·2^(n-1)) with full jitter (n = ApproximateReceiveCount,
 //     at least the provider's Retry-After), reported failed; on receive
 //     n = MaxReceiveCount it is recorded failed: exhausted and made visible at
-//     once, so SQS moves it to the DLQ on the next receive.
+//     once, so SQS moves it to the DLQ on the next receive. A provider
+//     throttle is also counted as Throttled.
 //
 // Duplicate window. SQS delivers at least once and the relay may send a work
 // message twice; the claim (a conditional planned|queued|retrying → sending
@@ -63,6 +68,19 @@ type Store interface {
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
+// QuotaStore holds the channels' shared send-quota counters (dynamo.Store).
+type QuotaStore interface {
+	// TakeSendToken takes one send from a shard of the window starting at
+	// windowStart if its count is below limit, and reports whether it did.
+	TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error)
+}
+
+// Requeuer sends a copy of a message back to its queue, delayed: the copy
+// starts with a fresh receive count.
+type Requeuer interface {
+	Requeue(ctx context.Context, queueARN, body string, delay time.Duration) error
+}
+
 // Visibility delays a message's next receive.
 type Visibility interface {
 	SetVisibility(ctx context.Context, queueARN, receiptHandle string, timeout time.Duration) error
@@ -82,6 +100,8 @@ type Config struct {
 	// has not finished is dead. A crashed sender's delivery is reclaimable
 	// after it.
 	Lease time.Duration
+	// SendQuota is the channel's provider send-rate quota (zero: unlimited).
+	SendQuota policy.SendQuota
 }
 
 // Handler is the channel Lambda handler.
@@ -89,6 +109,8 @@ type Handler struct {
 	cfg        Config
 	store      Store
 	visibility Visibility
+	quota      QuotaStore
+	requeuer   Requeuer
 	provider   channel.Provider
 	catalog    *catalog.Catalog
 	now        func() time.Time
@@ -96,6 +118,12 @@ type Handler struct {
 	metrics    metrics.Recorder
 	randMu     sync.Mutex
 	rand       *rand.Rand
+	// spent remembers, per quota class (bulk or high), the window in which
+	// this instance found the quota exhausted: later sends of that class in
+	// the same window are deferred without a request, so refused writes per
+	// window are bounded by instances × probes, not by the offered load.
+	spentMu sync.Mutex
+	spent   map[bool]time.Time
 }
 
 // Deps are the worker's collaborators and settings. Store, Visibility,
@@ -113,6 +141,13 @@ type Deps struct {
 	// channel, priority and reason) and the delivery latency of what is
 	// sent, flushed once per invocation; nil records nothing.
 	Metrics metrics.Recorder
+	// Quota holds the send-quota counters; required when Config.SendQuota
+	// has a rate.
+	Quota QuotaStore
+	// Requeuer re-sends a message deferred for quota near its queue's
+	// maxReceiveCount, so that waiting for quota never redrives it to the
+	// DLQ; nil defers by visibility only.
+	Requeuer Requeuer
 }
 
 // New wires a worker for one provider.
@@ -129,8 +164,8 @@ func New(d Deps) *Handler {
 		m = metrics.Nop{}
 	}
 	seed := uint64(time.Now().UnixNano())
-	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
-		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1))}
+	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, quota: d.Quota, requeuer: d.Requeuer, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
+		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1)), spent: map[bool]time.Time{}}
 }
 
 // maxParallel bounds the messages of one batch processed at once.
@@ -213,6 +248,14 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: claimable, ReclaimExpiredLease: now, Reason: reason})
 	}
 
+	// Quota before the claim: a send that finds none burns no attempt.
+	if ok, err := h.takeQuota(ctx, wm.Channel, d.Priority); err != nil {
+		log.ErrorContext(ctx, "send quota failed", "error", err)
+		return h.retryLater(ctx, log, msg, d.Priority)
+	} else if !ok {
+		return h.deferForQuota(ctx, log, msg, wm.Channel, d.Priority)
+	}
+
 	claimed, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
 		To: domain.StatusSending, From: claimable,
 		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true,
@@ -263,7 +306,66 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code})
 	}
+	if pe.Throttle() {
+		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
+	}
 	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter)
+}
+
+// takeQuota takes one send from the channel's quota for priority p: up to
+// SendQuota.Probes shards from a random one, each admitting p up to its cap.
+// Once the probes all fail, the rest of the window is spent for p's class on
+// this instance. Without a quota it costs nothing.
+func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Priority) (bool, error) {
+	q := h.cfg.SendQuota
+	if q.Unlimited() || h.quota == nil {
+		return true, nil
+	}
+	window := policy.WindowStart(h.now())
+	high := p == domain.PriorityHigh
+	h.spentMu.Lock()
+	spent := h.spent[high].Equal(window)
+	h.spentMu.Unlock()
+	if spent {
+		return false, nil
+	}
+	h.randMu.Lock()
+	start := h.rand.IntN(q.Shards())
+	h.randMu.Unlock()
+	for _, shard := range q.ProbeOrder(p, start) {
+		ok, err := h.quota.TakeSendToken(ctx, c, shard, window, policy.QuotaWindow, q.Cap(p, shard))
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	h.spentMu.Lock()
+	h.spent[high] = window
+	h.spentMu.Unlock()
+	return false, nil
+}
+
+// deferForQuota puts back a message that found no send quota, without a
+// provider call or an attempt: invisible until a later window. SQS counts
+// every receive toward maxReceiveCount, so from the receive before the last
+// one the message is re-sent with the delay (a fresh receive count) and the
+// original deleted: lack of quota alone never redrives it to the DLQ.
+func (h *Handler) deferForQuota(ctx context.Context, log *slog.Logger, msg events.SQSMessage, c domain.Channel, p domain.Priority) error {
+	h.randMu.Lock()
+	delay := policy.QuotaDelay(p, h.rand.Float64())
+	h.randMu.Unlock()
+	h.metrics.Add(ctx, metrics.QuotaDeferred, metrics.Dims{Channel: c, Priority: p}, 1)
+	log = log.With("retryIn", delay.String())
+	if h.requeuer != nil && h.cfg.MaxReceiveCount > 0 && receiveCount(msg) >= h.cfg.MaxReceiveCount-1 {
+		err := h.requeuer.Requeue(ctx, msg.EventSourceARN, msg.Body, delay)
+		if err == nil {
+			log.InfoContext(ctx, "no send quota", "outcome", "quota_requeued")
+			return nil
+		}
+		log.WarnContext(ctx, "requeue failed", "error", err)
+	}
+	log.InfoContext(ctx, "no send quota", "outcome", "quota_deferred")
+	h.setVisibility(ctx, log, msg, delay)
+	return errRetry
 }
 
 // retryTransient puts a claimed delivery back after a transient failure:

@@ -471,7 +471,7 @@ func TestOutcomeMetrics(t *testing.T) {
 	}
 	want := map[string]int{
 		"Sent/email/normal/": 1, "Retried/email/normal/": 1,
-		"Failed/email/normal/rejected": 1, "Dropped/email/normal/cancelled": 1,
+		"Failed/email/normal/rejected": 1, "Dropped/email/normal/cancelled": 1, "Throttled/email/normal/": 1,
 	}
 	if fmt.Sprint(rec.counts) != fmt.Sprint(want) {
 		t.Errorf("counts %v, want %v", rec.counts, want)

@@ -12,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/worker"
 )
@@ -20,9 +21,12 @@ var (
 	_ worker.Store       = (*dynamo.Store)(nil)
 	_ worker.DigestStore = (*dynamo.Store)(nil)
 	_ worker.Visibility  = (*queue.Visibility)(nil)
+	_ worker.QuotaStore  = (*dynamo.Store)(nil)
+	_ worker.Requeuer    = (*queue.Requeuer)(nil)
 )
 
-// Config reads the retry settings shared by the channel functions.
+// Config reads the retry settings shared by the channel functions and the
+// function's send quota (SEND_RATE, BULK_QUOTA_SHARE).
 func Config(d app.Deps) (worker.Config, error) {
 	env, err := d.Require("BACKOFF_BASE", "BACKOFF_CAP", "MAX_RECEIVE_COUNT")
 	if err != nil {
@@ -38,6 +42,9 @@ func Config(d app.Deps) (worker.Config, error) {
 	if cfg.MaxReceiveCount, err = strconv.Atoi(env["MAX_RECEIVE_COUNT"]); err != nil || cfg.MaxReceiveCount < 1 {
 		return cfg, fmt.Errorf("MAX_RECEIVE_COUNT %q: want a positive integer", env["MAX_RECEIVE_COUNT"])
 	}
+	if cfg.SendQuota, err = policy.SendQuotaFromEnv(d.Getenv); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -51,7 +58,8 @@ func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, err
 	if err != nil {
 		return nil, err
 	}
-	vis := queue.NewVisibility(queue.NarrowClient(sqs.NewFromConfig(d.AWS)))
+	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	vis := queue.NewVisibility(client)
 	return worker.New(worker.Deps{Config: cfg, Store: st, Visibility: vis, Provider: p, Catalog: d.Catalog,
-		Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
+		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st, Requeuer: queue.NewRequeuer(client, vis)}), nil
 }

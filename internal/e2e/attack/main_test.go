@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -198,8 +199,9 @@ func dlqBodies(t testing.TB, dlqID string) []string {
 	return out
 }
 
-// tableDigest hashes every item of the table: a refused request must leave
-// it as it was.
+// tableDigest hashes every item of the table but the scheduler's own
+// bookkeeping (its release watermark, advanced by every minute's run whatever
+// the requests do): a refused request must leave it as it was.
 func tableDigest(t testing.TB) string {
 	t.Helper()
 	st := stacktest.Stack(t)
@@ -212,6 +214,9 @@ func tableDigest(t testing.TB) string {
 			t.Fatal(err)
 		}
 		for _, item := range page.Items {
+			if pk, ok := item["pk"].(*types.AttributeValueMemberS); ok && pk.Value == "SCHEDULER" {
+				continue
+			}
 			var m map[string]any
 			if err := attributevalue.UnmarshalMap(item, &m); err != nil {
 				t.Fatal(err)
