@@ -13,7 +13,13 @@
 //   </script>
 //
 // Attributes: api-base, user-id, page-size (default 20), poll-seconds (unread
-// count refresh, default 30; 0 turns it off).
+// count refresh, default 30; 0 turns it off), presence-seconds (how often a
+// visible page reports presence, default 60; 0 turns it off).
+// Presence: while the page is visible (Page Visibility API) the element tells
+// Herald the user is in the app (POST …/presence), so catalog channels with
+// unlessActiveWithin (e.g. push) are skipped; when the page is hidden it stops
+// both presence and the unread-count polling (an inbox read counts as
+// presence too), and resumes when the page is visible again.
 // Events: herald-inbox-count {count, display}, herald-inbox-error {status, code, message}.
 // It refreshes at once when herald-sw.js reports a push it showed.
 // Keyboard, in the list: ↑/↓/Home/End move between items, Enter opens an
@@ -54,7 +60,7 @@ li.unread .title::before { content: ""; display: inline-block; width: .5rem; hei
 `;
 
 class HeraldInbox extends HTMLElement {
-  static get observedAttributes() { return ['api-base', 'user-id', 'page-size', 'poll-seconds']; }
+  static get observedAttributes() { return ['api-base', 'user-id', 'page-size', 'poll-seconds', 'presence-seconds']; }
 
   constructor() {
     super();
@@ -65,13 +71,17 @@ class HeraldInbox extends HTMLElement {
     this.count = 0;
     this.display = '0';
     this._timer = 0;
+    this._presenceTimer = 0;
     this._build();
   }
 
   /** An async function returning the end user's JWT. Setting it loads the inbox. */
   set tokenProvider(fn) {
     this._tokenProvider = fn;
-    if (this.isConnected) this.refresh();
+    if (this.isConnected) {
+      this.refresh();
+      this._schedule();
+    }
   }
   get tokenProvider() { return this._tokenProvider; }
 
@@ -81,16 +91,25 @@ class HeraldInbox extends HTMLElement {
     // herald-sw.js tells open pages about each push it showed: refresh now.
     this._onPush = (e) => { if (e.data && e.data.type === 'herald:push' && this._tokenProvider) this.refresh(); };
     if ('serviceWorker' in navigator) navigator.serviceWorker.addEventListener('message', this._onPush);
+    // Hidden: no presence, no polling. Visible again: presence and the
+    // count at once, then the timers.
+    this._onVisibility = () => {
+      this._schedule();
+      if (!document.hidden && this._tokenProvider) this.refreshCount();
+    };
+    document.addEventListener('visibilitychange', this._onVisibility);
   }
 
   disconnectedCallback() {
     clearInterval(this._timer);
+    clearInterval(this._presenceTimer);
+    document.removeEventListener('visibilitychange', this._onVisibility);
     if ('serviceWorker' in navigator) navigator.serviceWorker.removeEventListener('message', this._onPush);
   }
 
   attributeChangedCallback(name, old, value) {
     if (old === value || !this.isConnected) return;
-    if (name === 'poll-seconds') this._schedule();
+    if (name === 'poll-seconds' || name === 'presence-seconds') this._schedule();
     else if (this._tokenProvider) this.refresh();
   }
 
@@ -100,8 +119,26 @@ class HeraldInbox extends HTMLElement {
 
   _schedule() {
     clearInterval(this._timer);
+    clearInterval(this._presenceTimer);
+    this._timer = this._presenceTimer = 0;
+    if (document.hidden) return; // a hidden page is not the user in the app
     const s = parseInt(this.getAttribute('poll-seconds') ?? '30', 10);
     if (s > 0) this._timer = setInterval(() => this._tokenProvider && this.refreshCount(), s * 1000);
+    const p = parseInt(this.getAttribute('presence-seconds') ?? '60', 10);
+    if (p > 0 && this._tokenProvider) {
+      this.sendPresence();
+      this._presenceTimer = setInterval(() => this.sendPresence(), p * 1000);
+    }
+  }
+
+  /** Tells Herald the user is in the app now (only while the page is visible). */
+  async sendPresence() {
+    if (document.hidden || !this._tokenProvider) return;
+    try {
+      await this._call('POST', '/presence');
+    } catch (err) {
+      this._fail(err);
+    }
   }
 
   _build() {

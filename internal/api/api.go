@@ -51,6 +51,9 @@ type Deps struct {
 	VAPIDPublicKey string
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
+	// Presence records when users were last seen (presence calls and inbox
+	// reads); nil records nothing.
+	Presence PresenceStore
 	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
 	// records nothing.
 	Metrics metrics.Recorder
@@ -79,6 +82,8 @@ type Handler struct {
 	activeAnnouncements *announcementCache
 	unsubscribe         Unsubscribe
 	vapidPublicKey      string
+	presence            PresenceStore
+	presenceCache       presenceCache
 }
 
 type route func(ctx context.Context, req *request) response
@@ -105,6 +110,7 @@ func New(d Deps) *Handler {
 	h.vapidPublicKey = d.VAPIDPublicKey
 	h.activeAnnouncements = &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}
 	h.metrics = d.Metrics
+	h.presence = d.Presence
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}

@@ -126,6 +126,7 @@ func (h *Handler) listInbox(ctx context.Context, req *request) response {
 		listErr error
 	)
 	wg.Go(func() { entries, more, listErr = h.inboxStore.ListInbox(ctx, user, f, position, limit) })
+	wg.Go(func() { _ = h.seen(ctx, user) }) // a page read is presence
 	active, state, stateErr := h.userAnnouncements(ctx, user, true)
 	wg.Wait()
 	if err := errors.Join(listErr, stateErr); err != nil {
@@ -211,6 +212,7 @@ func (h *Handler) unreadCount(ctx context.Context, req *request) response {
 		countErr error
 	)
 	wg.Go(func() { count, countErr = h.inboxStore.CountUnread(ctx, user, inbox.CountCap) })
+	wg.Go(func() { _ = h.seen(ctx, user) }) // polling the badge is presence
 	active, state, stateErr := h.userAnnouncements(ctx, user, false)
 	wg.Wait()
 	if err := errors.Join(countErr, stateErr); err != nil {

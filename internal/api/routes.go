@@ -28,6 +28,7 @@ func (h *Handler) routeTable() map[string]route {
 		"POST /v1/users/{userId}/inbox/{id}/read":    h.markRead,
 		"POST /v1/users/{userId}/inbox/read-all":     h.markAllRead,
 		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
+		"POST /v1/users/{userId}/presence":           h.postPresence,
 
 		// Web Push configuration for browsers (user token).
 		"GET /v1/push/config": h.pushConfig,

@@ -8,6 +8,7 @@ import (
 
 	_ "time/tzdata" // as in the api function: zones must not depend on the host
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/webpush"
 )
@@ -138,7 +139,7 @@ func TestPreferences(t *testing.T) {
 		return decodeBody[prefsView](t, resp.Body)
 	}
 	v := get()
-	if len(v.Preferences) != 5 || v.UserID != "u1" {
+	if len(v.Preferences) != len(catalog.MustLoad().Names()) || v.UserID != "u1" {
 		t.Fatalf("matrix = %+v", v)
 	}
 	if c := v.Preferences["comment.created"]["push"]; c != (preferenceCell{Enabled: true, Source: "default"}) {

@@ -64,6 +64,9 @@ type Type struct {
 	// DefaultExpiry, when set, bounds how long a notification of this type stays
 	// deliverable if the caller gives no expiresAt (e.g. one-time codes).
 	DefaultExpiry time.Duration
+	// Escalations are the per-channel rules (delay, presence, read state);
+	// channels without one send at once.
+	Escalations   map[domain.Channel]Escalation
 	Variables     map[string]Variable
 	variableNames []string // sorted, for ValidateData
 	locales       map[string]*localeTemplates
@@ -270,6 +273,7 @@ type fileType struct {
 	Mandatory  bool                      `yaml:"mandatory"`
 	Digestible bool                      `yaml:"digestible"`
 	Expiry     string                    `yaml:"expiry"`
+	Escalation map[string]fileEscalation `yaml:"escalation"`
 	Variables  map[string]Variable       `yaml:"variables"`
 	Templates  map[string]fileLocaleTmpl `yaml:"templates"`
 	Extra      map[string]any            `yaml:",inline"`
@@ -345,6 +349,9 @@ func parseType(raw []byte) (*Type, error) {
 		if t.DefaultExpiry, err = time.ParseDuration(f.Expiry); err != nil || t.DefaultExpiry <= 0 {
 			return nil, fmt.Errorf("expiry %q: must be a positive duration", f.Expiry)
 		}
+	}
+	if err := t.parseEscalation(f.Escalation); err != nil {
+		return nil, err
 	}
 	if _, ok := f.Templates[DefaultLocale]; !ok {
 		return nil, fmt.Errorf("templates for the default locale %q are required", DefaultLocale)

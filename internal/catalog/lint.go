@@ -12,7 +12,9 @@ import (
 //   - no SMS or push template references a variable marked personal: those
 //     texts end up on lock screens and in provider logs;
 //   - every SMS template fits one segment with worst-case data (see the SMS
-//     segment budget in sms.go), a digest SMS with one worst-case item.
+//     segment budget in sms.go), a digest SMS with one worst-case item;
+//   - a mandatory or high-priority type's only external channel is not
+//     conditional on presence or read state (escalation).
 //
 // It returns every violation, sorted, or nil.
 func (c *Catalog) Lint() []error {
@@ -25,7 +27,7 @@ func (c *Catalog) Lint() []error {
 
 // Lint checks one type; see Catalog.Lint.
 func (t *Type) Lint() []error {
-	var errs []error
+	errs := t.lintEscalation()
 	worst := t.WorstCaseData()
 	for _, locale := range t.Locales() {
 		lt := t.locales[locale]

@@ -208,7 +208,7 @@ func TestTemplateInvariants(t *testing.T) {
 			}
 		}
 		for _, r := range tm.Routes() {
-			user := strings.Contains(r.Path, "/inbox") || r.Path == "/v1/push/config"
+			user := strings.Contains(r.Path, "/inbox") || r.Path == "/v1/push/config" || strings.HasSuffix(r.Path, "/presence")
 			if user && r.Auth != "UserJwt" {
 				t.Errorf("%s: user route must use the UserJwt authorizer", r.Key())
 			}

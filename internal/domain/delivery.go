@@ -45,6 +45,14 @@ const (
 	ReasonDigested      Reason = "digested"
 	ReasonProviderError Reason = "provider_error"
 	ReasonNotApplicable Reason = "not_applicable"
+	// ReasonDelayed: deferred by the type's escalation delay (after).
+	ReasonDelayed Reason = "delayed"
+	// ReasonActiveInApp: skipped, the user was in the app shortly before the
+	// send (the type's unlessActiveWithin).
+	ReasonActiveInApp Reason = "active_in_app"
+	// ReasonReadInApp: dropped, the inbox item was read or archived before
+	// the send (the type's unlessRead).
+	ReasonReadInApp Reason = "read_in_app"
 )
 
 // transitions is the delivery state machine (docs/architecture.md). Every store update is
@@ -55,8 +63,10 @@ var transitions = map[Status][]Status{
 	StatusPlanned: {StatusQueued, StatusDeferred, StatusSkipped, StatusDropped, StatusSending},
 	// deferred → planned: the scheduler releases it (then sends, then queued).
 	StatusDeferred: {StatusPlanned, StatusQueued, StatusDropped, StatusSkipped},
-	StatusQueued:   {StatusSending, StatusDropped, StatusFailed},
-	StatusRetrying: {StatusSending, StatusDropped, StatusFailed, StatusQueued},
+	// queued/retrying → skipped: the worker's recheck finds the user in the
+	// app (escalation's unlessActiveWithin).
+	StatusQueued:   {StatusSending, StatusDropped, StatusFailed, StatusSkipped},
+	StatusRetrying: {StatusSending, StatusDropped, StatusFailed, StatusQueued, StatusSkipped},
 	StatusSending:  {StatusSent, StatusRetrying, StatusFailed, StatusDropped, StatusSending},
 	StatusSent:     {StatusDelivered, StatusBounced, StatusComplained},
 	// A redrive from a DLQ puts a failed delivery back in the queue.

@@ -51,4 +51,7 @@ type RecipientProfile struct {
 	User              *User // nil when the user has no stored profile
 	Preferences       Preferences
 	PushSubscriptions []PushSubscription
+	// LastSeenAt is when the user's app last reported presence (zero:
+	// never, or not within the presence item's resolution of a minute).
+	LastSeenAt time.Time
 }

@@ -96,6 +96,8 @@ func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeVal
 			return fmt.Errorf("unmarshal profile: %w", err)
 		}
 		p.User = it.toDomain()
+	case sk.Value == presenceSK:
+		p.LastSeenAt = lastSeenOf(av)
 	case sk.Value == prefsSK:
 		prefs, err := decodePrefs(av, strings.TrimPrefix(stringAttr(av, "pk"), userPrefix))
 		if err != nil {

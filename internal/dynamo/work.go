@@ -15,7 +15,7 @@ import (
 // none) and the recipient's profile, all strongly consistent.
 //
 // With the recipient's id in the message, email and SMS take one
-// BatchGetItem (notification, delivery, profile, preferences). Push also
+// BatchGetItem (notification, delivery, profile, preferences, presence). Push also
 // needs the user's subscriptions, a range of items only a query returns, so
 // it takes the two partition queries, run concurrently. A message without the
 // user id (queued before it was carried) takes the two queries in turn.
@@ -51,6 +51,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		key(NotificationPK(wm.NotificationID), deliveryPrefix+string(wm.Channel)),
 		key(UserPK(wm.UserID), profileSK),
 		key(UserPK(wm.UserID), prefsSK),
+		key(UserPK(wm.UserID), presenceSK), // lastSeenAt, for the type's unlessActiveWithin
 	}, consistentRead)
 	if err != nil {
 		return nil, nil, nil, err

@@ -5,7 +5,8 @@
 // The order of the rules: cancelled or expired → dropped; preference off (a
 // mandatory type ignores the user's override) → skipped: preference; no
 // contact → skipped: no_contact; then the send time: sendAt in the future
-// defers (scheduled), and a non-high delivery whose send time falls in the
+// defers (scheduled), the type's escalation delay (after) defers from
+// acceptance (delayed), and a non-high delivery whose send time falls in the
 // user's quiet hours defers to the window's end (quiet_hours); a send time at
 // or after expiresAt drops it (expired). What remains may be rate limited
 // (Limited) or collapse into a digest (DigestUntil): those two need the table,
@@ -131,6 +132,9 @@ func decideChannel(in Input, c domain.Channel) Decision {
 	if n.SendAt.After(in.Now) {
 		at, reason = n.SendAt, domain.ReasonScheduled
 	}
+	if due, delayed := EscalationDue(n, in.Type, c, in.Now); delayed && due.After(at) {
+		at, reason = due, domain.ReasonDelayed
+	}
 	if !high {
 		if end, quiet := QuietUntil(user, at); quiet {
 			at, reason = end, domain.ReasonQuietHours
@@ -145,7 +149,7 @@ func decideChannel(in Input, c domain.Channel) Decision {
 		d.Status, d.Reason, d.DueAt = domain.StatusDeferred, reason, at
 	}
 	d.Limited = !Exempt(in.Type, n.Priority)
-	if n.BatchKey != "" && in.Type.Digestible && !high && reason != domain.ReasonScheduled {
+	if n.BatchKey != "" && in.Type.Digestible && !high && reason != domain.ReasonScheduled && reason != domain.ReasonDelayed {
 		opened := n.CreatedAt
 		if opened.IsZero() {
 			opened = in.Now
@@ -155,6 +159,20 @@ func decideChannel(in Input, c domain.Channel) Decision {
 		}
 	}
 	return d
+}
+
+// EscalationDue is when the type's escalation delay (after) lets channel c
+// go: acceptance plus the delay; delayed is false when the channel has none.
+func EscalationDue(n *domain.Notification, t *catalog.Type, c domain.Channel, now time.Time) (due time.Time, delayed bool) {
+	after := t.EscalationOf(c).After
+	if after <= 0 {
+		return time.Time{}, false
+	}
+	accepted := n.CreatedAt
+	if accepted.IsZero() {
+		accepted = now
+	}
+	return accepted.Add(after), true
 }
 
 // NeedsProfile reports whether deciding n requires the recipient's stored

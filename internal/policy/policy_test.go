@@ -13,6 +13,12 @@ var (
 	normalType    = &catalog.Type{Name: "reservation.approved", Priority: domain.PriorityNormal, Channels: []domain.Channel{domain.ChannelEmail, domain.ChannelPush}}
 	mandatoryType = &catalog.Type{Name: "security.login_alert", Priority: domain.PriorityHigh, Channels: []domain.Channel{domain.ChannelEmail, domain.ChannelSMS}, Mandatory: true}
 	digestType    = &catalog.Type{Name: "comment.created", Priority: domain.PriorityLow, Channels: []domain.Channel{domain.ChannelPush}, Digestible: true}
+	mentionType   = &catalog.Type{Name: "comment.mentioned", Priority: domain.PriorityNormal, Channels: []domain.Channel{domain.ChannelPush, domain.ChannelEmail},
+		Escalations: map[domain.Channel]catalog.Escalation{
+			domain.ChannelPush:  {UnlessActiveWithin: 2 * time.Minute},
+			domain.ChannelEmail: {After: 30 * time.Minute, UnlessRead: true}}}
+	delayedDigestType = &catalog.Type{Name: "comment.created", Priority: domain.PriorityLow, Channels: []domain.Channel{domain.ChannelPush}, Digestible: true,
+		Escalations: map[domain.Channel]catalog.Escalation{domain.ChannelPush: {After: 5 * time.Minute}}}
 )
 
 func TestChannels(t *testing.T) {
@@ -175,6 +181,63 @@ func TestDecide(t *testing.T) {
 			want: map[domain.Channel]want{
 				domain.ChannelEmail: {status: domain.StatusQueued, limited: true},
 				domain.ChannelPush:  {status: domain.StatusQueued, limited: true},
+			},
+		},
+		{
+			name: "escalation: push now (checked at send), email delayed 30 min from acceptance",
+			n:    note(func(n *domain.Notification) { n.Type = "comment.mentioned" }), typ: mentionType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush:  {status: domain.StatusQueued, limited: true},
+				domain.ChannelEmail: {status: domain.StatusDeferred, reason: domain.ReasonDelayed, due: now.Add(30 * time.Minute), limited: true},
+			},
+		},
+		{
+			name: "escalation: the delay counts from acceptance, not from the decision",
+			n:    note(func(n *domain.Notification) { n.Type, n.CreatedAt = "comment.mentioned", now.Add(-20*time.Minute) }), typ: mentionType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush:  {status: domain.StatusQueued, limited: true},
+				domain.ChannelEmail: {status: domain.StatusDeferred, reason: domain.ReasonDelayed, due: now.Add(10 * time.Minute), limited: true},
+			},
+		},
+		{
+			name: "escalation: a later sendAt wins over the delay",
+			n:    note(func(n *domain.Notification) { n.Type, n.SendAt = "comment.mentioned", now.Add(time.Hour) }), typ: mentionType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush:  {status: domain.StatusDeferred, reason: domain.ReasonScheduled, due: now.Add(time.Hour), limited: true},
+				domain.ChannelEmail: {status: domain.StatusDeferred, reason: domain.ReasonScheduled, due: now.Add(time.Hour), limited: true},
+			},
+		},
+		{
+			name: "escalation: delayed into quiet hours moves to the window's end",
+			n:    note(func(n *domain.Notification) { n.Type = "comment.mentioned" }), typ: mentionType, profile: profile(quiet, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush:  {status: domain.StatusDeferred, reason: domain.ReasonQuietHours, due: time.Date(2026, 3, 2, 13, 30, 0, 0, time.UTC), limited: true},
+				domain.ChannelEmail: {status: domain.StatusDeferred, reason: domain.ReasonQuietHours, due: time.Date(2026, 3, 2, 13, 30, 0, 0, time.UTC), limited: true},
+			},
+		},
+		{
+			name: "escalation: expiring before the delay drops the delayed channel only",
+			n:    note(func(n *domain.Notification) { n.Type, n.ExpiresAt = "comment.mentioned", now.Add(10*time.Minute) }), typ: mentionType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush:  {status: domain.StatusQueued, limited: true},
+				domain.ChannelEmail: {status: domain.StatusDropped, reason: domain.ReasonExpired},
+			},
+		},
+		{
+			name: "escalation: cancelled drops every channel",
+			n:    note(func(n *domain.Notification) { n.Type, n.Status = "comment.mentioned", domain.NotificationCancelled }), typ: mentionType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush:  {status: domain.StatusDropped, reason: domain.ReasonCancelled},
+				domain.ChannelEmail: {status: domain.StatusDropped, reason: domain.ReasonCancelled},
+			},
+		},
+		{
+			name: "escalation: a delayed channel does not join a digest",
+			n: note(func(n *domain.Notification) {
+				n.Type, n.Priority, n.BatchKey = "comment.created", domain.PriorityLow, "thread-1"
+			}), typ: delayedDigestType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelPush: {status: domain.StatusDeferred, reason: domain.ReasonDelayed, due: now.Add(5 * time.Minute), limited: true},
 			},
 		},
 		{

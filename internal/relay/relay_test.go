@@ -511,3 +511,30 @@ func TestPlanningMetrics(t *testing.T) {
 		t.Errorf("flushed %d times, want 1", tally.Flushes())
 	}
 }
+
+// TestEscalationDelaysThroughTheDueIndexAndCountsTheLimit: a mention's email
+// is deferred (delayed) to acceptance + 30 min, its push goes now, and the
+// delayed emails count against the rate limit when planned.
+func TestEscalationDelaysThroughTheDueIndexAndCountsTheLimit(t *testing.T) {
+	f := newFixture(t, withLimits(policy.Limits{Window: time.Minute, PerWindow: map[domain.Channel]int{domain.ChannelEmail: 2, domain.ChannelPush: 20}}))
+	f.user("u1", nil)
+	mention := func(id string) *domain.Notification {
+		return &domain.Notification{ID: id, Type: "comment.mentioned", Recipient: domain.Recipient{UserID: "u1"}, Priority: domain.PriorityNormal,
+			Data: map[string]any{"actorLabel": "A", "url": "https://example.com/c/" + id}, CreatedAt: now.Add(-time.Second)}
+	}
+	if failed := f.handle(t, insert("1", mention("m1")), insert("2", mention("m2")), insert("3", mention("m3"))); len(failed) > 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	for _, id := range []string{"m1", "m2"} {
+		if d := f.wantDelivery(t, id, domain.ChannelEmail, domain.StatusDeferred, domain.ReasonDelayed); !d.DueAt.Equal(now.Add(30*time.Minute - time.Second)) {
+			t.Errorf("%s email due %v, want acceptance + 30 min", id, d.DueAt)
+		}
+	}
+	f.wantDelivery(t, "m3", domain.ChannelEmail, domain.StatusSkipped, domain.ReasonRateLimited)
+	for _, id := range []string{"m1", "m2", "m3"} {
+		f.wantDelivery(t, id, domain.ChannelPush, domain.StatusQueued, "")
+	}
+	if len(f.pub.sent) != 3 {
+		t.Errorf("sent %v, want the three pushes only", f.pub.sent)
+	}
+}

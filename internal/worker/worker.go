@@ -241,7 +241,11 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	// the worker that holds the claim.
 	claimable := []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying}
 	if reason != domain.ReasonNone {
-		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusDropped, From: claimable, ReclaimExpiredLease: now, Reason: reason})
+		to := domain.StatusDropped
+		if reason == domain.ReasonActiveInApp {
+			to = domain.StatusSkipped
+		}
+		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: claimable, ReclaimExpiredLease: now, Reason: reason})
 	}
 
 	// Quota before the claim: a send that finds none burns no attempt.
@@ -434,7 +438,23 @@ func (h *Handler) recheck(n *domain.Notification, typ *catalog.Type, p *domain.R
 	if c == domain.ChannelEmail && p.User != nil && p.User.SuppressedEmail != "" && strings.EqualFold(p.User.SuppressedEmail, contact) {
 		return "", domain.ReasonSuppressed
 	}
+	if reason := escalationReason(typ.EscalationOf(c), n, p, now); reason != domain.ReasonNone {
+		return "", reason
+	}
 	return contact, domain.ReasonNone
+}
+
+// escalationReason evaluates the type's escalation conditions at send time:
+// the inbox item read or archived (unlessRead), or the user's app seen within
+// unlessActiveWithin before now. Read wins: it is the stronger signal.
+func escalationReason(e catalog.Escalation, n *domain.Notification, p *domain.RecipientProfile, now time.Time) domain.Reason {
+	if e.UnlessRead && (!n.ReadAt.IsZero() || !n.ArchivedAt.IsZero()) {
+		return domain.ReasonReadInApp
+	}
+	if e.UnlessActiveWithin > 0 && !p.LastSeenAt.IsZero() && now.Sub(p.LastSeenAt) < e.UnlessActiveWithin {
+		return domain.ReasonActiveInApp
+	}
+	return domain.ReasonNone
 }
 
 // finish records an outcome and logs it; the message is done (deleted) unless
@@ -460,6 +480,7 @@ func (h *Handler) finish(ctx context.Context, log *slog.Logger, id string, c dom
 var outcomeMetrics = map[domain.Status]metrics.Name{
 	domain.StatusSent: metrics.Sent, domain.StatusRetrying: metrics.Retried,
 	domain.StatusFailed: metrics.Failed, domain.StatusDropped: metrics.Dropped,
+	domain.StatusSkipped: metrics.Skipped,
 }
 
 func (h *Handler) backoff(p domain.Priority, receives int) time.Duration {

@@ -57,7 +57,7 @@ func newHarness(t testing.TB, ch domain.Channel, cfg Config) *harness {
 
 // notification stores a notification of typ with one delivery on ch in status.
 func (h *harness) notification(id, typ string, ch domain.Channel, status domain.Status) *domain.Notification {
-	data := map[string]any{"invoiceUrl": "https://example.com/i/1", "url": "https://example.com/s", "code": "123456", "reservationUrl": "https://example.com/r"}
+	data := map[string]any{"invoiceUrl": "https://example.com/i/1", "url": "https://example.com/s", "code": "123456", "reservationUrl": "https://example.com/r", "actorLabel": "Ann"}
 	t, _ := cat.Lookup(typ)
 	n := &domain.Notification{ID: id, Type: typ, Recipient: domain.Recipient{UserID: user}, Data: data, Priority: t.Priority, Status: domain.NotificationAccepted, CreatedAt: fixedAt}
 	h.store.put(n, domain.Delivery{Channel: ch, Priority: t.Priority, Status: status})
@@ -140,6 +140,28 @@ func TestHandleOutcomes(t *testing.T) {
 				h.store.profiles[user].User.SuppressedEmail = "old@example.com"
 			},
 			wantSends: 1, want: domain.StatusSent, attempts: 1, visMin: -1},
+		{name: "escalation: push skipped, the user was in the app a moment ago", typ: "comment.mentioned", channel: domain.ChannelPush, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) {
+				h.store.profiles[user].LastSeenAt = fixedAt.Add(-30 * time.Second)
+			},
+			want: domain.StatusSkipped, reason: domain.ReasonActiveInApp, visMin: -1},
+		{name: "escalation: push sent, last seen 5 minutes ago", typ: "comment.mentioned", channel: domain.ChannelPush, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) {
+				h.store.profiles[user].LastSeenAt = fixedAt.Add(-5 * time.Minute)
+			},
+			wantSends: 1, want: domain.StatusSent, attempts: 1, visMin: -1},
+		{name: "escalation: email dropped, read in the inbox", typ: "comment.mentioned", channel: domain.ChannelEmail, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) { n.ReadAt = fixedAt.Add(-time.Minute) },
+			want:  domain.StatusDropped, reason: domain.ReasonReadInApp, visMin: -1},
+		{name: "escalation: email dropped, archived in the inbox", typ: "comment.mentioned", channel: domain.ChannelEmail, status: domain.StatusRetrying,
+			setup: func(h *harness, n *domain.Notification) { n.ArchivedAt = fixedAt.Add(-time.Minute) },
+			want:  domain.StatusDropped, reason: domain.ReasonReadInApp, visMin: -1},
+		{name: "escalation: email sent, unread (presence does not matter)", typ: "comment.mentioned", channel: domain.ChannelEmail, status: domain.StatusQueued,
+			setup:     func(h *harness, n *domain.Notification) { h.store.profiles[user].LastSeenAt = fixedAt },
+			wantSends: 1, want: domain.StatusSent, attempts: 1, visMin: -1},
+		{name: "escalation: cancelled wins over read", typ: "comment.mentioned", channel: domain.ChannelEmail, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) { n.Status, n.ReadAt = domain.NotificationCancelled, fixedAt },
+			want:  domain.StatusDropped, reason: domain.ReasonCancelled, visMin: -1},
 		{name: "phone removed", typ: "otp.code", channel: domain.ChannelSMS, status: domain.StatusQueued,
 			setup: func(h *harness, n *domain.Notification) { h.store.profiles[user].User.Phone = "" },
 			want:  domain.StatusDropped, reason: domain.ReasonNoContact, visMin: -1},

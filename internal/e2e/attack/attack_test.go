@@ -255,6 +255,8 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "mark another user's item read", method: "POST", path: "/v1/users/" + victim + "/inbox/" + nid + "/read", token: attacker, status: 404, outcome: "not_found"},
 		{name: "read-all of another user", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", token: attacker, status: 404, outcome: "not_found"},
 		{name: "archive another user's item", method: "POST", path: "/v1/users/" + victim + "/inbox/" + nid + "/archive", token: attacker, status: 404, outcome: "not_found"},
+		{name: "presence without a token", method: "POST", path: "/v1/users/" + victim + "/presence", status: 401, outcome: "gateway: Unauthorized"},
+		{name: "presence for another user", method: "POST", path: "/v1/users/" + victim + "/presence", token: attacker, status: 404, outcome: "not_found"},
 		{name: "own inbox, bad cursor", method: "GET", path: "/v1/users/" + attacker + "/inbox?cursor=%00%01", token: attacker, status: 400, outcome: "invalid_cursor"},
 		{name: "own inbox, huge limit", method: "GET", path: "/v1/users/" + attacker + "/inbox?limit=100000", token: attacker, status: 400, outcome: "invalid_limit"},
 		{name: "inbox with a service caller's credentials only", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", header: http.Header{devstack.DevCallerHeader: {"svc"}}, status: 401, outcome: "gateway: Unauthorized"},

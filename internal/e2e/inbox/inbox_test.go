@@ -343,3 +343,36 @@ func TestReadAllIsBoundedPerCall(t *testing.T) {
 		t.Errorf("unread after read-all up to %s: %d %v, want the later item only", upTo, c, err)
 	}
 }
+
+// TestPresenceIsAtMostOneWritePerMinute calls presence 100 times (and reads
+// the inbox) within a minute: at most one DynamoDB write for it, and the
+// stored lastSeenAt is the first call's time.
+func TestPresenceIsAtMostOneWritePerMinute(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := stacktest.UniqueID("presence")
+	st.Calls.Reset()
+	start := st.Clock.Now()
+	for i := range 100 {
+		path := "/v1/users/" + user + "/presence"
+		method := http.MethodPost
+		if i%10 == 9 {
+			method, path = http.MethodGet, "/v1/users/"+user+"/inbox/unread-count"
+		}
+		if resp := asUser(t, user, method, path, nil); resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, resp.Body)
+		}
+	}
+	if st.Clock.Now().Sub(start) >= time.Minute {
+		t.Skip("the calls took a minute: the machine is too slow to check the bound")
+	}
+	if n := st.Calls.FunctionSnapshot("ApiFunction")["DynamoDB.UpdateItem"]; n > 1 {
+		t.Errorf("%d UpdateItem requests for 100 presence calls, want at most 1", n)
+	}
+	p, err := store(t).GetRecipientProfile(context.Background(), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.LastSeenAt.IsZero() || p.LastSeenAt.Before(start.Add(-time.Second)) || p.LastSeenAt.After(st.Clock.Now()) {
+		t.Errorf("lastSeenAt %v, want within the calls (from %v)", p.LastSeenAt, start)
+	}
+}

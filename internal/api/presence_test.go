@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/catalog"
+)
+
+// fakePresence plays the conditional write of the table: it writes when
+// nothing was written within minInterval, and counts every request.
+type fakePresence struct {
+	mu       sync.Mutex
+	lastSeen map[string]time.Time
+	requests int
+	writes   int
+	fail     error
+}
+
+var _ PresenceStore = (*fakePresence)(nil)
+
+func (f *fakePresence) TouchPresence(_ context.Context, user string, at time.Time, minInterval time.Duration) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests++
+	if f.fail != nil {
+		return false, f.fail
+	}
+	if last, ok := f.lastSeen[user]; ok && last.After(at.Add(-minInterval)) {
+		return false, nil
+	}
+	if f.lastSeen == nil {
+		f.lastSeen = map[string]time.Time{}
+	}
+	f.lastSeen[user] = at
+	f.writes++
+	return true, nil
+}
+
+const routePresence = "POST /v1/users/{userId}/presence"
+
+func newPresenceFixture(t *testing.T, store *fakePresence) *fixture {
+	fx := newFixture(t)
+	fx.h = New(Deps{Inbox: fx.store, Announcements: fx.store, Presence: store, Catalog: catalog.MustLoad(),
+		Now: func() time.Time { return fx.now }, NewID: func() string { return "nfixed" },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return fx
+}
+
+func TestPresenceWritesAtMostOncePerMinute(t *testing.T) {
+	tests := []struct {
+		name         string
+		calls        int
+		step         time.Duration
+		route        string
+		wantRequests int
+		wantWrites   int
+	}{
+		{"100 presence calls in a minute", 100, 500 * time.Millisecond, routePresence, 1, 1},
+		{"presence every 30s for 3 minutes", 6, 30 * time.Second, routePresence, 3, 3},
+		{"inbox reads are presence", 50, time.Second, routeList, 1, 1},
+		{"badge polls are presence", 120, time.Second, routeCount, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakePresence{}
+			fx := newPresenceFixture(t, store)
+			for range tt.calls {
+				r := fx.do(call{route: tt.route, path: map[string]string{"userId": "u1"}, sub: "u1"})
+				if r.status >= 300 {
+					t.Fatalf("status %d %s", r.status, r.body)
+				}
+				fx.now = fx.now.Add(tt.step)
+			}
+			if store.requests != tt.wantRequests || store.writes != tt.wantWrites {
+				t.Errorf("requests %d writes %d, want %d and %d", store.requests, store.writes, tt.wantRequests, tt.wantWrites)
+			}
+		})
+	}
+}
+
+// Two instances share the table: each makes one request in the minute, the
+// condition lets only one of them write.
+func TestPresenceAcrossInstancesWritesOnce(t *testing.T) {
+	store := &fakePresence{}
+	a, b := newPresenceFixture(t, store), newPresenceFixture(t, store)
+	for i := range 100 {
+		fx := a
+		if i%2 == 1 {
+			fx = b
+		}
+		if r := fx.do(call{route: routePresence, path: map[string]string{"userId": "u1"}, sub: "u1"}); r.status != http.StatusNoContent {
+			t.Fatalf("status %d %s", r.status, r.body)
+		}
+	}
+	if store.requests != 2 || store.writes != 1 {
+		t.Errorf("requests %d writes %d, want 2 and 1", store.requests, store.writes)
+	}
+}
+
+func TestPresenceEdges(t *testing.T) {
+	tests := []struct {
+		name       string
+		sub, path  string
+		fail       error
+		wantStatus int
+		wantCode   string
+	}{
+		{"own id", "u1", "u1", nil, http.StatusNoContent, ""},
+		{"another user's id", "u1", "u2", nil, http.StatusNotFound, "not_found"},
+		{"no token", "", "u1", nil, http.StatusUnauthorized, "unauthenticated"},
+		{"store down", "u1", "u1", errors.New("boom"), http.StatusInternalServerError, "internal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &fakePresence{fail: tt.fail}
+			fx := newPresenceFixture(t, store)
+			r := fx.do(call{route: routePresence, path: map[string]string{"userId": tt.path}, sub: tt.sub})
+			if r.status != tt.wantStatus {
+				t.Fatalf("status %d %s, want %d", r.status, r.body, tt.wantStatus)
+			}
+			if tt.wantCode != "" {
+				if c := r.code(t); c != tt.wantCode {
+					t.Errorf("code %q, want %q", c, tt.wantCode)
+				}
+			}
+		})
+	}
+}
+
+// A failed write is not cached: the next call tries again.
+func TestPresenceRetriesAfterAFailedWrite(t *testing.T) {
+	store := &fakePresence{fail: errors.New("throttled")}
+	fx := newPresenceFixture(t, store)
+	fx.do(call{route: routePresence, path: map[string]string{"userId": "u1"}, sub: "u1"})
+	store.fail = nil
+	if r := fx.do(call{route: routePresence, path: map[string]string{"userId": "u1"}, sub: "u1"}); r.status != http.StatusNoContent {
+		t.Fatalf("status %d %s", r.status, r.body)
+	}
+	if store.writes != 1 || store.requests != 2 {
+		t.Errorf("requests %d writes %d, want 2 and 1", store.requests, store.writes)
+	}
+}

@@ -1,0 +1,58 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// presenceSK is the user's presence item, next to the profile under the
+// user's partition: its own item so that PUT /v1/users (which replaces the
+// profile) never erases it, and so that the worker's query of the user's
+// partition reads it with everything else.
+const presenceSK = "PRESENCE"
+
+// TouchPresence records that the user was seen at `at`, unless a write
+// within minInterval before it already did (written=false then). The
+// condition makes concurrent API instances agree: at most one write per user
+// per minInterval whichever instance serves the calls. lastSeenAt is kept in
+// Unix milliseconds, a number, so that the condition compares times.
+func (s *Store) TouchPresence(ctx context.Context, userID string, at time.Time, minInterval time.Duration) (written bool, err error) {
+	ms := at.UnixMilli()
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.table),
+		Key:                 key(UserPK(userID), presenceSK),
+		UpdateExpression:    aws.String("SET lastSeenAt = :now, kind = :kind"),
+		ConditionExpression: aws.String("attribute_not_exists(lastSeenAt) OR lastSeenAt <= :cutoff"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":    &types.AttributeValueMemberN{Value: strconv.FormatInt(ms, 10)},
+			":cutoff": &types.AttributeValueMemberN{Value: strconv.FormatInt(ms-minInterval.Milliseconds(), 10)},
+			":kind":   str("presence"),
+		},
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("touch presence of %s: %w", userID, err)
+	}
+	return true, nil
+}
+
+// lastSeenOf reads a presence item's lastSeenAt (zero when absent).
+func lastSeenOf(av map[string]types.AttributeValue) time.Time {
+	n, ok := av["lastSeenAt"].(*types.AttributeValueMemberN)
+	if !ok {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}

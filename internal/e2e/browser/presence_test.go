@@ -1,0 +1,107 @@
+package browser
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/heraldhq/herald/client"
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+)
+
+// TestVisibleInboxSuppressesThePush: while the console's <herald-inbox> is
+// visible, the kit reports presence and a comment.mentioned push is skipped
+// (active_in_app); once the page is hidden the kit stops presence and
+// polling, and a mention three minutes later is pushed.
+//
+// Headless Chromium keeps its one tab visible, so "hidden" is the Page
+// Visibility API's state as a backgrounded tab has it: document.hidden and
+// visibilityState overridden, then the visibilitychange event the browser
+// fires.
+func TestVisibleInboxSuppressesThePush(t *testing.T) {
+	st := stacktest.Stack(t)
+	exe := chromium(t)
+	ctx := context.Background()
+	c := stacktest.Client(t, "browser-test")
+	user := stacktest.UniqueID("seen")
+	localID, sub, err := st.Push.NewSubscription("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps client.PushSubscription
+	ps.Endpoint, ps.Keys.P256dh, ps.Keys.Auth = sub.Endpoint, sub.P256dh, sub.Auth
+	if _, err := c.CreatePushSubscription(ctx, user, ps); err != nil {
+		t.Fatal(err)
+	}
+	mention := func() string {
+		t.Helper()
+		a, err := c.Send(ctx, client.Notification{Type: "comment.mentioned", Recipient: client.Recipient{UserID: user},
+			Data: map[string]string{"actorLabel": "Ann", "url": "https://example.com/c/1"}, Channels: []string{"push"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.ID
+	}
+	pushOutcome := func(id string) string {
+		var out string
+		stacktest.Eventually(t, 30*time.Second, "the push outcome of "+id, func() bool {
+			n, err := c.GetNotification(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := n.Deliveries["push"]
+			out = d.Status + ": " + d.Reason
+			return d.Status == "skipped" || d.Status == "sent" || d.Status == "dropped" || d.Status == "failed"
+		})
+		return out
+	}
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
+	defer cancelTimeout()
+	run := func(what string, actions ...chromedp.Action) {
+		t.Helper()
+		if err := chromedp.Run(bctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	const shadow = `document.querySelector('herald-inbox').shadowRoot`
+	var visibility string
+	run("open the inbox",
+		chromedp.Navigate(st.APIURL+"/_dev/?user="+user),
+		chromedp.WaitVisible(`#inbox-demo`),
+		chromedp.Poll(shadow+`.querySelector('.badge') !== null && !!document.querySelector('herald-inbox').tokenProvider`, nil,
+			chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Evaluate(`document.visibilityState`, &visibility),
+	)
+	if visibility != "visible" {
+		t.Fatalf("the page is %q, want visible", visibility)
+	}
+	seenAt := st.Clock.Now()
+	time.Sleep(500 * time.Millisecond) // the kit's first presence report
+	if got := pushOutcome(mention()); got != "skipped: active_in_app" {
+		t.Fatalf("push with the inbox visible: %s, want skipped: active_in_app", got)
+	}
+	if n := len(st.Push.MessagesFor(localID)); n != 0 {
+		t.Fatalf("%d pushes with the inbox visible", n)
+	}
+
+	run("hide the page", chromedp.Evaluate(`Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});
+		Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'});
+		document.dispatchEvent(new Event('visibilitychange')); true`, nil))
+	st.Clock.Advance(seenAt.Add(3 * time.Minute).Sub(st.Clock.Now()))
+	time.Sleep(5 * time.Second) // more than two of the page's 2 s polls, had it kept polling
+	id := mention()
+	if got := pushOutcome(id); got != "sent: " {
+		t.Fatalf("push with the inbox hidden: %s, want sent", got)
+	}
+	if n := len(st.Push.MessagesFor(localID)); n != 1 {
+		t.Fatalf("%d pushes with the inbox hidden, want 1", n)
+	}
+}
