@@ -18,7 +18,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +35,7 @@ import (
 )
 
 // logs captures every function's log output for the whole run.
-var logs = &syncBuffer{}
+var logs = &stacktest.LogBuffer{}
 
 const settle = 30 * time.Second
 
@@ -50,23 +49,6 @@ func TestMain(m *testing.M) {
 		Overrides:        map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "MaxReceiveCount": "3"},
 		Logs:             w,
 	})
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func store(t testing.TB) *dynamo.Store {

@@ -5,11 +5,9 @@
 package iamcheck
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/heraldhq/herald/internal/devstack"
@@ -18,24 +16,7 @@ import (
 )
 
 // logs collects the functions' JSON logs (written from many goroutines).
-var logs syncBuffer
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+var logs stacktest.LogBuffer
 
 // weakened writes template.yaml without the given "Function action"
 // permissions to dir and returns its path.

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -283,30 +282,12 @@ func TestRestartWithDataDirDeliversEachQueuedMessageOnce(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the stack's goroutines write concurrently.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Count(s.b.Bytes(), []byte("\n"))
-}
-
 // When an emulator dies, the stack stops its functions and says which
 // emulator it was, instead of polling a dead endpoint.
 func TestEmulatorDeathStopsTheStack(t *testing.T) {
 	for _, name := range []string{"sqs", "dynamodb"} {
 		t.Run(name, func(t *testing.T) {
-			logs := &syncBuffer{}
+			logs := &stacktest.LogBuffer{}
 			st := start(t, devstack.Config{Logs: logs})
 			pid := st.Emulators.PID(name)
 			if pid == 0 {
@@ -327,9 +308,9 @@ func TestEmulatorDeathStopsTheStack(t *testing.T) {
 			}
 			// The functions are stopped: nothing goes on logging failures.
 			time.Sleep(500 * time.Millisecond)
-			before := logs.lines()
+			before := logs.Lines()
 			time.Sleep(2 * time.Second)
-			if after := logs.lines(); after > before {
+			if after := logs.Lines(); after > before {
 				t.Errorf("%d log lines in the 2 s after the stack stopped; want none", after-before)
 			}
 		})

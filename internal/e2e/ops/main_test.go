@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +25,7 @@ import (
 )
 
 // logs captures every function's log output for the whole run.
-var logs = &syncBuffer{}
+var logs = &stacktest.LogBuffer{}
 
 func TestMain(m *testing.M) {
 	var w io.Writer = logs
@@ -38,23 +37,6 @@ func TestMain(m *testing.M) {
 		Overrides:        map[string]string{"BackoffBase": "1s", "BackoffCap": "2s"},
 		Logs:             w,
 	})
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func store(t *testing.T) *dynamo.Store {
