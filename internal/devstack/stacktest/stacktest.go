@@ -18,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
 )
@@ -191,7 +194,12 @@ func (r *Response) JSON(t testing.TB, v any) {
 // a value to encode as JSON. headers are "Name: value" pairs.
 func Do(t testing.TB, method, path string, body any, headers ...string) *Response {
 	t.Helper()
-	st := Stack(t)
+	return DoOn(t, Stack(t), method, path, body, headers...)
+}
+
+// DoOn is Do against a given stack (a test that starts and restarts its own).
+func DoOn(t testing.TB, st *devstack.Stack, method, path string, body any, headers ...string) *Response {
+	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -285,4 +293,21 @@ func EmailsTo(t testing.TB, addr string) []Email {
 // UniqueID returns an id unique to this test run, for user ids and keys.
 func UniqueID(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+// SendWork puts raw bodies on one of the stack's queues (by logical id) in one
+// SendMessageBatch: poison messages, or work messages made by hand.
+func SendWork(t testing.TB, queueID string, bodies ...string) {
+	t.Helper()
+	st := Stack(t)
+	var entries []sqstypes.SendMessageBatchRequestEntry
+	for i, b := range bodies {
+		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
+	}
+	out, err := sqs.NewFromConfig(st.AWS).SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{
+		QueueUrl: aws.String(st.Resources.Queues[queueID].URL), Entries: entries,
+	})
+	if err != nil || len(out.Failed) > 0 {
+		t.Fatalf("send to %s: %v %v", queueID, err, out)
+	}
 }

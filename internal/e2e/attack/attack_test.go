@@ -439,7 +439,7 @@ func TestPoisonMessagesGoToTheDLQ(t *testing.T) {
 	}
 	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ"}
 	for q, bodies := range poison {
-		sendWork(t, q, bodies...)
+		stacktest.SendWork(t, q, bodies...)
 	}
 	for q, bodies := range poison {
 		var in []string

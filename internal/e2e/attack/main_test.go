@@ -128,22 +128,6 @@ func outcome(raw []byte) string {
 	return ""
 }
 
-// sendWork puts raw bodies on a work queue.
-func sendWork(t testing.TB, queueID string, bodies ...string) {
-	t.Helper()
-	st := stacktest.Stack(t)
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for i, b := range bodies {
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
-	}
-	out, err := sqs.NewFromConfig(st.AWS).SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{
-		QueueUrl: aws.String(st.Resources.Queues[queueID].URL), Entries: entries,
-	})
-	if err != nil || len(out.Failed) > 0 {
-		t.Fatalf("send to %s: %v %v", queueID, err, out)
-	}
-}
-
 // dlqBodies peeks at a DLQ's messages: receives a few times, then makes
 // what it received visible again at once (a zero VisibilityTimeout on the
 // receive is not honoured by every emulator).

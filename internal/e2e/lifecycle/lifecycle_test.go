@@ -5,12 +5,10 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,42 +48,6 @@ func start(t *testing.T, cfg devstack.Config) *devstack.Stack {
 	return st
 }
 
-type response struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func do(t *testing.T, st *devstack.Stack, method, path string, body any, headers ...string) response {
-	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, st.APIURL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, header: resp.Header, body: raw}
-}
-
 // eventually polls cond until it holds or timeout passes; state, if given,
 // describes what was seen last.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool, state ...func() string) {
@@ -111,9 +73,9 @@ func sentTo(t *testing.T, st *devstack.Stack) map[string]int {
 			Destination struct{ To []string } `json:"destination"`
 		} `json:"emails"`
 	}
-	r := do(t, st, http.MethodGet, "/_dev/emails", nil)
-	if err := json.Unmarshal(r.body, &store); err != nil {
-		t.Fatalf("emails: %v %s", err, r.body)
+	r := stacktest.DoOn(t, st, http.MethodGet, "/_dev/emails", nil)
+	if err := json.Unmarshal(r.Body, &store); err != nil {
+		t.Fatalf("emails: %v %s", err, r.Body)
 	}
 	out := map[string]int{}
 	for _, e := range store.Emails {
@@ -180,16 +142,16 @@ func TestRestartWithDataDirDeliversEachQueuedMessageOnce(t *testing.T) {
 	ids := make([]string, n)
 	for i := range n {
 		user := fmt.Sprintf("r%s-%d", run, i)
-		r := do(t, st1, http.MethodPost, "/v1/notifications", map[string]any{
+		r := stacktest.DoOn(t, st1, http.MethodPost, "/v1/notifications", map[string]any{
 			"type": "reservation.approved", "channels": []string{"email"},
 			"recipient": map[string]any{"userId": user, "email": addr(i)},
 			"data":      map[string]any{"reservationUrl": "https://example.com/r/" + user},
-		}, "Idempotency-Key", "restart-"+run+"-"+fmt.Sprint(i))
-		if r.status != http.StatusAccepted {
-			t.Fatalf("POST #%d = %d %s", i, r.status, r.body)
+		}, "Idempotency-Key: restart-"+run+"-"+fmt.Sprint(i))
+		if r.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST #%d = %d %s", i, r.StatusCode, r.Body)
 		}
 		var acc struct{ ID string }
-		if err := json.Unmarshal(r.body, &acc); err != nil {
+		if err := json.Unmarshal(r.Body, &acc); err != nil {
 			t.Fatal(err)
 		}
 		ids[i] = acc.ID
@@ -248,13 +210,13 @@ func TestRestartWithDataDirDeliversEachQueuedMessageOnce(t *testing.T) {
 		}
 	}
 	// A replay of a key accepted before the restart answers the same id.
-	r := do(t, st2, http.MethodPost, "/v1/notifications", map[string]any{
+	r := stacktest.DoOn(t, st2, http.MethodPost, "/v1/notifications", map[string]any{
 		"type": "reservation.approved", "channels": []string{"email"},
 		"recipient": map[string]any{"userId": fmt.Sprintf("r%s-0", run), "email": addr(0)},
 		"data":      map[string]any{"reservationUrl": fmt.Sprintf("https://example.com/r/r%s-0", run)},
-	}, "Idempotency-Key", "restart-"+run+"-0")
-	if r.status != http.StatusAccepted || r.header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(r.body), ids[0]) {
-		t.Fatalf("replay after restart = %d replayed=%q %s; want 202, true, id %s", r.status, r.header.Get("Idempotent-Replayed"), r.body, ids[0])
+	}, "Idempotency-Key: restart-"+run+"-0")
+	if r.StatusCode != http.StatusAccepted || r.Header.Get("Idempotent-Replayed") != "true" || !strings.Contains(string(r.Body), ids[0]) {
+		t.Fatalf("replay after restart = %d replayed=%q %s; want 202, true, id %s", r.StatusCode, r.Header.Get("Idempotent-Replayed"), r.Body, ids[0])
 	}
 
 	eventually(t, 4*time.Minute, "every email delivery sent", func() bool {

@@ -103,22 +103,6 @@ func workMessage(id string, ch domain.Channel) string {
 	return string(b)
 }
 
-// sendWork puts raw bodies on a work queue in one SendMessageBatch.
-func sendWork(t testing.TB, queueID string, bodies ...string) {
-	t.Helper()
-	st := stacktest.Stack(t)
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for i, b := range bodies {
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(b)})
-	}
-	out, err := sqs.NewFromConfig(st.AWS).SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{
-		QueueUrl: aws.String(st.Resources.Queues[queueID].URL), Entries: entries,
-	})
-	if err != nil || len(out.Failed) > 0 {
-		t.Fatalf("send to %s: %v %v", queueID, err, out)
-	}
-}
-
 // dlqBodies peeks at a DLQ's messages (visibility 0: they stay there).
 func dlqBodies(t testing.TB, dlqID string) []string {
 	t.Helper()

@@ -270,7 +270,7 @@ func TestRecheckDropsCancelledAndExpired(t *testing.T) {
 			addr := user + "@example.com"
 			id := queued(t, user, domain.ChannelEmail, map[string]any{"email": addr})
 			tt.change(t, id)
-			sendWork(t, "EmailNormalQueue", workMessage(id, domain.ChannelEmail))
+			stacktest.SendWork(t, "EmailNormalQueue", workMessage(id, domain.ChannelEmail))
 			d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDropped)
 			wantOutcome(t, d, domain.StatusDropped, tt.reason, 0)
 			if n := len(emailsTo(t, addr)); n != 0 {
@@ -294,7 +294,7 @@ func TestMalformedMessageInBatchOfTen(t *testing.T) {
 	}
 	bad := `{"notificationId":"` + prefix + `-malformed","channel":"email","extra":true}`
 	bodies = slices.Insert(bodies, 4, bad)
-	sendWork(t, "EmailLowQueue", bodies...)
+	stacktest.SendWork(t, "EmailLowQueue", bodies...)
 	for _, id := range ids {
 		wantOutcome(t, waitStatus(t, id, domain.ChannelEmail, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
 	}
@@ -309,8 +309,8 @@ func TestDuplicateMessageSendsOnce(t *testing.T) {
 	addr := user + "@example.com"
 	id := queued(t, user, domain.ChannelEmail, map[string]any{"email": addr})
 	msg := workMessage(id, domain.ChannelEmail)
-	sendWork(t, "EmailNormalQueue", msg, msg)
-	sendWork(t, "EmailNormalQueue", msg)
+	stacktest.SendWork(t, "EmailNormalQueue", msg, msg)
+	stacktest.SendWork(t, "EmailNormalQueue", msg)
 	wantOutcome(t, waitStatus(t, id, domain.ChannelEmail, domain.StatusSent), domain.StatusSent, domain.ReasonNone, 1)
 	stacktest.Eventually(t, settle, "the duplicates consumed", func() bool { return queueIdle(t, "EmailNormalQueue") })
 	if n := len(emailsTo(t, addr)); n != 1 {
