@@ -202,10 +202,27 @@ func (h *Handler) encode(ctx context.Context, ev events.APIGatewayV2HTTPRequest,
 }
 
 // internalError logs err with its context and answers a problem that carries
-// no detail (details stay in the logs).
+// no detail (details stay in the logs). A call cut short by the invocation's
+// deadline answers a retryable 503 instead: the work may or may not have been
+// done, and a retry with the same idempotency key settles which.
 func (h *Handler) internalError(ctx context.Context, what string, err error) response {
+	if statusFor(err) == http.StatusServiceUnavailable {
+		h.log.WarnContext(ctx, what, "error", err, "outcome", "timeout")
+		return problemResponse(timeoutProblem())
+	}
 	h.log.ErrorContext(ctx, what, "error", err)
 	return problemResponse(&Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"})
+}
+
+// deadlineReserve is the time an invocation keeps back: a write not started
+// by then answers a retryable 503, so a batch returns every item's outcome
+// instead of being killed at the function's timeout with none.
+const deadlineReserve = 1500 * time.Millisecond
+
+// timeoutProblem answers work the invocation had no time left for.
+func timeoutProblem() *Problem {
+	return &Problem{Status: http.StatusServiceUnavailable, Code: "timeout", Title: "Timed out",
+		Detail: "the request ran out of time; retry it with the same idempotency key"}
 }
 
 // statusFor maps domain errors to HTTP statuses: the one place that does.
@@ -215,6 +232,8 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, domain.ErrConflict):
 		return http.StatusConflict
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

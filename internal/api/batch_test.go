@@ -1,10 +1,13 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBatchPartialFailure(t *testing.T) {
@@ -106,5 +109,48 @@ func TestBatchOfAHundred(t *testing.T) {
 	}
 	if len(ids) != maxBatchItems || len(ta.store.notifications) != maxBatchItems {
 		t.Fatalf("%d ids, %d stored", len(ids), len(ta.store.notifications))
+	}
+}
+
+// TestBatchNearTheDeadline: items the invocation has no time left for, and
+// writes cut short by its deadline, answer a retryable 503 each, so the
+// caller learns every item's outcome and retries only those.
+func TestBatchNearTheDeadline(t *testing.T) {
+	body := `{"notifications":[
+		{"idempotencyKey":"k1","type":"otp.code","recipient":{"userId":"u1"},"data":{"code":"123456"}},
+		{"idempotencyKey":"k2","type":"otp.code","recipient":{"userId":"u2"},"data":{"code":"123456"}},
+		{"idempotencyKey":"k3","type":"nope.nope","recipient":{"userId":"u3"}}]}`
+	tests := []struct {
+		name      string
+		remaining time.Duration
+		storeErr  error
+		want      []int
+		stored    int
+	}{
+		{"time enough", time.Minute, nil, []int{202, 202, 422}, 2},
+		{"no time left to start", deadlineReserve / 2, nil, []int{503, 503, 422}, 0},
+		{"write cut short", time.Minute, fmt.Errorf("create notification: %w", context.DeadlineExceeded), []int{503, 503, 422}, 0},
+		{"write failed", time.Minute, errors.New("boom"), []int{500, 500, 422}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta := newTestAPI(t)
+			ta.store.fail = tt.storeErr
+			ctx, cancel := context.WithTimeout(context.Background(), tt.remaining)
+			defer cancel()
+			resp := ta.do(t, apiCall{route: "POST /v1/notifications/batch", caller: "svc", body: body, ctx: ctx})
+			res := decodeBody[batchResponse](t, resp.Body).Results
+			for i, w := range tt.want {
+				if res[i].Status != w {
+					t.Errorf("item %d = %d, want %d (%+v)", i, res[i].Status, w, res[i].Problem)
+				}
+				if w == 503 && (res[i].Problem == nil || res[i].Problem.Code != "timeout") {
+					t.Errorf("item %d problem = %+v, want code timeout", i, res[i].Problem)
+				}
+			}
+			if len(ta.store.notifications) != tt.stored {
+				t.Errorf("stored %d, want %d", len(ta.store.notifications), tt.stored)
+			}
+		})
 	}
 }

@@ -284,9 +284,10 @@ type apiCall struct {
 	params  map[string]string // path parameters
 	body    string
 	headers map[string]string
-	caller  string // IAM caller (user name); "" for none
-	arn     string // IAM principal ARN, instead of caller
-	jwtSub  string // JWT subject instead of IAM
+	caller  string          // IAM caller (user name); "" for none
+	arn     string          // IAM principal ARN, instead of caller
+	jwtSub  string          // JWT subject instead of IAM
+	ctx     context.Context // the invocation's context; Background when nil
 }
 
 func (ta *testAPI) do(t testing.TB, c apiCall) events.APIGatewayV2HTTPResponse {
@@ -322,7 +323,11 @@ func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGat
 			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: arn},
 		}
 	}
-	resp, err := ta.h.Handle(context.Background(), ev)
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	resp, err := ta.h.Handle(ctx, ev)
 	if err != nil {
 		t.Fatalf("%s: handler error %v", c.route, err)
 	}

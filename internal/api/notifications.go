@@ -116,6 +116,9 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	} else {
 		n.ID = h.newID()
 	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < deadlineReserve {
+		return problemResponse(timeoutProblem())
+	}
 	stored, err := h.notifications.CreateNotification(ctx, n)
 	switch {
 	case errors.Is(err, domain.ErrConflict) && stored != nil && stored.Caller == n.Caller && stored.DedupeKey == n.DedupeKey && n.DedupeKey != "":
