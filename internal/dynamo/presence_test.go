@@ -59,7 +59,7 @@ func TestTouchPresenceWritesOncePerInterval(t *testing.T) {
 	}
 	n := notification(uniq(t), user, start)
 	mustCreate(t, s, n)
-	_, _, wp, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: n.ID, Channel: domain.ChannelEmail, UserID: user})
+	_, wp, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: n.ID, Channel: domain.ChannelEmail, UserID: user})
 	if err != nil || !wp.LastSeenAt.Equal(last) {
 		t.Fatalf("LoadWork lastSeenAt %v (%v), want %v", wp.LastSeenAt, err, last)
 	}

@@ -166,21 +166,22 @@ func TestLoadWorkAndReadPlanning(t *testing.T) {
 	tests := []struct {
 		name      string
 		wm        domain.WorkMessage
-		delivery  bool
 		pushSubs  int
 		wantErrIs error
 	}{
-		{"email: one batch read", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: user}, true, 0, nil},
-		{"push: with subscriptions", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelPush, UserID: user}, true, 1, nil},
-		{"no user id: the recipient's profile", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail}, true, 1, nil},
-		{"no delivery on the channel", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelSMS, UserID: user}, false, 0, nil},
-		{"another user named: the recipient's own profile", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: stranger}, true, 1, nil},
-		{"push naming another user", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelPush, UserID: stranger}, true, 1, nil},
-		{"missing notification", domain.WorkMessage{NotificationID: id + "-missing", Channel: domain.ChannelEmail, UserID: user}, false, 0, domain.ErrNotFound},
+		{"email: one batch read", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: user}, 0, nil},
+		{"push: with subscriptions", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelPush, UserID: user}, 1, nil},
+		{"no user id: the recipient's profile", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail}, 1, nil},
+		{"no delivery on the channel: the claim finds out", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelSMS, UserID: user}, 0, nil},
+		{"another user named: the recipient's own profile", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: stranger}, 1, nil},
+		{"push naming another user", domain.WorkMessage{NotificationID: id, Channel: domain.ChannelPush, UserID: stranger}, 1, nil},
+		{"missing notification", domain.WorkMessage{NotificationID: id + "-missing", Channel: domain.ChannelEmail, UserID: user}, 0, domain.ErrNotFound},
+		{"missing notification, push", domain.WorkMessage{NotificationID: id + "-missing", Channel: domain.ChannelPush, UserID: user}, 0, domain.ErrNotFound},
+		{"missing notification, no user id", domain.WorkMessage{NotificationID: id + "-missing", Channel: domain.ChannelEmail}, 0, domain.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n, d, p, err := s.LoadWork(ctx, tt.wm)
+			n, p, err := s.LoadWork(ctx, tt.wm)
 			if tt.wantErrIs != nil {
 				if !errors.Is(err, tt.wantErrIs) {
 					t.Errorf("error %v, want %v", err, tt.wantErrIs)
@@ -190,8 +191,8 @@ func TestLoadWorkAndReadPlanning(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n.ID != id || (d != nil) != tt.delivery || (d != nil && d.Channel != tt.wm.Channel) {
-				t.Errorf("notification %s, delivery %+v", n.ID, d)
+			if n.ID != id || n.Recipient.UserID != user {
+				t.Errorf("notification %+v", n)
 			}
 			if p.User == nil || p.User.ID != user || p.User.Locale != "it" {
 				t.Errorf("profile user %+v, want the recipient's", p.User)

@@ -10,24 +10,26 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// LoadWork reads what a worker needs to recheck and send one work message:
-// the notification, its delivery on the message's channel (nil when there is
-// none) and the recipient's profile, all strongly consistent.
+// LoadWork reads what a worker needs to recheck one work message: the
+// notification and the recipient's profile, all strongly consistent. The
+// delivery is not read: the worker's claim (a conditional update returning
+// the item) answers its state, so a read of it would be paid twice.
 //
 // With the recipient's id in the message, email and SMS take one
-// BatchGetItem (notification, delivery, profile, preferences, presence). Push also
+// BatchGetItem (notification, profile, preferences, presence). Push also
 // needs the user's subscriptions, a range of items only a query returns, so
-// it takes the two partition queries, run concurrently. A message without the
-// user id (queued before it was carried) takes the two queries in turn.
-func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
+// it reads the notification and queries the user's partition concurrently.
+// A message without the user id (queued before it was carried) takes the
+// two reads in turn.
+func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	switch {
 	case wm.UserID == "":
-		n, d, err := s.notificationAndDelivery(ctx, wm)
+		n, err := s.GetNotification(ctx, wm.NotificationID)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		p, err := s.GetRecipientProfile(ctx, n.Recipient.UserID)
-		return n, d, p, err
+		return n, p, err
 	case wm.Channel == domain.ChannelPush:
 		var p *domain.RecipientProfile
 		var perr error
@@ -36,67 +38,49 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 			defer close(done)
 			p, perr = s.GetRecipientProfile(ctx, wm.UserID)
 		}()
-		n, d, err := s.notificationAndDelivery(ctx, wm)
+		n, err := s.GetNotification(ctx, wm.NotificationID)
 		<-done
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if perr != nil {
-			return nil, nil, nil, perr
+			return nil, nil, perr
 		}
-		return s.ownProfile(ctx, n, d, p, wm)
+		return s.ownProfile(ctx, n, p, wm)
 	}
 	items, err := s.batchGet(ctx, "load work "+wm.NotificationID, []map[string]types.AttributeValue{
 		key(NotificationPK(wm.NotificationID), notificationSK),
-		key(NotificationPK(wm.NotificationID), deliveryPrefix+string(wm.Channel)),
 		key(UserPK(wm.UserID), profileSK),
 		key(UserPK(wm.UserID), prefsSK),
 		key(UserPK(wm.UserID), presenceSK), // lastSeenAt, for the type's unlessActiveWithin
 	}, consistentRead)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	var n *domain.Notification
-	var d *domain.Delivery
 	p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
 	for _, av := range items {
-		switch pk := stringAttr(av, "pk"); {
-		case strings.HasPrefix(pk, userPrefix):
+		if strings.HasPrefix(stringAttr(av, "pk"), userPrefix) {
 			err = absorbUserItem(p, av)
-		case stringAttr(av, "sk") == notificationSK:
+		} else {
 			n, err = decodeNotification(av)
-		default:
-			d, err = decodeDelivery(av)
 		}
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("load work %s: %w", wm.NotificationID, err)
+			return nil, nil, fmt.Errorf("load work %s: %w", wm.NotificationID, err)
 		}
 	}
 	if n == nil {
-		return nil, nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
+		return nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
 	}
-	return s.ownProfile(ctx, n, d, p, wm)
+	return s.ownProfile(ctx, n, p, wm)
 }
 
 // ownProfile guards against a message naming another user than its
 // notification's recipient: the recipient's own profile is read instead.
-func (s *Store) ownProfile(ctx context.Context, n *domain.Notification, d *domain.Delivery, p *domain.RecipientProfile, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
+func (s *Store) ownProfile(ctx context.Context, n *domain.Notification, p *domain.RecipientProfile, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	if n.Recipient.UserID == wm.UserID {
-		return n, d, p, nil
+		return n, p, nil
 	}
 	p, err := s.GetRecipientProfile(ctx, n.Recipient.UserID)
-	return n, d, p, err
-}
-
-func (s *Store) notificationAndDelivery(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, error) {
-	n, ds, err := s.GetNotificationWithDeliveries(ctx, wm.NotificationID)
-	if err != nil {
-		return nil, nil, err
-	}
-	for i := range ds {
-		if ds[i].Channel == wm.Channel {
-			return n, &ds[i], nil
-		}
-	}
-	return n, nil, nil
+	return n, p, err
 }

@@ -32,11 +32,11 @@ type digestTableFake struct {
 	sealed   int
 }
 
-func (f *digestTableFake) LoadWork(context.Context, domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
+func (f *digestTableFake) LoadWork(context.Context, domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, d := *f.n, f.delivery
-	return &n, &d, &domain.RecipientProfile{User: &domain.User{ID: "u1"}, PushSubscriptions: []domain.PushSubscription{{ID: "s1"}}}, nil
+	n := *f.n
+	return &n, &domain.RecipientProfile{User: &domain.User{ID: "u1"}, PushSubscriptions: []domain.PushSubscription{{ID: "s1"}}}, nil
 }
 
 func (f *digestTableFake) Transition(_ context.Context, _ string, _ domain.Channel, c domain.Change) (*domain.Delivery, error) {
@@ -73,7 +73,7 @@ func (f *digestTableFake) GetNotifications(_ context.Context, ids []string) ([]d
 // plainTable hides the digest methods.
 type plainTable struct{ f *digestTableFake }
 
-func (p plainTable) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
+func (p plainTable) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	return p.f.LoadWork(ctx, wm)
 }
 func (p plainTable) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {

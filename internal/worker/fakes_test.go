@@ -43,27 +43,22 @@ func (s *fakeStore) delivery(id string, c domain.Channel) domain.Delivery {
 	return *s.deliveries[id+"/"+string(c)]
 }
 
-func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
+func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.loadErr != nil {
-		return nil, nil, nil, s.loadErr
+		return nil, nil, s.loadErr
 	}
 	n, ok := s.notifications[wm.NotificationID]
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
+		return nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
 	}
 	cp := *n
-	var d *domain.Delivery
-	if stored, ok := s.deliveries[wm.NotificationID+"/"+string(wm.Channel)]; ok {
-		dc := *stored
-		d = &dc
-	}
 	p, ok := s.profiles[n.Recipient.UserID]
 	if !ok {
 		p = &domain.RecipientProfile{Preferences: domain.Preferences{}}
 	}
-	return &cp, d, p, nil
+	return &cp, p, nil
 }
 
 func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {

@@ -61,10 +61,13 @@ import (
 
 // Store is what the worker needs from the table.
 type Store interface {
-	// LoadWork reads the notification, its delivery on the message's channel
-	// (nil when there is none) and the recipient's profile;
-	// domain.ErrNotFound when the notification is gone.
-	LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error)
+	// LoadWork reads the notification and the recipient's profile;
+	// domain.ErrNotFound when the notification is gone. The delivery is not
+	// read: the claim's conditional write answers its state.
+	LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error)
+	// Transition applies a conditional change and returns the delivery as it
+	// is after it; on domain.ErrConflict it returns the delivery as it was
+	// (nil when there is none).
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
@@ -214,7 +217,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.malformed(ctx, h.log.With("messageId", msg.MessageId), msg, "undecodable body or wrong channel")
 	}
 	log := h.log.With("notificationId", wm.NotificationID, "channel", wm.Channel, "messageId", msg.MessageId)
-	n, d, profile, err := h.store.LoadWork(ctx, wm)
+	n, profile, err := h.store.LoadWork(ctx, wm)
 	if errors.Is(err, domain.ErrNotFound) {
 		log.WarnContext(ctx, "notification gone", "outcome", "discarded")
 		return nil
@@ -223,52 +226,50 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		log.ErrorContext(ctx, "load failed", "error", err)
 		return h.retryLater(ctx, log, msg, "")
 	}
-	if d == nil {
-		return h.malformed(ctx, log, msg, "no delivery for the work message")
-	}
-	log = log.With("priority", d.Priority)
-	if d.Status.Terminal() {
-		log.InfoContext(ctx, "duplicate work message", "outcome", "duplicate", "status", d.Status)
-		return nil
-	}
-	typ, ok := h.catalog.Lookup(n.Type)
-	if !ok {
-		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, Reason: domain.ReasonNotApplicable, LastError: "unknown type"})
-	}
-	now := h.now()
-	contact, reason := h.recheck(n, typ, profile, now)
+	// The delivery's priority is its notification's (the relay copies it).
+	p := n.Priority
+	log = log.With("priority", p)
 	// Not from a live sending: a duplicate must not overwrite the outcome of
 	// the worker that holds the claim.
 	claimable := []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying}
+	typ, ok := h.catalog.Lookup(n.Type)
+	if !ok {
+		return h.settleUnclaimed(ctx, log, msg, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusQueued, domain.StatusRetrying},
+			ReclaimExpiredLease: h.now(), Reason: domain.ReasonNotApplicable, LastError: "unknown type"})
+	}
+	now := h.now()
+	contact, reason := h.recheck(n, typ, profile, now)
 	if reason != domain.ReasonNone {
 		to := domain.StatusDropped
 		if reason == domain.ReasonActiveInApp {
 			to = domain.StatusSkipped
 		}
-		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: claimable, ReclaimExpiredLease: now, Reason: reason})
+		return h.settleUnclaimed(ctx, log, msg, n.ID, domain.Change{To: to, From: claimable, ReclaimExpiredLease: now, Reason: reason})
 	}
 
 	// Quota before the claim: a send that finds none burns no attempt.
-	if ok, err := h.takeQuota(ctx, wm.Channel, d.Priority); err != nil {
+	if ok, err := h.takeQuota(ctx, wm.Channel, p); err != nil {
 		log.ErrorContext(ctx, "send quota failed", "error", err)
-		return h.retryLater(ctx, log, msg, d.Priority)
+		return h.retryLater(ctx, log, msg, p)
 	} else if !ok {
-		return h.deferForQuota(ctx, log, msg, wm.Channel, d.Priority)
+		return h.deferForQuota(ctx, log, msg, wm.Channel, p)
 	}
 
-	claimed, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
+	// The claim is also the worker's only look at the delivery: it returns
+	// the item as it is after the claim (digest id, attempts), or as it was
+	// when the claim is refused.
+	d, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
 		To: domain.StatusSending, From: claimable,
 		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true,
 	})
 	if errors.Is(err, domain.ErrConflict) {
-		log.InfoContext(ctx, "claim lost", "outcome", "claimed_elsewhere")
-		return nil
+		return h.unclaimable(ctx, log, msg, d)
 	}
 	if err != nil {
 		log.ErrorContext(ctx, "claim failed", "error", err)
-		return h.retryLater(ctx, log, msg, d.Priority)
+		return h.retryLater(ctx, log, msg, p)
 	}
-	log = log.With("attempt", claimed.Attempts)
+	log = log.With("attempt", d.Attempts)
 
 	content, err := h.render(ctx, n, d, typ, locale(n, profile)) // digest.go: a digest leader renders its digest
 	if errors.Is(err, errDigestLoad) {
@@ -457,6 +458,33 @@ func escalationReason(e catalog.Escalation, n *domain.Notification, p *domain.Re
 	return domain.ReasonNone
 }
 
+// settleUnclaimed records an outcome decided before the claim (the recheck,
+// an unknown type). The delivery was not read, so a refused write is
+// answered like a refused claim.
+func (h *Handler) settleUnclaimed(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, c domain.Change) error {
+	d, err := h.store.Transition(ctx, id, h.provider.Channel(), c)
+	if errors.Is(err, domain.ErrConflict) {
+		return h.unclaimable(ctx, log, msg, d)
+	}
+	return h.recorded(ctx, log, c, d, err)
+}
+
+// unclaimable handles a message whose delivery refused a claimable-state
+// write; current is the delivery as the refusal returned it. None at all:
+// the message is malformed (to the DLQ). Terminal: a duplicate. Otherwise
+// another worker holds a live claim and its own message carries it on.
+func (h *Handler) unclaimable(ctx context.Context, log *slog.Logger, msg events.SQSMessage, current *domain.Delivery) error {
+	switch {
+	case current == nil:
+		return h.malformed(ctx, log, msg, "no delivery for the work message")
+	case current.Status.Terminal():
+		log.InfoContext(ctx, "duplicate work message", "outcome", "duplicate", "status", current.Status)
+	default:
+		log.InfoContext(ctx, "claim lost", "outcome", "claimed_elsewhere")
+	}
+	return nil
+}
+
 // finish records an outcome and logs it; the message is done (deleted) unless
 // the store write fails, in which case SQS retries it.
 func (h *Handler) finish(ctx context.Context, log *slog.Logger, id string, c domain.Change) error {
@@ -465,6 +493,12 @@ func (h *Handler) finish(ctx context.Context, log *slog.Logger, id string, c dom
 		log.InfoContext(ctx, "outcome already recorded", "outcome", c.To)
 		return nil
 	}
+	return h.recorded(ctx, log, c, d, err)
+}
+
+// recorded logs and counts an outcome the store accepted (err nil), or asks
+// SQS to retry the message when the write failed.
+func (h *Handler) recorded(ctx context.Context, log *slog.Logger, c domain.Change, d *domain.Delivery, err error) error {
 	if err != nil {
 		log.ErrorContext(ctx, "record outcome failed", "outcome", c.To, "error", err)
 		return errRetry

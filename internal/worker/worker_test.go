@@ -212,6 +212,17 @@ func TestHandleOutcomes(t *testing.T) {
 			body: `{"notificationId":"n1","channel":"sms"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
 		{name: "no delivery on this channel", typ: "invoice.payment_failed", channel: domain.ChannelPush, status: domain.StatusQueued,
 			body: `{"notificationId":"n1","channel":"email"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
+		// The worker no longer reads the delivery: a recheck's drop lands on
+		// the conditional write, whose refusal says what the delivery is.
+		{name: "cancelled after sent: duplicate, the outcome stays", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusSent,
+			setup: func(h *harness, n *domain.Notification) { n.Status = domain.NotificationCancelled },
+			want:  domain.StatusSent, visMin: -1},
+		{name: "cancelled and no delivery on this channel: malformed", typ: "invoice.payment_failed", channel: domain.ChannelPush, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) { n.Status = domain.NotificationCancelled },
+			body:  `{"notificationId":"n1","channel":"email"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
+		{name: "unknown type: failed not_applicable", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) { n.Type = "no.such.type" },
+			want:  domain.StatusFailed, reason: domain.ReasonNotApplicable, lastError: "unknown type", visMin: -1},
 		{name: "notification gone (TTL)", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
 			body: `{"notificationId":"gone","channel":"email"}`, want: domain.StatusQueued, visMin: -1},
 		{name: "table unavailable: retried after the backoff", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued, receives: 1,
