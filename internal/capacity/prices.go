@@ -22,6 +22,9 @@ type Prices struct {
 	HTTPAPIRequest float64 `json:"httpApiRequest"`
 	// CloudWatch Logs ingestion (standard class), per GB.
 	LogsIngestedGB float64 `json:"logsIngestedGB"`
+	// X-Ray, per trace recorded (the template traces every function,
+	// Tracing: Active).
+	XRayTraceRecorded float64 `json:"xrayTraceRecorded"`
 	// Provider fees, shown beside Herald's own cost.
 	SESEmail float64 `json:"sesEmail"`
 	SNSSMSUS float64 `json:"snsSmsUS"`
@@ -29,16 +32,17 @@ type Prices struct {
 
 // ListPrices are the prices every figure in docs/capacity.md uses.
 var ListPrices = Prices{
-	Date:             "list prices as published by AWS for us-east-1 since Nov 2024 (DynamoDB on-demand reduction); not re-checked online on 2026-12-03",
-	WriteRequestUnit: 0.625 / 1e6,
-	ReadRequestUnit:  0.125 / 1e6,
-	SQSRequest:       0.40 / 1e6,
-	LambdaRequest:    0.20 / 1e6,
-	LambdaGBSecond:   0.0000133334,
-	HTTPAPIRequest:   1.00 / 1e6,
-	LogsIngestedGB:   0.50,
-	SESEmail:         0.10 / 1000,
-	SNSSMSUS:         0.00581,
+	Date:              "list prices as published by AWS for us-east-1 since Nov 2024 (DynamoDB on-demand reduction); not re-checked online on 2026-12-03",
+	WriteRequestUnit:  0.625 / 1e6,
+	ReadRequestUnit:   0.125 / 1e6,
+	SQSRequest:        0.40 / 1e6,
+	LambdaRequest:     0.20 / 1e6,
+	LambdaGBSecond:    0.0000133334,
+	HTTPAPIRequest:    1.00 / 1e6,
+	LogsIngestedGB:    0.50,
+	XRayTraceRecorded: 5.00 / 1e6,
+	SESEmail:          0.10 / 1000,
+	SNSSMSUS:          0.00581,
 }
 
 // PlatformLogBytesPerInvocation is what Lambda itself writes per invocation
@@ -57,6 +61,14 @@ func PlatformLogBytes(systemLogLevel string) float64 {
 	return PlatformLogBytesPerInvocation
 }
 
+// XRaySampledShare is the share of a traced function's invocations X-Ray
+// records at scale: Lambda's active tracing samples the first request each
+// second and 5 % of the rest, and a function's sampling cannot be changed.
+// The first-request reservoir (~86,400 traces a day per function, about
+// $0.06 per million notifications at 50 M a day for the seven functions) is
+// a cost per second, not per notification, and is left out.
+const XRaySampledShare = 0.05
+
 // Usage is what one notification uses on average.
 type Usage struct {
 	// WriteUnits and ReadUnits by "table" or index name.
@@ -66,8 +78,11 @@ type Usage struct {
 	SQSRequests float64 `json:"sqsRequests"`
 	// Invocations and GBSeconds by function logical id.
 	Invocations map[string]float64 `json:"invocations"`
-	GBSeconds   map[string]float64 `json:"gbSeconds"`
-	APIRequests float64            `json:"apiRequests"`
+	// TracedInvocations are the invocations of functions with active
+	// X-Ray tracing (XRaySampledShare of them are recorded).
+	TracedInvocations float64            `json:"tracedInvocations"`
+	GBSeconds         map[string]float64 `json:"gbSeconds"`
+	APIRequests       float64            `json:"apiRequests"`
 	// LogBytes Herald writes (JSON lines and EMF); PlatformLogBytes what
 	// Lambda writes around the invocations.
 	LogBytes         float64 `json:"logBytes"`
@@ -84,6 +99,7 @@ type Cost struct {
 	Lambda   float64            `json:"lambda"` // requests and duration
 	API      float64            `json:"api"`
 	Logs     float64            `json:"logs"`
+	XRay     float64            `json:"xray"`
 	Total    float64            `json:"total"`
 	// ProviderFee (SES, SNS SMS) is not in Total.
 	ProviderFee float64 `json:"providerFee"`
@@ -110,7 +126,8 @@ func (p Prices) PerMillion(u Usage) Cost {
 	}
 	c.API = u.APIRequests * p.HTTPAPIRequest * m
 	c.Logs = (u.LogBytes + u.PlatformLogBytes) / 1e9 * p.LogsIngestedGB * m
-	c.Total += c.SQS + c.Lambda + c.API + c.Logs
+	c.XRay = u.TracedInvocations * XRaySampledShare * p.XRayTraceRecorded * m
+	c.Total += c.SQS + c.Lambda + c.API + c.Logs + c.XRay
 	c.ProviderFee = (u.Emails*p.SESEmail + u.SMS*p.SNSSMSUS) * m
 	return c
 }

@@ -244,6 +244,9 @@ type FunctionSpec struct {
 	Schedule  string            // "rate(1 minute)" for scheduled functions
 	// MemorySize in MB (Lambda bills duration × memory).
 	MemorySize int
+	// Tracing is the X-Ray mode ("Active" records sampled traces, which
+	// X-Ray bills per trace; "" or "PassThrough" records none of its own).
+	Tracing string
 }
 
 // Route is an HTTP API route.
@@ -262,6 +265,7 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 // Functions lists the serverless functions with effective settings.
 func (t *Template) Functions() []FunctionSpec {
 	defTimeout, defMemory := 3, 128
+	defTracing, _ := t.globalFunction()["Tracing"].(string)
 	if g, ok := t.globalFunction()["MemorySize"].(float64); ok {
 		defMemory = int(g)
 	}
@@ -277,7 +281,10 @@ func (t *Template) Functions() []FunctionSpec {
 	}
 	var out []FunctionSpec
 	for id, fn := range t.GetAllServerlessFunctionResources() {
-		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout, MemorySize: defMemory}
+		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout, MemorySize: defMemory, Tracing: defTracing}
+		if fn.Tracing != nil {
+			spec.Tracing = *fn.Tracing
+		}
 		if fn.MemorySize != nil {
 			spec.MemorySize = *fn.MemorySize
 		}

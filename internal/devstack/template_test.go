@@ -58,6 +58,12 @@ func TestTemplateInvariants(t *testing.T) {
 				t.Errorf("%s: no build-%s target in the Makefile", id, id)
 			}
 		}
+		// The cost benchmark prices X-Ray traces from the effective mode.
+		for _, spec := range tm.Functions() {
+			if spec.Tracing != "Active" {
+				t.Errorf("%s: effective tracing %q, want Active", spec.LogicalID, spec.Tracing)
+			}
+		}
 	})
 
 	timeouts := map[string]int{}

@@ -93,6 +93,9 @@ var scenarios = []scenario{
 	{name: "reservation.approved", channels: []domain.Channel{email, push}, push: true, body: typed("reservation.approved", nil, reservation)},
 	{name: "invoice.payment_failed", channels: []domain.Channel{email, push}, push: true, body: typed("invoice.payment_failed", nil, map[string]any{"invoiceUrl": "https://example.com/i/9"})},
 	{name: "security.login_alert", channels: []domain.Channel{email, sms}, body: typed("security.login_alert", nil, map[string]any{"url": "https://example.com/s"})},
+	// A channel skipped at planning: the user has no push subscription, so
+	// push ends skipped (no_contact) beside the sent email.
+	{name: "reservation.approved-nopush", channels: []domain.Channel{email, push}, body: typed("reservation.approved", nil, reservation)},
 }
 
 // Measured is the file COST_OUT receives.
@@ -108,16 +111,17 @@ func BenchmarkCost(b *testing.B) {
 	st := stacktest.Stack(b)
 	const n = 100
 	out := Measured{Date: time.Now().UTC().Format(time.DateOnly), Prices: capacity.ListPrices, Usage: map[string]capacity.Usage{}, Cost: map[string]capacity.Cost{}, PerSample: n}
-	memory := map[string]int{}
+	memory, traced := map[string]int{}, map[string]bool{}
 	for _, fn := range st.Template.Functions() {
 		memory[fn.LogicalID] = fn.MemorySize
+		traced[fn.LogicalID] = fn.Tracing == "Active"
 	}
 	// An unmeasured round warms the emulators' JITs, which would otherwise
 	// bill the first scenario's invocations for them.
-	measure(b, st, scenarios[0], 20, memory)
+	measure(b, st, scenarios[0], 20, memory, traced)
 	for range b.N {
 		for _, sc := range scenarios {
-			u := measure(b, st, sc, n, memory)
+			u := measure(b, st, sc, n, memory, traced)
 			out.Usage[sc.name] = u
 			c := capacity.ListPrices.PerMillion(u)
 			out.Cost[sc.name] = c
@@ -143,14 +147,14 @@ func breakdown(c capacity.Cost) string {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, c.DynamoDB[k]))
 	}
-	parts = append(parts, fmt.Sprintf("SQS %.2f", c.SQS), fmt.Sprintf("Lambda %.2f", c.Lambda), fmt.Sprintf("API %.2f", c.API), fmt.Sprintf("logs %.2f", c.Logs))
+	parts = append(parts, fmt.Sprintf("SQS %.2f", c.SQS), fmt.Sprintf("Lambda %.2f", c.Lambda), fmt.Sprintf("API %.2f", c.API), fmt.Sprintf("logs %.2f", c.Logs), fmt.Sprintf("X-Ray %.2f", c.XRay))
 	return strings.Join(parts, " · ")
 }
 
 // measure sends n notifications of sc to n fresh users (profile with email
 // and phone, and a push subscription when sc wants one), waits until every
 // delivery is final, and returns the usage per notification.
-func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[string]int) capacity.Usage {
+func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[string]int, traced map[string]bool) capacity.Usage {
 	b.Helper()
 	run := stacktest.UniqueID(strings.ReplaceAll(sc.name, ".", "-"))
 	users := make([]string, n)
@@ -231,6 +235,9 @@ func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[st
 	for fn, inv := range usage.Invocations {
 		u.Invocations[fn] = per(float64(inv.Count))
 		u.GBSeconds[fn] = per(inv.Duration.Seconds() * float64(memory[fn]) / 1024)
+		if traced[fn] {
+			u.TracedInvocations += per(float64(inv.Count))
+		}
 		if fn == "EmailFunction" || fn == "SmsFunction" || fn == "PushFunction" {
 			sqsTriggered += inv.Count
 		}
