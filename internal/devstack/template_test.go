@@ -263,7 +263,8 @@ func TestTemplateInvariants(t *testing.T) {
 	})
 
 	t.Run("outputs", func(t *testing.T) {
-		want := []string{"ApiUrl", "TableName", "EmailDLQUrl", "SmsDLQUrl", "PushDLQUrl", "RelayDLQUrl"}
+		// herald dlq finds a deployment by these (internal/ops).
+		want := []string{"ApiUrl", "TableName", "EmailDLQUrl", "SmsDLQUrl", "PushDLQUrl", "RelayDLQUrl", "ReleaseDLQUrl", "ReleaseQueueUrl"}
 		for id := range queues {
 			if workQueue.MatchString(id) {
 				want = append(want, id+"Url")

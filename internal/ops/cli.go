@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 // DLQUsage is the help of `herald dlq`.
@@ -21,17 +23,19 @@ const DLQUsage = `Usage:
   herald dlq show <queue> [--limit N] [--json]      the parked messages, left in place
   herald dlq redrive <queue> (--all | --id ID ...) [--rate N/s] [--dry-run] [--json]
                                                     back to the work queues, deliveries reset to queued
-                                                    (relay: re-run the relay's planning)
+                                                    (relay: re-run the relay's planning;
+                                                    release: back to the release queue, --id MESSAGE_ID)
   herald dlq purge <queue> --yes                    delete every message of a DLQ
 
-<queue> is email, sms, push or relay (or the queue's name).
+<queue> is email, sms, push, relay or release (or the queue's name).
 
 Which deployment (every subcommand):
   --stack NAME     a CloudFormation stack's outputs (default $HERALD_STACK)
   --state FILE     a local stack's state file (default: .herald/dev.json above the
                    working directory, written by 'herald dev')
-  without either: TABLE_NAME, EMAIL_HIGH_QUEUE_URL … and EMAIL_DLQ_URL, SMS_DLQ_URL,
-  PUSH_DLQ_URL, RELAY_DLQ_URL from the environment, else the running 'make dev'.
+  without either: TABLE_NAME, EMAIL_HIGH_QUEUE_URL …, RELEASE_QUEUE_URL and EMAIL_DLQ_URL,
+  SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL from the environment,
+  else the running 'make dev'.
 
 'show' and 'list' receive messages and release them at once: the messages stay,
 but each inspection adds one to their receive count. Output carries ids, states,
@@ -110,7 +114,7 @@ func (c CLI) run(ctx context.Context, args []string) error {
 		return c.show(ctx, w, pos[0], *limit, *asJSON)
 	case "redrive":
 		var opts RedriveOptions
-		fs.Var((*idList)(&opts.IDs), "id", "notification id to redrive (repeatable, or comma-separated)")
+		fs.Var((*idList)(&opts.IDs), "id", "notification id to redrive, release DLQ: message id (repeatable, or comma-separated)")
 		fs.BoolVar(&opts.All, "all", false, "redrive every message")
 		rate := fs.String("rate", "", "most messages per second, e.g. 10/s")
 		fs.BoolVar(&opts.DryRun, "dry-run", false, "show what would happen, change nothing")
@@ -155,7 +159,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if n == 0 {
 			return nil, usageError("%s takes no arguments, got %s", fs.Name(), strings.Join(pos, " "))
 		}
-		return nil, usageError("%s takes a queue: email, sms, push or relay", fs.Name())
+		return nil, usageError("%s takes a queue: email, sms, push, relay or release", fs.Name())
 	}
 	return pos, nil
 }
@@ -257,7 +261,16 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 				fmt.Fprintf(tw, "  %s\t%s\n", k, v)
 			}
 		}
-		if q.Channel != "" {
+		switch {
+		case q.Name == ReleaseDLQName:
+			fmt.Fprintf(tw, "message %s\n", p.MessageID)
+			if p.Partition != nil {
+				row("partition", fmt.Sprintf("%s (bucket %s, shard %d)", dynamo.DuePartitionKey(*p.Partition), p.Partition.Bucket.UTC().Format(time.RFC3339), p.Partition.Shard))
+			}
+			if p.StillDue != nil {
+				row("still due", map[bool]string{true: "yes: redrive it (or wait for the next tick)", false: "no: a later tick released it (purge it)"}[*p.StillDue])
+			}
+		case q.Channel != "":
 			fmt.Fprintf(tw, "notification %s\n", dash(p.NotificationID))
 			row("message", p.MessageID)
 			row("type", p.Type)
@@ -267,7 +280,7 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 			}
 			row("last error", p.LastError)
 			row("accepted", when(p.AcceptedAt, now))
-		} else {
+		default:
 			fmt.Fprintf(tw, "record %s\n", p.MessageID)
 			row("condition", p.Condition)
 			if b := p.Batch; b != nil {
@@ -298,6 +311,7 @@ var actionWords = map[Action][2]string{
 	ActionMove:    {"moved", "would move"},
 	ActionLeave:   {"left", "would leave"},
 	ActionReplan:  {"replanned", "would replan"},
+	ActionRelease: {"released", "would release"},
 }
 
 func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOptions, asJSON bool) error {
@@ -326,8 +340,8 @@ func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOpt
 			verb = 1
 		}
 		var parts []string
-		for _, a := range []Action{ActionRequeue, ActionMove, ActionReplan, ActionLeave} {
-			if n := res.Count(a); n > 0 || a == ActionRequeue {
+		for _, a := range []Action{ActionRequeue, ActionMove, ActionReplan, ActionRelease, ActionLeave} {
+			if n := res.Count(a); n > 0 || (a == ActionRequeue && res.Queue.Name != ReleaseDLQName) {
 				parts = append(parts, fmt.Sprintf("%d %s", n, actionWords[a][verb]))
 			}
 		}
@@ -353,6 +367,9 @@ func (c CLI) printItem(it RedriveItem, dry bool) {
 	subject := it.NotificationID
 	if len(it.NotificationIDs) > 0 {
 		subject = strings.Join(it.NotificationIDs, ",")
+	}
+	if subject == "" && it.Partition != "" {
+		subject = "message " + it.MessageID + "  " + it.Partition
 	}
 	if subject == "" {
 		subject = "message " + it.MessageID

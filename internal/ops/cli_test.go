@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,6 +50,7 @@ func testOutputs() map[string]string {
 	for _, q := range t.DLQs {
 		out[q.LogicalID+"Url"] = q.URL
 	}
+	out["ReleaseQueueUrl"] = t.Release
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			out[WorkQueueLogicalID(c, p)+"Url"] = t.Work[domain.QueueName(c, p)]
@@ -93,6 +95,7 @@ func TestResolver(t *testing.T) {
 		{name: "unknown stack", where: Where{Stack: "nope"}, wd: sub, creds: goodCreds, wantDesc: ""},
 		{name: "no credentials", where: Where{Stack: "prod"}, wd: sub, creds: failingCreds{}, stack: testOutputs(), wantErr: ErrNoCredentials},
 		{name: "environment", env: map[string]string{"TABLE_NAME": "tbl", "EMAIL_DLQ_URL": emailDLQ, "SMS_DLQ_URL": smsDLQ, "PUSH_DLQ_URL": pushDLQ, "RELAY_DLQ_URL": relayDLQ,
+			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue,
 			"EMAIL_HIGH_QUEUE_URL": "a", "EMAIL_NORMAL_QUEUE_URL": "a", "EMAIL_LOW_QUEUE_URL": "a", "SMS_HIGH_QUEUE_URL": "a", "SMS_NORMAL_QUEUE_URL": "a",
 			"SMS_LOW_QUEUE_URL": "a", "PUSH_HIGH_QUEUE_URL": "a", "PUSH_NORMAL_QUEUE_URL": "a", "PUSH_LOW_QUEUE_URL": "a"}, wd: sub, creds: goodCreds, wantDesc: "environment"},
 		{name: "local state found upwards", wd: sub, alive: true, creds: goodCreds, wantDesc: "local stack http://127.0.0.1:3000", wantSet: "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324"},
@@ -130,7 +133,7 @@ func TestResolver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 4 || stacks.asked != tt.wantStack {
+			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 5 || tg.Release == "" || stacks.asked != tt.wantStack {
 				t.Errorf("desc %q, target %+v, asked stack %q", desc, tg, stacks.asked)
 			}
 			if tt.wantSet != "" {
@@ -164,7 +167,7 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 4 {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 5 {
 		t.Fatalf("list --json: %v %s", err, out)
 	}
 	for _, k := range []string{"name", "channel", "depth", "oldestAgeSeconds"} {
@@ -241,6 +244,19 @@ func TestCLI(t *testing.T) {
 	}
 	if _, _, err := runCLI(t, e, "redrive", "email"); err == nil || !strings.Contains(err.Error(), "--all") {
 		t.Errorf("redrive without selection: %v", err)
+	}
+
+	// The release DLQ: one due partition per message.
+	p := domain.DuePartition{Bucket: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), Shard: 3}
+	e.store.due = map[domain.DuePartition]bool{p: true}
+	e.sqs.park(releaseDLQ, releaseQueue, `{"bucket":"2026-03-01T08:00:00Z","shard":3}`, 3, t0.Add(-time.Minute))
+	out, _, err = runCLI(t, e, "show", "release")
+	if err != nil || !strings.Contains(out, "DUE#2026030108#3") || !strings.Contains(out, "still due") {
+		t.Errorf("show release: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, e, "redrive", "release", "--all")
+	if err != nil || !strings.Contains(out, "release DLQ: 1 released") || strings.Contains(out, "requeued") {
+		t.Errorf("redrive release: %v\n%s", err, out)
 	}
 }
 

@@ -34,6 +34,8 @@ var _ SQSAPI = (*sqs.Client)(nil)
 type Store interface {
 	GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
+	// HasDue reports whether a due partition still holds deliveries due by now.
+	HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error)
 }
 
 // StreamsAPI reads the table's stream (to resolve relay DLQ records).
@@ -287,6 +289,10 @@ type Parked struct {
 	Batch           *StreamBatch `json:"batch,omitempty"`
 	Condition       string       `json:"condition,omitempty"`
 	NotificationIDs []string     `json:"notificationIds,omitempty"`
+	// Release DLQ messages: the due partition, and whether it still holds
+	// deliveries due now (false: a later tick released them).
+	Partition *domain.DuePartition `json:"partition,omitempty"`
+	StillDue  *bool                `json:"stillDue,omitempty"`
 }
 
 // ErrEmpty reports an empty DLQ.
@@ -316,10 +322,17 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 	for i, m := range msgs {
 		p := Parked{MessageID: aws.ToString(m.MessageId), Receives: priorReceives(m), SentAt: sentAt(m),
 			FirstReceivedAt: msAttr(m, sqstypes.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)}
-		if q.Channel == "" {
+		switch {
+		case q.Name == ReleaseDLQName:
+			if err := o.describeReleaseMessage(ctx, m, &p); err != nil {
+				return q, nil, err
+			}
+		case q.Channel == "":
 			o.describeRelayMessage(ctx, m, &p)
-		} else if err := o.describeWorkMessage(ctx, q, m, &p); err != nil {
-			return q, nil, err
+		default:
+			if err := o.describeWorkMessage(ctx, q, m, &p); err != nil {
+				return q, nil, err
+			}
 		}
 		out[i] = p
 	}

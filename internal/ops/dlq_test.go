@@ -23,6 +23,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	for _, q := range dlqs {
 		outputs[q.LogicalID+"Url"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-" + q.LogicalID + "-AbC"
 	}
+	outputs["ReleaseQueueUrl"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC"
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			outputs[WorkQueueLogicalID(c, p)+"Url"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-" + WorkQueueLogicalID(c, p)
@@ -32,12 +33,14 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 4 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" {
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 5 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
+		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" {
 		t.Fatalf("target %+v", tg)
 	}
 	lookups := []struct{ arg, want string }{
 		{"email", "email"}, {"RELAY", "relay"}, {"PushDLQ", "push"}, {"prod-SmsDLQ-AbC", "sms"},
 		{"https://sqs.eu-west-1.amazonaws.com/1/prod-EmailDLQ-AbC", "email"},
+		{"release", "release"}, {"ReleaseDLQ", "release"},
 	}
 	for _, l := range lookups {
 		q, err := tg.DLQ(l.arg)
@@ -47,19 +50,21 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	}
 	_, err = tg.DLQ("emial")
 	var uq *UnknownQueueError
-	if !errors.As(err, &uq) || !strings.Contains(err.Error(), "email, sms, push, relay") || !strings.Contains(err.Error(), "prod-EmailDLQ-AbC") {
+	if !errors.As(err, &uq) || !strings.Contains(err.Error(), "email, sms, push, relay, release") || !strings.Contains(err.Error(), "prod-EmailDLQ-AbC") {
 		t.Errorf("unknown queue error: %v", err)
 	}
 
 	delete(outputs, "RelayDLQUrl")
+	delete(outputs, "ReleaseQueueUrl")
 	delete(outputs, "TableName")
-	if _, err := TargetFromOutputs(outputs); err == nil || !strings.Contains(err.Error(), "RelayDLQ") || !strings.Contains(err.Error(), "table name") {
+	if _, err := TargetFromOutputs(outputs); err == nil || !strings.Contains(err.Error(), "RelayDLQ") || !strings.Contains(err.Error(), "table name") ||
+		!strings.Contains(err.Error(), "ReleaseQueue") {
 		t.Errorf("missing outputs: %v", err)
 	}
 }
 
 func TestTargetFromEnv(t *testing.T) {
-	full := map[string]string{"TABLE_NAME": "tbl"}
+	full := map[string]string{"TABLE_NAME": "tbl", "RELEASE_QUEUE_URL": "https://sqs/1/ReleaseQueue"}
 	for _, q := range dlqs {
 		full[DLQEnvName(q.Name)] = "https://sqs/1/" + q.LogicalID
 	}
@@ -93,7 +98,7 @@ func TestTargetFromEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok && (tg.Table != "tbl" || tg.DLQs[3].URL != "https://sqs/1/RelayDLQ") {
+			if ok && (tg.Table != "tbl" || tg.DLQs[3].URL != "https://sqs/1/RelayDLQ" || tg.DLQs[4].URL != "https://sqs/1/ReleaseDLQ" || tg.Release != "https://sqs/1/ReleaseQueue") {
 				t.Errorf("target %+v", tg)
 			}
 		})
@@ -114,6 +119,7 @@ func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
 		{Name: "sms", Channel: "sms", Queue: "herald-SmsDLQ", Depth: 1, OldestAgeSeconds: 7200},
 		{Name: "push", Channel: "push", Queue: "herald-PushDLQ"},
 		{Name: "relay", Queue: "herald-RelayDLQ"},
+		{Name: "release", Queue: "herald-ReleaseDLQ"},
 	}
 	if !reflect.DeepEqual(qs, want) {
 		t.Errorf("list\n got %+v\nwant %+v", qs, want)
@@ -428,5 +434,64 @@ func TestPurge(t *testing.T) {
 	}
 	if _, _, err := e.op.Purge(ctx, "email"); !errors.Is(err, ErrEmpty) {
 		t.Errorf("purge of an empty DLQ: %v", err)
+	}
+}
+
+// TestReleaseDLQ: a release DLQ message names a due partition; show tells
+// whether it still holds due deliveries, redrive sends it back to the
+// release queue (selected by message id or all) and leaves a malformed one.
+func TestReleaseDLQ(t *testing.T) {
+	e := newEnv()
+	due := domain.DuePartition{Bucket: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), Shard: 7}
+	done := domain.DuePartition{Bucket: due.Bucket, Shard: 21}
+	e.store.due = map[domain.DuePartition]bool{due: true}
+	body := func(p domain.DuePartition) string {
+		return fmt.Sprintf(`{"bucket":%q,"shard":%d}`, p.Bucket.Format(time.RFC3339), p.Shard)
+	}
+	mDue := e.sqs.park(releaseDLQ, releaseQueue, body(due), 3, t0.Add(-5*time.Minute))
+	mDone := e.sqs.park(releaseDLQ, releaseQueue, body(done), 3, t0.Add(-4*time.Minute))
+	mBad := e.sqs.park(releaseDLQ, releaseQueue, `{"bucket":"x"}`, 3, t0.Add(-3*time.Minute))
+
+	q, parked, err := e.op.Show(ctx, "release", 10)
+	if err != nil || q.Name != ReleaseDLQName || len(parked) != 3 {
+		t.Fatalf("show: %v %v %+v", err, q, parked)
+	}
+	byID := map[string]Parked{}
+	for _, p := range parked {
+		byID[p.MessageID] = p
+	}
+	if p := byID[mDue]; p.Partition == nil || *p.Partition != due || p.StillDue == nil || !*p.StillDue || p.Receives != 3 {
+		t.Errorf("due partition: %+v", p)
+	}
+	if p := byID[mDone]; p.Partition == nil || *p.Partition != done || p.StillDue == nil || *p.StillDue {
+		t.Errorf("released partition: %+v", p)
+	}
+	if p := byID[mBad]; p.Partition != nil || !strings.Contains(p.Problem, "malformed") {
+		t.Errorf("malformed: %+v", p)
+	}
+
+	res, err := e.op.Redrive(ctx, "release", RedriveOptions{All: true, DryRun: true})
+	if err != nil || res.Count(ActionRelease) != 2 || res.Count(ActionLeave) != 1 || len(e.sqs.bodies(releaseQueue)) != 0 {
+		t.Fatalf("dry run: %v %+v, release queue %v", err, res.Items, e.sqs.bodies(releaseQueue))
+	}
+	if _, err := e.op.Redrive(ctx, "release", RedriveOptions{IDs: []string{"m-nope"}}); !errors.Is(err, ErrNotInDLQ) {
+		t.Errorf("unknown message id: %v, want ErrNotInDLQ", err)
+	}
+	res, err = e.op.Redrive(ctx, "release", RedriveOptions{IDs: []string{mDue}})
+	if err != nil || res.Count(ActionRelease) != 1 || res.Items[0].Partition != "DUE#2026030108#7" || !res.Items[0].Done {
+		t.Fatalf("redrive by id: %v %+v", err, res.Items)
+	}
+	if got := e.sqs.bodies(releaseQueue); !reflect.DeepEqual(got, []string{body(due)}) {
+		t.Errorf("release queue after redrive by id: %v", got)
+	}
+	res, err = e.op.Redrive(ctx, "release", RedriveOptions{All: true})
+	if err != nil || res.Count(ActionRelease) != 1 || res.Count(ActionLeave) != 1 {
+		t.Fatalf("redrive all: %v %+v", err, res.Items)
+	}
+	if got := e.sqs.bodies(releaseQueue); !reflect.DeepEqual(got, []string{body(due), body(done)}) {
+		t.Errorf("release queue: %v", got)
+	}
+	if got := e.sqs.bodies(releaseDLQ); !reflect.DeepEqual(got, []string{`{"bucket":"x"}`}) {
+		t.Errorf("left in the DLQ: %v, want only the malformed message", got)
 	}
 }

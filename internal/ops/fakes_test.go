@@ -304,6 +304,8 @@ type fakeStore struct {
 	deliveries    map[string]map[domain.Channel]*domain.Delivery
 	transitions   []string
 	failTo        map[domain.Status]error
+	// due lists the due partitions that still hold deliveries due (HasDue).
+	due map[domain.DuePartition]bool
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -342,6 +344,12 @@ func (s *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) 
 	}
 	cp := *n
 	return &cp, ds, nil
+}
+
+func (s *fakeStore) HasDue(_ context.Context, p domain.DuePartition, _ time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.due[p], nil
 }
 
 func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
@@ -429,16 +437,18 @@ func (r *fakeReplanner) Replan(_ context.Context, id string) error {
 }
 
 const (
-	emailDLQ  = "http://sqs.local/000000000000/herald-EmailDLQ"
-	smsDLQ    = "http://sqs.local/000000000000/herald-SmsDLQ"
-	pushDLQ   = "http://sqs.local/000000000000/herald-PushDLQ"
-	relayDLQ  = "http://sqs.local/000000000000/herald-RelayDLQ"
-	emailHigh = "http://sqs.local/000000000000/herald-EmailHighQueue"
-	emailLow  = "http://sqs.local/000000000000/herald-EmailLowQueue"
+	emailDLQ     = "http://sqs.local/000000000000/herald-EmailDLQ"
+	smsDLQ       = "http://sqs.local/000000000000/herald-SmsDLQ"
+	pushDLQ      = "http://sqs.local/000000000000/herald-PushDLQ"
+	relayDLQ     = "http://sqs.local/000000000000/herald-RelayDLQ"
+	releaseDLQ   = "http://sqs.local/000000000000/herald-ReleaseDLQ"
+	releaseQueue = "http://sqs.local/000000000000/herald-ReleaseQueue"
+	emailHigh    = "http://sqs.local/000000000000/herald-EmailHighQueue"
+	emailLow     = "http://sqs.local/000000000000/herald-EmailLowQueue"
 )
 
 func testTarget() Target {
-	urls := map[string]string{"EmailDLQ": emailDLQ, "SmsDLQ": smsDLQ, "PushDLQ": pushDLQ, "RelayDLQ": relayDLQ}
+	urls := map[string]string{"EmailDLQ": emailDLQ, "SmsDLQ": smsDLQ, "PushDLQ": pushDLQ, "RelayDLQ": relayDLQ, "ReleaseDLQ": releaseDLQ, "ReleaseQueue": releaseQueue}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			id := WorkQueueLogicalID(c, p)
@@ -474,6 +484,7 @@ func newEnv() *env {
 	for _, u := range t.Work {
 		urls = append(urls, u)
 	}
+	urls = append(urls, t.Release)
 	e := &env{clock: c, sqs: newFakeSQS(c, urls...), store: newFakeStore(), streams: &fakeStreams{}, replan: &fakeReplanner{}}
 	e.op = &Operator{Target: t, SQS: e.sqs, Store: e.store, Streams: e.streams, Replanner: e.replan, Now: c.Now, Sleep: c.Sleep, PollWait: -1}
 	return e

@@ -32,11 +32,15 @@ const (
 	// ActionReplan re-runs the relay's planning for the notifications of a
 	// relay DLQ record.
 	ActionReplan Action = "replan"
+	// ActionRelease sends a release DLQ message back to the release queue:
+	// the scheduler releases its partition again.
+	ActionRelease Action = "release"
 )
 
 // RedriveOptions select and pace a redrive.
 type RedriveOptions struct {
-	// IDs selects messages by notification id; All selects every message.
+	// IDs selects messages by notification id (release DLQ: by message id);
+	// All selects every message.
 	IDs []string
 	All bool
 	// Rate bounds messages (relay: notifications) per second; 0 is unbounded
@@ -52,6 +56,7 @@ type RedriveOptions struct {
 // RedriveItem is the plan, and outcome, for one message.
 type RedriveItem struct {
 	MessageID       string   `json:"messageId,omitempty"`
+	Partition       string   `json:"partition,omitempty"`
 	NotificationID  string   `json:"notificationId,omitempty"`
 	NotificationIDs []string `json:"notificationIds,omitempty"`
 	Channel         string   `json:"channel,omitempty"`
@@ -134,10 +139,13 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 	if err != nil {
 		return res, err
 	}
-	if depth == 0 && (q.Channel != "" || len(opts.IDs) == 0) {
+	if depth == 0 && (q.Channel != "" || q.Name == ReleaseDLQName || len(opts.IDs) == 0) {
 		return res, fmt.Errorf("%s DLQ (%s) %w: nothing to redrive", q.Name, q.QueueName(), ErrEmpty)
 	}
-	if q.Channel == "" {
+	switch {
+	case q.Name == ReleaseDLQName:
+		return o.redriveRelease(ctx, q, opts, res)
+	case q.Channel == "":
 		return o.redriveRelay(ctx, q, opts, res)
 	}
 	if opts.All && !opts.DryRun {

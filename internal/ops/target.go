@@ -18,11 +18,13 @@ import (
 
 // DLQ is one dead-letter queue of a deployment.
 type DLQ struct {
-	// Name is the short stable name the commands take: email, sms, push, relay.
+	// Name is the short stable name the commands take: email, sms, push,
+	// relay, release.
 	Name string
 	// LogicalID is the queue's logical id in template.yaml (EmailDLQ).
 	LogicalID string
-	// Channel is the channel whose work queues redrive here; "" for the relay DLQ.
+	// Channel is the channel whose work queues redrive here; "" for the relay
+	// and release DLQs.
 	Channel domain.Channel
 	URL     string
 }
@@ -40,12 +42,20 @@ func queueNameOf(u string) string {
 // RelayDLQName is the name of the relay's on-failure destination.
 const RelayDLQName = "relay"
 
+// ReleaseDLQName is the name of the release queue's DLQ: release messages
+// (one due partition each) the scheduler failed to release three times.
+const ReleaseDLQName = "release"
+
+// releaseQueueLogicalID is the queue release messages are redriven to.
+const releaseQueueLogicalID = "ReleaseQueue"
+
 // dlqs are the dead-letter queues template.yaml declares, in display order.
 var dlqs = []DLQ{
 	{Name: "email", LogicalID: "EmailDLQ", Channel: domain.ChannelEmail},
 	{Name: "sms", LogicalID: "SmsDLQ", Channel: domain.ChannelSMS},
 	{Name: "push", LogicalID: "PushDLQ", Channel: domain.ChannelPush},
 	{Name: RelayDLQName, LogicalID: "RelayDLQ"},
+	{Name: ReleaseDLQName, LogicalID: "ReleaseDLQ"},
 }
 
 // WorkQueueLogicalID is a work queue's logical id in template.yaml
@@ -64,19 +74,26 @@ func title(s string) string {
 // Target is one deployment of Herald as the commands see it.
 type Target struct {
 	Table string
-	// DLQs are the four dead-letter queues, in display order.
+	// DLQs are the five dead-letter queues, in display order.
 	DLQs []DLQ
 	// Work maps each work queue name (domain.QueueName: "email-high") to its URL.
 	Work map[string]string
+	// Release is the scheduler's release queue (where a release DLQ redrive
+	// sends its messages back).
+	Release string
 }
 
 // TargetFromURLs builds a target from queue URLs keyed by template logical id
-// (EmailDLQ, EmailHighQueue, …) and the table name, naming whatever is missing.
+// (EmailDLQ, EmailHighQueue, ReleaseQueue, …) and the table name, naming
+// whatever is missing.
 func TargetFromURLs(table string, byLogicalID map[string]string) (Target, error) {
-	t := Target{Table: table, Work: map[string]string{}}
+	t := Target{Table: table, Work: map[string]string{}, Release: byLogicalID[releaseQueueLogicalID]}
 	var missing []string
 	if table == "" {
 		missing = append(missing, "table name")
+	}
+	if t.Release == "" {
+		missing = append(missing, releaseQueueLogicalID)
 	}
 	for _, q := range dlqs {
 		q.URL = byLogicalID[q.LogicalID]
@@ -115,12 +132,19 @@ func TargetFromOutputs(outputs map[string]string) (Target, error) {
 // DLQEnvName is the environment variable naming a DLQ's URL (EMAIL_DLQ_URL).
 func DLQEnvName(name string) string { return strings.ToUpper(name) + "_DLQ_URL" }
 
+// ReleaseQueueEnv names the release queue's URL, as the scheduler reads it.
+const ReleaseQueueEnv = "RELEASE_QUEUE_URL"
+
 // TargetFromEnv reads TABLE_NAME, the work queue variables the functions use
-// (EMAIL_HIGH_QUEUE_URL, …) and EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL,
-// RELAY_DLQ_URL. ok is false when none of them is set.
+// (EMAIL_HIGH_QUEUE_URL, …, RELEASE_QUEUE_URL) and EMAIL_DLQ_URL, SMS_DLQ_URL,
+// PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL. ok is false when none of
+// them is set.
 func TargetFromEnv(getenv func(string) string) (t Target, ok bool, err error) {
 	urls := map[string]string{}
 	ok = getenv("TABLE_NAME") != ""
+	if v := getenv(ReleaseQueueEnv); v != "" {
+		urls[releaseQueueLogicalID], ok = v, true
+	}
 	for _, q := range dlqs {
 		if v := getenv(DLQEnvName(q.Name)); v != "" {
 			urls[q.LogicalID], ok = v, true

@@ -201,19 +201,10 @@ func (h *Handler) HandleRelease(ctx context.Context, ev events.SQSEvent) (events
 }
 
 // ErrMalformedRelease marks a release message that names no partition.
-var ErrMalformedRelease = errors.New("malformed release message")
+var ErrMalformedRelease = domain.ErrMalformedRelease
 
 func decodeRelease(body string) (domain.DuePartition, error) {
-	var p domain.DuePartition
-	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return p, fmt.Errorf("%w: %v", ErrMalformedRelease, err)
-	}
-	if p.Bucket.IsZero() || p.Shard < 0 {
-		return p, fmt.Errorf("%w: bucket %v shard %d", ErrMalformedRelease, p.Bucket, p.Shard)
-	}
-	return p, nil
+	return domain.DecodeReleaseMessage(body)
 }
 
 // Release releases partition p: deferred → planned (kept in the due index)
