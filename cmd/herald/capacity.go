@@ -71,9 +71,9 @@ func printCapacity(w io.Writer, res capacity.Result) {
 	}
 	fmt.Fprintf(w, "max partition: %.1f WCU/s, %.1f RCU/s (limits %d / %d)\n", res.MaxPartitionWriteUnitsPerSecond, res.MaxPartitionReadUnitsPerSecond,
 		capacity.PartitionWriteUnitsPerSecond, capacity.PartitionReadUnitsPerSecond)
-	fmt.Fprintf(w, "$ per million notifications (AWS list prices %s), provider fee beside:\n", res.Prices.Date)
+	fmt.Fprintf(w, "$ per million notifications (AWS list prices %s), provider fee and storage over the retention beside:\n", res.Prices.Date)
 	for _, k := range slices.Sorted(maps.Keys(res.CostPerMillionUSD)) {
-		fmt.Fprintf(w, "  %-24s %7.2f   (+ %.2f)\n", k, res.CostPerMillionUSD[k], res.ProviderFeePerMillionUSD[k])
+		fmt.Fprintf(w, "  %-24s %7.2f   (+ fee %.2f, + storage %.2f)\n", k, res.CostPerMillionUSD[k], res.ProviderFeePerMillionUSD[k], res.StoragePerMillionUSD[k])
 	}
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)

@@ -120,6 +120,19 @@ func (t *tally) w(where, key string, units float64) {
 	t.usage.WriteUnits[where] += units
 }
 
+// storageOverheadBytes is what DynamoDB adds to every item and index entry
+// it stores.
+const storageOverheadBytes = 100
+
+// retentionMonths is how long a notification's items stay (dynamo's
+// DefaultRetention, the template's RetentionDays default).
+var retentionMonths = dynamo.DefaultRetention.Hours() / 24 / (365.0 / 12)
+
+// store adds an item (or index entry) of size bytes kept for the retention.
+func (t *tally) store(size int) {
+	t.usage.StoredGBMonths += float64(size+storageOverheadBytes) / (1 << 30) * retentionMonths
+}
+
 func (t *tally) r(where, key string, units float64) {
 	if t.read[where] == nil {
 		t.read[where] = map[string]float64{}
@@ -177,8 +190,10 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 	}
 	t.usage.LogBytes += logBytesAcceptLine + logBytesEMF/map[bool]float64{false: 1, true: 100}[k.Batch]
 	t.w("table", keys.PK, dynamo.WriteUnits(keys.Size))
+	t.store(keys.Size)
 	for idx, pk := range keys.Index {
 		t.w(idx, pk, dynamo.WriteUnits(keys.Sparse[idx]))
+		t.store(keys.Sparse[idx]) // gsi2's entry until read: counted for the whole retention
 	}
 	// Relay: a share of a batch invocation; one batch read; per channel the
 	// rate counter, the delivery (created queued, or deferred) and a share
@@ -203,6 +218,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 			return err
 		}
 		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))
+		t.store(dk.Size + 60) // with the outcome's attributes
 		for idx, pk := range dk.Index {
 			t.w(idx, pk, dynamo.WriteUnits(dk.Sparse[idx]))
 		}
@@ -299,6 +315,7 @@ func CostOf(k Kind, p Prices) (Usage, Cost, error) {
 	u.LogBytes /= n
 	u.Emails /= n
 	u.SMS /= n
+	u.StoredGBMonths /= n
 	return u, p.PerMillion(u), nil
 }
 
@@ -329,8 +346,11 @@ type Result struct {
 	LimitsExceeded                  []string           `json:"limitsExceeded"`
 	CostPerMillionUSD               map[string]float64 `json:"costPerMillionUSD"`
 	ProviderFeePerMillionUSD        map[string]float64 `json:"providerFeePerMillionUSD"`
-	Cost                            map[string]Cost    `json:"cost"`
-	Prices                          Prices             `json:"prices"`
+	// StoragePerMillionUSD is DynamoDB storage over the retention period,
+	// beside the cost like the provider fee.
+	StoragePerMillionUSD map[string]float64 `json:"storagePerMillionUSD"`
+	Cost                 map[string]Cost    `json:"cost"`
+	Prices               Prices             `json:"prices"`
 }
 
 // Run runs the model: the cost of each kind, and three seconds of the
@@ -339,7 +359,8 @@ type Result struct {
 // the average traffic continues), each simulated notification by
 // notification through the real key and item builders.
 func Run(p Profile) (Result, error) {
-	res := Result{Profile: p, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}}
+	res := Result{Profile: p, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
+		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}}
 	for _, k := range Kinds() {
 		_, c, err := CostOf(k, ListPrices)
 		if err != nil {
@@ -347,6 +368,7 @@ func Run(p Profile) (Result, error) {
 		}
 		res.CostPerMillionUSD[k.Name] = round2(c.Total)
 		res.ProviderFeePerMillionUSD[k.Name] = round2(c.ProviderFee)
+		res.StoragePerMillionUSD[k.Name] = round2(c.Storage)
 		res.Cost[k.Name] = c
 	}
 	kinds := Kinds()

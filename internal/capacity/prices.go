@@ -25,6 +25,9 @@ type Prices struct {
 	// X-Ray, per trace recorded (the template traces every function,
 	// Tracing: Active).
 	XRayTraceRecorded float64 `json:"xrayTraceRecorded"`
+	// DynamoDB storage, standard table class, per GB-month (table and
+	// index entries alike, each with 100 bytes of overhead).
+	StorageGBMonth float64 `json:"storageGBMonth"`
 	// Provider fees, shown beside Herald's own cost.
 	SESEmail float64 `json:"sesEmail"`
 	SNSSMSUS float64 `json:"snsSmsUS"`
@@ -41,6 +44,7 @@ var ListPrices = Prices{
 	HTTPAPIRequest:    1.00 / 1e6,
 	LogsIngestedGB:    0.50,
 	XRayTraceRecorded: 5.00 / 1e6,
+	StorageGBMonth:    0.25,
 	SESEmail:          0.10 / 1000,
 	SNSSMSUS:          0.00581,
 }
@@ -90,6 +94,11 @@ type Usage struct {
 	// Emails and SMS sent (the provider's fee).
 	Emails float64 `json:"emails"`
 	SMS    float64 `json:"sms"`
+	// StoredGBMonths is what the notification's items and index entries
+	// occupy over the retention period (priced beside the total: the
+	// issue's goals count requests, and storage scales with the retention
+	// a deployment chooses).
+	StoredGBMonths float64 `json:"storedGBMonths,omitempty"`
 }
 
 // Cost is the price of a million notifications, by part.
@@ -103,6 +112,8 @@ type Cost struct {
 	Total    float64            `json:"total"`
 	// ProviderFee (SES, SNS SMS) is not in Total.
 	ProviderFee float64 `json:"providerFee"`
+	// Storage over the retention period, not in Total either.
+	Storage float64 `json:"storage,omitempty"`
 }
 
 // PerMillion prices a million notifications using u each.
@@ -129,6 +140,7 @@ func (p Prices) PerMillion(u Usage) Cost {
 	c.XRay = u.TracedInvocations * XRaySampledShare * p.XRayTraceRecorded * m
 	c.Total += c.SQS + c.Lambda + c.API + c.Logs + c.XRay
 	c.ProviderFee = (u.Emails*p.SESEmail + u.SMS*p.SNSSMSUS) * m
+	c.Storage = u.StoredGBMonths * p.StorageGBMonth * m
 	return c
 }
 
