@@ -16,9 +16,7 @@ import (
 // before the first invocation.
 //
 // Functions that never read the catalog (scheduler, feedback) pass nil: the
-// catalog's parser and template execution then stay out of their binaries,
-// and with them reflect's method lookup, which makes the linker keep every
-// exported method of every type converted to an interface.
+// catalog's YAML and template parsers then stay out of their binaries.
 func LambdaDeps(loadCatalog func() (*catalog.Catalog, error)) Deps {
 	log := NewLogger(os.Stdout, os.Getenv)
 	cfg, err := EnvAWSConfig(os.Getenv)
