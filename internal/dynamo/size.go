@@ -35,9 +35,16 @@ func (s *Store) DeliveryItemKeys(d *domain.Delivery) (ItemKeys, error) {
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal delivery: %w", err)
 	}
-	// gsi3 projects only what a release reads (template.yaml).
-	return keysOf(av, map[string][]string{IndexDue: {"notificationId", "channel", "userId", "priority"}}), nil
+	return keysOf(av, projections), nil
 }
+
+// projections are the non-key attributes of the indexes that do not project
+// every attribute: gsi3 projects only what a release reads (template.yaml).
+var projections = map[string][]string{IndexDue: {"notificationId", "channel", "userId", "priority"}}
+
+// StoredItemKeys returns the keys and billed sizes of an item as read back
+// from the table (the cost benchmark sums what a notification stores).
+func StoredItemKeys(av map[string]types.AttributeValue) ItemKeys { return keysOf(av, projections) }
 
 // indexKeys names each index's partition and sort key attributes.
 var indexKeys = map[string][2]string{IndexInbox: {"gsi1pk", "gsi1sk"}, IndexUnread: {"gsi2pk", "gsi2sk"}, IndexDue: {"gsi3pk", "gsi3sk"}}

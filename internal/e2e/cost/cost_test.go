@@ -15,6 +15,7 @@ package cost
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -25,7 +26,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/capacity"
 	"github.com/heraldhq/herald/internal/devstack"
@@ -126,7 +129,7 @@ func BenchmarkCost(b *testing.B) {
 			c := capacity.ListPrices.PerMillion(u)
 			out.Cost[sc.name] = c
 			b.ReportMetric(c.Total, "$/M-"+sc.name)
-			b.Logf("%-24s $%.2f/M (provider fee $%.2f/M): %s", sc.name, c.Total, c.ProviderFee, breakdown(c))
+			b.Logf("%-24s $%.2f/M (provider fee $%.2f/M, storage over the retention $%.2f/M): %s", sc.name, c.Total, c.ProviderFee, c.Storage, breakdown(c))
 		}
 	}
 	if path := os.Getenv("COST_OUT"); path != "" {
@@ -159,7 +162,9 @@ func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[st
 	run := stacktest.UniqueID(strings.ReplaceAll(sc.name, ".", "-"))
 	users := make([]string, n)
 	parallel(n, 8, func(i int) {
-		users[i] = fmt.Sprintf("%s-%03d", run, i)
+		// UUID-shaped, as most deployments' user ids: the id is in three keys
+		// of every notification copy, so its length shows in the storage.
+		users[i] = randomUUID()
 		if r := stacktest.Do(b, http.MethodPut, "/v1/users/"+users[i], map[string]any{"email": users[i] + "@example.com", "phone": "+15550100001", "locale": "en"}); r.StatusCode != http.StatusOK && r.StatusCode != http.StatusCreated {
 			b.Errorf("PUT user = %d %s", r.StatusCode, r.Body)
 		}
@@ -217,12 +222,14 @@ func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[st
 	}
 	waitFinal(b, st, ids, sc.channels, 3*time.Minute)
 	time.Sleep(time.Second) // the last invocations finish their logs and metrics
+	stored := storedBytes(b, st, ids)
 
 	calls := st.Calls.Snapshot()
 	usage := st.Usage.Snapshot()
 	per := func(v float64) float64 { return v / float64(n) }
 	u := capacity.Usage{WriteUnits: map[string]float64{}, ReadUnits: map[string]float64{}, Invocations: map[string]float64{}, GBSeconds: map[string]float64{},
-		APIRequests: per(float64(api)), Emails: per(float64(calls["SESv2.SendEmail"])), SMS: per(float64(calls["SNS.Publish"]))}
+		APIRequests: per(float64(api)), Emails: per(float64(calls["SESv2.SendEmail"])), SMS: per(float64(calls["SNS.Publish"])),
+		StoredGBMonths: per(capacity.GBMonths(stored, dynamo.DefaultRetention))}
 	for k, v := range usage.Capacity {
 		kind, name, _ := strings.Cut(k, " ")
 		if kind == "read" {
@@ -260,6 +267,49 @@ func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[st
 		u.PlatformLogBytes += per(float64(inv.Count) * capacity.PlatformLogBytes(level))
 	}
 	return u
+}
+
+// randomUUID is a version 4 UUID.
+func randomUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// storedBytes sums what the notifications' partitions store once every
+// delivery is final: each item, and its entry in each index it is in (gsi1
+// and gsi2 project every attribute, gsi3 — deferred deliveries only — a few),
+// with DynamoDB's 100 bytes of overhead each. Read outside the counters.
+func storedBytes(b *testing.B, st *devstack.Stack, ids []string) float64 {
+	b.Helper()
+	cfg := st.AWS.Copy()
+	cfg.APIOptions = nil // not counted
+	db := dynamodb.NewFromConfig(cfg)
+	var mu sync.Mutex
+	total := 0
+	parallel(len(ids), 16, func(i int) {
+		out, err := db.Query(context.Background(), &dynamodb.QueryInput{
+			TableName: aws.String(st.Resources.Table), KeyConditionExpression: aws.String("pk = :pk"), ConsistentRead: aws.Bool(true),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: dynamo.NotificationPK(ids[i])}},
+		})
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		n := 0
+		for _, item := range out.Items {
+			k := dynamo.StoredItemKeys(item)
+			n += k.Size + capacity.StorageOverheadBytes
+			for idx := range k.Index {
+				n += k.Sparse[idx] + capacity.StorageOverheadBytes
+			}
+		}
+		mu.Lock()
+		total += n
+		mu.Unlock()
+	})
+	return float64(total)
 }
 
 // waitFinal polls until every delivery on the channels is past sending.
