@@ -6,7 +6,7 @@
 
 SHELL := /bin/bash
 GO ?= go
-FUNCTIONS := api relay email sms push scheduler feedback
+FUNCTIONS := api relay email sms push scheduler feedback campaign
 # The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
 FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64

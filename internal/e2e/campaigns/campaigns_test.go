@@ -6,6 +6,7 @@
 package campaigns
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -257,4 +258,24 @@ func TestCancelledCampaignStopsSending(t *testing.T) {
 		t.Errorf("cancelled draft %+v, want 3 dropped and finished", c)
 	}
 	wantProblem(t, stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil), http.StatusConflict, "campaign_not_draft")
+}
+
+// TestMalformedCampaignMessageGoesToDLQ: a body that is no campaign step is
+// made visible again at once on each receive and parked in CampaignDLQ.
+func TestMalformedCampaignMessageGoesToDLQ(t *testing.T) {
+	st := stacktest.Stack(t)
+	stacktest.SendWork(t, "CampaignQueue", `{"kind":"lot","campaignId":"c-nochunk"}`)
+	stacktest.Eventually(t, 60*time.Second, "the malformed message in CampaignDLQ", func() bool {
+		depths, err := st.QueueDepths(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range depths {
+			if q.LogicalID == "CampaignDLQ" {
+				return q.Visible == 1
+			}
+		}
+		t.Fatal("no CampaignDLQ")
+		return false
+	})
 }
