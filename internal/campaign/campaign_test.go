@@ -88,7 +88,7 @@ func TestFanOutCountsEveryRecipientOnce(t *testing.T) {
 	for _, u := range []string{"u1", "u2", "u3"} {
 		st.profiles[u] = true
 	}
-	st.addChunk(c, domain.InlineChunk, "u1", "ghost")  // ghost: no profile
+	st.addChunk(c, domain.InlineChunk, "u1", "ghost")    // ghost: no profile
 	st.addChunk(c, domain.ChunkKey(0), "u2", "u3", "u1") // u1 again: created by the inline lot
 	h := newHandler(st, q, v)
 
