@@ -219,6 +219,15 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "get with SQL in the id", method: "GET", path: "/v1/notifications/n%27%20OR%201%3D1--", status: 404, outcome: "notification_not_found"},
 		{name: "cancel unknown", method: "DELETE", path: "/v1/notifications/" + nid, status: 404, outcome: "notification_not_found"},
 		{name: "cancel with a body encoded", method: "DELETE", path: "/v1/notifications/" + nid, body: "x", header: gz, status: 415, outcome: "unsupported_media_type"},
+		// campaigns
+		{name: "campaign of an unknown type", method: "POST", path: "/v1/campaigns", body: `{"type":"no.such.type","audience":{"userIds":["` + victim + `"]}}`, header: jsonHeader(), status: 422, outcome: "unknown_type"},
+		{name: "campaign of 1,001 inline users", method: "POST", path: "/v1/campaigns", body: `{"type":"invoice.payment_failed","data":{"invoiceUrl":"https://example.com/i/9"},"audience":{"userIds":["u"` + strings.Repeat(`,"u"`, 1000) + `]}}`, header: jsonHeader(), status: 422, outcome: "audience_too_large"},
+		{name: "campaign as text", method: "POST", path: "/v1/campaigns", body: `{"type":"otp.code"}`, header: text, status: 415, outcome: "unsupported_media_type"},
+		{name: "get another caller's or no campaign", method: "GET", path: "/v1/campaigns/c" + strings.Repeat("0", 26), status: 404, outcome: "campaign_not_found"},
+		{name: "cancel no campaign", method: "DELETE", path: "/v1/campaigns/c" + strings.Repeat("0", 26), status: 404, outcome: "campaign_not_found"},
+		{name: "recipients of no campaign", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":0,"userIds":["` + victim + `"]}`, header: jsonHeader(), status: 404, outcome: "campaign_not_found"},
+		{name: "recipients, negative chunk", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":-1,"userIds":["` + victim + `"]}`, header: jsonHeader(), status: 400, outcome: "invalid_chunk"},
+		{name: "start no campaign", method: "POST", path: "/v1/campaigns/c%27%20OR%201%3D1--/start", status: 404, outcome: "campaign_not_found"},
 		// users
 		{name: "put user email as id", method: "PUT", path: "/v1/users/" + use("email address", "dave."+canary+"@corp.example"), body: `{}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
 		{name: "put user bad phone", method: "PUT", path: "/v1/users/" + victim, body: `{"phone":"` + use("phone number", "+1555"+canary+"9") + `x"}`, header: jsonHeader(), status: 400, outcome: "invalid_phone"},
