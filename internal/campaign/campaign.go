@@ -44,7 +44,9 @@ import (
 
 // Store is what the fan-out needs from the table.
 type Store interface {
+	// GetCampaign reads the campaign without its Data.
 	GetCampaign(ctx context.Context, id string) (*domain.Campaign, error)
+	GetCampaignData(ctx context.Context, id string) (map[string]any, error)
 	// ListChunks returns up to limit chunk keys after the key after, in
 	// order, and whether more may follow.
 	ListChunks(ctx context.Context, id, after string, limit int) ([]string, bool, error)
@@ -275,6 +277,9 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 		typ, ok := h.catalog.Lookup(c.Type)
 		if !ok {
 			return fmt.Errorf("campaign %s: type %s is no longer in the catalog", c.ID, c.Type)
+		}
+		if c.Data, err = h.store.GetCampaignData(ctx, c.ID); err != nil {
+			return err
 		}
 		if err := h.createNotifications(ctx, c, typ, m.Chunk, ids, lot); err != nil {
 			return err

@@ -106,7 +106,7 @@ func TestFanOutCountsEveryRecipientOnce(t *testing.T) {
 		t.Fatalf("%d notifications created, want 3 (u1, u2, u3 once each)", st.creates)
 	}
 	n := st.notifications[domain.CampaignNotificationID(c.ID, "u2")]
-	if n.CampaignID != c.ID || n.CampaignChunk != domain.ChunkKey(0) || n.Caller != "svc" || n.Priority != domain.PriorityLow || n.Recipient.UserID != "u2" {
+	if n.CampaignID != c.ID || n.CampaignChunk != domain.ChunkKey(0) || n.Caller != "svc" || n.Priority != domain.PriorityLow || n.Recipient.UserID != "u2" || n.Data["reservationUrl"] != "https://example.com/r" {
 		t.Errorf("notification %+v does not carry the campaign", n)
 	}
 	if got := st.campaigns[c.ID].Counts; got != (domain.CampaignCounts{Notified: 3, Skipped: 2}) {

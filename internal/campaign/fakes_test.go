@@ -49,7 +49,18 @@ func (s *fakeStore) GetCampaign(_ context.Context, id string) (*domain.Campaign,
 		return nil, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
 	}
 	cp := *c
+	cp.Data = nil // as the store: META holds no data
 	return &cp, nil
+}
+
+func (s *fakeStore) GetCampaignData(_ context.Context, id string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.campaigns[id]
+	if !ok {
+		return nil, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	}
+	return c.Data, nil
 }
 
 func (s *fakeStore) ListChunks(_ context.Context, _ string, after string, limit int) ([]string, bool, error) {

@@ -218,6 +218,49 @@ func TestCancelledCampaignStopsItsNotifications(t *testing.T) {
 	}
 }
 
+// TestCampaignHotItemsLiveApart: META stays small (no data, 1 WCU per count
+// update), the data, a chunk's ids and a lot's result live on their own keys
+// (docs/capacity.md).
+func TestCampaignHotItemsLiveApart(t *testing.T) {
+	s, db, clock := newStore(t)
+	ctx := context.Background()
+	c := draft("c"+uniq(t), clock.Now())
+	c.Data = map[string]any{"reservationUrl": "https://example.com/r", "note": strings.Repeat("x", 4000)}
+	if _, err := s.CreateCampaign(ctx, c, []string{"a", "b"}, "h"); err != nil {
+		t.Fatal(err)
+	}
+	meta := rawItem(t, db, s.Table(), dynamo.CampaignPK(c.ID), "META")
+	if _, ok := meta["data"]; ok || dynamo.ItemSize(meta) > 1024 {
+		t.Errorf("META is %d bytes with data %v: want ≤ 1 KB without data", dynamo.ItemSize(meta), ok)
+	}
+	if got := mustCampaign(t, s, c.ID); got.Data != nil {
+		t.Errorf("GetCampaign carries data %v", got.Data)
+	}
+	data, err := s.GetCampaignData(ctx, c.ID)
+	if err != nil || data["note"] != c.Data["note"] || data["reservationUrl"] != "https://example.com/r" {
+		t.Fatalf("data %v, %v", data, err)
+	}
+	if ids, err := s.GetChunk(ctx, c.ID, domain.InlineChunk); err != nil || len(ids) != 2 {
+		t.Fatalf("inline chunk %v, %v", ids, err)
+	}
+	if ids := rawItem(t, db, s.Table(), dynamo.CampaignChunkPK(c.ID, domain.InlineChunk), "IDS"); len(ids) == 0 {
+		t.Error("chunk ids not on their own key")
+	}
+	if _, err := s.StartCampaign(ctx, c.ID, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	lot := &domain.CampaignLot{Chunk: domain.InlineChunk, Total: 2, Pending: []string{"a", "b"}, Counts: domain.CampaignCounts{Notified: 2}}
+	if err := s.RecordLot(ctx, c.ID, lot); err != nil {
+		t.Fatal(err)
+	}
+	if it := rawItem(t, db, s.Table(), dynamo.CampaignLotPK(c.ID, domain.InlineChunk), "LOT"); len(it) == 0 {
+		t.Error("lot result not on its own key")
+	}
+	if got := mustCampaign(t, s, c.ID); got.Counts.Notified != 2 {
+		t.Errorf("counts %+v after the lot", got.Counts)
+	}
+}
+
 // TestChunkOfAThousandLongIDsFits: the largest chunk (1,000 ids of 128
 // characters) is one item well under DynamoDB's 400 KB, written with its
 // campaign update in one transaction.
@@ -235,7 +278,7 @@ func TestChunkOfAThousandLongIDsFits(t *testing.T) {
 	if _, err := s.AddChunk(ctx, c.ID, "svc", domain.ChunkKey(0), ids, "h"); err != nil {
 		t.Fatal(err)
 	}
-	item := rawItem(t, db, s.Table(), dynamo.CampaignPK(c.ID), "R#"+domain.ChunkKey(0))
+	item := rawItem(t, db, s.Table(), dynamo.CampaignChunkPK(c.ID, domain.ChunkKey(0)), "IDS")
 	if size := dynamo.ItemSize(item); size > 140_000 {
 		t.Errorf("chunk item is %d bytes, want about 130 KB", size)
 	} else {
