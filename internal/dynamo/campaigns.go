@@ -330,8 +330,8 @@ func (s *Store) AddChunk(ctx context.Context, id, caller, chunk string, ids []st
 		types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
 			UpdateExpression:          aws.String("ADD chunks :one, recipients :n"),
-			ConditionExpression:       aws.String("caller = :caller AND #status = :draft"),
-			ExpressionAttributeNames:  map[string]string{"#status": "status"},
+			ConditionExpression:       aws.String("caller = :caller AND #status = :draft AND attribute_not_exists(#segment)"),
+			ExpressionAttributeNames:  map[string]string{"#status": "status", "#segment": "segment"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":n": num(int64(len(ids))), ":caller": str(caller), ":draft": str(string(domain.CampaignDraft))},
 		}},
 	)})
@@ -358,6 +358,8 @@ func (s *Store) AddChunk(ctx context.Context, id, caller, chunk string, ids []st
 		return false, fmt.Errorf("campaign %s chunk %s: %w", id, chunk, domain.ErrChunkConflict)
 	case camp.Status != domain.CampaignDraft:
 		return false, fmt.Errorf("campaign %s: %w", id, domain.ErrCampaignNotDraft)
+	case camp.Segment != "":
+		return false, fmt.Errorf("campaign %s: %w", id, domain.ErrSegmentAudience)
 	}
 	return false, fmt.Errorf("add chunk %s to campaign %s: %w", chunk, id, domain.ErrConflict) // a concurrent writer: retry
 }
@@ -648,8 +650,11 @@ func (s *Store) FinishCampaign(ctx context.Context, id string) (bool, error) {
 		}
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
-			UpdateExpression:         aws.String("SET #status = :to, finishedAt = :now"),
-			ConditionExpression:      aws.String("#status = :from AND lotsSettled >= chunks AND attribute_not_exists(finishedAt)"),
+			UpdateExpression: aws.String("SET #status = :to, finishedAt = :now"),
+			// A segment campaign is finished once every scan segment has
+			// stored its last page (its chunks are counted by then).
+			ConditionExpression: aws.String("#status = :from AND lotsSettled >= chunks AND attribute_not_exists(finishedAt) AND " +
+				"(attribute_not_exists(scanSegments) OR size(scannedSegments) >= scanSegments)"),
 			ExpressionAttributeNames: map[string]string{"#status": "status"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":to": str(string(to)), ":from": str(string(from)), ":now": str(formatTime(s.now())),
@@ -732,4 +737,124 @@ func (s *Store) LotItemKeys(id string, lot *domain.CampaignLot) (ItemKeys, error
 		return ItemKeys{}, fmt.Errorf("marshal lot: %w", err)
 	}
 	return keysOf(av, nil), nil
+}
+
+// SetScanSegments records how many parallel scan segments a segment
+// campaign's planning uses, unless a plan step recorded it already, and
+// returns the recorded number (a retried plan step scans the same way).
+func (s *Store) SetScanSegments(ctx context.Context, id string, n int) (int, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
+		UpdateExpression:          aws.String("SET scanSegments = if_not_exists(scanSegments, :n)"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(int64(n))},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if isConditionFailed(err) {
+		return 0, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("set scan segments of campaign %s: %w", id, err)
+	}
+	var got struct {
+		ScanSegments int `dynamodbav:"scanSegments"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Attributes, &got); err != nil {
+		return 0, fmt.Errorf("scan segments of campaign %s: %w", id, err)
+	}
+	if got.ScanSegments <= 0 {
+		return 0, fmt.Errorf("campaign %s records %d scan segments", id, got.ScanSegments)
+	}
+	return got.ScanSegments, nil
+}
+
+// ScanProfiles reads up to limit user ids of segment seg of total of the
+// profiles index (KEYS_ONLY: no notification or other item is read), after
+// the user id after ("" from the segment's start). next is the last user id
+// read when the segment may have more, else "".
+func (s *Store) ScanProfiles(ctx context.Context, seg, total int, after string, limit int) (ids []string, next string, err error) {
+	in := &dynamodb.ScanInput{
+		TableName: aws.String(s.table), IndexName: aws.String(IndexProfiles),
+		Segment: aws.Int32(int32(seg)), TotalSegments: aws.Int32(int32(total)), Limit: aws.Int32(int32(limit)),
+	}
+	if after != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(UserPK(after)), "sk": str(profileSK), "gsi4pk": str(after)}
+	}
+	out, err := s.db.Scan(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("scan profiles segment %d/%d: %w", seg, total, err)
+	}
+	ids = make([]string, 0, len(out.Items))
+	for _, av := range out.Items {
+		if u := stringAttr(av, "gsi4pk"); u != "" {
+			ids = append(ids, u)
+		}
+	}
+	if len(out.LastEvaluatedKey) > 0 {
+		next = stringAttr(out.LastEvaluatedKey, "gsi4pk")
+	}
+	return ids, next, nil
+}
+
+// GetScanPage reads the page a scan step stored as chunk: the user id its
+// segment continues after ("" when it was the segment's last page); ok
+// false when it is not stored yet.
+func (s *Store) GetScanPage(ctx context.Context, id, chunk string) (next string, ok bool, err error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), chunkPrefix+chunk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return "", false, fmt.Errorf("get scan page %s of campaign %s: %w", chunk, id, err)
+	}
+	if len(out.Item) == 0 {
+		return "", false, nil
+	}
+	return stringAttr(out.Item, "next"), true, nil
+}
+
+// RecordScanPage stores one page of scan segment seg as chunk (its ids, and
+// on the marker the user id the segment continues after) and adds it to the
+// campaign's chunks and recipients, in one transaction conditioned on the
+// chunk not existing: a retried step gets domain.ErrConflict and reads the
+// stored page instead. The segment's last page (next "") marks the segment
+// scanned in the same transaction; an empty last page only marks it (a
+// set: marking twice is marking once).
+func (s *Store) RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error {
+	segSet := &types.AttributeValueMemberNS{Value: []string{fmt.Sprint(seg)}}
+	if len(ids) == 0 {
+		if next != "" {
+			return nil // an empty page in the middle of a segment: nothing to store
+		}
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.table), Key: key(CampaignPK(c.ID), campaignSK),
+			UpdateExpression: aws.String("ADD scannedSegments :seg"), ConditionExpression: aws.String("attribute_exists(pk)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":seg": segSet},
+		})
+		if err != nil {
+			return fmt.Errorf("mark segment %d of campaign %s scanned: %w", seg, c.ID, err)
+		}
+		return nil
+	}
+	update := &types.Update{
+		TableName: aws.String(s.table), Key: key(CampaignPK(c.ID), campaignSK),
+		UpdateExpression:          aws.String("ADD chunks :one, recipients :n"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":n": num(int64(len(ids)))},
+	}
+	puts, err := s.chunkPuts(c, chunk, ids, "")
+	if err != nil {
+		return err
+	}
+	if next != "" {
+		puts[0].Put.Item["next"] = str(next)
+	} else {
+		update.UpdateExpression = aws.String("ADD chunks :one, recipients :n, scannedSegments :seg")
+		update.ExpressionAttributeValues[":seg"] = segSet
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts, types.TransactWriteItem{Update: update})})
+	if isTransactionConflict(err) {
+		return fmt.Errorf("scan page %s of campaign %s: %w", chunk, c.ID, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("record scan page %s of campaign %s: %w", chunk, c.ID, err)
+	}
+	return nil
 }
