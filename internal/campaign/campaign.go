@@ -312,8 +312,9 @@ func (h *Handler) planScan(ctx context.Context, log *slog.Logger, c *domain.Camp
 }
 
 // scan stores one page of one scan segment as a chunk and sends its lot and
-// the segment's next page. A cancelled campaign still records its pages
-// (their lots drop them) so that its counts add up and it finishes.
+// the segment's next page. A cancelled campaign reads no more: the segment
+// ends where it is (pages already stored keep their lots, which drop their
+// recipients), so its recipients are the profiles read before the cancel.
 func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
 	c, err := h.store.GetCampaign(ctx, m.CampaignID)
 	if err != nil {
@@ -328,6 +329,14 @@ func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 		return err
 	}
 	var ids []string
+	if !stored && c.Status == domain.CampaignCancelled {
+		if err := h.store.RecordScanPage(ctx, c, chunk, m.Segment, nil, ""); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "campaign scan stopped", "segment", m.Segment, "page", m.Page, "outcome", "cancelled")
+		_, err = h.store.FinishCampaign(ctx, c.ID)
+		return err
+	}
 	if !stored {
 		if ids, next, err = h.store.ScanProfiles(ctx, m.Segment, m.Segments, m.After, domain.MaxChunkRecipients); err != nil {
 			return err

@@ -404,3 +404,29 @@ func TestSegmentAllWithoutProfilesIsDone(t *testing.T) {
 		t.Fatalf("campaign %+v, want done with no lot", got)
 	}
 }
+
+// TestCancelledSegmentCampaignStopsScanning: after a cancel the segments read
+// no more profiles; the pages stored before it drop their recipients, and the
+// campaign finishes with every recipient read counted dropped.
+func TestCancelledSegmentCampaignStopsScanning(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	c.Segment = domain.SegmentAll
+	for i := range 2500 {
+		st.profiles[fmt.Sprintf("user-%05d", i)] = true
+	}
+	h := New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ScanSegments: 1})
+	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+	handle(t, h, q.take()...) // the first page: its lot and the next page
+	c.Status = domain.CampaignCancelled
+	scansBefore := st.scans
+	drain(t, h, q, 20)
+	got := st.campaigns[c.ID]
+	if st.scans != scansBefore || st.creates != 0 {
+		t.Errorf("after the cancel: %d more scans, %d notifications", st.scans-scansBefore, st.creates)
+	}
+	if got.FinishedAt.IsZero() || got.Status != domain.CampaignCancelled || got.Recipients != domain.MaxChunkRecipients || got.Counts.Dropped != got.Recipients {
+		t.Fatalf("cancelled segment campaign %+v, want the first page's %d recipients dropped and finished", got, domain.MaxChunkRecipients)
+	}
+}
