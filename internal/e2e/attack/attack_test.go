@@ -99,8 +99,13 @@ func TestIdempotencyStorm(t *testing.T) {
 	var id string
 	count := 0
 	ids.Range(func(k, _ any) bool { id, count = k.(string), count+1; return true })
-	if count != 1 || replayed.Load() != n-1 || reused.Load() != 20 || bad.Load() != 0 {
-		t.Fatalf("%d ids, %d replayed (want %d), %d reused (want 20), %d bad", count, replayed.Load(), n-1, reused.Load(), bad.Load())
+	// Exactly one request created the notification. Usually one of the n
+	// with body; under load one of the 20 others can win the race, and then
+	// the n are the reused ones.
+	created := n + 20 - replayed.Load() - reused.Load() - bad.Load()
+	if count != 1 || created != 1 || (reused.Load() != 20 && reused.Load() != n) || bad.Load() != 0 {
+		t.Fatalf("%d ids, %d created (want 1), %d replayed, %d reused (want 20, or %d when another payload won), %d bad",
+			count, created, replayed.Load(), reused.Load(), n, bad.Load())
 	}
 	waitDelivery(t, id, domain.ChannelEmail, "the storm's one email", status(domain.StatusSent))
 	time.Sleep(2 * time.Second) // a duplicate send would show by now
