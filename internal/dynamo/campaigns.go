@@ -417,12 +417,10 @@ func (s *Store) CancelCampaign(ctx context.Context, id, caller string) (*domain.
 		// A retry after the status was written: the copies may be missing.
 		return current, s.putStatusReplicas(ctx, id, current.CancelledAt)
 	}
-	now := s.now()
-	if err := s.putStatusReplicas(ctx, id, now); err != nil {
+	if err := s.putStatusReplicas(ctx, id, s.now()); err != nil {
 		return nil, err
 	}
-	to[":at"] = str(formatTime(now))
-	c, err := s.updateCampaign(ctx, id, caller, domain.CampaignRunning, "SET #status = :to, cancelledAt = :at, updatedAt = :now", to, domain.ErrCampaignFinished)
+	c, err := s.updateCampaign(ctx, id, caller, domain.CampaignRunning, "SET #status = :to, cancelledAt = :now", to, domain.ErrCampaignFinished)
 	if errors.Is(err, domain.ErrCampaignFinished) {
 		// Done meanwhile (its copies say cancelled, and nothing is left to
 		// send), or cancelled by a concurrent call.
