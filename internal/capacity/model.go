@@ -32,13 +32,16 @@ type Profile struct {
 	// CampaignChunkUploadsPerSecond: recipients chunks uploaded to another
 	// campaign (a draft) in the same second.
 	CampaignChunkUploadsPerSecond float64
+	// ProfileCreatesPerSecond: new users' profiles written each second
+	// (each also writes its entry in the profiles index, gsi4).
+	ProfileCreatesPerSecond float64
 }
 
 // DefaultProfile is the profile.
 func DefaultProfile() Profile {
 	return Profile{PerDay: 50e6, AveragePerSecond: 600, PeakPerSecond: 20000, PeakMinutes: 10, CampaignUsers: 10e6,
 		DeferredShare: 0.30, SMSShare: 0.05, PushShare: 0.40, Users: 10e6, ZipfS: 1.1, BatchIntakeShare: 0, LambdaConcurrency: 1000,
-		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20}
+		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20, ProfileCreatesPerSecond: 50}
 }
 
 // AWS limits the model checks.
@@ -295,6 +298,26 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 	return nil
 }
 
+// createProfiles adds n new users' profiles (PUT /v1/users/{id}): the
+// profile item and its keys-only entry in the profiles index.
+func (m *model) createProfiles(t *tally, n float64) error {
+	for range int(n) {
+		m.seq++
+		u := &domain.User{ID: fmt.Sprintf("new-user-%028d", m.seq), Email: "someone@example.com", Locale: "en", Timezone: "Europe/Berlin", UpdatedAt: m.now}
+		k, err := m.store.UserItemKeys(u)
+		if err != nil {
+			return err
+		}
+		t.usage.APIRequests++
+		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
+		t.w("table", k.PK, dynamo.WriteUnits(k.Size))
+		for idx, pk := range k.Index {
+			t.w(idx, pk, dynamo.WriteUnits(k.Sparse[idx]))
+		}
+	}
+	return nil
+}
+
 // peakCampaign is the id of the campaign of the peak second.
 const peakCampaign = "c0123456789abcdefghjkmnpqrs"
 
@@ -490,6 +513,9 @@ func Run(p Profile) (Result, error) {
 			if err := m.notify(t, mix(m.rng, false), fmt.Sprintf("u%d", zipf.Uint64()), time.Time{}); err != nil {
 				return res, err
 			}
+		}
+		if err := m.createProfiles(t, p.ProfileCreatesPerSecond); err != nil {
+			return res, err
 		}
 		campaignUser := 0
 		for range int(sc.campaign) {

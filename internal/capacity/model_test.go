@@ -118,3 +118,15 @@ func TestCampaignKeys(t *testing.T) {
 		t.Errorf("10,000 lots recounted every 5 s not flagged: %v", res.LimitsExceeded)
 	}
 }
+
+// TestProfileCreatesWriteTheProfilesIndex: each new profile writes its own
+// keys-only gsi4 entry (1 WCU), which the segment-"all" scan reads.
+func TestProfileCreatesWriteTheProfilesIndex(t *testing.T) {
+	m, tl := newModel(), newTally()
+	if err := m.createProfiles(tl, 10); err != nil {
+		t.Fatal(err)
+	}
+	if tl.usage.WriteUnits["gsi4"] != 10 || len(tl.write["gsi4"]) != 10 || tl.usage.WriteUnits["table"] != 10 {
+		t.Fatalf("10 profiles wrote %v units (%d gsi4 keys)", tl.usage.WriteUnits, len(tl.write["gsi4"]))
+	}
+}
