@@ -23,14 +23,14 @@ import (
 // two reads in turn.
 //
 // A notification of a cancelled campaign is returned cancelled: the message
-// names its campaign, whose item joins the batch read (other paths read it
-// with one more GetItem).
+// names its campaign, whose status copy (CampaignStatusPK) joins the batch
+// read (other paths read it with one more GetItem).
 func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	switch {
 	case wm.UserID == "":
 		n, err := s.GetNotification(ctx, wm.NotificationID)
 		if err == nil {
-			err = s.withCampaign(ctx, n, nil)
+			err = s.withCampaign(ctx, n, nil, false)
 		}
 		if err != nil {
 			return nil, nil, err
@@ -53,7 +53,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		if perr != nil {
 			return nil, nil, perr
 		}
-		if err := s.withCampaign(ctx, n, nil); err != nil {
+		if err := s.withCampaign(ctx, n, nil, false); err != nil {
 			return nil, nil, err
 		}
 		return s.ownProfile(ctx, n, p, wm)
@@ -65,7 +65,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		key(UserPK(wm.UserID), presenceSK), // lastSeenAt, for the type's unlessActiveWithin
 	}
 	if wm.CampaignID != "" { // its status: a cancelled campaign sends nothing more
-		keys = append(keys, key(CampaignPK(wm.CampaignID), campaignSK))
+		keys = append(keys, campaignStatusKey(wm.CampaignID, wm.NotificationID))
 	}
 	items, err := s.batchGet(ctx, "load work "+wm.NotificationID, keys, consistentRead)
 	if err != nil {
@@ -80,7 +80,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 			err = absorbUserItem(p, av)
 		case strings.HasPrefix(pk, campaignPrefix):
 			campaign = av
-		default:
+		case stringAttr(av, "sk") == notificationSK:
 			n, err = decodeNotification(av)
 		}
 		if err != nil {
@@ -90,10 +90,10 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 	if n == nil {
 		return nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
 	}
-	if n.CampaignID != "" && n.CampaignID != wm.CampaignID {
-		campaign = nil // not the campaign the message named: read its own
-	}
-	if err := s.withCampaign(ctx, n, campaign); err != nil {
+	// The batch read the status copy of the campaign the message named
+	// (absent: not cancelled); another campaign's is read on its own.
+	read := wm.CampaignID != "" && n.CampaignID == wm.CampaignID
+	if err := s.withCampaign(ctx, n, campaign, read); err != nil {
 		return nil, nil, err
 	}
 	return s.ownProfile(ctx, n, p, wm)
