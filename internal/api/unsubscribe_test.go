@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	htmltemplate "html/template"
 	"io"
 	"log/slog"
 	"net/http"
@@ -168,5 +169,35 @@ func TestOtherRoutesStillRequireAuth(t *testing.T) {
 	resp, _ = h.Handle(context.Background(), events.APIGatewayV2HTTPRequest{RouteKey: "GET /v1/unsubscribe"})
 	if resp.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("unconfigured unsubscribe: status %d, want 500", resp.StatusCode)
+	}
+}
+
+// The page assembled by hand is byte for byte what the html/template it
+// replaced rendered, for every type name that can reach it (a type of the
+// catalog), and escapes any other name.
+func TestUnsubscribePageMatchesTheTemplate(t *testing.T) {
+	old := htmltemplate.Must(htmltemplate.New("unsubscribe").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<meta name="robots" content="noindex"><title>Unsubscribe</title></head><body>
+{{if .Confirm}}<p>Stop emails about <b>{{.Type}}</b>?</p>
+<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>
+{{else}}<p>You will no longer receive emails about <b>{{.Type}}</b>. You can turn them back on in your notification settings.</p>{{end}}
+</body></html>
+`))
+	for _, name := range catalog.MustLoad().Names() {
+		for _, confirm := range []bool{true, false} {
+			page := unsubscribePage{Type: name, Confirm: confirm}
+			var want strings.Builder
+			if err := old.Execute(&want, page); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(page.render()); got != want.String() {
+				t.Errorf("%s confirm=%v:\n got %q\nwant %q", name, confirm, got, want.String())
+			}
+		}
+	}
+	got := string(unsubscribePage{Type: `<script>"x'&`}.render())
+	if !strings.Contains(got, "<b>&lt;script&gt;&#34;x&#39;&amp;</b>") {
+		t.Errorf("name not escaped: %q", got)
 	}
 }

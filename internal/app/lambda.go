@@ -1,30 +1,25 @@
 package app
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // LambdaDeps builds the dependencies of a Lambda main: JSON logs at the
-// LOG_LEVEL level (NewLogger), one aws.Config from the environment, the
-// catalog from loadCatalog, EMF metrics on stdout (namespace
-// METRICS_NAMESPACE, default Herald). Any failure ends the process before the
-// first invocation.
+// LOG_LEVEL level (NewLogger), one aws.Config from the environment
+// (EnvAWSConfig), the catalog from loadCatalog, EMF metrics on stdout
+// (namespace METRICS_NAMESPACE, default Herald). Any failure ends the process
+// before the first invocation.
 //
 // Functions that never read the catalog (scheduler, feedback) pass nil: the
-// catalog's parser and template execution then stay out of their binaries,
-// and with them reflect's method lookup, which makes the linker keep every
-// exported method of every type converted to an interface.
+// catalog's YAML and template parsers then stay out of their binaries.
 func LambdaDeps(loadCatalog func() (*catalog.Catalog, error)) Deps {
 	log := NewLogger(os.Stdout, os.Getenv)
-	cfg, err := config.LoadDefaultConfig(context.Background())
+	cfg, err := EnvAWSConfig(os.Getenv)
 	if err != nil {
 		Fail(log, err)
 	}

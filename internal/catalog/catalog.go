@@ -10,13 +10,11 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"io/fs"
 	"maps"
 	"path"
 	"slices"
 	"strings"
-	"text/template"
 	"text/template/parse"
 	"time"
 
@@ -74,7 +72,7 @@ type Type struct {
 
 type localeTemplates struct {
 	email *emailTemplates
-	sms   *template.Template
+	sms   *tmpl
 	push  *linkTemplates
 	inapp *linkTemplates
 	// digest is the optional `digest:` section (digest.go).
@@ -82,11 +80,11 @@ type localeTemplates struct {
 }
 
 type emailTemplates struct {
-	subject, text *template.Template
-	html          *htmltemplate.Template
+	subject, text *tmpl
+	html          *tmpl // contextually escaped (template.go)
 }
 
-type linkTemplates struct{ title, body, url *template.Template }
+type linkTemplates struct{ title, body, url *tmpl }
 
 // Content is a rendered message. Fields not used by a kind are empty.
 type Content struct {
@@ -116,11 +114,9 @@ func MustLoad() *Catalog {
 
 // LoadWithoutSampleRenders parses the embedded catalog like Load but skips
 // executing the digest templates on sample data. It is for functions that
-// plan deliveries and never render (the relay): executing any template links
-// text/template's reflective method lookup, which makes the linker keep every
-// exported method of every type held in an interface (about 2.5 MB of the
-// relay's binary). The functions that render load with Load, so a digest
-// typo still fails them at start, never a send.
+// plan deliveries and never render (the relay), which then link no template
+// executor. The functions that render load with Load, so a digest typo still
+// fails them at start, never a send.
 func LoadWithoutSampleRenders() (*Catalog, error) { return parseFS(embedded, "types") }
 
 // LoadFS parses every *.yaml file in dir and executes each digest template
@@ -216,20 +212,20 @@ func (t *Type) Render(kind Kind, locale string, data map[string]any) (Content, e
 		if lt.email == nil {
 			return c, fmt.Errorf("render %s email: %w", t.Name, ErrNoTemplate)
 		}
-		c.Subject, err = execText(lt.email.subject, data)
+		c.Subject, err = executeString(lt.email.subject, data)
 		if err == nil {
-			c.Text, err = execText(lt.email.text, data)
+			c.Text, err = executeString(lt.email.text, data)
 		}
 		if err == nil {
 			var b bytes.Buffer
-			err = lt.email.html.Execute(&b, data)
+			err = lt.email.html.execute(&b, data)
 			c.HTML = b.String()
 		}
 	case KindSMS:
 		if lt.sms == nil {
 			return c, fmt.Errorf("render %s sms: %w", t.Name, ErrNoTemplate)
 		}
-		c.Text, err = execText(lt.sms, data)
+		c.Text, err = executeString(lt.sms, data)
 	case KindPush, KindInApp:
 		lk := lt.push
 		if kind == KindInApp {
@@ -238,12 +234,12 @@ func (t *Type) Render(kind Kind, locale string, data map[string]any) (Content, e
 		if lk == nil {
 			return c, fmt.Errorf("render %s %s: %w", t.Name, kind, ErrNoTemplate)
 		}
-		c.Title, err = execText(lk.title, data)
+		c.Title, err = executeString(lk.title, data)
 		if err == nil {
-			c.Body, err = execText(lk.body, data)
+			c.Body, err = executeString(lk.body, data)
 		}
 		if err == nil {
-			c.URL, err = execText(lk.url, data)
+			c.URL, err = executeString(lk.url, data)
 		}
 	default:
 		return c, fmt.Errorf("render %s: unknown kind %q", t.Name, kind)
@@ -252,17 +248,6 @@ func (t *Type) Render(kind Kind, locale string, data map[string]any) (Content, e
 		return Content{}, fmt.Errorf("render %s %s: %w", t.Name, kind, err)
 	}
 	return c, nil
-}
-
-func execText(tmpl *template.Template, data map[string]any) (string, error) {
-	if tmpl == nil {
-		return "", nil
-	}
-	var b strings.Builder
-	if err := tmpl.Execute(&b, data); err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(b.String()), nil
 }
 
 // fileType is the YAML shape of a type file.
@@ -399,11 +384,11 @@ func (t *Type) parseLocale(f fileLocaleTmpl) (*localeTemplates, error) {
 		if e.text, err = t.text("email.text", f.Email.Text); err != nil {
 			return nil, err
 		}
-		e.html, err = htmltemplate.New("email.html").Option("missingkey=error").Parse(f.Email.HTML)
+		e.html, err = parseHTML("email.html", f.Email.HTML)
 		if err != nil {
 			return nil, fmt.Errorf("email.html: %w", err)
 		}
-		if err := t.checkFields("email.html", e.html.Tree); err != nil {
+		if err := t.checkFields("email.html", e.html.tree); err != nil {
 			return nil, err
 		}
 		lt.email = e
@@ -445,18 +430,18 @@ func (t *Type) link(name string, f *fileLink) (*linkTemplates, error) {
 	return l, nil
 }
 
-func (t *Type) text(name, src string) (*template.Template, error) {
+func (t *Type) text(name, src string) (*tmpl, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("%s is empty", name)
 	}
-	tmpl, err := template.New(name).Option("missingkey=error").Parse(src)
+	tm, err := parseText(name, src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := t.checkFields(name, tmpl.Tree); err != nil {
+	if err := t.checkFields(name, tm.tree); err != nil {
 		return nil, err
 	}
-	return tmpl, nil
+	return tm, nil
 }
 
 // checkFields rejects templates that reference variables the type does not

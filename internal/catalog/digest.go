@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	htmltemplate "html/template"
 	"maps"
 	"slices"
 	"strings"
-	"text/template"
 
 	"github.com/heraldhq/herald/internal/domain"
 )
@@ -40,7 +38,7 @@ func (d DigestData) templateData() map[string]any {
 // of a digestible type.
 type digestTemplates struct {
 	email *emailTemplates
-	sms   *template.Template
+	sms   *tmpl
 	push  *linkTemplates
 }
 
@@ -78,7 +76,7 @@ func (t *Type) parseDigest(f *fileDigest) (*digestTemplates, error) {
 		if e.text, err = digestText("digest.email.text", f.Email.Text); err != nil {
 			return nil, err
 		}
-		if e.html, err = htmltemplate.New("digest.email.html").Option("missingkey=error").Parse(f.Email.HTML); err != nil {
+		if e.html, err = parseHTML("digest.email.html", f.Email.HTML); err != nil {
 			return nil, fmt.Errorf("digest.email.html: %w", err)
 		}
 		dt.email = e
@@ -140,7 +138,7 @@ func (t *Type) checkDigest() error {
 // text, which end up on lock screens and in provider logs (as for the
 // per-notification templates).
 func (t *Type) checkDigestPersonal(dt *digestTemplates) error {
-	var named []*template.Template
+	var named []*tmpl
 	if dt.sms != nil {
 		named = append(named, dt.sms)
 	}
@@ -151,7 +149,7 @@ func (t *Type) checkDigestPersonal(dt *digestTemplates) error {
 		}
 	}
 	for _, tmpl := range named {
-		for _, f := range FieldsOf(tmpl.Tree) {
+		for _, f := range FieldsOf(tmpl.tree) {
 			if v, ok := t.Variables[f]; ok && v.Personal {
 				return fmt.Errorf("%s uses personal variable %q", tmpl.Name(), f)
 			}
@@ -160,15 +158,15 @@ func (t *Type) checkDigestPersonal(dt *digestTemplates) error {
 	return nil
 }
 
-func digestText(name, src string) (*template.Template, error) {
+func digestText(name, src string) (*tmpl, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("%s is empty", name)
 	}
-	tmpl, err := template.New(name).Option("missingkey=error").Parse(src)
+	tm, err := parseText(name, src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return tmpl, nil
+	return tm, nil
 }
 
 // sampleData is a valid value for every declared variable.
@@ -206,24 +204,24 @@ func (dt *digestTemplates) render(typeName string, kind Kind, d DigestData) (Con
 	var err error
 	switch {
 	case kind == KindEmail && dt.email != nil:
-		c.Subject, err = execText(dt.email.subject, data)
+		c.Subject, err = executeString(dt.email.subject, data)
 		if err == nil {
-			c.Text, err = execText(dt.email.text, data)
+			c.Text, err = executeString(dt.email.text, data)
 		}
 		if err == nil {
 			var b bytes.Buffer
-			err = dt.email.html.Execute(&b, data)
+			err = dt.email.html.execute(&b, data)
 			c.HTML = b.String()
 		}
 	case kind == KindSMS && dt.sms != nil:
-		c.Text, err = execText(dt.sms, data)
+		c.Text, err = executeString(dt.sms, data)
 	case kind == KindPush && dt.push != nil:
-		c.Title, err = execText(dt.push.title, data)
+		c.Title, err = executeString(dt.push.title, data)
 		if err == nil {
-			c.Body, err = execText(dt.push.body, data)
+			c.Body, err = executeString(dt.push.body, data)
 		}
 		if err == nil {
-			c.URL, err = execText(dt.push.url, data)
+			c.URL, err = executeString(dt.push.url, data)
 		}
 	default:
 		return c, fmt.Errorf("render %s %s digest: %w", typeName, kind, ErrNoTemplate)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/template"
 )
 
 // Lint checks the rules a catalog must keep beyond parsing (the shipped
@@ -34,7 +33,7 @@ func (t *Type) Lint() []error {
 		where := func(kind string) string { return fmt.Sprintf("%s %s %s", t.Name, locale, kind) }
 		if lt.sms != nil {
 			errs = append(errs, t.lintPersonal(where("sms.text"), lt.sms)...)
-			text, err := execText(lt.sms, worst)
+			text, err := executeString(lt.sms, worst)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: render with worst-case data: %w", where("sms.text"), err))
 			} else if fits, enc, n := SMSFitsOneSegment(text); !fits {
@@ -50,7 +49,7 @@ func (t *Type) Lint() []error {
 			errs = append(errs, t.lintDigestSMS(where("digest.sms.text"), lt.digest)...)
 		}
 		if lt.push != nil {
-			for field, tmpl := range map[string]*template.Template{"title": lt.push.title, "body": lt.push.body, "url": lt.push.url} {
+			for field, tmpl := range map[string]*tmpl{"title": lt.push.title, "body": lt.push.body, "url": lt.push.url} {
 				errs = append(errs, t.lintPersonal(where("push."+field), tmpl)...)
 			}
 		}
@@ -77,12 +76,12 @@ func (t *Type) lintDigestSMS(where string, dt *digestTemplates) []error {
 	return nil
 }
 
-func (t *Type) lintPersonal(where string, tmpl *template.Template) []error {
-	if tmpl == nil {
+func (t *Type) lintPersonal(where string, tm *tmpl) []error {
+	if tm == nil {
 		return nil
 	}
 	var errs []error
-	for _, f := range FieldsOf(tmpl.Tree) {
+	for _, f := range FieldsOf(tm.tree) {
 		if t.Variables[f].Personal {
 			errs = append(errs, fmt.Errorf("%s: uses personal variable %q (not allowed in SMS or push)", where, f))
 		}
