@@ -332,7 +332,9 @@ func (m *streamMapping) matches(r events.DynamoDBEventRecord) bool {
 }
 
 // matchPattern implements the subset of Lambda event filtering Herald uses:
-// nested objects, and arrays of allowed exact values (strings, numbers, bools).
+// nested objects, and arrays of allowed values — exact values (strings,
+// numbers, bools), {"anything-but": [values]} (present and none of them) and
+// {"exists": bool}; a value matches when any element of its array does.
 func matchPattern(pattern map[string]any, doc map[string]any) bool {
 	for k, want := range pattern {
 		got, ok := doc[k]
@@ -343,7 +345,7 @@ func matchPattern(pattern map[string]any, doc map[string]any) bool {
 				return false
 			}
 		case []any:
-			if !ok || !anyEqual(w, got) {
+			if !slices.ContainsFunc(w, func(rule any) bool { return matchRule(rule, got, ok) }) {
 				return false
 			}
 		default:
@@ -353,11 +355,28 @@ func matchPattern(pattern map[string]any, doc map[string]any) bool {
 	return true
 }
 
-func anyEqual(allowed []any, v any) bool {
-	for _, a := range allowed {
-		if fmt.Sprint(a) == fmt.Sprint(v) {
-			return true
-		}
+// matchRule is one element of a pattern's array against a value (present
+// tells a missing key from a null).
+func matchRule(rule, got any, present bool) bool {
+	op, isOp := rule.(map[string]any)
+	if !isOp {
+		return present && fmt.Sprint(rule) == fmt.Sprint(got)
 	}
-	return false
+	if len(op) != 1 {
+		return false
+	}
+	if exists, ok := op["exists"].(bool); ok {
+		return exists == present
+	}
+	if but, ok := op["anything-but"]; ok {
+		excluded, isList := but.([]any)
+		if !isList {
+			excluded = []any{but}
+		}
+		if !present {
+			return false
+		}
+		return !slices.ContainsFunc(excluded, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(got) })
+	}
+	return false // an operator Herald does not use: match nothing, loudly in tests
 }
