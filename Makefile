@@ -6,9 +6,9 @@
 
 SHELL := /bin/bash
 GO ?= go
-FUNCTIONS := api relay email sms push scheduler feedback
+FUNCTIONS := api relay email sms push scheduler feedback campaign
 # The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
-FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction
+FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
@@ -68,6 +68,8 @@ build-SchedulerFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/scheduler
 build-FeedbackFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/feedback
+build-CampaignFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/campaign
 
 ## herald: the CLI for this machine
 herald:

@@ -112,3 +112,63 @@ func ExampleClient_UpdatePreferences() {
 	// PUT /v1/users/u1/preferences {"preferences":{"comment.created":{"email":null,"push":false}}}
 	// user
 }
+
+// campaignStandIn plays the campaign routes for the example.
+func campaignStandIn() *httptest.Server {
+	view := func(status string) string {
+		return `{"id":"c4m9x2k7q0s1v8b3n6f5h2j4d0","type":"reservation.approved","priority":"low","status":"` + status +
+			`","recipients":2500,"notified":0,"sent":0,"skipped":0,"failed":0,"dropped":0,"createdAt":"2026-01-02T03:04:05Z"}`
+	}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/campaigns":
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, view("draft"))
+		case strings.HasSuffix(r.URL.Path, "/recipients"):
+			fmt.Fprint(w, `{"chunk":0,"recipients":1000}`)
+		case strings.HasSuffix(r.URL.Path, "/start"):
+			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprint(w, view("running"))
+		default:
+			fmt.Fprint(w, view("running"))
+		}
+	}))
+}
+
+// A service sends one notification to thousands of users: a draft campaign,
+// its recipients in chunks of up to client.MaxChunk, then the start. Herald
+// fans it out in the background; GetCampaign reports the counts.
+func ExampleClient_CreateCampaign() {
+	herald := campaignStandIn()
+	defer herald.Close()
+	c, err := client.New(herald.URL, client.WithDevCaller("marketing"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	campaign, err := c.CreateCampaign(ctx, client.Campaign{
+		Type: "reservation.approved", Channels: []string{"email"},
+		Data:           map[string]string{"reservationUrl": "https://example.com/r/spring"},
+		IdempotencyKey: "spring-2026",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	users := make([]string, 2500)
+	for i := range users {
+		users[i] = fmt.Sprintf("u%d", i)
+	}
+	for n := 0; n*client.MaxChunk < len(users); n++ {
+		chunk := users[n*client.MaxChunk : min((n+1)*client.MaxChunk, len(users))]
+		if _, err := c.AddRecipients(ctx, campaign.ID, int64(n), chunk); err != nil {
+			log.Fatal(err) // a retry of the same chunk is safe
+		}
+	}
+	started, err := c.StartCampaign(ctx, campaign.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(started.Status, started.Recipients)
+	// Output: running 2500
+}

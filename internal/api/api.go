@@ -57,6 +57,10 @@ type Deps struct {
 	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
 	// records nothing.
 	Metrics metrics.Recorder
+	// Campaigns stores campaigns; CampaignQueue takes a started campaign's
+	// planning message.
+	Campaigns     CampaignStore
+	CampaignQueue CampaignQueue
 }
 
 // Handler is the API Lambda handler.
@@ -84,6 +88,8 @@ type Handler struct {
 	vapidPublicKey      string
 	presence            PresenceStore
 	presenceCache       presenceCache
+	campaigns           CampaignStore
+	campaignQueue       CampaignQueue
 }
 
 type route func(ctx context.Context, req *request) response
@@ -111,6 +117,7 @@ func New(d Deps) *Handler {
 	h.activeAnnouncements = &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}
 	h.metrics = d.Metrics
 	h.presence = d.Presence
+	h.campaigns, h.campaignQueue = d.Campaigns, d.CampaignQueue
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}

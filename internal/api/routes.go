@@ -14,6 +14,13 @@ func (h *Handler) routeTable() map[string]route {
 		"GET /v1/notifications/{id}":    service(h.getNotification),
 		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
 
+		// Campaigns (service).
+		"POST /v1/campaigns":                 service(h.createCampaign),
+		"GET /v1/campaigns/{id}":             service(h.getCampaign),
+		"DELETE /v1/campaigns/{id}":          service(h.cancelCampaign),
+		"POST /v1/campaigns/{id}/recipients": service(h.addRecipients),
+		"POST /v1/campaigns/{id}/start":      service(h.startCampaign),
+
 		// Users, push subscriptions and preferences (service).
 		"PUT /v1/users/{userId}":                                        service(h.putUser),
 		"GET /v1/users/{userId}":                                        service(h.getUser),

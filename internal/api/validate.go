@@ -25,12 +25,9 @@ const (
 // checks run in a fixed order, so one request always gets the same problem.
 func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notification, map[string]any, *Problem) {
 	now := h.now()
-	if nr.Type == "" {
-		return nil, nil, fieldProblem(http.StatusBadRequest, "missing_field", "/type", "type is required")
-	}
-	typ, ok := h.catalog.Lookup(nr.Type)
-	if !ok {
-		return nil, nil, fieldProblem(http.StatusUnprocessableEntity, "unknown_type", "/type", "type is not in the catalog")
+	typ, p := h.lookupType(nr.Type)
+	if p != nil {
+		return nil, nil, p
 	}
 	r := nr.Recipient
 	if p := validateUserID(r.UserID, "/recipient/userId"); p != nil {
@@ -40,39 +37,62 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 		return nil, nil, p
 	}
 	n := &domain.Notification{
-		Type: nr.Type, Recipient: domain.Recipient(r), Priority: typ.Priority,
-		ResourceID: nr.ResourceID, BatchKey: nr.BatchKey, CreatedAt: now, Status: domain.NotificationAccepted,
+		Type: nr.Type, Recipient: domain.Recipient(r), ResourceID: nr.ResourceID, BatchKey: nr.BatchKey,
+		CreatedAt: now, Status: domain.NotificationAccepted,
 	}
+	data, p := validateContent(nr, typ, n, now)
+	if p != nil {
+		return nil, nil, p
+	}
+	return n, data, nil
+}
+
+// lookupType finds a request's notification type in the catalog.
+func (h *Handler) lookupType(name string) (*catalog.Type, *Problem) {
+	if name == "" {
+		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/type", "type is required")
+	}
+	typ, ok := h.catalog.Lookup(name)
+	if !ok {
+		return nil, fieldProblem(http.StatusUnprocessableEntity, "unknown_type", "/type", "type is not in the catalog")
+	}
+	return typ, nil
+}
+
+// validateContent checks what a notification and a campaign share (priority,
+// channels, keys, data, sendAt, expiresAt) against typ and sets them on n.
+func validateContent(nr *notificationRequest, typ *catalog.Type, n *domain.Notification, now time.Time) (map[string]any, *Problem) {
+	n.Priority = typ.Priority
 	if nr.Priority != "" {
 		p, err := domain.ParsePriority(nr.Priority)
 		if err != nil {
-			return nil, nil, fieldProblem(http.StatusBadRequest, "invalid_priority", "/priority", "priority must be high, normal or low")
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_priority", "/priority", "priority must be high, normal or low")
 		}
 		n.Priority = p
 	}
 	channels, p := validateChannels(nr.Channels, typ)
 	if p != nil {
-		return nil, nil, p
+		return nil, p
 	}
 	n.Channels = channels
 	if p := validateKey(nr.ResourceID, "/resourceId"); p != nil {
-		return nil, nil, p
+		return nil, p
 	}
 	if p := validateKey(nr.BatchKey, "/batchKey"); p != nil {
-		return nil, nil, p
+		return nil, p
 	}
 	data, p := decodeData(nr.Data)
 	if p != nil {
-		return nil, nil, p
+		return nil, p
 	}
 	if err := typ.ValidateData(data); err != nil {
-		return nil, nil, dataProblem(err)
+		return nil, dataProblem(err)
 	}
 	n.Data = data
 	if n.SendAt, n.ExpiresAt, p = validateSchedule(nr.SendAt, nr.ExpiresAt, typ, now); p != nil {
-		return nil, nil, p
+		return nil, p
 	}
-	return n, data, nil
+	return data, nil
 }
 
 // validateChannels parses the requested channels: none given means the

@@ -28,6 +28,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/apifn"
+	"github.com/heraldhq/herald/internal/app/campaignfn"
 	"github.com/heraldhq/herald/internal/app/emailfn"
 	"github.com/heraldhq/herald/internal/app/feedbackfn"
 	"github.com/heraldhq/herald/internal/app/pushfn"
@@ -395,6 +396,12 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.feedback, s.feedbackTimeout = h.Handle, timeouts[fn.LogicalID]
+		case "CampaignFunction":
+			h, err := campaignfn.New(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			sqsHandlers[fn.LogicalID] = h.Handle
 		case "SchedulerFunction":
 			h, err := schedulerfn.New(d)
 			if err != nil {

@@ -89,7 +89,7 @@ func TestTemplateInvariants(t *testing.T) {
 		if tm.Params["MaxReceiveCount"] != "6" {
 			t.Errorf("MaxReceiveCount default %q, want 6", tm.Params["MaxReceiveCount"])
 		}
-		for _, dlq := range []string{"EmailDLQ", "SmsDLQ", "PushDLQ", "RelayDLQ", "ReleaseDLQ"} {
+		for _, dlq := range []string{"EmailDLQ", "SmsDLQ", "PushDLQ", "RelayDLQ", "ReleaseDLQ", "CampaignDLQ"} {
 			q, ok := queues[dlq]
 			if !ok || q.MessageRetentionPeriod == nil || *q.MessageRetentionPeriod != 1209600 {
 				t.Errorf("%s: must exist with 14-day retention", dlq)
@@ -140,6 +140,14 @@ func TestTemplateInvariants(t *testing.T) {
 				rp, _ := q.RedrivePolicy.(map[string]any)
 				if fn != "SchedulerFunction" || rp == nil || rp["deadLetterTargetArn"] != "${getatt:ReleaseDLQ.Arn}" {
 					t.Errorf("%s: the release queue must feed the scheduler and redrive to ReleaseDLQ (%v)", id, q.RedrivePolicy)
+				}
+				continue
+			}
+			if queueID == "CampaignQueue" {
+				// Campaign fan-out steps, parked in their own DLQ.
+				rp, _ := q.RedrivePolicy.(map[string]any)
+				if fn != "CampaignFunction" || rp == nil || rp["deadLetterTargetArn"] != "${getatt:CampaignDLQ.Arn}" {
+					t.Errorf("%s: the campaign queue must feed the campaign function and redrive to CampaignDLQ (%v)", id, q.RedrivePolicy)
 				}
 				continue
 			}

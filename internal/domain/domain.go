@@ -101,6 +101,10 @@ type Notification struct {
 	ReadAt      time.Time
 	ArchivedAt  time.Time
 	CancelledAt time.Time
+	// CampaignID names the campaign that created the notification ("" for
+	// one accepted alone); CampaignChunk the chunk (lot) that created it.
+	CampaignID    string
+	CampaignChunk string
 }
 
 // Expired reports whether the notification must no longer be delivered.
@@ -116,6 +120,9 @@ type WorkMessage struct {
 	NotificationID string  `json:"notificationId"`
 	Channel        Channel `json:"channel"`
 	UserID         string  `json:"userId,omitempty"`
+	// CampaignID lets the worker read the campaign's status in the same
+	// batch read (a cancelled campaign sends nothing more).
+	CampaignID string `json:"campaignId,omitempty"`
 }
 
 // ErrMalformedWorkMessage: a work-queue body that is not a work message for

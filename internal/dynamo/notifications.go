@@ -53,6 +53,8 @@ type notificationItem struct {
 	ReadAt      string         `dynamodbav:"readAt,omitempty"`
 	ArchivedAt  string         `dynamodbav:"archivedAt,omitempty"`
 	CancelledAt string         `dynamodbav:"cancelledAt,omitempty"`
+	CampaignID  string         `dynamodbav:"campaignId,omitempty"`
+	CampaignChk string         `dynamodbav:"campaignChunk,omitempty"`
 	TTL         int64          `dynamodbav:"ttl,omitempty"`
 	GSI1PK      string         `dynamodbav:"gsi1pk,omitempty"`
 	GSI1SK      string         `dynamodbav:"gsi1sk,omitempty"`
@@ -69,6 +71,7 @@ func (s *Store) toNotificationItem(n *domain.Notification) notificationItem {
 		SendAt: formatTime(n.SendAt), ExpiresAt: formatTime(n.ExpiresAt), CreatedAt: formatTime(n.CreatedAt),
 		Status: string(n.Status), RequestHash: n.RequestHash, DedupeKey: n.DedupeKey,
 		ReadAt: formatTime(n.ReadAt), ArchivedAt: formatTime(n.ArchivedAt), CancelledAt: formatTime(n.CancelledAt),
+		CampaignID: n.CampaignID, CampaignChk: n.CampaignChunk,
 		TTL: n.CreatedAt.Add(s.retention).Unix(),
 	}
 	for _, c := range n.Channels {
@@ -94,6 +97,7 @@ func (it *notificationItem) toDomain() *domain.Notification {
 		SendAt: parseTime(it.SendAt), ExpiresAt: parseTime(it.ExpiresAt), CreatedAt: parseTime(it.CreatedAt),
 		Status: domain.NotificationStatus(it.Status), RequestHash: it.RequestHash, DedupeKey: it.DedupeKey,
 		ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt), CancelledAt: parseTime(it.CancelledAt),
+		CampaignID: it.CampaignID, CampaignChunk: it.CampaignChk,
 	}
 	for _, c := range it.Channels {
 		n.Channels = append(n.Channels, domain.Channel(c))

@@ -19,10 +19,17 @@ import (
 // needs the user's subscriptions, a range of items only a query returns, so
 // it takes the two partition queries, run concurrently. A message without the
 // user id (queued before it was carried) takes the two queries in turn.
+//
+// A notification of a cancelled campaign is returned cancelled: the message
+// names its campaign, whose item joins the batch read (other paths read it
+// with one more GetItem).
 func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
 	switch {
 	case wm.UserID == "":
 		n, d, err := s.notificationAndDelivery(ctx, wm)
+		if err == nil {
+			err = s.withCampaign(ctx, n, nil)
+		}
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -44,25 +51,35 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		if perr != nil {
 			return nil, nil, nil, perr
 		}
+		if err := s.withCampaign(ctx, n, nil); err != nil {
+			return nil, nil, nil, err
+		}
 		return s.ownProfile(ctx, n, d, p, wm)
 	}
-	items, err := s.batchGet(ctx, "load work "+wm.NotificationID, []map[string]types.AttributeValue{
+	keys := []map[string]types.AttributeValue{
 		key(NotificationPK(wm.NotificationID), notificationSK),
 		key(NotificationPK(wm.NotificationID), deliveryPrefix+string(wm.Channel)),
 		key(UserPK(wm.UserID), profileSK),
 		key(UserPK(wm.UserID), prefsSK),
 		key(UserPK(wm.UserID), presenceSK), // lastSeenAt, for the type's unlessActiveWithin
-	}, consistentRead)
+	}
+	if wm.CampaignID != "" { // its status: a cancelled campaign sends nothing more
+		keys = append(keys, key(CampaignPK(wm.CampaignID), campaignSK))
+	}
+	items, err := s.batchGet(ctx, "load work "+wm.NotificationID, keys, consistentRead)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var n *domain.Notification
 	var d *domain.Delivery
+	var campaign map[string]types.AttributeValue
 	p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
 	for _, av := range items {
 		switch pk := stringAttr(av, "pk"); {
 		case strings.HasPrefix(pk, userPrefix):
 			err = absorbUserItem(p, av)
+		case strings.HasPrefix(pk, campaignPrefix):
+			campaign = av
 		case stringAttr(av, "sk") == notificationSK:
 			n, err = decodeNotification(av)
 		default:
@@ -74,6 +91,12 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 	}
 	if n == nil {
 		return nil, nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
+	}
+	if n.CampaignID != "" && n.CampaignID != wm.CampaignID {
+		campaign = nil // not the campaign the message named: read its own
+	}
+	if err := s.withCampaign(ctx, n, campaign); err != nil {
+		return nil, nil, nil, err
 	}
 	return s.ownProfile(ctx, n, d, p, wm)
 }

@@ -332,7 +332,7 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 	var out []pending
 	for _, d := range policy.Decide(policy.Input{Notification: n, Type: j.typ, Profile: profile, Now: now}) {
 		item := domain.WorkItem{
-			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID},
+			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID, CampaignID: n.CampaignID},
 			Priority: n.Priority,
 		}
 		if prev, ok := existing[domain.DeliveryKey{NotificationID: n.ID, Channel: d.Channel}]; ok {

@@ -4,10 +4,13 @@ package apifn
 import (
 	"crypto/rand"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -21,6 +24,8 @@ var (
 	_ api.PreferenceStore       = (*dynamo.Store)(nil)
 	_ api.UnsubscribeStore      = (*dynamo.Store)(nil)
 	_ api.UnsubscribeTokens     = (*unsubscribekey.Signer)(nil)
+	_ api.CampaignStore         = (*dynamo.Store)(nil)
+	_ api.CampaignQueue         = (*queue.CampaignQueue)(nil)
 )
 
 // New wires the HTTP API function. The unsubscribe key is read on the first
@@ -38,11 +43,17 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := d.Require(queue.CampaignQueueEnv)
+	if err != nil {
+		return nil, err
+	}
+	campaigns := queue.NewCampaignQueue(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), env[queue.CampaignQueueEnv])
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
-		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)}}), nil
+		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
+		Campaigns:      st, CampaignQueue: campaigns}), nil
 }
 
 func randomID() string {

@@ -99,8 +99,13 @@ func TestIdempotencyStorm(t *testing.T) {
 	var id string
 	count := 0
 	ids.Range(func(k, _ any) bool { id, count = k.(string), count+1; return true })
-	if count != 1 || replayed.Load() != n-1 || reused.Load() != 20 || bad.Load() != 0 {
-		t.Fatalf("%d ids, %d replayed (want %d), %d reused (want 20), %d bad", count, replayed.Load(), n-1, reused.Load(), bad.Load())
+	// Exactly one request created the notification. Usually one of the n
+	// with body; under load one of the 20 others can win the race, and then
+	// the n are the reused ones.
+	created := n + 20 - replayed.Load() - reused.Load() - bad.Load()
+	if count != 1 || created != 1 || (reused.Load() != 20 && reused.Load() != n) || bad.Load() != 0 {
+		t.Fatalf("%d ids, %d created (want 1), %d replayed, %d reused (want 20, or %d when another payload won), %d bad",
+			count, created, replayed.Load(), reused.Load(), n, bad.Load())
 	}
 	waitDelivery(t, id, domain.ChannelEmail, "the storm's one email", status(domain.StatusSent))
 	time.Sleep(2 * time.Second) // a duplicate send would show by now
@@ -219,6 +224,15 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "get with SQL in the id", method: "GET", path: "/v1/notifications/n%27%20OR%201%3D1--", status: 404, outcome: "notification_not_found"},
 		{name: "cancel unknown", method: "DELETE", path: "/v1/notifications/" + nid, status: 404, outcome: "notification_not_found"},
 		{name: "cancel with a body encoded", method: "DELETE", path: "/v1/notifications/" + nid, body: "x", header: gz, status: 415, outcome: "unsupported_media_type"},
+		// campaigns
+		{name: "campaign of an unknown type", method: "POST", path: "/v1/campaigns", body: `{"type":"no.such.type","audience":{"userIds":["` + victim + `"]}}`, header: jsonHeader(), status: 422, outcome: "unknown_type"},
+		{name: "campaign of 1,001 inline users", method: "POST", path: "/v1/campaigns", body: `{"type":"invoice.payment_failed","data":{"invoiceUrl":"https://example.com/i/9"},"audience":{"userIds":["u"` + strings.Repeat(`,"u"`, 1000) + `]}}`, header: jsonHeader(), status: 422, outcome: "audience_too_large"},
+		{name: "campaign as text", method: "POST", path: "/v1/campaigns", body: `{"type":"otp.code"}`, header: text, status: 415, outcome: "unsupported_media_type"},
+		{name: "get another caller's or no campaign", method: "GET", path: "/v1/campaigns/c" + strings.Repeat("0", 26), status: 404, outcome: "campaign_not_found"},
+		{name: "cancel no campaign", method: "DELETE", path: "/v1/campaigns/c" + strings.Repeat("0", 26), status: 404, outcome: "campaign_not_found"},
+		{name: "recipients of no campaign", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":0,"userIds":["` + victim + `"]}`, header: jsonHeader(), status: 404, outcome: "campaign_not_found"},
+		{name: "recipients, negative chunk", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":-1,"userIds":["` + victim + `"]}`, header: jsonHeader(), status: 400, outcome: "invalid_chunk"},
+		{name: "start no campaign", method: "POST", path: "/v1/campaigns/c%27%20OR%201%3D1--/start", status: 404, outcome: "campaign_not_found"},
 		// users
 		{name: "put user email as id", method: "PUT", path: "/v1/users/" + use("email address", "dave."+canary+"@corp.example"), body: `{}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
 		{name: "put user bad phone", method: "PUT", path: "/v1/users/" + victim, body: `{"phone":"` + use("phone number", "+1555"+canary+"9") + `x"}`, header: jsonHeader(), status: 400, outcome: "invalid_phone"},

@@ -1,0 +1,49 @@
+// Package campaignfn wires the campaign function.
+package campaignfn
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/campaign"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/queue"
+)
+
+var (
+	_ campaign.Store      = (*dynamo.Store)(nil)
+	_ campaign.Queue      = (*queue.CampaignQueue)(nil)
+	_ campaign.Visibility = (*queue.Visibility)(nil)
+)
+
+// ReconcileDelayEnv is how long a lot waits between reconciles (a Go
+// duration; empty: campaign.DefaultReconcileDelay).
+const ReconcileDelayEnv = "CAMPAIGN_RECONCILE_DELAY"
+
+// New wires the campaign function: it sends its own next steps to the
+// campaign queue (CAMPAIGN_QUEUE_URL).
+func New(d app.Deps) (*campaign.Handler, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
+	st, err := d.Store()
+	if err != nil {
+		return nil, err
+	}
+	env, err := d.Require(queue.CampaignQueueEnv)
+	if err != nil {
+		return nil, err
+	}
+	var delay time.Duration
+	if v := d.Getenv(ReconcileDelayEnv); v != "" {
+		if delay, err = time.ParseDuration(v); err != nil || delay < time.Second {
+			return nil, fmt.Errorf("%s %q: want a Go duration of at least 1s", ReconcileDelayEnv, v)
+		}
+	}
+	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	return campaign.New(campaign.Deps{Store: st, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
+		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, ReconcileDelay: delay}), nil
+}

@@ -1,0 +1,457 @@
+// Package campaign is the campaign function: the fan-out of a started
+// campaign to its recipients, in three kinds of campaign-queue messages.
+//
+//   - plan: pages through the campaign's chunks and sends one lot message per
+//     chunk; near the invocation's deadline it sends a continuation (after
+//     the last chunk sent) instead of running long, so a 10,000-chunk
+//     campaign is many short invocations.
+//   - lot: one chunk of ≤ 1,000 recipients. It reads the campaign (a
+//     cancelled one creates nothing: the lot's recipients are dropped), reads
+//     which recipients have a profile (none: skipped), and creates each
+//     one's notification with an id derived from (campaign, user) by a
+//     conditional put, bounded in parallel: an ordinary notification that the
+//     relay and workers then plan and send with preferences, quiet hours,
+//     rate limits and the recheck. A lot processed twice creates nothing
+//     twice. It records the lot's result (counts and the recipients still
+//     pending) and adds its counts to the campaign in one transaction, then
+//     sends a delayed reconcile.
+//   - reconcile: reads the pending recipients' deliveries, moves those whose
+//     every channel is final to their outcome and writes the lot's next
+//     version with the campaign's delta in one transaction conditioned on the
+//     version it read, so a retry never counts twice; it sends itself again,
+//     delayed, until the lot is settled. The last lot to settle finishes the
+//     campaign (done, or cancelled with finishedAt).
+//
+// Every step is idempotent; a failed message is retried by SQS (partial
+// batch responses) and a malformed one goes to the campaign DLQ.
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/policy"
+)
+
+// Store is what the fan-out needs from the table.
+type Store interface {
+	GetCampaign(ctx context.Context, id string) (*domain.Campaign, error)
+	// ListChunks returns up to limit chunk keys after the key after, in
+	// order, and whether more may follow.
+	ListChunks(ctx context.Context, id, after string, limit int) ([]string, bool, error)
+	GetChunk(ctx context.Context, id, chunk string) ([]string, error)
+	// GetLot is domain.ErrNotFound before the lot's first result.
+	GetLot(ctx context.Context, id, chunk string) (*domain.CampaignLot, error)
+	ExistingProfiles(ctx context.Context, users []string) (map[string]bool, error)
+	// CreateNotification is a conditional put: an existing one is returned
+	// with domain.ErrConflict.
+	CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error)
+	// RecordLot writes a lot's first result with the campaign's counts;
+	// domain.ErrConflict when it has one.
+	RecordLot(ctx context.Context, id string, lot *domain.CampaignLot) error
+	// ReconcileLot replaces prev by next with the campaign's delta;
+	// domain.ErrConflict when the lot is no longer at prev's version.
+	ReconcileLot(ctx context.Context, id string, prev, next *domain.CampaignLot) error
+	// ReadPlanning reads which deliveries exist (users nil: no profiles).
+	ReadPlanning(ctx context.Context, deliveries []domain.DeliveryKey, users []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error)
+	// FinishCampaign finishes a campaign whose lots are all settled.
+	FinishCampaign(ctx context.Context, id string) (bool, error)
+}
+
+// Queue sends campaign messages, delayed.
+type Queue interface {
+	SendCampaign(ctx context.Context, msgs []domain.CampaignMessage, delay time.Duration) error
+}
+
+// Visibility delays a message's next receive.
+type Visibility interface {
+	SetVisibility(ctx context.Context, queueARN, receiptHandle string, timeout time.Duration) error
+}
+
+// Deps are the fan-out's collaborators. Store, Queue, Visibility, Catalog,
+// Now and Log are required; the rest have documented zero values.
+type Deps struct {
+	Store      Store
+	Queue      Queue
+	Visibility Visibility
+	Catalog    *catalog.Catalog
+	Now        func() time.Time
+	Log        *slog.Logger
+	// ReconcileDelay is how long a reconcile waits before counting a lot's
+	// outcomes again; 0 means DefaultReconcileDelay.
+	ReconcileDelay time.Duration
+	// Concurrency bounds the notifications a lot creates at once; 0 means 16.
+	Concurrency int
+	// PlanPage is how many chunks a plan step reads per query; 0 means 100.
+	PlanPage int
+	// PendingLimit is how long after the campaign's start (or sendAt, when
+	// later) a recipient may stay pending before it is counted failed (its
+	// notification was never planned: a relay record parked in its DLQ);
+	// 0 means DefaultPendingLimit.
+	PendingLimit time.Duration
+}
+
+const (
+	// DefaultReconcileDelay spaces a lot's reconciles.
+	DefaultReconcileDelay = 30 * time.Second
+	// DefaultPendingLimit bounds how long a recipient may stay pending.
+	DefaultPendingLimit = 48 * time.Hour
+	// planReserve is the time a plan step keeps back before its deadline to
+	// send its continuation.
+	planReserve = 10 * time.Second
+	// maxParallelMessages bounds the messages of one batch handled at once.
+	maxParallelMessages = 4
+)
+
+// Handler is the campaign Lambda handler.
+type Handler struct {
+	store        Store
+	queue        Queue
+	visibility   Visibility
+	catalog      *catalog.Catalog
+	now          func() time.Time
+	log          *slog.Logger
+	delay        time.Duration
+	concurrency  int
+	planPage     int
+	pendingLimit time.Duration
+}
+
+// New wires the campaign handler.
+func New(d Deps) *Handler {
+	h := &Handler{store: d.Store, queue: d.Queue, visibility: d.Visibility, catalog: d.Catalog, now: d.Now, log: d.Log,
+		delay: d.ReconcileDelay, concurrency: d.Concurrency, planPage: d.PlanPage, pendingLimit: d.PendingLimit}
+	if h.delay <= 0 {
+		h.delay = DefaultReconcileDelay
+	}
+	if h.concurrency <= 0 {
+		h.concurrency = 16
+	}
+	if h.planPage <= 0 {
+		h.planPage = 100
+	}
+	if h.pendingLimit <= 0 {
+		h.pendingLimit = DefaultPendingLimit
+	}
+	return h
+}
+
+// errMalformed marks a message that can never be processed.
+var errMalformed = errors.New("malformed campaign message")
+
+// Handle processes a batch; failed items are retried by SQS, the rest
+// deleted. A panic fails only its own message.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	failed := make([]bool, len(ev.Records))
+	sem := make(chan struct{}, maxParallelMessages)
+	var wg sync.WaitGroup
+	for i, msg := range ev.Records {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					h.log.ErrorContext(ctx, "campaign step panic", "messageId", msg.MessageId, "panic", fmt.Sprint(r))
+					failed[i] = true
+				}
+				<-sem
+			}()
+			failed[i] = h.handleOne(ctx, msg) != nil
+		})
+	}
+	wg.Wait()
+	var resp events.SQSEventResponse
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
+	m, err := domain.DecodeCampaignMessage(msg.Body)
+	log := h.log.With("messageId", msg.MessageId, "campaignId", m.CampaignID, "step", m.Kind, "chunk", m.Chunk)
+	if err != nil {
+		// Visible again at once: the redrive parks it in the DLQ after
+		// maxReceiveCount receives instead of as many visibility timeouts.
+		log.ErrorContext(ctx, "malformed campaign message", "outcome", "malformed")
+		if verr := h.visibility.SetVisibility(ctx, msg.EventSourceARN, msg.ReceiptHandle, 0); verr != nil {
+			log.WarnContext(ctx, "change visibility failed", "error", verr)
+		}
+		return errMalformed
+	}
+	switch m.Kind {
+	case domain.CampaignPlan:
+		err = h.plan(ctx, log, m)
+	case domain.CampaignLotStep:
+		err = h.lot(ctx, log, m)
+	case domain.CampaignReconcile:
+		err = h.reconcile(ctx, log, m)
+	}
+	if errors.Is(err, domain.ErrNotFound) {
+		log.WarnContext(ctx, "campaign gone", "outcome", "discarded", "error", err)
+		return nil
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "campaign step failed", "error", err)
+	}
+	return err
+}
+
+// plan sends one lot message per chunk from m.After on, and a continuation
+// when the invocation nears its deadline.
+func (h *Handler) plan(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
+	c, err := h.store.GetCampaign(ctx, m.CampaignID)
+	if err != nil {
+		return err
+	}
+	switch c.Status {
+	case domain.CampaignDraft:
+		return fmt.Errorf("campaign %s is still a draft", c.ID) // its start is being written: retry
+	case domain.CampaignDone:
+		return nil
+	}
+	after, sent := m.After, 0
+	for {
+		chunks, more, err := h.store.ListChunks(ctx, c.ID, after, h.planPage)
+		if err != nil {
+			return err
+		}
+		lots := make([]domain.CampaignMessage, len(chunks))
+		for i, k := range chunks {
+			lots[i] = domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: k}
+		}
+		if len(lots) > 0 {
+			if err := h.queue.SendCampaign(ctx, lots, 0); err != nil {
+				return err
+			}
+			after, sent = chunks[len(chunks)-1], sent+len(lots)
+		}
+		if !more || len(chunks) == 0 {
+			break
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < planReserve {
+			log.InfoContext(ctx, "campaign planning continues", "lots", sent, "outcome", "continued")
+			return h.queue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignPlan, CampaignID: c.ID, After: after}}, 0)
+		}
+	}
+	log.InfoContext(ctx, "campaign planned", "lots", sent, "outcome", "planned")
+	if c.Chunks == 0 { // nothing to fan out: finished now
+		_, err = h.store.FinishCampaign(ctx, c.ID)
+	}
+	return err
+}
+
+// lot creates the notifications of one chunk and records the lot's result.
+func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
+	if lot, err := h.store.GetLot(ctx, m.CampaignID, m.Chunk); err == nil {
+		// Recorded already (a duplicate message, or a retry after the
+		// record): carry on from the reconcile.
+		return h.afterRecord(ctx, m, lot)
+	} else if !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	c, err := h.store.GetCampaign(ctx, m.CampaignID)
+	if err != nil {
+		return err
+	}
+	ids, err := h.store.GetChunk(ctx, c.ID, m.Chunk)
+	if err != nil {
+		return err
+	}
+	lot := &domain.CampaignLot{Chunk: m.Chunk, Total: len(ids)}
+	if c.Status == domain.CampaignCancelled {
+		lot.Counts.Dropped = len(ids)
+	} else {
+		typ, ok := h.catalog.Lookup(c.Type)
+		if !ok {
+			return fmt.Errorf("campaign %s: type %s is no longer in the catalog", c.ID, c.Type)
+		}
+		if err := h.createNotifications(ctx, c, typ, m.Chunk, ids, lot); err != nil {
+			return err
+		}
+	}
+	err = h.store.RecordLot(ctx, c.ID, lot)
+	if errors.Is(err, domain.ErrConflict) { // a concurrent copy recorded it
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "campaign lot created", "recipients", lot.Total, "notified", lot.Counts.Notified,
+		"skipped", lot.Counts.Skipped, "dropped", lot.Counts.Dropped, "outcome", "recorded")
+	return h.afterRecord(ctx, m, lot)
+}
+
+// createNotifications creates the notification of every recipient of ids
+// that has a profile, at most h.concurrency at once, and fills lot: the
+// notified recipients are pending, the others skipped (no profile, or listed
+// in another chunk whose lot created theirs).
+func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, typ *catalog.Type, chunk string, ids []string, lot *domain.CampaignLot) error {
+	profiles, err := h.store.ExistingProfiles(ctx, ids)
+	if err != nil {
+		return err
+	}
+	now := h.now()
+	notified := make([]bool, len(ids))
+	var firstErr atomic.Pointer[error]
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(h.concurrency, len(ids)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) || firstErr.Load() != nil {
+					return
+				}
+				if !profiles[ids[i]] {
+					continue
+				}
+				n := NotificationFor(c, typ, chunk, ids[i], now)
+				stored, err := h.store.CreateNotification(ctx, n)
+				switch {
+				case err == nil:
+					notified[i] = true
+				case errors.Is(err, domain.ErrConflict) && stored != nil:
+					// Ours from an earlier try of this lot, or the same
+					// user in another chunk (counted there).
+					notified[i] = stored.CampaignID == c.ID && stored.CampaignChunk == chunk
+				default:
+					err = fmt.Errorf("create notification: %w", err)
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := firstErr.Load(); p != nil {
+		return *p
+	}
+	for i, id := range ids {
+		if notified[i] {
+			lot.Pending = append(lot.Pending, id)
+			lot.Counts.Notified++
+		} else {
+			lot.Counts.Skipped++
+		}
+	}
+	return nil
+}
+
+// NotificationFor is the notification a campaign creates for one user: the
+// campaign's content, an id derived from (campaign, user), the campaign's
+// caller (who may read it), and without a requested expiry the type's
+// default counted from now (or sendAt when later).
+func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string, now time.Time) *domain.Notification {
+	n := &domain.Notification{
+		ID: domain.CampaignNotificationID(c.ID, userID), Caller: c.Caller, Type: c.Type,
+		Recipient: domain.Recipient{UserID: userID}, Data: c.Data, Priority: c.Priority, Channels: c.Channels,
+		SendAt: c.SendAt, ExpiresAt: c.ExpiresAt, CreatedAt: now, Status: domain.NotificationAccepted,
+		CampaignID: c.ID, CampaignChunk: chunk,
+	}
+	if n.ExpiresAt.IsZero() && typ.DefaultExpiry > 0 {
+		start := now
+		if c.SendAt.After(now) {
+			start = c.SendAt
+		}
+		n.ExpiresAt = start.Add(typ.DefaultExpiry)
+	}
+	return n
+}
+
+// afterRecord continues a recorded lot: a settled one may finish the
+// campaign, a pending one is reconciled later.
+func (h *Handler) afterRecord(ctx context.Context, m domain.CampaignMessage, lot *domain.CampaignLot) error {
+	if lot.Settled() {
+		_, err := h.store.FinishCampaign(ctx, m.CampaignID)
+		return err
+	}
+	return h.queue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignReconcile, CampaignID: m.CampaignID, Chunk: m.Chunk}}, h.delay)
+}
+
+// reconcile recounts a lot's pending recipients from their deliveries.
+func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
+	lot, err := h.store.GetLot(ctx, m.CampaignID, m.Chunk)
+	if err != nil {
+		return err
+	}
+	if lot.Settled() {
+		_, err := h.store.FinishCampaign(ctx, m.CampaignID)
+		return err
+	}
+	c, err := h.store.GetCampaign(ctx, m.CampaignID)
+	if err != nil {
+		return err
+	}
+	typ, ok := h.catalog.Lookup(c.Type)
+	if !ok {
+		return fmt.Errorf("campaign %s: type %s is no longer in the catalog", c.ID, c.Type)
+	}
+	channels := policy.Channels(&domain.Notification{Channels: c.Channels}, typ)
+	keys := make([]domain.DeliveryKey, 0, len(lot.Pending)*len(channels))
+	for _, u := range lot.Pending {
+		for _, ch := range channels {
+			keys = append(keys, domain.DeliveryKey{NotificationID: domain.CampaignNotificationID(c.ID, u), Channel: ch})
+		}
+	}
+	existing, _, err := h.store.ReadPlanning(ctx, keys, nil)
+	if err != nil {
+		return err
+	}
+	next := Recount(lot, c, channels, existing, h.now(), h.pendingLimit)
+	if len(next.Pending) == len(lot.Pending) {
+		return h.afterRecord(ctx, m, lot) // nothing final yet: later
+	}
+	err = h.store.ReconcileLot(ctx, c.ID, lot, next)
+	if errors.Is(err, domain.ErrConflict) {
+		return nil // another copy of this reconcile counted it and carries on
+	}
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "campaign lot reconciled", "pending", len(next.Pending), "sent", next.Counts.Sent,
+		"skipped", next.Counts.Skipped, "failed", next.Counts.Failed, "dropped", next.Counts.Dropped, "outcome", "reconciled")
+	return h.afterRecord(ctx, m, next)
+}
+
+// Recount returns lot's next version: every pending recipient whose
+// deliveries on channels are all final moves to its outcome; past the
+// pending limit (from the campaign's start, or sendAt when later) the rest
+// are counted failed.
+func Recount(lot *domain.CampaignLot, c *domain.Campaign, channels []domain.Channel, existing map[domain.DeliveryKey]domain.Delivery, now time.Time, pendingLimit time.Duration) *domain.CampaignLot {
+	next := &domain.CampaignLot{Chunk: lot.Chunk, Total: lot.Total, Counts: lot.Counts, Version: lot.Version}
+	start := c.StartedAt
+	if c.SendAt.After(start) {
+		start = c.SendAt
+	}
+	expired := !start.IsZero() && now.Sub(start) > pendingLimit
+	for _, u := range lot.Pending {
+		id := domain.CampaignNotificationID(c.ID, u)
+		ds := make(map[domain.Channel]domain.Delivery, len(channels))
+		for _, ch := range channels {
+			if d, ok := existing[domain.DeliveryKey{NotificationID: id, Channel: ch}]; ok {
+				ds[ch] = d
+			}
+		}
+		o := domain.OutcomeOf(channels, ds)
+		if o == domain.OutcomePending && expired {
+			o = domain.OutcomeFailed
+		}
+		if o == domain.OutcomePending {
+			next.Pending = append(next.Pending, u)
+			continue
+		}
+		next.Counts.Count(o)
+	}
+	return next
+}

@@ -1,0 +1,305 @@
+package campaign
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+var t0 = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+func newHandler(st *fakeStore, q *fakeQueue, v *fakeVisibility) *Handler {
+	return New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ReconcileDelay: 5 * time.Second, PlanPage: 1})
+}
+
+func event(t *testing.T, msgs ...domain.CampaignMessage) events.SQSEvent {
+	t.Helper()
+	var ev events.SQSEvent
+	for i, m := range msgs {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := string(rune('a' + i))
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: id, ReceiptHandle: "r-" + id, Body: string(b), EventSourceARN: "arn:aws:sqs:us-east-1:1:campaign"})
+	}
+	return ev
+}
+
+func handle(t *testing.T, h *Handler, msgs ...domain.CampaignMessage) events.SQSEventResponse {
+	t.Helper()
+	resp, err := h.Handle(context.Background(), event(t, msgs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// drain handles what the queue holds, a message at a time, until it is
+// empty or rounds run out; it returns the messages handled.
+func drain(t *testing.T, h *Handler, q *fakeQueue, rounds int) []domain.CampaignMessage {
+	t.Helper()
+	var all []domain.CampaignMessage
+	for range rounds {
+		msgs := q.take()
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			if resp := handle(t, h, m); len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("%+v failed", m)
+			}
+		}
+		all = append(all, msgs...)
+	}
+	return all
+}
+
+func runningCampaign(st *fakeStore) *domain.Campaign {
+	c := &domain.Campaign{ID: "c1", Caller: "svc", Type: "reservation.approved", Priority: domain.PriorityLow,
+		Channels: []domain.Channel{domain.ChannelEmail}, Data: map[string]any{"reservationUrl": "https://example.com/r"},
+		Status: domain.CampaignRunning, StartedAt: t0}
+	st.campaigns[c.ID] = c
+	return c
+}
+
+func deliver(st *fakeStore, c *domain.Campaign, user string, s domain.Status) {
+	k := domain.DeliveryKey{NotificationID: domain.CampaignNotificationID(c.ID, user), Channel: domain.ChannelEmail}
+	st.deliveries[k] = domain.Delivery{NotificationID: k.NotificationID, Channel: k.Channel, Status: s}
+}
+
+// TestFanOutCountsEveryRecipientOnce: a plan, its lots delivered twice and
+// overlapping reconciles create each notification once and count each
+// recipient once; the last settled lot finishes the campaign.
+func TestFanOutCountsEveryRecipientOnce(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	for _, u := range []string{"u1", "u2", "u3"} {
+		st.profiles[u] = true
+	}
+	st.addChunk(c, domain.InlineChunk, "u1", "ghost")    // ghost: no profile
+	st.addChunk(c, domain.ChunkKey(0), "u2", "u3", "u1") // u1 again: created by the inline lot
+	h := newHandler(st, q, v)
+
+	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+	lots := q.take()
+	if len(lots) != 2 || lots[0].Kind != domain.CampaignLotStep || lots[0].Chunk != domain.ChunkKey(0) || lots[1].Chunk != domain.InlineChunk {
+		t.Fatalf("plan sent %+v, want one lot per chunk in order", lots)
+	}
+	// The inline lot first (u1 is its own), then both lots again (SQS
+	// delivers at least once).
+	handle(t, h, lots[1])
+	handle(t, h, lots[0])
+	handle(t, h, lots[1], lots[0])
+	if st.creates != 3 {
+		t.Fatalf("%d notifications created, want 3 (u1, u2, u3 once each)", st.creates)
+	}
+	n := st.notifications[domain.CampaignNotificationID(c.ID, "u2")]
+	if n.CampaignID != c.ID || n.CampaignChunk != domain.ChunkKey(0) || n.Caller != "svc" || n.Priority != domain.PriorityLow || n.Recipient.UserID != "u2" {
+		t.Errorf("notification %+v does not carry the campaign", n)
+	}
+	if got := st.campaigns[c.ID].Counts; got != (domain.CampaignCounts{Notified: 3, Skipped: 2}) {
+		t.Fatalf("after the lots: %+v, want notified 3, skipped 2 (ghost, u1 listed twice)", got)
+	}
+	for i, m := range q.sent {
+		if m.Kind != domain.CampaignReconcile || q.delays[i] != 5*time.Second {
+			t.Fatalf("lot sent %+v after %s, want reconciles after the delay", m, q.delays[i])
+		}
+	}
+
+	// u1 sent, u2 skipped, u3 still deferred: two chains of reconciles per
+	// lot (the duplicate lot messages) count each outcome once.
+	deliver(st, c, "u1", domain.StatusSent)
+	deliver(st, c, "u2", domain.StatusSkipped)
+	deliver(st, c, "u3", domain.StatusDeferred)
+	pending := q.take()
+	for _, m := range pending {
+		handle(t, h, m)
+	}
+	if got := st.campaigns[c.ID].Counts; got != (domain.CampaignCounts{Notified: 3, Sent: 1, Skipped: 3}) {
+		t.Fatalf("after reconciles: %+v, want sent 1, skipped 3", got)
+	}
+	if st.campaigns[c.ID].Status != domain.CampaignRunning {
+		t.Fatal("done with a recipient pending")
+	}
+	deliver(st, c, "u3", domain.StatusSent)
+	drain(t, h, q, 10)
+	got := st.campaigns[c.ID]
+	if got.Status != domain.CampaignDone || got.Counts != (domain.CampaignCounts{Notified: 3, Sent: 2, Skipped: 3}) || got.LotsSettled != 2 {
+		t.Fatalf("finished %+v, want done with sent 2, skipped 3, 2 lots settled", got)
+	}
+	if got.Counts.Final() != got.Recipients {
+		t.Errorf("final %d of %d recipients", got.Counts.Final(), got.Recipients)
+	}
+	if st.finished != 1 {
+		t.Errorf("finished %d times", st.finished)
+	}
+}
+
+// TestCancelledCampaignCreatesNothing: lots of a cancelled campaign drop
+// their recipients and settle at once.
+func TestCancelledCampaignCreatesNothing(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	c.Status = domain.CampaignCancelled
+	st.profiles["u1"] = true
+	st.addChunk(c, domain.ChunkKey(0), "u1", "u2")
+	st.addChunk(c, domain.ChunkKey(1), "u3")
+	h := newHandler(st, q, v)
+	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+	drain(t, h, q, 10)
+	got := st.campaigns[c.ID]
+	if st.creates != 0 || got.Counts != (domain.CampaignCounts{Dropped: 3}) || got.Status != domain.CampaignCancelled || got.FinishedAt.IsZero() {
+		t.Fatalf("cancelled campaign: %d created, %+v", st.creates, got)
+	}
+}
+
+// TestEmptyCampaignIsDoneAtOnce: no chunks, nothing to wait for.
+func TestEmptyCampaignIsDoneAtOnce(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	handle(t, newHandler(st, q, v), domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+	if st.campaigns[c.ID].Status != domain.CampaignDone {
+		t.Fatalf("status %s, want done", st.campaigns[c.ID].Status)
+	}
+}
+
+// TestPlanContinuesNearItsDeadline: with less than planReserve left, a plan
+// sends what it read and hands the rest to a continuation.
+func TestPlanContinuesNearItsDeadline(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	for i := range 3 {
+		st.addChunk(c, domain.ChunkKey(int64(i)), "u")
+	}
+	h := newHandler(st, q, v)
+	ctx, cancel := context.WithTimeout(context.Background(), planReserve/2)
+	defer cancel()
+	if _, err := h.Handle(ctx, event(t, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})); err != nil {
+		t.Fatal(err)
+	}
+	sent := q.take()
+	want := []domain.CampaignMessage{
+		{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: domain.ChunkKey(0)},
+		{Kind: domain.CampaignPlan, CampaignID: c.ID, After: domain.ChunkKey(0)},
+	}
+	if !slices.Equal(sent, want) {
+		t.Fatalf("sent %+v, want %+v", sent, want)
+	}
+	// The continuation, with time, sends the rest.
+	handle(t, h, sent[1])
+	if rest := q.take(); len(rest) != 2 || rest[0].Chunk != domain.ChunkKey(1) || rest[1].Chunk != domain.ChunkKey(2) {
+		t.Fatalf("continuation sent %+v", rest)
+	}
+}
+
+// TestFailedStepsAreRetriedAlone: a malformed message is made visible at
+// once (to reach the DLQ), a store failure fails only its message and
+// records nothing.
+func TestFailedStepsAreRetriedAlone(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	st.profiles["u1"] = true
+	st.addChunk(c, domain.ChunkKey(0), "u1")
+	st.failCreate = errors.New("throttled")
+	h := newHandler(st, q, v)
+	ev := event(t, domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: domain.ChunkKey(0)})
+	ev.Records = append(ev.Records, events.SQSMessage{MessageId: "bad", ReceiptHandle: "r-bad", Body: `{"kind":"lot"}`})
+	resp, err := h.Handle(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	slices.Sort(failed)
+	if !slices.Equal(failed, []string{"a", "bad"}) {
+		t.Fatalf("failures %v, want the lot and the malformed message", failed)
+	}
+	if d, ok := v.set["r-bad"]; !ok || d != 0 {
+		t.Errorf("malformed message visibility %v (set %v), want 0", d, ok)
+	}
+	if _, ok := v.set["r-a"]; ok {
+		t.Error("a failed lot waits for its visibility timeout, not 0")
+	}
+	if len(st.lots) != 0 || len(q.take()) != 0 {
+		t.Error("a failed lot recorded or sent something")
+	}
+	// The retry, once the table answers, does the work.
+	st.failCreate = nil
+	if resp := handle(t, h, domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: domain.ChunkKey(0)}); len(resp.BatchItemFailures) > 0 || st.creates != 1 {
+		t.Fatalf("retry: %+v, %d created", resp, st.creates)
+	}
+}
+
+func TestRecount(t *testing.T) {
+	c := &domain.Campaign{ID: "c1", StartedAt: t0}
+	channels := []domain.Channel{domain.ChannelEmail, domain.ChannelPush}
+	key := func(u string, ch domain.Channel) domain.DeliveryKey {
+		return domain.DeliveryKey{NotificationID: domain.CampaignNotificationID("c1", u), Channel: ch}
+	}
+	existing := map[domain.DeliveryKey]domain.Delivery{
+		key("a", domain.ChannelEmail): {Status: domain.StatusSent}, key("a", domain.ChannelPush): {Status: domain.StatusSkipped},
+		key("b", domain.ChannelEmail): {Status: domain.StatusDropped}, key("b", domain.ChannelPush): {Status: domain.StatusSkipped},
+		key("c", domain.ChannelEmail): {Status: domain.StatusQueued}, key("c", domain.ChannelPush): {Status: domain.StatusSkipped},
+	}
+	lot := &domain.CampaignLot{Chunk: "x", Total: 5, Pending: []string{"a", "b", "c", "d"}, Counts: domain.CampaignCounts{Notified: 4, Skipped: 1}, Version: 3}
+	tests := []struct {
+		name        string
+		now         time.Time
+		wantPending []string
+		want        domain.CampaignCounts
+	}{
+		{"within the limit", t0.Add(time.Hour), []string{"c", "d"}, domain.CampaignCounts{Notified: 4, Sent: 1, Skipped: 1, Dropped: 1}},
+		{"past the limit", t0.Add(49 * time.Hour), nil, domain.CampaignCounts{Notified: 4, Sent: 1, Skipped: 1, Dropped: 1, Failed: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := Recount(lot, c, channels, existing, tt.now, DefaultPendingLimit)
+			if !slices.Equal(next.Pending, tt.wantPending) || next.Counts != tt.want || next.Version != 3 || next.Total != 5 {
+				t.Fatalf("next %+v, want pending %v counts %+v at version 3", next, tt.wantPending, tt.want)
+			}
+			if next.Counts.Final()+len(next.Pending) != lot.Total {
+				t.Errorf("final %d + pending %d != total %d", next.Counts.Final(), len(next.Pending), lot.Total)
+			}
+		})
+	}
+	// A later sendAt moves the limit.
+	c.SendAt = t0.Add(30 * time.Hour)
+	if next := Recount(lot, c, channels, existing, t0.Add(49*time.Hour), DefaultPendingLimit); len(next.Pending) != 2 {
+		t.Errorf("pending %v: the limit counts from sendAt", next.Pending)
+	}
+}
+
+func TestNotificationForTakesTheTypeExpiryFromNow(t *testing.T) {
+	cat := catalog.MustLoad()
+	for _, name := range cat.Names() {
+		typ, _ := cat.Lookup(name)
+		if typ.DefaultExpiry == 0 {
+			continue
+		}
+		c := &domain.Campaign{ID: "c1", Type: typ.Name}
+		n := NotificationFor(c, typ, "x", "u1", t0)
+		if !n.ExpiresAt.Equal(t0.Add(typ.DefaultExpiry)) {
+			t.Errorf("%s: expires %s, want now + %s", typ.Name, n.ExpiresAt, typ.DefaultExpiry)
+		}
+		c.ExpiresAt = t0.Add(time.Minute)
+		if n := NotificationFor(c, typ, "x", "u1", t0); !n.ExpiresAt.Equal(c.ExpiresAt) {
+			t.Errorf("%s: a requested expiry is kept", typ.Name)
+		}
+		return
+	}
+	t.Skip("no type with a default expiry")
+}

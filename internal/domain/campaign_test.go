@@ -1,0 +1,121 @@
+package domain
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestCanTransitionCampaign(t *testing.T) {
+	tests := []struct {
+		from, to CampaignStatus
+		want     bool
+	}{
+		{CampaignDraft, CampaignRunning, true},
+		{CampaignDraft, CampaignCancelled, true},
+		{CampaignRunning, CampaignDone, true},
+		{CampaignRunning, CampaignCancelled, true},
+		{CampaignDraft, CampaignDone, false},
+		{CampaignRunning, CampaignDraft, false},
+		{CampaignDone, CampaignCancelled, false},
+		{CampaignCancelled, CampaignRunning, false},
+	}
+	for _, tt := range tests {
+		if got := CanTransitionCampaign(tt.from, tt.to); got != tt.want {
+			t.Errorf("%s → %s = %v, want %v", tt.from, tt.to, got, tt.want)
+		}
+	}
+}
+
+func TestOutcomeOf(t *testing.T) {
+	email, push := ChannelEmail, ChannelPush
+	d := func(s Status) Delivery { return Delivery{Status: s} }
+	tests := []struct {
+		name string
+		ds   map[Channel]Delivery
+		want RecipientOutcome
+	}{
+		{"no delivery yet", map[Channel]Delivery{}, OutcomePending},
+		{"one channel missing", map[Channel]Delivery{email: d(StatusSent)}, OutcomePending},
+		{"one channel in flight", map[Channel]Delivery{email: d(StatusSent), push: d(StatusDeferred)}, OutcomePending},
+		{"sent on one, skipped on the other", map[Channel]Delivery{email: d(StatusSent), push: d(StatusSkipped)}, OutcomeSent},
+		{"delivered counts as sent", map[Channel]Delivery{email: d(StatusDelivered), push: d(StatusFailed)}, OutcomeSent},
+		{"failed beats dropped", map[Channel]Delivery{email: d(StatusFailed), push: d(StatusDropped)}, OutcomeFailed},
+		{"bounced is failed", map[Channel]Delivery{email: d(StatusBounced), push: d(StatusSkipped)}, OutcomeFailed},
+		{"dropped beats skipped", map[Channel]Delivery{email: d(StatusDropped), push: d(StatusSkipped)}, OutcomeDropped},
+		{"all skipped", map[Channel]Delivery{email: d(StatusSkipped), push: d(StatusSkipped)}, OutcomeSkipped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := OutcomeOf([]Channel{email, push}, tt.ds); got != tt.want {
+				t.Errorf("OutcomeOf = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCampaignCounts(t *testing.T) {
+	var c CampaignCounts
+	for _, o := range []RecipientOutcome{OutcomeSent, OutcomeSent, OutcomeSkipped, OutcomeFailed, OutcomeDropped, OutcomePending} {
+		c.Count(o)
+	}
+	if want := (CampaignCounts{Sent: 2, Skipped: 1, Failed: 1, Dropped: 1}); c != want || c.Final() != 5 {
+		t.Fatalf("counts %+v (final %d), want %+v (5)", c, c.Final(), want)
+	}
+	next := c.Add(CampaignCounts{Notified: 3, Sent: 1})
+	if delta := next.Sub(c); delta != (CampaignCounts{Notified: 3, Sent: 1}) {
+		t.Errorf("delta %+v", delta)
+	}
+}
+
+func TestCampaignNotificationID(t *testing.T) {
+	a := CampaignNotificationID("c1", "u1")
+	if a != CampaignNotificationID("c1", "u1") {
+		t.Error("not deterministic")
+	}
+	if a == CampaignNotificationID("c1", "u2") || a == CampaignNotificationID("c2", "u1") || a == CampaignNotificationID("c1u", "1") {
+		t.Error("collides across campaigns or users")
+	}
+	if len(a) != 27 || a[0] != 'n' {
+		t.Errorf("id %q is not shaped like a notification id", a)
+	}
+}
+
+func TestDecodeCampaignMessage(t *testing.T) {
+	tests := []struct {
+		body string
+		ok   bool
+	}{
+		{`{"kind":"plan","campaignId":"c1"}`, true},
+		{`{"kind":"plan","campaignId":"c1","after":"0000000003"}`, true},
+		{`{"kind":"lot","campaignId":"c1","chunk":"inline"}`, true},
+		{`{"kind":"reconcile","campaignId":"c1","chunk":"0000000000"}`, true},
+		{`{"kind":"lot","campaignId":"c1"}`, false},
+		{`{"kind":"plan"}`, false},
+		{`{"kind":"send","campaignId":"c1"}`, false},
+		{`{"kind":"plan","campaignId":"c1","extra":1}`, false},
+		{`not json`, false},
+	}
+	for _, tt := range tests {
+		_, err := DecodeCampaignMessage(tt.body)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: err %v, want ok %v", tt.body, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrMalformedCampaignMessage) {
+			t.Errorf("%s: %v is not ErrMalformedCampaignMessage", tt.body, err)
+		}
+	}
+}
+
+func TestCampaignErrorsAreConflicts(t *testing.T) {
+	for _, err := range []error{ErrCampaignNotDraft, ErrCampaignFinished, ErrChunkConflict} {
+		if !errors.Is(err, ErrConflict) {
+			t.Errorf("%v is not an ErrConflict", err)
+		}
+	}
+	if errors.Is(ErrChunkConflict, ErrCampaignNotDraft) {
+		t.Error("campaign errors must stay distinct")
+	}
+	if ChunkKey(7) != "0000000007" || ChunkKey(12) <= ChunkKey(7) || InlineChunk <= ChunkKey(9_999_999_999) {
+		t.Error("chunk keys must sort by number, before the inline chunk")
+	}
+}
