@@ -18,6 +18,9 @@ import (
 	"github.com/heraldhq/herald/internal/ops"
 )
 
+// streamReadLimit is the most records one GetRecords call returns.
+const streamReadLimit = 1000
+
 // StreamHandler is the relay's handler.
 type StreamHandler func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
@@ -127,7 +130,10 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 	}
 	iter := it.ShardIterator
 	for iter != nil && ctx.Err() == nil {
-		out, err := m.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(m.batchSize)})
+		// Read as Lambda's poller does, up to the API's 1,000 records, and
+		// batch what passes the filter: BatchSize bounds an invocation, not a
+		// read, so a mapping that filters most records out keeps up.
+		out, err := m.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(streamReadLimit)})
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("get records failed", "mapping", m.name, "shard", shardID, "error", err)
@@ -151,8 +157,10 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 				recs = append(recs, ev)
 			}
 		}
-		if len(recs) > 0 {
-			m.deliver(ctx, shardID, recs)
+		for len(recs) > 0 && ctx.Err() == nil {
+			n := min(len(recs), max(int(m.batchSize), 1))
+			m.deliver(ctx, shardID, recs[:n])
+			recs = recs[n:]
 		}
 		if ctx.Err() == nil {
 			if err := m.checkpoints.advance(shardID, aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)); err != nil {
