@@ -273,7 +273,7 @@ func TestEachPageIsOneQuery(t *testing.T) {
 	calls := devstack.NewCalls()
 	cfg := st.AWS.Copy()
 	cfg.APIOptions = append(cfg.APIOptions, calls.Middleware)
-	env := map[string]string{"TABLE_NAME": st.Resources.Table}
+	env := map[string]string{"TABLE_NAME": st.Resources.Table, "CAMPAIGN_QUEUE_URL": st.Resources.Queues["CampaignQueue"].URL}
 	h, err := apifn.New(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: st.Clock.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: catalog.MustLoad()})
 	if err != nil {

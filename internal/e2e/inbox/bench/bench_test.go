@@ -92,7 +92,7 @@ func start() (func(), error) {
 		emu.Stop()
 		return nil, err
 	}
-	getenv := map[string]string{"TABLE_NAME": res.Table}
+	getenv := map[string]string{"TABLE_NAME": res.Table, "CAMPAIGN_QUEUE_URL": res.Queues["CampaignQueue"].URL}
 	env.handler, err = apifn.New(app.Deps{AWS: ddbCfg, Getenv: func(k string) string { return getenv[k] }, Now: time.Now,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Catalog: catalog.MustLoad()})
 	if err != nil {
