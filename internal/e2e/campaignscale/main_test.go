@@ -3,8 +3,9 @@
 // campaign to 2,000 users (an inline list of 500 plus chunks of 1,000 and
 // 500) reaches every user exactly once, by email and inbox, paced within the
 // bulk share as the SES emulator receives it, while security alerts (high)
-// are sent within an idle stack's time plus one quota span. Small campaign
-// cases (cancel, replays, 4xx) are internal/e2e/campaigns'.
+// go from queue to provider within an idle stack's time plus one quota
+// span. Small campaign cases (cancel, replays, 4xx) are
+// internal/e2e/campaigns'.
 package campaignscale
 
 import (
