@@ -19,18 +19,24 @@ type Campaign struct {
 	Channels  []string   `json:"channels,omitempty"`
 	SendAt    *time.Time `json:"sendAt,omitempty"`
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	// Audience lists up to MaxChunk user ids inline; nil: upload them with
-	// AddRecipients.
+	// Audience lists up to MaxChunk user ids inline, or is the segment
+	// SegmentAll; nil: upload them with AddRecipients.
 	Audience *Audience `json:"audience,omitempty"`
 	// IdempotencyKey makes creation safe to repeat; CreateCampaign
 	// generates one when empty.
 	IdempotencyKey string `json:"-"`
 }
 
-// Audience is a campaign's inline recipients.
+// Audience is a campaign's inline recipients, or a segment (not both).
 type Audience struct {
 	UserIDs []string `json:"userIds,omitempty"`
+	// Segment SegmentAll is every user with a profile when the campaign
+	// runs; such a campaign takes no AddRecipients.
+	Segment string `json:"segment,omitempty"`
 }
+
+// SegmentAll is the audience of every user with a profile.
+const SegmentAll = "all"
 
 // MaxChunk is the most user ids one inline audience or one chunk holds.
 const MaxChunk = 1000
@@ -42,6 +48,8 @@ type CampaignStatus struct {
 	Type     string   `json:"type"`
 	Priority string   `json:"priority"`
 	Channels []string `json:"channels"`
+	// Segment is SegmentAll for a segment campaign, else empty.
+	Segment string `json:"segment,omitempty"`
 	// Status is draft, running, done or cancelled.
 	Status      string     `json:"status"`
 	Recipients  int        `json:"recipients"`

@@ -208,8 +208,10 @@ func validateAudience(a *audienceBody) ([]string, string, *Problem) {
 		return nil, "", nil
 	case a.UserIDs != nil && a.Segment != nil:
 		return nil, "", fieldProblem(http.StatusBadRequest, "invalid_audience", "/audience", "give userIds or segment, not both")
+	case a.Segment != nil && *a.Segment == domain.SegmentAll:
+		return nil, domain.SegmentAll, nil
 	case a.Segment != nil:
-		return nil, "", fieldProblem(http.StatusUnprocessableEntity, "unknown_segment", "/audience/segment", "no such segment")
+		return nil, "", fieldProblem(http.StatusUnprocessableEntity, "unknown_segment", "/audience/segment", `the only segment is "all"`)
 	}
 	ids, p := validateRecipientIDs(a.UserIDs, "/audience/userIds")
 	return ids, "", p
@@ -369,6 +371,9 @@ func (h *Handler) addRecipients(ctx context.Context, req *request) response {
 			Detail: "this chunk number was uploaded with other user ids"})
 	case errors.Is(err, domain.ErrCampaignNotDraft):
 		return problemResponse(campaignNotDraft())
+	case errors.Is(err, domain.ErrSegmentAudience):
+		return problemResponse(&Problem{Status: http.StatusConflict, Code: "segment_audience", Parameter: "id",
+			Detail: "the campaign's audience is a segment: it takes no uploaded recipients"})
 	case err != nil:
 		return h.storeError(ctx, "add campaign recipients", err, campaignNotFound)
 	}

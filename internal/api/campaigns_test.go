@@ -74,6 +74,9 @@ func (f *fakeCampaigns) AddChunk(_ context.Context, id, caller, chunk string, id
 	if c.Status != domain.CampaignDraft {
 		return false, domain.ErrCampaignNotDraft
 	}
+	if c.Segment != "" {
+		return false, domain.ErrSegmentAudience
+	}
 	f.chunks[id+"/"+chunk] = hash
 	c.Chunks++
 	c.Recipients += len(ids)
@@ -237,6 +240,21 @@ func TestCreateCampaignRefusals(t *testing.T) {
 				t.Errorf("a refused campaign wrote %d items", ca.store.writes)
 			}
 		})
+	}
+}
+
+// TestSegmentAllCampaign: {"segment":"all"} creates a draft with the segment
+// and no recipients; it takes no uploads (409 segment_audience).
+func TestSegmentAllCampaign(t *testing.T) {
+	ca := newCampaignAPI()
+	resp := ca.call(t, "POST /v1/campaigns", "", `{"type":"reservation.approved","data":{"reservationUrl":"https://e.com"},"audience":{"segment":"all"}}`)
+	v := decodeBody[campaignView](t, resp.Body)
+	if resp.StatusCode != http.StatusCreated || v.Segment != domain.SegmentAll || v.Recipients != 0 || v.Status != "draft" {
+		t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+	}
+	p := decodeProblem(t, ca.call(t, "POST /v1/campaigns/{id}/recipients", v.ID, `{"chunk":0,"userIds":["a"]}`))
+	if p.Status != http.StatusConflict || p.Code != "segment_audience" {
+		t.Fatalf("upload to a segment campaign: %d %s", p.Status, p.Code)
 	}
 }
 

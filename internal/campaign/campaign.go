@@ -15,6 +15,13 @@
 //     twice. It records the lot's result (counts and the recipients still
 //     pending) and adds its counts to the campaign in one transaction, then
 //     sends a delayed reconcile.
+//   - scan (segment "all"): the plan sends one scan message per parallel
+//     scan segment of the profiles index; each reads one page of ≤ 1,000
+//     user ids of its segment, stores it as a chunk (with where the segment
+//     continues, so a retry reads the same page back instead of scanning
+//     again) and sends that chunk's lot and the segment's next page. The
+//     campaign is done once every segment stored its last page and every
+//     lot settled.
 //   - reconcile: reads the pending recipients' deliveries, moves those whose
 //     every channel is final to their outcome and writes the lot's next
 //     version with the campaign's delta in one transaction conditioned on the
@@ -39,12 +46,15 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 )
 
 // Store is what the fan-out needs from the table.
 type Store interface {
+	// GetCampaign reads the campaign without its Data.
 	GetCampaign(ctx context.Context, id string) (*domain.Campaign, error)
+	GetCampaignData(ctx context.Context, id string) (map[string]any, error)
 	// ListChunks returns up to limit chunk keys after the key after, in
 	// order, and whether more may follow.
 	ListChunks(ctx context.Context, id, after string, limit int) ([]string, bool, error)
@@ -65,6 +75,17 @@ type Store interface {
 	ReadPlanning(ctx context.Context, deliveries []domain.DeliveryKey, users []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error)
 	// FinishCampaign finishes a campaign whose lots are all settled.
 	FinishCampaign(ctx context.Context, id string) (bool, error)
+	// SetScanSegments records a segment campaign's scan segments unless
+	// recorded already, and returns the recorded number.
+	SetScanSegments(ctx context.Context, id string, n int) (int, error)
+	// ScanProfiles reads a page of a scan segment of the profiles; next is
+	// where the segment continues ("" at its end).
+	ScanProfiles(ctx context.Context, seg, total int, after string, limit int) (ids []string, next string, err error)
+	// GetScanPage reads a stored page's continuation; ok false if none.
+	GetScanPage(ctx context.Context, id, chunk string) (next string, ok bool, err error)
+	// RecordScanPage stores a page as a chunk (domain.ErrConflict when it
+	// is stored already); next "" marks the segment scanned.
+	RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error
 }
 
 // Queue sends campaign messages, delayed.
@@ -86,6 +107,8 @@ type Deps struct {
 	Catalog    *catalog.Catalog
 	Now        func() time.Time
 	Log        *slog.Logger
+	// Metrics records lots, recipients and reconciles (EMF; nil: none).
+	Metrics metrics.Recorder
 	// ReconcileDelay is how long a reconcile waits before counting a lot's
 	// outcomes again; 0 means DefaultReconcileDelay.
 	ReconcileDelay time.Duration
@@ -93,6 +116,9 @@ type Deps struct {
 	Concurrency int
 	// PlanPage is how many chunks a plan step reads per query; 0 means 100.
 	PlanPage int
+	// ScanSegments is how many parallel scan segments a segment-"all"
+	// campaign reads the profiles in; 0 means DefaultScanSegments.
+	ScanSegments int
 	// PendingLimit is how long after the campaign's start (or sendAt, when
 	// later) a recipient may stay pending before it is counted failed (its
 	// notification was never planned: a relay record parked in its DLQ);
@@ -105,6 +131,9 @@ const (
 	DefaultReconcileDelay = 30 * time.Second
 	// DefaultPendingLimit bounds how long a recipient may stay pending.
 	DefaultPendingLimit = 48 * time.Hour
+	// DefaultScanSegments: 16 segments page through 10 M profiles in
+	// 625 pages each.
+	DefaultScanSegments = 16
 	// planReserve is the time a plan step keeps back before its deadline to
 	// send its continuation.
 	planReserve = 10 * time.Second
@@ -120,18 +149,23 @@ type Handler struct {
 	catalog      *catalog.Catalog
 	now          func() time.Time
 	log          *slog.Logger
+	metrics      metrics.Recorder
 	delay        time.Duration
 	concurrency  int
 	planPage     int
+	scanSegments int
 	pendingLimit time.Duration
 }
 
 // New wires the campaign handler.
 func New(d Deps) *Handler {
-	h := &Handler{store: d.Store, queue: d.Queue, visibility: d.Visibility, catalog: d.Catalog, now: d.Now, log: d.Log,
-		delay: d.ReconcileDelay, concurrency: d.Concurrency, planPage: d.PlanPage, pendingLimit: d.PendingLimit}
+	h := &Handler{store: d.Store, queue: d.Queue, visibility: d.Visibility, catalog: d.Catalog, now: d.Now, log: d.Log, metrics: d.Metrics,
+		delay: d.ReconcileDelay, concurrency: d.Concurrency, planPage: d.PlanPage, scanSegments: d.ScanSegments, pendingLimit: d.PendingLimit}
 	if h.delay <= 0 {
 		h.delay = DefaultReconcileDelay
+	}
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
 	}
 	if h.concurrency <= 0 {
 		h.concurrency = 16
@@ -142,6 +176,9 @@ func New(d Deps) *Handler {
 	if h.pendingLimit <= 0 {
 		h.pendingLimit = DefaultPendingLimit
 	}
+	if h.scanSegments <= 0 || h.scanSegments > domain.MaxScanSegments {
+		h.scanSegments = DefaultScanSegments
+	}
 	return h
 }
 
@@ -151,6 +188,7 @@ var errMalformed = errors.New("malformed campaign message")
 // Handle processes a batch; failed items are retried by SQS, the rest
 // deleted. A panic fails only its own message.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	defer h.metrics.Flush(ctx)
 	failed := make([]bool, len(ev.Records))
 	sem := make(chan struct{}, maxParallelMessages)
 	var wg sync.WaitGroup
@@ -196,6 +234,8 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		err = h.lot(ctx, log, m)
 	case domain.CampaignReconcile:
 		err = h.reconcile(ctx, log, m)
+	case domain.CampaignScan:
+		err = h.scan(ctx, log, m)
 	}
 	if errors.Is(err, domain.ErrNotFound) {
 		log.WarnContext(ctx, "campaign gone", "outcome", "discarded", "error", err)
@@ -219,6 +259,9 @@ func (h *Handler) plan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 		return fmt.Errorf("campaign %s is still a draft", c.ID) // its start is being written: retry
 	case domain.CampaignDone:
 		return nil
+	}
+	if c.Segment == domain.SegmentAll {
+		return h.planScan(ctx, log, c)
 	}
 	after, sent := m.After, 0
 	for {
@@ -251,6 +294,86 @@ func (h *Handler) plan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 	return err
 }
 
+// planScan sends the first page of every scan segment of the profiles.
+func (h *Handler) planScan(ctx context.Context, log *slog.Logger, c *domain.Campaign) error {
+	n, err := h.store.SetScanSegments(ctx, c.ID, h.scanSegments)
+	if err != nil {
+		return err
+	}
+	msgs := make([]domain.CampaignMessage, n)
+	for seg := range n {
+		msgs[seg] = domain.CampaignMessage{Kind: domain.CampaignScan, CampaignID: c.ID, Segment: seg, Segments: n}
+	}
+	if err := h.queue.SendCampaign(ctx, msgs, 0); err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "campaign scan planned", "segments", n, "outcome", "planned")
+	return nil
+}
+
+// scan stores one page of one scan segment as a chunk and sends its lot and
+// the segment's next page. A cancelled campaign reads no more: the segment
+// ends where it is (pages already stored keep their lots, which drop their
+// recipients), so its recipients are the profiles read before the cancel.
+func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
+	c, err := h.store.GetCampaign(ctx, m.CampaignID)
+	if err != nil {
+		return err
+	}
+	if c.Segment != domain.SegmentAll {
+		return fmt.Errorf("campaign %s has no segment to scan: %w", c.ID, errMalformed)
+	}
+	chunk := domain.ScanChunkKey(m.Segment, m.Page)
+	next, stored, err := h.store.GetScanPage(ctx, c.ID, chunk)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	if !stored && c.Status == domain.CampaignCancelled {
+		if err := h.store.RecordScanPage(ctx, c, chunk, m.Segment, nil, ""); err != nil {
+			return err
+		}
+		log.InfoContext(ctx, "campaign scan stopped", "segment", m.Segment, "page", m.Page, "outcome", "cancelled")
+		_, err = h.store.FinishCampaign(ctx, c.ID)
+		return err
+	}
+	if !stored {
+		if ids, next, err = h.store.ScanProfiles(ctx, m.Segment, m.Segments, m.After, domain.MaxChunkRecipients); err != nil {
+			return err
+		}
+		err = h.store.RecordScanPage(ctx, c, chunk, m.Segment, ids, next)
+		if errors.Is(err, domain.ErrConflict) { // a concurrent copy stored it: follow the stored page
+			next, stored, err = h.store.GetScanPage(ctx, c.ID, chunk)
+			if err == nil && !stored {
+				err = fmt.Errorf("scan page %s of campaign %s: conflict but not stored", chunk, c.ID)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !stored && len(ids) > 0 {
+		h.metrics.Add(ctx, metrics.CampaignScanPages, metrics.Dims{Priority: c.Priority}, 1)
+	}
+	var msgs []domain.CampaignMessage
+	if stored || len(ids) > 0 {
+		msgs = append(msgs, domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: chunk})
+	}
+	if next != "" {
+		msgs = append(msgs, domain.CampaignMessage{Kind: domain.CampaignScan, CampaignID: c.ID, Segment: m.Segment, Segments: m.Segments, Page: m.Page + 1, After: next})
+	}
+	if len(msgs) > 0 {
+		if err := h.queue.SendCampaign(ctx, msgs, 0); err != nil {
+			return err
+		}
+	}
+	log.InfoContext(ctx, "campaign scan page", "segment", m.Segment, "page", m.Page, "recipients", len(ids), "last", next == "", "outcome", "scanned")
+	if next == "" { // the segment's end: the campaign may be finished (no profiles, or every lot settled)
+		_, err = h.store.FinishCampaign(ctx, c.ID)
+	}
+	return err
+}
+
 // lot creates the notifications of one chunk and records the lot's result.
 func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
 	if lot, err := h.store.GetLot(ctx, m.CampaignID, m.Chunk); err == nil {
@@ -276,6 +399,9 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 		if !ok {
 			return fmt.Errorf("campaign %s: type %s is no longer in the catalog", c.ID, c.Type)
 		}
+		if c.Data, err = h.store.GetCampaignData(ctx, c.ID); err != nil {
+			return err
+		}
 		if err := h.createNotifications(ctx, c, typ, m.Chunk, ids, lot); err != nil {
 			return err
 		}
@@ -287,6 +413,11 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 	if err != nil {
 		return err
 	}
+	dims := metrics.Dims{Priority: c.Priority}
+	h.metrics.Add(ctx, metrics.CampaignLots, dims, 1)
+	h.metrics.Add(ctx, metrics.CampaignNotified, dims, lot.Counts.Notified)
+	h.metrics.Add(ctx, metrics.CampaignSkipped, dims, lot.Counts.Skipped)
+	h.metrics.Add(ctx, metrics.CampaignDropped, dims, lot.Counts.Dropped)
 	log.InfoContext(ctx, "campaign lot created", "recipients", lot.Total, "notified", lot.Counts.Notified,
 		"skipped", lot.Counts.Skipped, "dropped", lot.Counts.Dropped, "outcome", "recorded")
 	return h.afterRecord(ctx, m, lot)
@@ -419,6 +550,7 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 	if err != nil {
 		return err
 	}
+	h.metrics.Add(ctx, metrics.CampaignReconciles, metrics.Dims{Priority: c.Priority}, 1)
 	log.InfoContext(ctx, "campaign lot reconciled", "pending", len(next.Pending), "sent", next.Counts.Sent,
 		"skipped", next.Counts.Skipped, "failed", next.Counts.Failed, "dropped", next.Counts.Dropped, "outcome", "reconciled")
 	return h.afterRecord(ctx, m, next)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 var t0 = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
@@ -91,6 +93,8 @@ func TestFanOutCountsEveryRecipientOnce(t *testing.T) {
 	st.addChunk(c, domain.InlineChunk, "u1", "ghost")    // ghost: no profile
 	st.addChunk(c, domain.ChunkKey(0), "u2", "u3", "u1") // u1 again: created by the inline lot
 	h := newHandler(st, q, v)
+	tally := &metrics.Tally{}
+	h.metrics = tally
 
 	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
 	lots := q.take()
@@ -106,7 +110,7 @@ func TestFanOutCountsEveryRecipientOnce(t *testing.T) {
 		t.Fatalf("%d notifications created, want 3 (u1, u2, u3 once each)", st.creates)
 	}
 	n := st.notifications[domain.CampaignNotificationID(c.ID, "u2")]
-	if n.CampaignID != c.ID || n.CampaignChunk != domain.ChunkKey(0) || n.Caller != "svc" || n.Priority != domain.PriorityLow || n.Recipient.UserID != "u2" {
+	if n.CampaignID != c.ID || n.CampaignChunk != domain.ChunkKey(0) || n.Caller != "svc" || n.Priority != domain.PriorityLow || n.Recipient.UserID != "u2" || n.Data["reservationUrl"] != "https://example.com/r" {
 		t.Errorf("notification %+v does not carry the campaign", n)
 	}
 	if got := st.campaigns[c.ID].Counts; got != (domain.CampaignCounts{Notified: 3, Skipped: 2}) {
@@ -144,6 +148,16 @@ func TestFanOutCountsEveryRecipientOnce(t *testing.T) {
 	}
 	if st.finished != 1 {
 		t.Errorf("finished %d times", st.finished)
+	}
+	// Metrics count what was recorded, once, by the campaign's priority only.
+	low := metrics.Dims{Priority: domain.PriorityLow}
+	for name, want := range map[metrics.Name]int{metrics.CampaignLots: 2, metrics.CampaignNotified: 3, metrics.CampaignSkipped: 2, metrics.CampaignDropped: 0} {
+		if got := tally.Count(name, low); got != want || tally.Total(name) != want {
+			t.Errorf("%s = %d (total %d), want %d", name, got, tally.Total(name), want)
+		}
+	}
+	if n := tally.Total(metrics.CampaignReconciles); n < 2 {
+		t.Errorf("%d reconciles counted, want ≥ 2 (each lot moved recipients)", n)
 	}
 }
 
@@ -302,4 +316,117 @@ func TestNotificationForTakesTheTypeExpiryFromNow(t *testing.T) {
 		return
 	}
 	t.Skip("no type with a default expiry")
+}
+
+// TestSegmentAllReachesEveryProfileOnce: segment "all" scans the profiles in
+// parallel segments, pages of ≤ 1,000 (continued), each page a lot; a scan
+// step delivered twice and a retried plan create nothing twice; the campaign
+// is done when every segment ended and every lot settled.
+func TestSegmentAllReachesEveryProfileOnce(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	c.Segment = domain.SegmentAll
+	tally := &metrics.Tally{}
+	const users = 3500
+	for i := range users {
+		st.profiles[fmt.Sprintf("user-%05d", i)] = true
+	}
+	h := New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ScanSegments: 3, Metrics: tally})
+	plan := domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID}
+	handle(t, h, plan)
+	first := q.take()
+	if len(first) != 3 || first[2] != (domain.CampaignMessage{Kind: domain.CampaignScan, CampaignID: c.ID, Segment: 2, Segments: 3}) {
+		t.Fatalf("plan sent %+v, want 3 scan segments", first)
+	}
+	h.scanSegments = 5 // a retried plan keeps the recorded segments
+	handle(t, h, plan)
+	if again := q.take(); len(again) != 3 {
+		t.Fatalf("retried plan sent %d scans, want the recorded 3", len(again))
+	}
+	// Every segment, its first page twice (SQS delivers at least once).
+	handle(t, h, first[0], first[0], first[1], first[2])
+	var steps []domain.CampaignMessage
+	for range 20 {
+		msgs := q.take()
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			if m.Kind == domain.CampaignScan && m.Page > 0 {
+				steps = append(steps, m)
+			}
+			if resp := handle(t, h, m); len(resp.BatchItemFailures) > 0 {
+				t.Fatalf("%+v failed", m)
+			}
+		}
+		if st.campaigns[c.ID].Status == domain.CampaignRunning && st.creates == users {
+			for u := range st.profiles {
+				deliver(st, c, u, domain.StatusSent)
+			}
+		}
+	}
+	if len(steps) == 0 {
+		t.Error("no segment continued past its first page")
+	}
+	got := st.campaigns[c.ID]
+	if st.creates != users || got.Recipients != users || got.Status != domain.CampaignDone || got.Counts.Sent != users || got.Counts.Final() != users {
+		t.Fatalf("%d created; campaign %+v; want %d each, done", st.creates, got, users)
+	}
+	for k, ids := range st.chunks {
+		if len(ids) > domain.MaxChunkRecipients {
+			t.Errorf("chunk %s has %d ids", k, len(ids))
+		}
+	}
+	if got.Chunks < 6 {
+		t.Errorf("%d lots for %d users in 3 segments, want ≥ 6 (pages of ≤ 1,000)", got.Chunks, users)
+	}
+	if pages, lots := tally.Total(metrics.CampaignScanPages), tally.Total(metrics.CampaignLots); pages != got.Chunks || lots != got.Chunks {
+		t.Errorf("metrics: %d scan pages, %d lots; want %d each (the duplicate scan step counts nothing)", pages, lots, got.Chunks)
+	}
+}
+
+// TestSegmentAllWithoutProfilesIsDone: every segment ends at once.
+func TestSegmentAllWithoutProfilesIsDone(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	c.Segment = domain.SegmentAll
+	h := New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ScanSegments: 4})
+	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+	scans := q.take()
+	handle(t, h, scans[:3]...)
+	if st.campaigns[c.ID].Status != domain.CampaignRunning {
+		t.Fatalf("done before its last segment ended")
+	}
+	handle(t, h, scans[3])
+	if got := st.campaigns[c.ID]; got.Status != domain.CampaignDone || got.Chunks != 0 || len(q.take()) != 0 {
+		t.Fatalf("campaign %+v, want done with no lot", got)
+	}
+}
+
+// TestCancelledSegmentCampaignStopsScanning: after a cancel the segments read
+// no more profiles; the pages stored before it drop their recipients, and the
+// campaign finishes with every recipient read counted dropped.
+func TestCancelledSegmentCampaignStopsScanning(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	c.Segment = domain.SegmentAll
+	for i := range 2500 {
+		st.profiles[fmt.Sprintf("user-%05d", i)] = true
+	}
+	h := New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ScanSegments: 1})
+	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+	handle(t, h, q.take()...) // the first page: its lot and the next page
+	c.Status = domain.CampaignCancelled
+	scansBefore := st.scans
+	drain(t, h, q, 20)
+	got := st.campaigns[c.ID]
+	if st.scans != scansBefore || st.creates != 0 {
+		t.Errorf("after the cancel: %d more scans, %d notifications", st.scans-scansBefore, st.creates)
+	}
+	if got.FinishedAt.IsZero() || got.Status != domain.CampaignCancelled || got.Recipients != domain.MaxChunkRecipients || got.Counts.Dropped != got.Recipients {
+		t.Fatalf("cancelled segment campaign %+v, want the first page's %d recipients dropped and finished", got, domain.MaxChunkRecipients)
+	}
 }

@@ -3,6 +3,7 @@ package campaign
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -24,13 +25,20 @@ type fakeStore struct {
 	creates       int   // CreateNotification calls that wrote
 	failCreate    error // CreateNotification answers it when set
 	finished      int
+	// Segment campaigns: recorded scan segments, segments scanned, and
+	// each stored page's continuation.
+	scanSegments map[string]int
+	scanned      map[string]map[int]bool
+	pageNext     map[string]string // campaign/chunk → next
+	scans        int               // ScanProfiles calls
 }
 
 var _ Store = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{campaigns: map[string]*domain.Campaign{}, chunks: map[string][]string{}, lots: map[string]*domain.CampaignLot{},
-		profiles: map[string]bool{}, notifications: map[string]*domain.Notification{}, deliveries: map[domain.DeliveryKey]domain.Delivery{}}
+		profiles: map[string]bool{}, notifications: map[string]*domain.Notification{}, deliveries: map[domain.DeliveryKey]domain.Delivery{},
+		scanSegments: map[string]int{}, scanned: map[string]map[int]bool{}, pageNext: map[string]string{}}
 }
 
 func (s *fakeStore) addChunk(c *domain.Campaign, chunk string, ids ...string) {
@@ -49,7 +57,18 @@ func (s *fakeStore) GetCampaign(_ context.Context, id string) (*domain.Campaign,
 		return nil, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
 	}
 	cp := *c
+	cp.Data = nil // as the store: META holds no data
 	return &cp, nil
+}
+
+func (s *fakeStore) GetCampaignData(_ context.Context, id string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.campaigns[id]
+	if !ok {
+		return nil, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	}
+	return c.Data, nil
 }
 
 func (s *fakeStore) ListChunks(_ context.Context, _ string, after string, limit int) ([]string, bool, error) {
@@ -171,12 +190,74 @@ func (s *fakeStore) FinishCampaign(_ context.Context, id string) (bool, error) {
 	if !c.Settled() || !c.FinishedAt.IsZero() {
 		return false, nil
 	}
+	if n, ok := s.scanSegments[id]; ok && len(s.scanned[id]) < n {
+		return false, nil
+	}
 	if c.Status == domain.CampaignRunning {
 		c.Status = domain.CampaignDone
 	}
 	c.FinishedAt = time.Now()
 	s.finished++
 	return true, nil
+}
+
+func (s *fakeStore) SetScanSegments(_ context.Context, id string, n int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.scanSegments[id]; !ok {
+		s.scanSegments[id] = n
+	}
+	return s.scanSegments[id], nil
+}
+
+// ScanProfiles places each profile in segment hash(id) % total and pages
+// through a segment in id order, as a parallel scan covers every item once.
+func (s *fakeStore) ScanProfiles(_ context.Context, seg, total int, after string, limit int) ([]string, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scans++
+	var in []string
+	for u := range s.profiles {
+		h := fnv.New32a()
+		h.Write([]byte(u))
+		if int(h.Sum32()%uint32(total)) == seg && u > after {
+			in = append(in, u)
+		}
+	}
+	slices.Sort(in)
+	if len(in) > limit {
+		return in[:limit], in[limit-1], nil
+	}
+	return in, "", nil
+}
+
+func (s *fakeStore) GetScanPage(_ context.Context, id, chunk string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next, ok := s.pageNext[id+"/"+chunk]
+	return next, ok, nil
+}
+
+func (s *fakeStore) RecordScanPage(_ context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := s.campaigns[c.ID]
+	if len(ids) > 0 {
+		if _, ok := s.pageNext[c.ID+"/"+chunk]; ok {
+			return domain.ErrConflict
+		}
+		s.pageNext[c.ID+"/"+chunk] = next
+		s.chunks[c.ID+"/"+chunk] = ids
+		stored.Chunks++
+		stored.Recipients += len(ids)
+	}
+	if next == "" {
+		if s.scanned[c.ID] == nil {
+			s.scanned[c.ID] = map[int]bool{}
+		}
+		s.scanned[c.ID][seg] = true
+	}
+	return nil
 }
 
 // fakeQueue records what was sent.

@@ -24,14 +24,24 @@ type Profile struct {
 	PushShare         float64 // the rest is email
 	Users             int     // recipients of the day's traffic, drawn Zipf(ZipfS)
 	ZipfS             float64
-	BatchIntakeShare  float64 // of the campaign, submitted through the batch route (100 a request)
+	BatchIntakeShare  float64 // of the campaign, submitted through the batch route (100 a request); the rest is a campaign (lots)
 	LambdaConcurrency int     // account limit
+	// CampaignReconcileSeconds is the template's CampaignReconcileDelay:
+	// every lot of the campaign still pending is recounted once per delay.
+	CampaignReconcileSeconds float64
+	// CampaignChunkUploadsPerSecond: recipients chunks uploaded to another
+	// campaign (a draft) in the same second.
+	CampaignChunkUploadsPerSecond float64
+	// ProfileCreatesPerSecond: new users' profiles written each second
+	// (each also writes its entry in the profiles index, gsi4).
+	ProfileCreatesPerSecond float64
 }
 
 // DefaultProfile is the issue's profile.
 func DefaultProfile() Profile {
 	return Profile{PerDay: 50e6, AveragePerSecond: 600, PeakPerSecond: 20000, PeakMinutes: 10, CampaignUsers: 10e6,
-		DeferredShare: 0.30, SMSShare: 0.05, PushShare: 0.40, Users: 10e6, ZipfS: 1.1, BatchIntakeShare: 1, LambdaConcurrency: 1000}
+		DeferredShare: 0.30, SMSShare: 0.05, PushShare: 0.40, Users: 10e6, ZipfS: 1.1, BatchIntakeShare: 0, LambdaConcurrency: 1000,
+		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20, ProfileCreatesPerSecond: 50}
 }
 
 // AWS limits the model checks.
@@ -50,6 +60,8 @@ const (
 	relayRecordsPerBatch    = 100
 	workerSecondsPerBatch   = 0.060 // load, claim, provider call, outcome; messages in parallel
 	schedulerSecondsPerPage = 0.080
+	campaignSecondsPerLot   = 2.0 // 1,000 conditional puts 16 at a time, reads, one transaction
+	campaignSecondsPerStep  = 0.030
 	sendsPerBatchCall       = 10 // SendMessageBatch entries
 	apiMemoryGB             = 0.25
 	// Log bytes per line as Herald writes them (JSON, ids only) and per EMF
@@ -74,7 +86,10 @@ type Kind struct {
 	// RelayReadsProfile: the relay's batch read includes profile and preferences.
 	RelayReadsProfile bool
 	Batch             bool
-	Data              map[string]any
+	// Campaign: created by a lot of this campaign (no API request); its
+	// work reads one of the campaign's status copies.
+	Campaign string
+	Data     map[string]any
 }
 
 // Kinds are the kinds `herald capacity` prices, as the cost benchmark runs
@@ -165,10 +180,14 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		return err
 	}
 	// Intake: one conditional PutItem (table, inbox and unread indexes).
-	if k.Batch {
+	switch {
+	case k.Campaign != "":
+		// A lot's share (campaignFanOut counts the lot's own reads and writes).
+		t.invoke("CampaignFunction", 1.0/domain.MaxChunkRecipients, campaignSecondsPerLot)
+	case k.Batch:
 		t.usage.APIRequests += 1.0 / 100
 		t.invoke("ApiFunction", 1.0/100, apiSecondsPerRequest+100*apiSecondsPerBatchItem)
-	} else {
+	default:
 		t.usage.APIRequests++
 		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
 	}
@@ -229,6 +248,9 @@ func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.Ite
 		t.r("table", dk.PK, dynamo.ReadUnits(dk.Size, true))
 	}
 	t.r("table", dynamo.UserPK(user), 1)
+	if k.Campaign != "" { // the cancel check rides the same batch read
+		t.r("table", dynamo.CampaignStatusPK(k.Campaign, n.ID), 1)
+	}
 	// Claim and outcome.
 	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+40))
 	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+60))
@@ -272,6 +294,108 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 		t.w(dynamo.IndexDue, due, dynamo.WriteUnits(dk.Sparse[dynamo.IndexDue]))        // leaves the index
 		m.send(t, Kind{Priority: k.Priority, Channels: k.Channels}, n, nk, dk, user, c) // then as any work message
 		t.usage.SQSRequests -= 1.0 / sendsPerBatchCall                                  // (counted above)
+	}
+	return nil
+}
+
+// createProfiles adds n new users' profiles (PUT /v1/users/{id}): the
+// profile item and its keys-only entry in the profiles index.
+func (m *model) createProfiles(t *tally, n float64) error {
+	for range int(n) {
+		m.seq++
+		u := &domain.User{ID: fmt.Sprintf("new-user-%028d", m.seq), Email: "someone@example.com", Locale: "en", Timezone: "Europe/Berlin", UpdatedAt: m.now}
+		k, err := m.store.UserItemKeys(u)
+		if err != nil {
+			return err
+		}
+		t.usage.APIRequests++
+		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
+		t.w("table", k.PK, dynamo.WriteUnits(k.Size))
+		for idx, pk := range k.Index {
+			t.w(idx, pk, dynamo.WriteUnits(k.Sparse[idx]))
+		}
+	}
+	return nil
+}
+
+// peakCampaign is the id of the campaign of the peak second.
+const peakCampaign = "c0123456789abcdefghjkmnpqrs"
+
+// campaignFanOut adds one second of a campaign's own items (the
+// notifications are counted by notify): recipients/1,000 lots (lot result,
+// META, DATA, chunk ids, profiles), the reconciles of every lot still pending
+// (CampaignUsers/1,000 lots recounted once per CampaignReconcileSeconds), and
+// chunk uploads to another campaign. Keys and sizes come from the store's
+// builders; transactional writes cost twice.
+func (m *model) campaignFanOut(t *tally, p Profile, recipientsPerSecond float64) error {
+	c := &domain.Campaign{ID: peakCampaign, Caller: "arn:aws:sts::123456789012:assumed-role/app/session", Type: "reservation.approved",
+		Priority: domain.PriorityLow, Status: domain.CampaignRunning, CreatedAt: m.now, StartedAt: m.now, Chunks: p.CampaignUsers / domain.MaxChunkRecipients,
+		Recipients: p.CampaignUsers, Data: map[string]any{"reservationUrl": "https://example.com/r/123456", "body": fmt.Sprintf("%04000d", 0)},
+		RequestHash: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", Counts: domain.CampaignCounts{Notified: p.CampaignUsers}}
+	meta, data, err := m.store.CampaignItemKeys(c)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, domain.MaxChunkRecipients)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("user-%030d", i) // 36-byte ids
+	}
+	lots := recipientsPerSecond / domain.MaxChunkRecipients
+	for i := range int(lots) {
+		chunk := domain.ChunkKey(int64(i))
+		_, chunkIDs, err := m.store.ChunkItemKeys(c, chunk, ids, "hash")
+		if err != nil {
+			return err
+		}
+		lot := &domain.CampaignLot{Chunk: chunk, Total: len(ids), Pending: ids, Counts: domain.CampaignCounts{Notified: len(ids)}, Version: 1}
+		lk, err := m.store.LotItemKeys(c.ID, lot)
+		if err != nil {
+			return err
+		}
+		t.usage.SQSRequests += 1.0/sendsPerBatchCall + 2 + 1 // planned; received and deleted; its reconcile sent
+		t.r("table", lk.PK, 1)                               // GetLot: none yet
+		t.r("table", meta.PK, dynamo.ReadUnits(meta.Size, true))
+		t.r("table", data.PK, dynamo.ReadUnits(data.Size, false))
+		t.r("table", chunkIDs.PK, dynamo.ReadUnits(chunkIDs.Size, true))
+		for _, u := range ids { // ExistingProfiles: keys only, eventually consistent
+			t.r("table", dynamo.UserPK(u), 0.5)
+		}
+		t.w("table", lk.PK, 2*dynamo.WriteUnits(lk.Size)) // RecordLot: one transaction
+		t.w("table", meta.PK, 2*dynamo.WriteUnits(meta.Size))
+	}
+	// Reconciles: every pending lot once per delay, each a transaction.
+	reconciles := float64(p.CampaignUsers/domain.MaxChunkRecipients) / p.CampaignReconcileSeconds
+	half := &domain.CampaignLot{Chunk: domain.ChunkKey(0), Total: len(ids), Pending: ids[:500], Counts: domain.CampaignCounts{Notified: len(ids), Sent: 500}, Version: 2}
+	for i := range int(reconciles) {
+		half.Chunk = domain.ChunkKey(int64(i))
+		lk, err := m.store.LotItemKeys(c.ID, half)
+		if err != nil {
+			return err
+		}
+		t.invoke("CampaignFunction", 1, campaignSecondsPerStep)
+		t.usage.SQSRequests += 3
+		t.r("table", lk.PK, dynamo.ReadUnits(lk.Size, true))
+		t.r("table", meta.PK, dynamo.ReadUnits(meta.Size, true))
+		t.w("table", lk.PK, 2*dynamo.WriteUnits(lk.Size))
+		t.w("table", meta.PK, 2*dynamo.WriteUnits(meta.Size))
+	}
+	// Uploads to a draft: marker, ids and META in one transaction.
+	up := *c
+	up.ID, up.Status = "c-uploading", domain.CampaignDraft
+	upMeta, _, err := m.store.CampaignItemKeys(&up)
+	if err != nil {
+		return err
+	}
+	for i := range int(p.CampaignChunkUploadsPerSecond) {
+		marker, chunkIDs, err := m.store.ChunkItemKeys(&up, domain.ChunkKey(int64(i)), ids, "hash")
+		if err != nil {
+			return err
+		}
+		t.usage.APIRequests++
+		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
+		t.w("table", marker.PK, 2*dynamo.WriteUnits(marker.Size))
+		t.w("table", chunkIDs.PK, 2*dynamo.WriteUnits(chunkIDs.Size))
+		t.w("table", upMeta.PK, 2*dynamo.WriteUnits(upMeta.Size))
 	}
 	return nil
 }
@@ -363,6 +487,9 @@ func Run(p Profile) (Result, error) {
 		}
 		if low {
 			k.Priority, k.Batch = domain.PriorityLow, r.Float64() < p.BatchIntakeShare
+			if !k.Batch {
+				k.Campaign = peakCampaign
+			}
 		}
 		return k
 	}
@@ -387,6 +514,9 @@ func Run(p Profile) (Result, error) {
 				return res, err
 			}
 		}
+		if err := m.createProfiles(t, p.ProfileCreatesPerSecond); err != nil {
+			return res, err
+		}
 		campaignUser := 0
 		for range int(sc.campaign) {
 			campaignUser++
@@ -395,6 +525,11 @@ func Run(p Profile) (Result, error) {
 				due = eight
 			}
 			if err := m.notify(t, mix(m.rng, true), fmt.Sprintf("c%d", campaignUser), due); err != nil {
+				return res, err
+			}
+		}
+		if sc.campaign > 0 {
+			if err := m.campaignFanOut(t, p, sc.campaign*(1-p.BatchIntakeShare)); err != nil {
 				return res, err
 			}
 		}

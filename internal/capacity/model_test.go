@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +83,50 @@ func TestLimitDetection(t *testing.T) {
 	}
 	if len(res.LimitsExceeded) == 0 {
 		t.Errorf("no limit exceeded at 40,000 deferrals/s")
+	}
+}
+
+// TestCampaignKeys: the peak campaign's own keys (META, status copies, lot
+// results) stay under a partition's limits at the default reconcile delay,
+// and the model flags META when the delay is too short for the campaign's
+// pending lots (10,000 lots every 5 s: 2,000 transactions/s on META).
+func TestCampaignKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates notifications")
+	}
+	res, err := Run(DefaultProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaign := res.Peaks[1]
+	if w := campaign.WriteUnits["table"]; w.Key != "C#"+peakCampaign || w.Units <= 0 || w.Units > PartitionWriteUnitsPerSecond {
+		t.Errorf("busiest table write %+v, want the campaign's META under %d", w, PartitionWriteUnitsPerSecond)
+	}
+	if r := campaign.ReadUnits["table"]; r.Units > PartitionReadUnitsPerSecond {
+		t.Errorf("busiest table read %+v", r)
+	}
+	p := DefaultProfile()
+	p.CampaignReconcileSeconds = 5
+	if res, err = Run(p); err != nil {
+		t.Fatal(err)
+	}
+	flagged := false
+	for _, l := range res.LimitsExceeded {
+		flagged = flagged || strings.Contains(l, "C#"+peakCampaign)
+	}
+	if !flagged {
+		t.Errorf("10,000 lots recounted every 5 s not flagged: %v", res.LimitsExceeded)
+	}
+}
+
+// TestProfileCreatesWriteTheProfilesIndex: each new profile writes its own
+// keys-only gsi4 entry (1 WCU), which the segment-"all" scan reads.
+func TestProfileCreatesWriteTheProfilesIndex(t *testing.T) {
+	m, tl := newModel(), newTally()
+	if err := m.createProfiles(tl, 10); err != nil {
+		t.Fatal(err)
+	}
+	if tl.usage.WriteUnits["gsi4"] != 10 || len(tl.write["gsi4"]) != 10 || tl.usage.WriteUnits["table"] != 10 {
+		t.Fatalf("10 profiles wrote %v units (%d gsi4 keys)", tl.usage.WriteUnits, len(tl.write["gsi4"]))
 	}
 }

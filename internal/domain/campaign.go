@@ -52,6 +52,13 @@ const InlineChunk = "inline"
 // ChunkKey is the key of uploaded chunk n: fixed width, so keys sort by number.
 func ChunkKey(n int64) string { return fmt.Sprintf("%010d", n) }
 
+// ScanChunkKey is the key of the chunk a segment-"all" campaign's scan of
+// segment seg writes for its page-th page of profiles.
+func ScanChunkKey(seg, page int) string { return fmt.Sprintf("s%04d-%07d", seg, page) }
+
+// MaxScanSegments bounds the parallel scan segments of a segment campaign.
+const MaxScanSegments = 1000
+
 // Campaign is one notification type and content sent to many users, fanned
 // out in lots of at most MaxChunkRecipients recipients.
 type Campaign struct {
@@ -199,6 +206,9 @@ var (
 	ErrCampaignNotDraft = fmt.Errorf("campaign is not a draft: %w", ErrConflict)
 	ErrCampaignFinished = fmt.Errorf("campaign is finished: %w", ErrConflict)
 	ErrChunkConflict    = fmt.Errorf("chunk exists with other recipients: %w", ErrConflict)
+	// ErrSegmentAudience: recipients uploaded to a campaign whose audience
+	// is a segment.
+	ErrSegmentAudience = fmt.Errorf("campaign audience is a segment: %w", ErrConflict)
 )
 
 // idEncoding is the lower-case, unambiguous base32 of Herald's ids.
@@ -224,6 +234,10 @@ const (
 	CampaignLotStep CampaignMessageKind = "lot"
 	// CampaignReconcile recounts a lot's outcomes from its deliveries.
 	CampaignReconcile CampaignMessageKind = "reconcile"
+	// CampaignScan reads one page of one parallel scan segment of the
+	// profiles (segment "all"), stores it as a chunk, sends its lot and the
+	// segment's next page.
+	CampaignScan CampaignMessageKind = "scan"
 )
 
 // CampaignMessage is the body of a campaign queue message.
@@ -232,8 +246,13 @@ type CampaignMessage struct {
 	CampaignID string              `json:"campaignId"`
 	// Chunk names the lot (lot and reconcile).
 	Chunk string `json:"chunk,omitempty"`
-	// After is the last chunk key a plan continuation has sent.
+	// After is the last chunk key a plan continuation has sent; for a scan,
+	// the last user id the segment's previous page read.
 	After string `json:"after,omitempty"`
+	// Segment and Page place a scan step: segment Segment of Segments.
+	Segment  int `json:"segment,omitempty"`
+	Segments int `json:"segments,omitempty"`
+	Page     int `json:"page,omitempty"`
 }
 
 // ErrMalformedCampaignMessage: a campaign queue body that is not a campaign
@@ -253,6 +272,10 @@ func DecodeCampaignMessage(body string) (CampaignMessage, error) {
 		return m, nil
 	case CampaignLotStep, CampaignReconcile:
 		if m.Chunk != "" {
+			return m, nil
+		}
+	case CampaignScan:
+		if m.Segments > 0 && m.Segments <= MaxScanSegments && m.Segment >= 0 && m.Segment < m.Segments && m.Page >= 0 && (m.Page == 0) == (m.After == "") {
 			return m, nil
 		}
 	}

@@ -94,6 +94,14 @@ func TestDecodeCampaignMessage(t *testing.T) {
 		{`{"kind":"send","campaignId":"c1"}`, false},
 		{`{"kind":"plan","campaignId":"c1","extra":1}`, false},
 		{`not json`, false},
+		{`{"kind":"scan","campaignId":"c1","segments":16}`, true},
+		{`{"kind":"scan","campaignId":"c1","segment":15,"segments":16,"page":3,"after":"u9"}`, true},
+		{`{"kind":"scan","campaignId":"c1"}`, false},                            // no segments
+		{`{"kind":"scan","campaignId":"c1","segment":16,"segments":16}`, false}, // out of range
+		{`{"kind":"scan","campaignId":"c1","segments":1001}`, false},            // too many
+		{`{"kind":"scan","campaignId":"c1","segments":2,"page":1}`, false},      // a next page without where
+		{`{"kind":"scan","campaignId":"c1","segments":2,"after":"u1"}`, false},  // a first page with where
+		{`{"kind":"scan","campaignId":"c1","segment":-1,"segments":2}`, false},  // negative
 	}
 	for _, tt := range tests {
 		_, err := DecodeCampaignMessage(tt.body)
@@ -107,7 +115,7 @@ func TestDecodeCampaignMessage(t *testing.T) {
 }
 
 func TestCampaignErrorsAreConflicts(t *testing.T) {
-	for _, err := range []error{ErrCampaignNotDraft, ErrCampaignFinished, ErrChunkConflict} {
+	for _, err := range []error{ErrCampaignNotDraft, ErrCampaignFinished, ErrChunkConflict, ErrSegmentAudience} {
 		if !errors.Is(err, ErrConflict) {
 			t.Errorf("%v is not an ErrConflict", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -15,51 +16,107 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// Campaign items share the partition C#<id>: the campaign (META, its status
-// and counts), its recipient chunks (R#<chunk>, one per lot, ≤ 1,000 ids) and
-// its lot results (L#<chunk>). Counts on META only ever move by the deltas a
-// lot's versioned result write carries in the same transaction, so they
-// converge to the sum of the lots and a retry never counts twice.
+// Campaign items. The campaign's partition C#<id> holds only what is small
+// or written rarely: the campaign (META: status and counts, ≈ 0.5 KB so a
+// count update is 1 WCU), its content (DATA: the template data, written once)
+// and one marker per recipients chunk (R#<chunk>: hash and size). What is
+// large or written per lot lives on its own partition, so a 20 lots/s
+// fan-out puts no key near a partition's 1,000 WCU/s (docs/capacity.md):
+// a chunk's ids (C#<id>#R#<chunk>/IDS, ≤ 1,000 ids), a lot's result
+// (C#<id>#L#<chunk>/LOT) and the cancelled status the workers read
+// (C#<id>#S<nn>/STATUS, one of CampaignStatusReplicas picked by the
+// notification id). Counts on META only ever move by the deltas a lot's
+// versioned result write carries in the same transaction, so they converge to
+// the sum of the lots and a retry never counts twice.
 const (
 	campaignPrefix   = "C#"
 	campaignSK       = "META"
+	campaignDataSK   = "DATA"
 	chunkPrefix      = "R#"
-	lotPrefix        = "L#"
+	chunkIDsSK       = "IDS"
+	lotInfix         = "#L#"
+	lotSK            = "LOT"
+	statusSK         = "STATUS"
 	campaignItemKind = "campaign"
 )
 
-// CampaignPK is the partition key of a campaign, its chunks and its lots.
+// CampaignStatusReplicas is how many copies of a running campaign's
+// cancellation the workers read from: every work message of a campaign reads
+// one (strongly consistent, 1 RCU), so 20,000 sends/s spread to 1,250 RCU/s
+// per copy, under a partition's 3,000.
+const CampaignStatusReplicas = 16
+
+// CampaignPK is the partition key of a campaign, its content and its chunk
+// markers.
 func CampaignPK(id string) string { return campaignPrefix + id }
 
+// CampaignChunkPK is the partition key of one chunk's recipient ids.
+func CampaignChunkPK(id, chunk string) string { return CampaignPK(id) + "#" + chunkPrefix + chunk }
+
+// CampaignLotPK is the partition key of one lot's result.
+func CampaignLotPK(id, chunk string) string { return CampaignPK(id) + lotInfix + chunk }
+
+// CampaignStatusPK is the partition key of the status copy the work of
+// notification notificationID reads.
+func CampaignStatusPK(id, notificationID string) string {
+	h := fnv.New32a()
+	h.Write([]byte(notificationID))
+	return statusReplicaPK(id, int(h.Sum32()%CampaignStatusReplicas))
+}
+
+func statusReplicaPK(id string, replica int) string {
+	return fmt.Sprintf("%s#S%02d", CampaignPK(id), replica)
+}
+
 type campaignItem struct {
-	PK          string         `dynamodbav:"pk"`
-	SK          string         `dynamodbav:"sk"`
-	Kind        string         `dynamodbav:"kind"`
-	ID          string         `dynamodbav:"id"`
-	Caller      string         `dynamodbav:"caller"`
-	Type        string         `dynamodbav:"type"`
-	Data        map[string]any `dynamodbav:"data,omitempty"`
-	Priority    string         `dynamodbav:"priority"`
-	Channels    []string       `dynamodbav:"channels,omitempty"`
-	SendAt      string         `dynamodbav:"sendAt,omitempty"`
-	ExpiresAt   string         `dynamodbav:"expiresAt,omitempty"`
-	Segment     string         `dynamodbav:"segment,omitempty"`
-	Status      string         `dynamodbav:"status"`
-	RequestHash string         `dynamodbav:"requestHash,omitempty"`
-	DedupeKey   string         `dynamodbav:"dedupeKey,omitempty"`
-	CreatedAt   string         `dynamodbav:"createdAt"`
-	StartedAt   string         `dynamodbav:"startedAt,omitempty"`
-	FinishedAt  string         `dynamodbav:"finishedAt,omitempty"`
-	CancelledAt string         `dynamodbav:"cancelledAt,omitempty"`
-	Chunks      int            `dynamodbav:"chunks"`
-	Recipients  int            `dynamodbav:"recipients"`
-	Notified    int            `dynamodbav:"notified"`
-	Sent        int            `dynamodbav:"sent"`
-	Skipped     int            `dynamodbav:"skipped"`
-	Failed      int            `dynamodbav:"failed"`
-	Dropped     int            `dynamodbav:"dropped"`
-	LotsSettled int            `dynamodbav:"lotsSettled"`
-	TTL         int64          `dynamodbav:"ttl,omitempty"`
+	PK          string   `dynamodbav:"pk"`
+	SK          string   `dynamodbav:"sk"`
+	Kind        string   `dynamodbav:"kind"`
+	ID          string   `dynamodbav:"id"`
+	Caller      string   `dynamodbav:"caller"`
+	Type        string   `dynamodbav:"type"`
+	Priority    string   `dynamodbav:"priority"`
+	Channels    []string `dynamodbav:"channels,omitempty"`
+	SendAt      string   `dynamodbav:"sendAt,omitempty"`
+	ExpiresAt   string   `dynamodbav:"expiresAt,omitempty"`
+	Segment     string   `dynamodbav:"segment,omitempty"`
+	Status      string   `dynamodbav:"status"`
+	RequestHash string   `dynamodbav:"requestHash,omitempty"`
+	DedupeKey   string   `dynamodbav:"dedupeKey,omitempty"`
+	CreatedAt   string   `dynamodbav:"createdAt"`
+	StartedAt   string   `dynamodbav:"startedAt,omitempty"`
+	FinishedAt  string   `dynamodbav:"finishedAt,omitempty"`
+	CancelledAt string   `dynamodbav:"cancelledAt,omitempty"`
+	Chunks      int      `dynamodbav:"chunks"`
+	Recipients  int      `dynamodbav:"recipients"`
+	Notified    int      `dynamodbav:"notified"`
+	Sent        int      `dynamodbav:"sent"`
+	Skipped     int      `dynamodbav:"skipped"`
+	Failed      int      `dynamodbav:"failed"`
+	Dropped     int      `dynamodbav:"dropped"`
+	LotsSettled int      `dynamodbav:"lotsSettled"`
+	TTL         int64    `dynamodbav:"ttl,omitempty"`
+}
+
+// campaignDataItem is a campaign's content, apart from META so that the
+// counter updates on META write ≈ 0.5 KB instead of up to 16 KB of data.
+type campaignDataItem struct {
+	PK   string         `dynamodbav:"pk"`
+	SK   string         `dynamodbav:"sk"`
+	Kind string         `dynamodbav:"kind"`
+	Data map[string]any `dynamodbav:"data"`
+	TTL  int64          `dynamodbav:"ttl,omitempty"`
+}
+
+// chunkMarker is a chunk's entry in the campaign's partition: what planning
+// lists and a replay compares, without the ids.
+type chunkMarker struct {
+	PK    string `dynamodbav:"pk"`
+	SK    string `dynamodbav:"sk"`
+	Kind  string `dynamodbav:"kind"`
+	Count int    `dynamodbav:"n"`
+	Hash  string `dynamodbav:"hash"`
+	TTL   int64  `dynamodbav:"ttl,omitempty"`
 }
 
 type chunkItem struct {
@@ -90,7 +147,7 @@ type lotItem struct {
 func (s *Store) toCampaignItem(c *domain.Campaign) campaignItem {
 	it := campaignItem{
 		PK: CampaignPK(c.ID), SK: campaignSK, Kind: campaignItemKind, ID: c.ID, Caller: c.Caller, Type: c.Type,
-		Data: c.Data, Priority: string(c.Priority), SendAt: formatTime(c.SendAt), ExpiresAt: formatTime(c.ExpiresAt),
+		Priority: string(c.Priority), SendAt: formatTime(c.SendAt), ExpiresAt: formatTime(c.ExpiresAt),
 		Segment: c.Segment, Status: string(c.Status), RequestHash: c.RequestHash, DedupeKey: c.DedupeKey,
 		CreatedAt: formatTime(c.CreatedAt), StartedAt: formatTime(c.StartedAt), FinishedAt: formatTime(c.FinishedAt),
 		CancelledAt: formatTime(c.CancelledAt), Chunks: c.Chunks, Recipients: c.Recipients,
@@ -112,7 +169,7 @@ func decodeCampaign(av map[string]types.AttributeValue) (*domain.Campaign, error
 		return nil, fmt.Errorf("item %s/%s is not a campaign", it.PK, it.SK)
 	}
 	c := &domain.Campaign{
-		ID: it.ID, Caller: it.Caller, Type: it.Type, Data: it.Data, Priority: domain.Priority(it.Priority),
+		ID: it.ID, Caller: it.Caller, Type: it.Type, Priority: domain.Priority(it.Priority),
 		SendAt: parseTime(it.SendAt), ExpiresAt: parseTime(it.ExpiresAt), Segment: it.Segment,
 		Status: domain.CampaignStatus(it.Status), RequestHash: it.RequestHash, DedupeKey: it.DedupeKey,
 		CreatedAt: parseTime(it.CreatedAt), StartedAt: parseTime(it.StartedAt), FinishedAt: parseTime(it.FinishedAt),
@@ -126,20 +183,38 @@ func decodeCampaign(av map[string]types.AttributeValue) (*domain.Campaign, error
 	return c, nil
 }
 
-func (s *Store) chunkPut(c *domain.Campaign, chunk string, ids []string, hash string) (*types.Put, error) {
+// chunkPuts are the conditional puts of a chunk: its marker in the
+// campaign's partition and its ids on their own.
+func (s *Store) chunkPuts(c *domain.Campaign, chunk string, ids []string, hash string) ([]types.TransactWriteItem, error) {
+	ttl := c.CreatedAt.Add(s.retention).Unix()
+	marker, err := attributevalue.MarshalMap(chunkMarker{PK: CampaignPK(c.ID), SK: chunkPrefix + chunk, Kind: "campaignChunk", Count: len(ids), Hash: hash, TTL: ttl})
+	if err != nil {
+		return nil, fmt.Errorf("marshal chunk marker: %w", err)
+	}
 	item, err := attributevalue.MarshalMap(chunkItem{
-		PK: CampaignPK(c.ID), SK: chunkPrefix + chunk, Kind: "campaignChunk", UserIDs: ids, Count: len(ids), Hash: hash,
-		TTL: c.CreatedAt.Add(s.retention).Unix(),
+		PK: CampaignChunkPK(c.ID, chunk), SK: chunkIDsSK, Kind: "campaignChunkIds", UserIDs: ids, Count: len(ids), Hash: hash, TTL: ttl,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("marshal chunk: %w", err)
 	}
-	return &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}, nil
+	cond := aws.String("attribute_not_exists(pk)")
+	return []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(s.table), Item: marker, ConditionExpression: cond}},
+		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: cond}},
+	}, nil
+}
+
+func (s *Store) campaignDataPut(c *domain.Campaign) (types.TransactWriteItem, error) {
+	item, err := attributevalue.MarshalMap(campaignDataItem{PK: CampaignPK(c.ID), SK: campaignDataSK, Kind: "campaignData", Data: c.Data, TTL: c.CreatedAt.Add(s.retention).Unix()})
+	if err != nil {
+		return types.TransactWriteItem{}, fmt.Errorf("marshal campaign data: %w", err)
+	}
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}, nil
 }
 
 // CreateCampaign stores a draft campaign and, when inline is not empty, its
-// inline audience as the chunk domain.InlineChunk, in one transaction
-// conditioned on the campaign not existing. When it exists (an idempotent
+// inline audience as the chunk domain.InlineChunk, with its content (DATA),
+// in one transaction conditioned on the campaign not existing. When it exists (an idempotent
 // replay, a concurrent duplicate), nothing is written and the stored campaign
 // is returned with domain.ErrConflict.
 func (s *Store) CreateCampaign(ctx context.Context, c *domain.Campaign, inline []string, inlineHash string) (*domain.Campaign, error) {
@@ -150,21 +225,24 @@ func (s *Store) CreateCampaign(ctx context.Context, c *domain.Campaign, inline [
 	if err != nil {
 		return nil, fmt.Errorf("marshal campaign: %w", err)
 	}
-	put := &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}
-	if len(inline) == 0 {
-		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression})
-		if isConditionFailed(err) {
-			err = domain.ErrConflict
-		}
-	} else {
-		var chunk *types.Put
-		if chunk, err = s.chunkPut(c, domain.InlineChunk, inline, inlineHash); err != nil {
+	writes := []types.TransactWriteItem{{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}}}
+	if len(c.Data) > 0 {
+		data, err := s.campaignDataPut(c)
+		if err != nil {
 			return nil, err
 		}
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: put}, {Put: chunk}}})
-		if isTransactionConflict(err) {
-			err = domain.ErrConflict
+		writes = append(writes, data)
+	}
+	if len(inline) > 0 {
+		chunk, err := s.chunkPuts(c, domain.InlineChunk, inline, inlineHash)
+		if err != nil {
+			return nil, err
 		}
+		writes = append(writes, chunk...)
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	if isTransactionConflict(err) {
+		err = domain.ErrConflict
 	}
 	switch {
 	case errors.Is(err, domain.ErrConflict):
@@ -209,6 +287,22 @@ func (s *Store) GetCampaign(ctx context.Context, id string) (*domain.Campaign, e
 	return decodeCampaign(out.Item)
 }
 
+// GetCampaignData reads a campaign's template data (nil when it has none).
+func (s *Store) GetCampaignData(ctx context.Context, id string) (map[string]any, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignDataSK)})
+	if err != nil {
+		return nil, fmt.Errorf("get data of campaign %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	var it campaignDataItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal campaign data: %w", err)
+	}
+	return it.Data, nil
+}
+
 // ownCampaign reads caller's campaign; another caller's is domain.ErrNotFound.
 func (s *Store) ownCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
 	c, err := s.GetCampaign(ctx, id)
@@ -228,20 +322,19 @@ func (s *Store) ownCampaign(ctx context.Context, id, caller string) (*domain.Cam
 // domain.ErrCampaignNotDraft, another caller's or none domain.ErrNotFound.
 func (s *Store) AddChunk(ctx context.Context, id, caller, chunk string, ids []string, hash string) (created bool, err error) {
 	c := &domain.Campaign{ID: id, CreatedAt: s.now()}
-	put, err := s.chunkPut(c, chunk, ids, hash)
+	puts, err := s.chunkPuts(c, chunk, ids, hash)
 	if err != nil {
 		return false, err
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Put: put},
-		{Update: &types.Update{
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts,
+		types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
 			UpdateExpression:          aws.String("ADD chunks :one, recipients :n"),
-			ConditionExpression:       aws.String("caller = :caller AND #status = :draft"),
-			ExpressionAttributeNames:  map[string]string{"#status": "status"},
+			ConditionExpression:       aws.String("caller = :caller AND #status = :draft AND attribute_not_exists(#segment)"),
+			ExpressionAttributeNames:  map[string]string{"#status": "status", "#segment": "segment"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":n": num(int64(len(ids))), ":caller": str(caller), ":draft": str(string(domain.CampaignDraft))},
 		}},
-	}})
+	)})
 	if err == nil {
 		return true, nil
 	}
@@ -265,6 +358,8 @@ func (s *Store) AddChunk(ctx context.Context, id, caller, chunk string, ids []st
 		return false, fmt.Errorf("campaign %s chunk %s: %w", id, chunk, domain.ErrChunkConflict)
 	case camp.Status != domain.CampaignDraft:
 		return false, fmt.Errorf("campaign %s: %w", id, domain.ErrCampaignNotDraft)
+	case camp.Segment != "":
+		return false, fmt.Errorf("campaign %s: %w", id, domain.ErrSegmentAudience)
 	}
 	return false, fmt.Errorf("add chunk %s to campaign %s: %w", chunk, id, domain.ErrConflict) // a concurrent writer: retry
 }
@@ -295,24 +390,61 @@ func (s *Store) RevertStart(ctx context.Context, id string, startedAt time.Time)
 // CancelCampaign cancels caller's draft or running campaign and returns it.
 // A draft has nothing in flight: its recipients are all dropped at once and
 // it is finished. A running campaign's lots stop creating notifications, the
-// worker drops what was created and not yet sent, and the lots' reconciles
-// finish it. Cancelling again returns the cancelled campaign; a done one is
-// domain.ErrCampaignFinished.
+// worker drops what was created and not yet sent (it reads one of the status
+// copies, written before the status so nothing created after the cancel is
+// sent), and the lots' reconciles finish it. Cancelling again returns the
+// cancelled campaign; a done one is domain.ErrCampaignFinished.
 func (s *Store) CancelCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
-	to := map[string]types.AttributeValue{":to": str(string(domain.CampaignCancelled))}
-	c, err := s.updateCampaign(ctx, id, caller, domain.CampaignDraft,
-		"SET #status = :to, cancelledAt = :now, finishedAt = :now, dropped = recipients", to, domain.ErrCampaignNotDraft)
-	if !errors.Is(err, domain.ErrCampaignNotDraft) {
-		return c, err
+	current, err := s.ownCampaign(ctx, id, caller)
+	if err != nil {
+		return nil, err
 	}
-	c, err = s.updateCampaign(ctx, id, caller, domain.CampaignRunning, "SET #status = :to, cancelledAt = :now", to, domain.ErrCampaignFinished)
+	to := map[string]types.AttributeValue{":to": str(string(domain.CampaignCancelled))}
+	if current.Status == domain.CampaignDraft {
+		c, err := s.updateCampaign(ctx, id, caller, domain.CampaignDraft,
+			"SET #status = :to, cancelledAt = :now, finishedAt = :now, dropped = recipients", to, domain.ErrCampaignNotDraft)
+		if !errors.Is(err, domain.ErrCampaignNotDraft) {
+			return c, err
+		}
+		if current, err = s.ownCampaign(ctx, id, caller); err != nil { // started meanwhile
+			return nil, err
+		}
+	}
+	switch current.Status {
+	case domain.CampaignDone:
+		return nil, fmt.Errorf("campaign %s is done: %w", id, domain.ErrCampaignFinished)
+	case domain.CampaignCancelled:
+		// A retry after the status was written: the copies may be missing.
+		return current, s.putStatusReplicas(ctx, id, current.CancelledAt)
+	}
+	if err := s.putStatusReplicas(ctx, id, s.now()); err != nil {
+		return nil, err
+	}
+	c, err := s.updateCampaign(ctx, id, caller, domain.CampaignRunning, "SET #status = :to, cancelledAt = :now", to, domain.ErrCampaignFinished)
 	if errors.Is(err, domain.ErrCampaignFinished) {
-		current, gerr := s.ownCampaign(ctx, id, caller)
-		if gerr == nil && current.Status == domain.CampaignCancelled {
+		// Done meanwhile (its copies say cancelled, and nothing is left to
+		// send), or cancelled by a concurrent call.
+		if current, gerr := s.ownCampaign(ctx, id, caller); gerr == nil && current.Status == domain.CampaignCancelled {
 			return current, nil
 		}
 	}
 	return c, err
+}
+
+// putStatusReplicas writes the cancelled status to every copy the workers
+// read (CampaignStatusPK).
+func (s *Store) putStatusReplicas(ctx context.Context, id string, cancelledAt time.Time) error {
+	for r := range CampaignStatusReplicas {
+		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: map[string]types.AttributeValue{
+			"pk": str(statusReplicaPK(id, r)), "sk": str(statusSK), "kind": str("campaignStatus"),
+			"status": str(string(domain.CampaignCancelled)), "cancelledAt": str(formatTime(cancelledAt)),
+			"ttl": num(cancelledAt.Add(s.retention).Unix()),
+		}})
+		if err != nil {
+			return fmt.Errorf("write status copy %d of campaign %s: %w", r, id, err)
+		}
+	}
+	return nil
 }
 
 // updateCampaign applies update to caller's campaign if its status is from;
@@ -370,7 +502,7 @@ func (s *Store) ListChunks(ctx context.Context, id, after string, limit int) ([]
 
 // GetChunk reads the user ids of one chunk; domain.ErrNotFound if absent.
 func (s *Store) GetChunk(ctx context.Context, id, chunk string) ([]string, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), chunkPrefix+chunk), ConsistentRead: aws.Bool(true)})
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignChunkPK(id, chunk), chunkIDsSK), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("get chunk %s of campaign %s: %w", chunk, id, err)
 	}
@@ -386,7 +518,7 @@ func (s *Store) GetChunk(ctx context.Context, id, chunk string) ([]string, error
 
 // GetLot reads a lot's result; domain.ErrNotFound before its first record.
 func (s *Store) GetLot(ctx context.Context, id, chunk string) (*domain.CampaignLot, error) {
-	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), lotPrefix+chunk), ConsistentRead: aws.Bool(true)})
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignLotPK(id, chunk), lotSK), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("get lot %s of campaign %s: %w", chunk, id, err)
 	}
@@ -426,7 +558,7 @@ func (s *Store) ExistingProfiles(ctx context.Context, users []string) (map[strin
 // one that has is domain.ErrConflict (a duplicate lot message).
 func (s *Store) RecordLot(ctx context.Context, id string, lot *domain.CampaignLot) error {
 	it := lotItem{
-		PK: CampaignPK(id), SK: lotPrefix + lot.Chunk, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
+		PK: CampaignLotPK(id, lot.Chunk), SK: lotSK, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
 		Notified: lot.Counts.Notified, Sent: lot.Counts.Sent, Skipped: lot.Counts.Skipped, Failed: lot.Counts.Failed, Dropped: lot.Counts.Dropped,
 		Version: 1, TTL: s.now().Add(s.retention).Unix(),
 	}
@@ -467,7 +599,7 @@ func (s *Store) ReconcileLot(ctx context.Context, id string, prev, next *domain.
 	c := next.Counts
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName: aws.String(s.table), Key: key(CampaignPK(id), lotPrefix+next.Chunk),
+			TableName: aws.String(s.table), Key: key(CampaignLotPK(id, next.Chunk), lotSK),
 			UpdateExpression:    aws.String("SET pending = :pending, notified = :notified, sent = :sent, skipped = :skipped, failed = :failed, dropped = :dropped, version = :next"),
 			ConditionExpression: aws.String("version = :version"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -516,8 +648,11 @@ func (s *Store) FinishCampaign(ctx context.Context, id string) (bool, error) {
 		}
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
-			UpdateExpression:         aws.String("SET #status = :to, finishedAt = :now"),
-			ConditionExpression:      aws.String("#status = :from AND lotsSettled >= chunks AND attribute_not_exists(finishedAt)"),
+			UpdateExpression: aws.String("SET #status = :to, finishedAt = :now"),
+			// A segment campaign is finished once every scan segment has
+			// stored its last page (its chunks are counted by then).
+			ConditionExpression: aws.String("#status = :from AND lotsSettled >= chunks AND attribute_not_exists(finishedAt) AND " +
+				"(attribute_not_exists(scanSegments) OR size(scannedSegments) >= scanSegments)"),
 			ExpressionAttributeNames: map[string]string{"#status": "status"},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":to": str(string(to)), ":from": str(string(from)), ":now": str(formatTime(s.now())),
@@ -542,16 +677,15 @@ func applyCampaignStatus(n *domain.Notification, av map[string]types.AttributeVa
 	}
 }
 
-// withCampaign applies n's campaign status, reading the campaign when the
-// caller's batch read did not include it (campaign nil).
-func (s *Store) withCampaign(ctx context.Context, n *domain.Notification, campaign map[string]types.AttributeValue) error {
+// withCampaign applies n's campaign status, reading its status copy when
+// the caller's batch read did not include it (read false).
+func (s *Store) withCampaign(ctx context.Context, n *domain.Notification, campaign map[string]types.AttributeValue, read bool) error {
 	if n == nil || n.CampaignID == "" {
 		return nil
 	}
-	if campaign == nil {
+	if !read {
 		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(s.table), Key: key(CampaignPK(n.CampaignID), campaignSK), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String("#status, cancelledAt"), ExpressionAttributeNames: map[string]string{"#status": "status"},
+			TableName: aws.String(s.table), Key: campaignStatusKey(n.CampaignID, n.ID), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
 			return fmt.Errorf("read campaign %s: %w", n.CampaignID, err)
@@ -559,5 +693,166 @@ func (s *Store) withCampaign(ctx context.Context, n *domain.Notification, campai
 		campaign = out.Item
 	}
 	applyCampaignStatus(n, campaign)
+	return nil
+}
+
+// campaignStatusKey is the status copy the work of a campaign's
+// notification reads: absent while the campaign is not cancelled.
+func campaignStatusKey(campaignID, notificationID string) map[string]types.AttributeValue {
+	return key(CampaignStatusPK(campaignID, notificationID), statusSK)
+}
+
+// CampaignItemKeys builds a campaign's META and DATA items with the code
+// CreateCampaign uses and returns their keys and billed sizes (the capacity
+// model reads them; docs/capacity.md).
+func (s *Store) CampaignItemKeys(c *domain.Campaign) (meta, data ItemKeys, err error) {
+	av, err := attributevalue.MarshalMap(s.toCampaignItem(c))
+	if err != nil {
+		return meta, data, fmt.Errorf("marshal campaign: %w", err)
+	}
+	d, err := s.campaignDataPut(c)
+	if err != nil {
+		return meta, data, err
+	}
+	return keysOf(av, nil), keysOf(d.Put.Item, nil), nil
+}
+
+// ChunkItemKeys does the same for a chunk's marker and ids (AddChunk).
+func (s *Store) ChunkItemKeys(c *domain.Campaign, chunk string, ids []string, hash string) (marker, payload ItemKeys, err error) {
+	puts, err := s.chunkPuts(c, chunk, ids, hash)
+	if err != nil {
+		return marker, payload, err
+	}
+	return keysOf(puts[0].Put.Item, nil), keysOf(puts[1].Put.Item, nil), nil
+}
+
+// LotItemKeys does the same for a lot's result (RecordLot, ReconcileLot).
+func (s *Store) LotItemKeys(id string, lot *domain.CampaignLot) (ItemKeys, error) {
+	av, err := attributevalue.MarshalMap(lotItem{PK: CampaignLotPK(id, lot.Chunk), SK: lotSK, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
+		Notified: lot.Counts.Notified, Sent: lot.Counts.Sent, Skipped: lot.Counts.Skipped, Failed: lot.Counts.Failed, Dropped: lot.Counts.Dropped,
+		Version: lot.Version, TTL: s.now().Add(s.retention).Unix()})
+	if err != nil {
+		return ItemKeys{}, fmt.Errorf("marshal lot: %w", err)
+	}
+	return keysOf(av, nil), nil
+}
+
+// SetScanSegments records how many parallel scan segments a segment
+// campaign's planning uses, unless a plan step recorded it already, and
+// returns the recorded number (a retried plan step scans the same way).
+func (s *Store) SetScanSegments(ctx context.Context, id string, n int) (int, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
+		UpdateExpression:          aws.String("SET scanSegments = if_not_exists(scanSegments, :n)"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(int64(n))},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if isConditionFailed(err) {
+		return 0, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("set scan segments of campaign %s: %w", id, err)
+	}
+	var got struct {
+		ScanSegments int `dynamodbav:"scanSegments"`
+	}
+	if err := attributevalue.UnmarshalMap(out.Attributes, &got); err != nil {
+		return 0, fmt.Errorf("scan segments of campaign %s: %w", id, err)
+	}
+	if got.ScanSegments <= 0 {
+		return 0, fmt.Errorf("campaign %s records %d scan segments", id, got.ScanSegments)
+	}
+	return got.ScanSegments, nil
+}
+
+// ScanProfiles reads up to limit user ids of segment seg of total of the
+// profiles index (KEYS_ONLY: no notification or other item is read), after
+// the user id after ("" from the segment's start). next is the last user id
+// read when the segment may have more, else "".
+func (s *Store) ScanProfiles(ctx context.Context, seg, total int, after string, limit int) (ids []string, next string, err error) {
+	in := &dynamodb.ScanInput{
+		TableName: aws.String(s.table), IndexName: aws.String(IndexProfiles),
+		Segment: aws.Int32(int32(seg)), TotalSegments: aws.Int32(int32(total)), Limit: aws.Int32(int32(limit)),
+	}
+	if after != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(UserPK(after)), "sk": str(profileSK), "gsi4pk": str(after)}
+	}
+	out, err := s.db.Scan(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("scan profiles segment %d/%d: %w", seg, total, err)
+	}
+	ids = make([]string, 0, len(out.Items))
+	for _, av := range out.Items {
+		if u := stringAttr(av, "gsi4pk"); u != "" {
+			ids = append(ids, u)
+		}
+	}
+	if len(out.LastEvaluatedKey) > 0 {
+		next = stringAttr(out.LastEvaluatedKey, "gsi4pk")
+	}
+	return ids, next, nil
+}
+
+// GetScanPage reads the page a scan step stored as chunk: the user id its
+// segment continues after ("" when it was the segment's last page); ok
+// false when it is not stored yet.
+func (s *Store) GetScanPage(ctx context.Context, id, chunk string) (next string, ok bool, err error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), chunkPrefix+chunk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return "", false, fmt.Errorf("get scan page %s of campaign %s: %w", chunk, id, err)
+	}
+	if len(out.Item) == 0 {
+		return "", false, nil
+	}
+	return stringAttr(out.Item, "next"), true, nil
+}
+
+// RecordScanPage stores one page of scan segment seg as chunk (its ids, and
+// on the marker the user id the segment continues after) and adds it to the
+// campaign's chunks and recipients, in one transaction conditioned on the
+// chunk not existing: a retried step gets domain.ErrConflict and reads the
+// stored page instead. The segment's last page (next "") marks the segment
+// scanned in the same transaction; an empty last page only marks it (a
+// set: marking twice is marking once).
+func (s *Store) RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error {
+	segSet := &types.AttributeValueMemberNS{Value: []string{fmt.Sprint(seg)}}
+	if len(ids) == 0 {
+		if next != "" {
+			return nil // an empty page in the middle of a segment: nothing to store
+		}
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.table), Key: key(CampaignPK(c.ID), campaignSK),
+			UpdateExpression: aws.String("ADD scannedSegments :seg"), ConditionExpression: aws.String("attribute_exists(pk)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":seg": segSet},
+		})
+		if err != nil {
+			return fmt.Errorf("mark segment %d of campaign %s scanned: %w", seg, c.ID, err)
+		}
+		return nil
+	}
+	update := &types.Update{
+		TableName: aws.String(s.table), Key: key(CampaignPK(c.ID), campaignSK),
+		UpdateExpression:          aws.String("ADD chunks :one, recipients :n"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":n": num(int64(len(ids)))},
+	}
+	puts, err := s.chunkPuts(c, chunk, ids, "")
+	if err != nil {
+		return err
+	}
+	if next != "" {
+		puts[0].Put.Item["next"] = str(next)
+	} else {
+		update.UpdateExpression = aws.String("ADD chunks :one, recipients :n, scannedSegments :seg")
+		update.ExpressionAttributeValues[":seg"] = segSet
+	}
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts, types.TransactWriteItem{Update: update})})
+	if isTransactionConflict(err) {
+		return fmt.Errorf("scan page %s of campaign %s: %w", chunk, c.ID, domain.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("record scan page %s of campaign %s: %w", chunk, c.ID, err)
+	}
 	return nil
 }

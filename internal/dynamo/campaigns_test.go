@@ -218,6 +218,49 @@ func TestCancelledCampaignStopsItsNotifications(t *testing.T) {
 	}
 }
 
+// TestCampaignHotItemsLiveApart: META stays small (no data, 1 WCU per count
+// update), the data, a chunk's ids and a lot's result live on their own keys
+// (docs/capacity.md).
+func TestCampaignHotItemsLiveApart(t *testing.T) {
+	s, db, clock := newStore(t)
+	ctx := context.Background()
+	c := draft("c"+uniq(t), clock.Now())
+	c.Data = map[string]any{"reservationUrl": "https://example.com/r", "note": strings.Repeat("x", 4000)}
+	if _, err := s.CreateCampaign(ctx, c, []string{"a", "b"}, "h"); err != nil {
+		t.Fatal(err)
+	}
+	meta := rawItem(t, db, s.Table(), dynamo.CampaignPK(c.ID), "META")
+	if _, ok := meta["data"]; ok || dynamo.ItemSize(meta) > 1024 {
+		t.Errorf("META is %d bytes with data %v: want ≤ 1 KB without data", dynamo.ItemSize(meta), ok)
+	}
+	if got := mustCampaign(t, s, c.ID); got.Data != nil {
+		t.Errorf("GetCampaign carries data %v", got.Data)
+	}
+	data, err := s.GetCampaignData(ctx, c.ID)
+	if err != nil || data["note"] != c.Data["note"] || data["reservationUrl"] != "https://example.com/r" {
+		t.Fatalf("data %v, %v", data, err)
+	}
+	if ids, err := s.GetChunk(ctx, c.ID, domain.InlineChunk); err != nil || len(ids) != 2 {
+		t.Fatalf("inline chunk %v, %v", ids, err)
+	}
+	if ids := rawItem(t, db, s.Table(), dynamo.CampaignChunkPK(c.ID, domain.InlineChunk), "IDS"); len(ids) == 0 {
+		t.Error("chunk ids not on their own key")
+	}
+	if _, err := s.StartCampaign(ctx, c.ID, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	lot := &domain.CampaignLot{Chunk: domain.InlineChunk, Total: 2, Pending: []string{"a", "b"}, Counts: domain.CampaignCounts{Notified: 2}}
+	if err := s.RecordLot(ctx, c.ID, lot); err != nil {
+		t.Fatal(err)
+	}
+	if it := rawItem(t, db, s.Table(), dynamo.CampaignLotPK(c.ID, domain.InlineChunk), "LOT"); len(it) == 0 {
+		t.Error("lot result not on its own key")
+	}
+	if got := mustCampaign(t, s, c.ID); got.Counts.Notified != 2 {
+		t.Errorf("counts %+v after the lot", got.Counts)
+	}
+}
+
 // TestChunkOfAThousandLongIDsFits: the largest chunk (1,000 ids of 128
 // characters) is one item well under DynamoDB's 400 KB, written with its
 // campaign update in one transaction.
@@ -235,7 +278,7 @@ func TestChunkOfAThousandLongIDsFits(t *testing.T) {
 	if _, err := s.AddChunk(ctx, c.ID, "svc", domain.ChunkKey(0), ids, "h"); err != nil {
 		t.Fatal(err)
 	}
-	item := rawItem(t, db, s.Table(), dynamo.CampaignPK(c.ID), "R#"+domain.ChunkKey(0))
+	item := rawItem(t, db, s.Table(), dynamo.CampaignChunkPK(c.ID, domain.ChunkKey(0)), "IDS")
 	if size := dynamo.ItemSize(item); size > 140_000 {
 		t.Errorf("chunk item is %d bytes, want about 130 KB", size)
 	} else {
@@ -257,5 +300,142 @@ func TestExistingProfiles(t *testing.T) {
 	got, err := s.ExistingProfiles(ctx, users)
 	if err != nil || len(got) != 1 || !got[users[1]] {
 		t.Fatalf("profiles %v, %v; want only %s", got, err, users[1])
+	}
+}
+
+// TestScanProfilesCoversEveryProfileOnce: parallel segments of the profiles
+// index, paged with continuations, return every profile (PutUser's and the
+// minimal one SuppressEmail creates) exactly once and nothing else: not the
+// users' notifications, preferences or push subscriptions. Other tests'
+// profiles share the table, so only this test's users are checked by name.
+func TestScanProfilesCoversEveryProfileOnce(t *testing.T) {
+	s, _, clock := newStore(t)
+	ctx := context.Background()
+	mine := map[string]bool{}
+	for range 25 {
+		u := uniq(t)
+		mine[u] = true
+		if err := s.PutUser(ctx, &domain.User{ID: u, Email: u + "@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, s, notification("n"+uniq(t), u, clock.Now()))
+	}
+	suppressed := uniq(t)
+	mine[suppressed] = true
+	if err := s.SuppressEmail(ctx, suppressed, "gone@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	const segments, page = 4, 7
+	for seg := range segments {
+		after, pages := "", 0
+		for {
+			ids, next, err := s.ScanProfiles(ctx, seg, segments, after, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) > page {
+				t.Fatalf("page of %d ids, limit %d", len(ids), page)
+			}
+			for _, u := range ids {
+				seen[u]++
+			}
+			pages++
+			if next == "" {
+				break
+			}
+			after = next
+		}
+		t.Logf("segment %d: %d pages", seg, pages)
+	}
+	for u := range mine {
+		if seen[u] != 1 {
+			t.Errorf("user %s seen %d times, want once", u, seen[u])
+		}
+	}
+	for u, n := range seen {
+		if n != 1 {
+			t.Errorf("%s seen %d times", u, n)
+		}
+	}
+}
+
+// TestSegmentCampaignScanPages: the recorded segment count sticks, a page
+// is stored once (a retry reads its continuation back), uploads are refused,
+// and the campaign finishes only when every segment ended and every lot
+// settled.
+func TestSegmentCampaignScanPages(t *testing.T) {
+	s, _, clock := newStore(t)
+	ctx := context.Background()
+	c := draft("c"+uniq(t), clock.Now())
+	c.Segment = domain.SegmentAll
+	if _, err := s.CreateCampaign(ctx, c, nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddChunk(ctx, c.ID, "svc", domain.ChunkKey(0), []string{"a"}, "h"); !errors.Is(err, domain.ErrSegmentAudience) {
+		t.Fatalf("upload to a segment campaign: %v, want ErrSegmentAudience", err)
+	}
+	if _, err := s.StartCampaign(ctx, c.ID, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, 5} {
+		if got, err := s.SetScanSegments(ctx, c.ID, n); err != nil || got != 2 {
+			t.Fatalf("SetScanSegments(%d) = %d, %v; want the first, 2", n, got, err)
+		}
+	}
+	p0, p1 := domain.ScanChunkKey(0, 0), domain.ScanChunkKey(0, 1)
+	if _, ok, err := s.GetScanPage(ctx, c.ID, p0); ok || err != nil {
+		t.Fatalf("page before it is stored: %v, %v", ok, err)
+	}
+	if err := s.RecordScanPage(ctx, c, p0, 0, []string{"a", "b"}, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordScanPage(ctx, c, p0, 0, []string{"x"}, "x"); !errors.Is(err, domain.ErrConflict) {
+		t.Fatalf("page stored twice: %v, want ErrConflict", err)
+	}
+	if next, ok, err := s.GetScanPage(ctx, c.ID, p0); !ok || next != "b" || err != nil {
+		t.Fatalf("stored page: next %q, %v, %v", next, ok, err)
+	}
+	if err := s.RecordScanPage(ctx, c, p1, 0, []string{"c"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := s.GetChunk(ctx, c.ID, p1); err != nil || len(ids) != 1 {
+		t.Fatalf("page 1 ids %v, %v", ids, err)
+	}
+	for _, chunk := range []string{p0, p1} {
+		if err := s.RecordLot(ctx, c.ID, &domain.CampaignLot{Chunk: chunk, Total: 1, Counts: domain.CampaignCounts{Skipped: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if done, err := s.FinishCampaign(ctx, c.ID); done || err != nil {
+		t.Fatalf("finished with segment 1 still scanning: %v, %v", done, err)
+	}
+	for range 2 { // an empty last page, marked twice, counts once
+		if err := s.RecordScanPage(ctx, c, domain.ScanChunkKey(1, 0), 1, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if done, err := s.FinishCampaign(ctx, c.ID); !done || err != nil {
+		t.Fatalf("not finished after every segment and lot: %v, %v", done, err)
+	}
+	if got := mustCampaign(t, s, c.ID); got.Status != domain.CampaignDone || got.Chunks != 2 || got.Recipients != 3 {
+		t.Fatalf("campaign %+v, want done with 2 chunks, 3 recipients", got)
+	}
+}
+
+// TestProfileIndexEntryIsKeysOnly: a profile lands in the profiles index
+// under its user id with its keys only (what a segment scan pages through:
+// ≈ 90 bytes a user, 1,000 a page ≈ 11 RCU eventually consistent).
+func TestProfileIndexEntryIsKeysOnly(t *testing.T) {
+	s := dynamo.New(nil, "model")
+	k, err := s.UserItemKeys(&domain.User{ID: "user-000000000000000000000000000001", Email: "someone@example.com", Locale: "en", Timezone: "Europe/Berlin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Index[dynamo.IndexProfiles] != "user-000000000000000000000000000001" || k.Sparse[dynamo.IndexProfiles] > 100 || k.Sparse[dynamo.IndexProfiles] >= k.Size {
+		t.Fatalf("profiles index entry %q of %d bytes (item %d)", k.Index[dynamo.IndexProfiles], k.Sparse[dynamo.IndexProfiles], k.Size)
+	}
+	if n, err := s.NotificationItemKeys(&domain.Notification{ID: "n1", Recipient: domain.Recipient{UserID: "u1"}, CreatedAt: t0}); err != nil || n.Index[dynamo.IndexProfiles] != "" {
+		t.Fatalf("a notification is in the profiles index: %+v, %v", n.Index, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // in the binary once anything links reflect's method lookup, as text/template
 // does; method values keep only these.
 func NarrowClient(c *dynamodb.Client) API {
-	return narrowClient{getItem: c.GetItem, putItem: c.PutItem, updateItem: c.UpdateItem, deleteItem: c.DeleteItem, query: c.Query, batchWriteItem: c.BatchWriteItem, batchGetItem: c.BatchGetItem, transactWriteItems: c.TransactWriteItems}
+	return narrowClient{getItem: c.GetItem, putItem: c.PutItem, updateItem: c.UpdateItem, deleteItem: c.DeleteItem, query: c.Query, batchWriteItem: c.BatchWriteItem, batchGetItem: c.BatchGetItem, transactWriteItems: c.TransactWriteItems, scan: c.Scan}
 }
 
 type narrowClient struct {
@@ -24,6 +24,7 @@ type narrowClient struct {
 	batchWriteItem     func(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	batchGetItem       func(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	transactWriteItems func(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	scan               func(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
 func (n narrowClient) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
@@ -52,6 +53,10 @@ func (n narrowClient) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWrit
 
 func (n narrowClient) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	return n.batchGetItem(ctx, in, opts...)
+}
+
+func (n narrowClient) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return n.scan(ctx, in, opts...)
 }
 
 func (n narrowClient) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {

@@ -18,7 +18,7 @@ func (s *Store) SuppressEmail(ctx context.Context, userID, address string) error
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              key(UserPK(userID), profileSK),
-		UpdateExpression: aws.String("SET suppressedEmail = :addr, kind = if_not_exists(kind, :kind), userId = if_not_exists(userId, :user), updatedAt = if_not_exists(updatedAt, :now)"),
+		UpdateExpression: aws.String("SET suppressedEmail = :addr, kind = if_not_exists(kind, :kind), userId = if_not_exists(userId, :user), updatedAt = if_not_exists(updatedAt, :now), gsi4pk = if_not_exists(gsi4pk, :user)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":addr": str(address), ":kind": str("user"), ":user": str(userID), ":now": str(formatTime(s.now())),
 		},

@@ -40,7 +40,18 @@ func (s *Store) DeliveryItemKeys(d *domain.Delivery) (ItemKeys, error) {
 }
 
 // indexKeys names each index's partition and sort key attributes.
-var indexKeys = map[string][2]string{IndexInbox: {"gsi1pk", "gsi1sk"}, IndexUnread: {"gsi2pk", "gsi2sk"}, IndexDue: {"gsi3pk", "gsi3sk"}}
+var indexKeys = map[string][2]string{IndexInbox: {"gsi1pk", "gsi1sk"}, IndexUnread: {"gsi2pk", "gsi2sk"}, IndexDue: {"gsi3pk", "gsi3sk"}, IndexProfiles: {"gsi4pk", ""}}
+
+// UserItemKeys builds a stored profile item with the code PutUser uses and
+// returns its keys and billed sizes (the profiles index is KEYS_ONLY).
+func (s *Store) UserItemKeys(u *domain.User) (ItemKeys, error) {
+	av, err := attributevalue.MarshalMap(userItem{PK: UserPK(u.ID), SK: profileSK, Kind: "user", UserID: u.ID, Email: u.Email, Phone: u.Phone,
+		Locale: u.Locale, Timezone: u.Timezone, QuietHours: u.QuietHours, UpdatedAt: formatTime(u.UpdatedAt), GSI4PK: u.ID})
+	if err != nil {
+		return ItemKeys{}, fmt.Errorf("marshal user: %w", err)
+	}
+	return keysOf(av, map[string][]string{IndexProfiles: nil}), nil
+}
 
 func keysOf(av map[string]types.AttributeValue, include map[string][]string) ItemKeys {
 	k := ItemKeys{Index: map[string]string{}, Sparse: map[string]int{}, Size: ItemSize(av)}

@@ -28,6 +28,8 @@ type API interface {
 	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	// Scan reads the profiles index only (segment-"all" campaigns).
+	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -37,6 +39,9 @@ const (
 	IndexInbox  = "gsi1"
 	IndexUnread = "gsi2"
 	IndexDue    = "gsi3"
+	// IndexProfiles is sparse and KEYS_ONLY: profile items only (gsi4pk is
+	// the user id), scanned in parallel segments by a segment-"all" campaign.
+	IndexProfiles = "gsi4"
 )
 
 // Store reads and writes Herald's table.

@@ -36,6 +36,8 @@ type userItem struct {
 	DigestMinutes   int                `dynamodbav:"digestMinutes,omitempty"`
 	SuppressedEmail string             `dynamodbav:"suppressedEmail,omitempty"`
 	UpdatedAt       string             `dynamodbav:"updatedAt"`
+	// GSI4PK puts the profile in the profiles index (IndexProfiles).
+	GSI4PK string `dynamodbav:"gsi4pk,omitempty"`
 }
 
 type prefsItem struct {
@@ -157,7 +159,7 @@ func (s *Store) PutUser(ctx context.Context, u *domain.User) error {
 	it := userItem{
 		PK: UserPK(u.ID), SK: profileSK, Kind: "user", UserID: u.ID, Email: u.Email, Phone: u.Phone,
 		Locale: u.Locale, Timezone: u.Timezone, QuietHours: u.QuietHours, DigestMinutes: u.DigestMinutes,
-		SuppressedEmail: u.SuppressedEmail, UpdatedAt: formatTime(now),
+		SuppressedEmail: u.SuppressedEmail, UpdatedAt: formatTime(now), GSI4PK: u.ID,
 	}
 	explicit := u.SuppressedEmail != ""
 	for attempt := 0; attempt < 4; attempt++ {

@@ -21,14 +21,14 @@ import (
 // user id (queued before it was carried) takes the two queries in turn.
 //
 // A notification of a cancelled campaign is returned cancelled: the message
-// names its campaign, whose item joins the batch read (other paths read it
-// with one more GetItem).
+// names its campaign, whose status copy (CampaignStatusPK) joins the batch
+// read (other paths read it with one more GetItem).
 func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.Delivery, *domain.RecipientProfile, error) {
 	switch {
 	case wm.UserID == "":
 		n, d, err := s.notificationAndDelivery(ctx, wm)
 		if err == nil {
-			err = s.withCampaign(ctx, n, nil)
+			err = s.withCampaign(ctx, n, nil, false)
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -51,7 +51,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		if perr != nil {
 			return nil, nil, nil, perr
 		}
-		if err := s.withCampaign(ctx, n, nil); err != nil {
+		if err := s.withCampaign(ctx, n, nil, false); err != nil {
 			return nil, nil, nil, err
 		}
 		return s.ownProfile(ctx, n, d, p, wm)
@@ -64,7 +64,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		key(UserPK(wm.UserID), presenceSK), // lastSeenAt, for the type's unlessActiveWithin
 	}
 	if wm.CampaignID != "" { // its status: a cancelled campaign sends nothing more
-		keys = append(keys, key(CampaignPK(wm.CampaignID), campaignSK))
+		keys = append(keys, campaignStatusKey(wm.CampaignID, wm.NotificationID))
 	}
 	items, err := s.batchGet(ctx, "load work "+wm.NotificationID, keys, consistentRead)
 	if err != nil {
@@ -92,10 +92,10 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 	if n == nil {
 		return nil, nil, nil, fmt.Errorf("notification %s: %w", wm.NotificationID, domain.ErrNotFound)
 	}
-	if n.CampaignID != "" && n.CampaignID != wm.CampaignID {
-		campaign = nil // not the campaign the message named: read its own
-	}
-	if err := s.withCampaign(ctx, n, campaign); err != nil {
+	// The batch read the status copy of the campaign the message named
+	// (absent: not cancelled); another campaign's is read on its own.
+	read := wm.CampaignID != "" && n.CampaignID == wm.CampaignID
+	if err := s.withCampaign(ctx, n, campaign, read); err != nil {
 		return nil, nil, nil, err
 	}
 	return s.ownProfile(ctx, n, d, p, wm)

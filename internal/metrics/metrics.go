@@ -63,6 +63,21 @@ const (
 	// TooManyRequestsException, SNS Throttled, Web Push 429), retried with
 	// backoff; also counted in Retried (dims: Channel, Priority).
 	Throttled Name = "Throttled"
+	// CampaignLots: campaign lots recorded, each ≤ 1,000 recipients (dims:
+	// Priority, the campaign's).
+	CampaignLots Name = "CampaignLots"
+	// CampaignNotified, CampaignSkipped, CampaignDropped: a lot's recipients
+	// whose notification it created, who were skipped (no profile, listed in
+	// another lot) or dropped (the campaign was cancelled) (dims: Priority).
+	CampaignNotified Name = "CampaignNotified"
+	CampaignSkipped  Name = "CampaignSkipped"
+	CampaignDropped  Name = "CampaignDropped"
+	// CampaignReconciles: lot recounts that moved recipients to their
+	// outcome (dims: Priority).
+	CampaignReconciles Name = "CampaignReconciles"
+	// CampaignScanPages: pages of profiles a segment-"all" campaign's scan
+	// stored as lots (dims: Priority).
+	CampaignScanPages Name = "CampaignScanPages"
 )
 
 // Unit is a CloudWatch unit.
@@ -92,28 +107,35 @@ type spec struct {
 }
 
 var specs = map[Name]spec{
-	Accepted:        {unit: Count},
-	Replayed:        {unit: Count},
-	Rejected:        {unit: Count},
-	Enqueued:        {unit: Count},
-	Deferred:        {unit: Count},
-	Skipped:         {unit: Count},
-	Sent:            {unit: Count, rollups: [][]string{{DimChannel}}},
-	Retried:         {unit: Count},
-	Failed:          {unit: Count, rollups: [][]string{{DimChannel}}},
-	Dropped:         {unit: Count},
-	DeliveryLatency: {unit: Milliseconds, rollups: [][]string{{DimPriority}}},
-	Delivered:       {unit: Count, rollups: [][]string{{DimChannel}}},
-	Bounced:         {unit: Count, rollups: [][]string{{DimChannel}}},
-	Complained:      {unit: Count, rollups: [][]string{{DimChannel}}},
-	QuotaDeferred:   {unit: Count, rollups: [][]string{{DimChannel}}},
-	Throttled:       {unit: Count, rollups: [][]string{{DimChannel}}},
+	Accepted:           {unit: Count},
+	Replayed:           {unit: Count},
+	Rejected:           {unit: Count},
+	Enqueued:           {unit: Count},
+	Deferred:           {unit: Count},
+	Skipped:            {unit: Count},
+	Sent:               {unit: Count, rollups: [][]string{{DimChannel}}},
+	Retried:            {unit: Count},
+	Failed:             {unit: Count, rollups: [][]string{{DimChannel}}},
+	Dropped:            {unit: Count},
+	DeliveryLatency:    {unit: Milliseconds, rollups: [][]string{{DimPriority}}},
+	Delivered:          {unit: Count, rollups: [][]string{{DimChannel}}},
+	Bounced:            {unit: Count, rollups: [][]string{{DimChannel}}},
+	Complained:         {unit: Count, rollups: [][]string{{DimChannel}}},
+	QuotaDeferred:      {unit: Count, rollups: [][]string{{DimChannel}}},
+	Throttled:          {unit: Count, rollups: [][]string{{DimChannel}}},
+	CampaignLots:       {unit: Count},
+	CampaignNotified:   {unit: Count},
+	CampaignSkipped:    {unit: Count},
+	CampaignDropped:    {unit: Count},
+	CampaignReconciles: {unit: Count},
+	CampaignScanPages:  {unit: Count},
 }
 
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
-		Delivered, Bounced, Complained, QuotaDeferred, Throttled}
+		Delivered, Bounced, Complained, QuotaDeferred, Throttled,
+		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).

@@ -19,7 +19,7 @@ import (
 // CampaignQueueEnv names the campaign work queue's URL.
 const CampaignQueueEnv = "CAMPAIGN_QUEUE_URL"
 
-// CampaignQueue sends the steps of campaigns' fan-out (plan, lot, reconcile)
+// CampaignQueue sends the steps of campaigns' fan-out (plan, scan, lot, reconcile)
 // to the campaign queue.
 type CampaignQueue struct {
 	api API

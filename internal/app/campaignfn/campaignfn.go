@@ -3,12 +3,14 @@ package campaignfn
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/campaign"
+	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/queue"
 )
@@ -22,6 +24,10 @@ var (
 // ReconcileDelayEnv is how long a lot waits between reconciles (a Go
 // duration; empty: campaign.DefaultReconcileDelay).
 const ReconcileDelayEnv = "CAMPAIGN_RECONCILE_DELAY"
+
+// ScanSegmentsEnv is how many parallel scan segments a segment-"all"
+// campaign reads the profiles in (1–1000; empty: campaign.DefaultScanSegments).
+const ScanSegmentsEnv = "CAMPAIGN_SCAN_SEGMENTS"
 
 // New wires the campaign function: it sends its own next steps to the
 // campaign queue (CAMPAIGN_QUEUE_URL).
@@ -43,7 +49,13 @@ func New(d app.Deps) (*campaign.Handler, error) {
 			return nil, fmt.Errorf("%s %q: want a Go duration of at least 1s", ReconcileDelayEnv, v)
 		}
 	}
+	segments := 0
+	if v := d.Getenv(ScanSegmentsEnv); v != "" {
+		if segments, err = strconv.Atoi(v); err != nil || segments < 1 || segments > domain.MaxScanSegments {
+			return nil, fmt.Errorf("%s %q: want 1 to %d", ScanSegmentsEnv, v, domain.MaxScanSegments)
+		}
+	}
 	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
 	return campaign.New(campaign.Deps{Store: st, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
-		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, ReconcileDelay: delay}), nil
+		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, Metrics: d.Recorder(), ReconcileDelay: delay, ScanSegments: segments}), nil
 }

@@ -1,7 +1,8 @@
 // Package campaigns tests campaigns end to end on a private local stack
 // (reconciles every second): an inline audience and two uploaded chunks fan
 // out to one email and one inbox item per user, the counts add up at done,
-// a cancelled campaign stops sending, and refused requests write nothing.
+// a segment-"all" campaign reaches every profile of the stack once, a
+// cancelled campaign stops sending, and refused requests write nothing.
 // It moves the stack's clock, so it has a stack of its own.
 package campaigns
 
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 		ScheduleInterval: time.Second,
 		Overrides: map[string]string{
 			"CampaignReconcileDelay": "1s",
+			"CampaignScanSegments":   "4",
 			// Low-priority email is the campaign's queue: let it drain quickly.
 			"LowBatchSize": "10", "LowMaximumConcurrency": "4",
 		},
@@ -278,4 +280,49 @@ func TestMalformedCampaignMessageGoesToDLQ(t *testing.T) {
 		t.Fatal("no CampaignDLQ")
 		return false
 	})
+}
+
+// TestSegmentAllReachesEveryProfile: {"segment":"all"} reaches every user
+// with a profile in this stack's table exactly once (this test's users, and
+// whatever users the package's other tests made, whatever their order), in
+// CampaignScanSegments parallel scan segments of the profiles index; the
+// counts add up at done; uploads are refused.
+func TestSegmentAllReachesEveryProfile(t *testing.T) {
+	st := stacktest.Stack(t)
+	run := stacktest.UniqueID("cmp-all")
+	people := users(run, 0, 15)
+	putUsers(t, people)
+	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", `{`+content+`,"audience":{"segment":"all"}}`)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+	}
+	var c campaign
+	r.JSON(t, &c)
+	if c.Status != "draft" || c.Recipients != 0 {
+		t.Fatalf("created %+v, want a draft without recipients yet", c)
+	}
+	wantProblem(t, stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/recipients", `{"chunk":0,"userIds":["u1"]}`), http.StatusConflict, "segment_audience")
+	if r := stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("start: %d %s", r.StatusCode, r.Body)
+	}
+	stacktest.Eventually(t, 90*time.Second, "segment campaign done", func() bool {
+		c = getCampaign(t, c.ID)
+		return c.Status == "done"
+	})
+	if c.Recipients < len(people) || c.Notified != c.Recipients || c.Sent+c.Skipped+c.Failed+c.Dropped != c.Recipients {
+		t.Errorf("done with %+v: want every profile (≥ %d) notified, counts adding up", c, len(people))
+	}
+	for _, u := range people {
+		if got := len(stacktest.EmailsTo(t, u+"@example.com")); got != 1 {
+			t.Errorf("%s received %d emails, want 1", u, got)
+		}
+		if r := stacktest.Do(t, http.MethodGet, "/v1/notifications/"+domain.CampaignNotificationID(c.ID, u), nil); r.StatusCode != http.StatusOK {
+			t.Errorf("%s: no notification of the campaign: %d", u, r.StatusCode)
+		}
+		var page struct{ Items []struct{ ID string } }
+		stacktest.Do(t, http.MethodGet, "/v1/users/"+u+"/inbox", nil, "Authorization: Bearer "+st.Token(u, time.Hour)).JSON(t, &page)
+		if len(page.Items) != 1 || page.Items[0].ID != domain.CampaignNotificationID(c.ID, u) {
+			t.Errorf("%s inbox %+v, want the campaign's one item", u, page.Items)
+		}
+	}
 }
