@@ -204,8 +204,9 @@ func sendAlert(t testing.TB, s *dynamo.Store, apiURL, user string, timeout time.
 }
 
 // TestCampaignToTwoThousandUsers: issue 15 §3 — see the package comment.
-// Bounded at about 3 minutes on a loaded 2-core machine: profiles ~20 s,
-// the campaign ~100 s at the 20/s the bulk slots allow, checks ~15 s.
+// About 2.5 minutes on a quiet 2-core machine (profiles ~20 s, the campaign
+// ~2 min against the 100 s the 20/s bulk slots allow, checks ~15 s); at load
+// average 16, 5 minutes (the campaign at 7.5/s), so done may take 8.
 func TestCampaignToTwoThousandUsers(t *testing.T) {
 	st := stacktest.Stack(t)
 	s := store(t)
@@ -283,7 +284,7 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 
 	// Done, polled with a progress line every 15 s (a slow run shows where
 	// it is).
-	for deadline, lastLog := time.Now().Add(300*time.Second), time.Now(); ; time.Sleep(time.Second) {
+	for deadline, lastLog := time.Now().Add(480*time.Second), time.Now(); ; time.Sleep(time.Second) {
 		mustCall(t, http.StatusOK, http.MethodGet, "/v1/campaigns/"+c.ID, nil, &c)
 		if c.Status == "done" {
 			break
