@@ -16,9 +16,15 @@ import (
 // What a data directory (Config.DataDir, HERALD_DEV_DATA) holds besides the
 // emulators' own state (dynamodb/, queues.json).
 const (
-	secretsFile     = "secrets.json"
-	checkpointsFile = "stream-checkpoints.json"
+	secretsFile = "secrets.json"
+	// legacyCheckpointsFile is where a data directory kept the position of
+	// the one relay mapping there was; each mapping now has its own file
+	// (checkpointsFile), which starts from this one.
+	legacyCheckpointsFile = "stream-checkpoints.json"
 )
+
+// checkpointsFile is the file of one stream mapping's checkpoints.
+func checkpointsFile(mapping string) string { return "stream-checkpoints-" + mapping + ".json" }
 
 // localSecrets are what AWS keeps in SSM and Secrets Manager. With a data
 // directory they outlive a restart, so that unsubscribe links in mail sent
@@ -76,18 +82,25 @@ type checkpointData struct {
 	Closed map[string]bool `json:"closed"`
 }
 
-// openCheckpoints loads dataDir's checkpoints for streamARN; those of another
-// stream (the table was deleted and made again) are dropped.
-func openCheckpoints(dataDir, streamARN string) (*streamCheckpoints, error) {
+// openCheckpoints loads dataDir's checkpoints of mapping for streamARN; those
+// of another stream (the table was deleted and made again) are dropped. A
+// mapping without its own file starts where the single relay mapping of
+// earlier versions stopped, when that file exists.
+func openCheckpoints(dataDir, mapping, streamARN string) (*streamCheckpoints, error) {
 	if dataDir == "" {
 		return nil, nil
 	}
-	c := &streamCheckpoints{path: filepath.Join(dataDir, checkpointsFile)}
-	raw, err := os.ReadFile(c.path)
+	c := &streamCheckpoints{path: filepath.Join(dataDir, checkpointsFile(mapping))}
+	from := c.path
+	raw, err := os.ReadFile(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		from = filepath.Join(dataDir, legacyCheckpointsFile)
+		raw, err = os.ReadFile(from)
+	}
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(raw, &c.data); err != nil {
-			return nil, fmt.Errorf("%s is damaged (delete it to replay the stream): %w", c.path, err)
+			return nil, fmt.Errorf("%s is damaged (delete it to replay the stream): %w", from, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err

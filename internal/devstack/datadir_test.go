@@ -60,7 +60,7 @@ func TestLoadSecrets(t *testing.T) {
 func TestStreamCheckpoints(t *testing.T) {
 	dir := t.TempDir()
 	const arn = "arn:aws:dynamodb:ddblocal:000000000000:table/herald-Table/stream/1"
-	c, err := openCheckpoints(dir, arn)
+	c, err := openCheckpoints(dir, "RelayStreamMapping", arn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,19 +79,21 @@ func TestStreamCheckpoints(t *testing.T) {
 
 	tests := []struct {
 		name       string
+		mapping    string
 		arn        string
 		shard      string
 		wantSeq    string
 		wantClosed bool
 	}{
-		{"reopened: where it stopped", arn, "shard-1", "000100", false},
-		{"reopened: a shard read to its end", arn, "shard-2", "", true},
-		{"reopened: an unknown shard from the start", arn, "shard-3", "", false},
-		{"another stream (table made again): from the start", arn + "x", "shard-1", "", false},
+		{"reopened: where it stopped", "RelayStreamMapping", arn, "shard-1", "000100", false},
+		{"reopened: a shard read to its end", "RelayStreamMapping", arn, "shard-2", "", true},
+		{"reopened: an unknown shard from the start", "RelayStreamMapping", arn, "shard-3", "", false},
+		{"another stream (table made again): from the start", "RelayStreamMapping", arn + "x", "shard-1", "", false},
+		{"another mapping of the stream keeps its own position", "RelayHighStreamMapping", arn, "shard-1", "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := openCheckpoints(dir, tc.arn)
+			c, err := openCheckpoints(dir, tc.mapping, tc.arn)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,8 +110,35 @@ func TestStreamCheckpoints(t *testing.T) {
 	if seq, closed := none.position("s"); seq != "" || closed {
 		t.Fatal("nil checkpoints remembered something")
 	}
-	if c, err := openCheckpoints("", arn); c != nil || err != nil {
+	if c, err := openCheckpoints("", "RelayStreamMapping", arn); c != nil || err != nil {
 		t.Fatalf("openCheckpoints without a directory = %v, %v; want nil, nil", c, err)
+	}
+}
+
+// TestStreamCheckpointsFromTheSingleMappingFile: a data directory of the
+// version with one relay mapping (stream-checkpoints.json) resumes every
+// mapping where that one stopped; each then writes its own file.
+func TestStreamCheckpointsFromTheSingleMappingFile(t *testing.T) {
+	dir := t.TempDir()
+	const arn = "arn:aws:dynamodb:ddblocal:000000000000:table/herald-Table/stream/1"
+	if err := writeFileAtomic(filepath.Join(dir, legacyCheckpointsFile), checkpointData{StreamARN: arn, After: map[string]string{"shard-1": "000300"}}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mapping := range []string{"RelayStreamMapping", "RelayHighStreamMapping"} {
+		c, err := openCheckpoints(dir, mapping, arn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq, _ := c.position("shard-1"); seq != "000300" {
+			t.Fatalf("%s: position %q, want the single mapping's 000300", mapping, seq)
+		}
+		if err := c.advance("shard-1", "000400"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, checkpointsFile("RelayHighStreamMapping")))
+	if err != nil || !strings.Contains(string(raw), "000400") {
+		t.Fatalf("the mapping's own file: %s, %v", raw, err)
 	}
 }
 

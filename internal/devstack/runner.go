@@ -506,7 +506,7 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 		sm := &streamMapping{name: id, streamARN: source, batchSize: batch, startLatest: aws.ToString(m.StartingPosition) == "LATEST",
 			bisect: aws.ToBool(m.BisectBatchOnFunctionError), maxRetries: -1, timeout: timeouts[fnRef], handler: streamHandler,
 			streams: dynamodbstreams.NewFromConfig(s.AWS), sqs: s.sqs, log: s.log, pollInterval: s.cfg.PollInterval, invoke: s.invoke(fnRef)}
-		if sm.checkpoints, err = openCheckpoints(s.cfg.DataDir, source); err != nil {
+		if sm.checkpoints, err = openCheckpoints(s.cfg.DataDir, id, source); err != nil {
 			return fmt.Errorf("mapping %s: %w", id, err)
 		}
 		if m.MaximumRetryAttempts != nil {

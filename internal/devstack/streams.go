@@ -18,6 +18,9 @@ import (
 	"github.com/heraldhq/herald/internal/ops"
 )
 
+// streamReadLimit is the most records one GetRecords call returns.
+const streamReadLimit = 1000
+
 // StreamHandler is the relay's handler.
 type StreamHandler func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 
@@ -127,7 +130,10 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 	}
 	iter := it.ShardIterator
 	for iter != nil && ctx.Err() == nil {
-		out, err := m.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(m.batchSize)})
+		// Read as Lambda's poller does, up to the API's 1,000 records, and
+		// batch what passes the filter: BatchSize bounds an invocation, not a
+		// read, so a mapping that filters most records out keeps up.
+		out, err := m.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(streamReadLimit)})
 		if err != nil {
 			if ctx.Err() == nil {
 				m.log.Warn("get records failed", "mapping", m.name, "shard", shardID, "error", err)
@@ -151,8 +157,10 @@ func (m *streamMapping) readShard(ctx context.Context, shardID string) {
 				recs = append(recs, ev)
 			}
 		}
-		if len(recs) > 0 {
-			m.deliver(ctx, shardID, recs)
+		for len(recs) > 0 && ctx.Err() == nil {
+			n := min(len(recs), max(int(m.batchSize), 1))
+			m.deliver(ctx, shardID, recs[:n])
+			recs = recs[n:]
 		}
 		if ctx.Err() == nil {
 			if err := m.checkpoints.advance(shardID, aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)); err != nil {
@@ -332,7 +340,9 @@ func (m *streamMapping) matches(r events.DynamoDBEventRecord) bool {
 }
 
 // matchPattern implements the subset of Lambda event filtering Herald uses:
-// nested objects, and arrays of allowed exact values (strings, numbers, bools).
+// nested objects, and arrays of allowed values — exact values (strings,
+// numbers, bools), {"anything-but": [values]} (present and none of them) and
+// {"exists": bool}; a value matches when any element of its array does.
 func matchPattern(pattern map[string]any, doc map[string]any) bool {
 	for k, want := range pattern {
 		got, ok := doc[k]
@@ -343,7 +353,7 @@ func matchPattern(pattern map[string]any, doc map[string]any) bool {
 				return false
 			}
 		case []any:
-			if !ok || !anyEqual(w, got) {
+			if !slices.ContainsFunc(w, func(rule any) bool { return matchRule(rule, got, ok) }) {
 				return false
 			}
 		default:
@@ -353,11 +363,28 @@ func matchPattern(pattern map[string]any, doc map[string]any) bool {
 	return true
 }
 
-func anyEqual(allowed []any, v any) bool {
-	for _, a := range allowed {
-		if fmt.Sprint(a) == fmt.Sprint(v) {
-			return true
-		}
+// matchRule is one element of a pattern's array against a value (present
+// tells a missing key from a null).
+func matchRule(rule, got any, present bool) bool {
+	op, isOp := rule.(map[string]any)
+	if !isOp {
+		return present && fmt.Sprint(rule) == fmt.Sprint(got)
 	}
-	return false
+	if len(op) != 1 {
+		return false
+	}
+	if exists, ok := op["exists"].(bool); ok {
+		return exists == present
+	}
+	if but, ok := op["anything-but"]; ok {
+		excluded, isList := but.([]any)
+		if !isList {
+			excluded = []any{but}
+		}
+		if !present {
+			return false
+		}
+		return !slices.ContainsFunc(excluded, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(got) })
+	}
+	return false // an operator Herald does not use: match nothing, loudly in tests
 }

@@ -163,4 +163,7 @@ type Change struct {
 	// KeepDue leaves the delivery in the due-time index, so a release that
 	// crashes between its steps is found again by the next scheduler run.
 	KeepDue bool
+	// RefundAttempt takes back the attempt of a claim given up before the
+	// provider was called (its send-quota token went stale).
+	RefundAttempt bool
 }

@@ -207,6 +207,10 @@ func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[st
 		sets = append(sets, "attempts = if_not_exists(attempts, :zero) + :one")
 		vals[":zero"], vals[":one"] = num(0), num(1)
 	}
+	if c.RefundAttempt {
+		sets = append(sets, "attempts = attempts - :one")
+		vals[":one"] = num(1)
+	}
 	if c.LastError != "" {
 		sets = append(sets, "lastError = :err")
 		vals[":err"] = str(c.LastError)

@@ -13,17 +13,19 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// Send-quota counters: one item per channel × shard × quota window,
-// pk SQ#<channel>#<shard>, sk W#<window start, Unix seconds>, removed by TTL
-// ten minutes after the window. The rules (shards, caps) are policy.SendQuota's.
+// Send-quota counters: one item per channel × shard × quota slot,
+// pk SQ#<channel>#<shard>, sk W#<slot start, Unix milliseconds>, removed by
+// TTL ten minutes after the slot. The rules (shards, slots, caps) are
+// policy.SendQuota's.
 const (
 	sendQuotaPrefix = "SQ#"
 	sendQuotaKeep   = 10 * time.Minute
 )
 
-// SendQuotaKey is the key of one shard's counter in one window.
+// SendQuotaKey is the key of one shard's counter in one slot (or window:
+// any start, to the millisecond).
 func SendQuotaKey(c domain.Channel, shard int, windowStart time.Time) (pk, sk string) {
-	return sendQuotaPrefix + string(c) + "#" + strconv.Itoa(shard), rateWindowPrefix + strconv.FormatInt(windowStart.Unix(), 10)
+	return sendQuotaPrefix + string(c) + "#" + strconv.Itoa(shard), rateWindowPrefix + strconv.FormatInt(windowStart.UnixMilli(), 10)
 }
 
 // TakeSendToken takes one send from shard's counter of the window starting at

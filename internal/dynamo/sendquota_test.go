@@ -15,21 +15,25 @@ import (
 	"github.com/heraldhq/herald/internal/policy"
 )
 
-// TestTakeSendTokenHoldsItsCap: concurrent takers on one shard of one window
+// TestTakeSendTokenHoldsItsCap: concurrent takers on one shard of one slot
 // — bulk gets exactly its cap, high exactly the rest; another shard and the
-// next window count apart; the item expires.
+// next slot count apart; the item expires.
 func TestTakeSendTokenHoldsItsCap(t *testing.T) {
 	s, db, _ := newStore(t)
 	ctx := context.Background()
-	q := policy.SendQuota{Rate: 20, BulkShare: 60} // one shard: cap 20, bulk 12
-	// A window of its own: the seconds since t0 make each run's keys unique.
+	const bulkCap, highCap = 12, 20 // the caps the worker would pass
+	// A slot of its own: the seconds since t0 make each run's keys unique.
 	window := t0.Add(time.Duration(seq.Add(1)*1000+time.Now().UnixNano()%1000) * time.Second)
 	take := func(shard int, p domain.Priority, at time.Time, n int) int {
 		var ok atomic.Int32
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
-				got, err := s.TakeSendToken(ctx, domain.ChannelPush, shard, at, policy.QuotaWindow, q.Cap(p, 0))
+				limit := bulkCap
+				if p == domain.PriorityHigh {
+					limit = highCap
+				}
+				got, err := s.TakeSendToken(ctx, domain.ChannelPush, shard, at, policy.QuotaSlot, limit)
 				if err != nil {
 					t.Error(err)
 				}
@@ -53,7 +57,7 @@ func TestTakeSendTokenHoldsItsCap(t *testing.T) {
 		{"high takes the reserve and no more", 0, domain.PriorityHigh, window, 30, 8},
 		{"bulk finds the shard full", 0, domain.PriorityNormal, window, 5, 0},
 		{"another shard counts apart", 1, domain.PriorityHigh, window, 25, 20},
-		{"the next window starts empty", 0, domain.PriorityLow, window.Add(time.Second), 15, 12},
+		{"the next slot starts empty", 0, domain.PriorityLow, window.Add(policy.QuotaSlot), 15, 12},
 	} {
 		if got := take(tc.shard, tc.p, tc.at, tc.n); got != tc.want {
 			t.Errorf("%s: %d of %d admitted, want %d", tc.name, got, tc.n, tc.want)
@@ -66,10 +70,13 @@ func TestTakeSendTokenHoldsItsCap(t *testing.T) {
 	if count == nil || count.Value != "20" {
 		t.Errorf("count %v, want 20", item["count"])
 	}
-	if want := strconv.FormatInt(window.Add(policy.QuotaWindow+10*time.Minute).Unix(), 10); ttl == nil || ttl.Value != want {
-		t.Errorf("ttl %v, want %s (10 min after the window)", item["ttl"], want)
+	if want := strconv.FormatInt(window.Add(policy.QuotaSlot+10*time.Minute).Unix(), 10); ttl == nil || ttl.Value != want {
+		t.Errorf("ttl %v, want %s (10 min after the slot)", item["ttl"], want)
 	}
-	if got, err := s.TakeSendToken(ctx, domain.ChannelPush, 0, window, policy.QuotaWindow, 0); got || err != nil {
+	if _, sk := dynamo.SendQuotaKey(domain.ChannelPush, 0, window.Add(policy.QuotaSlot)); sk != "W#"+strconv.FormatInt(window.Add(policy.QuotaSlot).UnixMilli(), 10) {
+		t.Errorf("slot key %s: want the slot's start in Unix milliseconds", sk)
+	}
+	if got, err := s.TakeSendToken(ctx, domain.ChannelPush, 0, window, policy.QuotaSlot, 0); got || err != nil {
 		t.Errorf("limit 0 = %v, %v; want refused without a request", got, err)
 	}
 }

@@ -258,6 +258,26 @@ func TestClaimReclaimsOnlyAnExpiredLease(t *testing.T) {
 	}
 }
 
+// TestClaimGivenBackRefundsItsAttempt: a claim given back before the
+// provider was called (a stale send-quota token) leaves the delivery
+// retrying, unleased, with the attempts it had before the claim.
+func TestClaimGivenBackRefundsItsAttempt(t *testing.T) {
+	s, _, _ := newStore(t)
+	ctx := context.Background()
+	id := uniq(t)
+	seedDelivery(t, s, id, domain.ChannelEmail, domain.StatusQueued)
+	for round := range 2 {
+		if _, err := s.Transition(ctx, id, domain.ChannelEmail, claim(t0)); err != nil {
+			t.Fatal(err)
+		}
+		d, err := s.Transition(ctx, id, domain.ChannelEmail, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
+			RefundAttempt: true, LastError: "send_quota"})
+		if err != nil || d.Status != domain.StatusRetrying || d.Attempts != 0 || !d.LeaseUntil.IsZero() || d.LastError != "send_quota" {
+			t.Fatalf("round %d: given back: %+v, %v; want retrying, no attempt, no lease", round, d, err)
+		}
+	}
+}
+
 func TestDueIndexFollowsTransitions(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()

@@ -92,6 +92,9 @@ func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, 
 	if c.IncrementAttempts {
 		d.Attempts++
 	}
+	if c.RefundAttempt {
+		d.Attempts--
+	}
 	if c.LastError != "" {
 		d.LastError = c.LastError
 	}

@@ -14,9 +14,14 @@
 //     already past sending): nothing recorded, message deleted — the holder's
 //     own message carries the delivery on;
 //   - no send quota for its priority (policy.SendQuota, taken before the
-//     claim): nothing recorded, no attempt, visible again after 1–2 s; from
-//     the receive before the queue's last it is re-sent delayed and the
-//     original deleted, so waiting for quota never redrives it to the DLQ;
+//     claim; high priority waits up to policy.HighQuotaWait for its reserve
+//     in the next slots first): nothing recorded, no attempt, visible again
+//     after 1–2 s; from the receive before the queue's last it is re-sent
+//     delayed and the original deleted, so waiting for quota never redrives
+//     it to the DLQ. A token older than policy.MaxTokenAge when the provider
+//     is about to be called is replaced by one of the current slot; if none
+//     is left, the claim is given back (retrying, attempt refunded) and the
+//     message deferred the same way;
 //   - sent: recorded with the provider's message id, message deleted;
 //   - permanent provider error: failed (or dropped where that is the truth),
 //     message deleted — nothing goes to the DLQ;
@@ -73,8 +78,9 @@ type Store interface {
 
 // QuotaStore holds the channels' shared send-quota counters (dynamo.Store).
 type QuotaStore interface {
-	// TakeSendToken takes one send from a shard of the window starting at
-	// windowStart if its count is below limit, and reports whether it did.
+	// TakeSendToken takes one send from a shard of the slot starting at
+	// windowStart (lasting window) if its count is below limit, and reports
+	// whether it did.
 	TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error)
 }
 
@@ -121,12 +127,14 @@ type Handler struct {
 	metrics    metrics.Recorder
 	randMu     sync.Mutex
 	rand       *rand.Rand
-	// spent remembers, per quota class (bulk or high), the window in which
+	// spent remembers, per quota class (bulk or high), the slot in which
 	// this instance found the quota exhausted: later sends of that class in
-	// the same window are deferred without a request, so refused writes per
-	// window are bounded by instances × probes, not by the offered load.
+	// the same slot are deferred without a request, so refused writes per
+	// slot are bounded by instances × probes, not by the offered load.
 	spentMu sync.Mutex
 	spent   map[bool]time.Time
+	// sleep waits for the next quota slot (a timer; tests advance a clock).
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Deps are the worker's collaborators and settings. Store, Visibility,
@@ -168,7 +176,19 @@ func New(d Deps) *Handler {
 	}
 	seed := uint64(time.Now().UnixNano())
 	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, quota: d.Quota, requeuer: d.Requeuer, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
-		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1)), spent: map[bool]time.Time{}}
+		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1)), spent: map[bool]time.Time{}, sleep: sleepCtx}
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // maxParallel bounds the messages of one batch processed at once.
@@ -248,7 +268,8 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	}
 
 	// Quota before the claim: a send that finds none burns no attempt.
-	if ok, err := h.takeQuota(ctx, wm.Channel, p); err != nil {
+	slot, ok, err := h.acquireQuota(ctx, wm.Channel, p)
+	if err != nil {
 		log.ErrorContext(ctx, "send quota failed", "error", err)
 		return h.retryLater(ctx, log, msg, p)
 	} else if !ok {
@@ -278,7 +299,21 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	if err != nil {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonNotApplicable, LastError: "render failed"})
 	}
+	// The quota's bound at the provider assumes the call starts within
+	// MaxTokenAge of the token's slot: a token the claim and render made
+	// stale is replaced by one of the current slot, or the send given back.
+	if !slot.IsZero() && h.now().Sub(slot) > policy.MaxTokenAge {
+		var taken bool
+		if slot, taken, err = h.retakeQuota(ctx, log, msg, n.ID, wm.Channel, d.Priority); !taken {
+			return err
+		}
+	}
 	pmid, sendErr := h.provider.Send(ctx, &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact})
+	if lag := h.now().Sub(slot); !slot.IsZero() && lag > policy.QuotaLag {
+		// Only the provider's own latency gets here; logged so that a bound
+		// measured at the provider can tell it from over-admission.
+		log.WarnContext(ctx, "send quota overrun", "lagMs", lag.Milliseconds())
+	}
 	if sendErr == nil {
 		// Latency runs from when the notification was due: a deliberate
 		// sendAt is not delay.
@@ -313,40 +348,83 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter)
 }
 
-// takeQuota takes one send from the channel's quota for priority p: up to
-// SendQuota.Probes shards from a random one, each admitting p up to its cap.
-// Once the probes all fail, the rest of the window is spent for p's class on
-// this instance. Without a quota it costs nothing.
-func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Priority) (bool, error) {
+// acquireQuota takes one send from the channel's quota for priority p and
+// returns the slot it counts in (zero without a quota). High priority that
+// finds its slot spent waits for the next slots' reserve, up to
+// policy.HighQuotaWait: a slot is 200 ms, a deferral through the queue at
+// least a second.
+func (h *Handler) acquireQuota(ctx context.Context, c domain.Channel, p domain.Priority) (time.Time, bool, error) {
+	slot, ok, err := h.takeQuota(ctx, c, p)
+	if p != domain.PriorityHigh {
+		return slot, ok, err
+	}
+	for wait := policy.QuotaSlot; !ok && err == nil && wait <= policy.HighQuotaWait; wait += policy.QuotaSlot {
+		if h.sleep(ctx, slot.Add(policy.QuotaSlot).Sub(h.now())) != nil {
+			return slot, false, nil
+		}
+		slot, ok, err = h.takeQuota(ctx, c, p)
+	}
+	return slot, ok, err
+}
+
+// takeQuota takes one send from the channel's quota for priority p in the
+// current slot: up to SendQuota.Probes shards from a random one, each
+// admitting p up to its slot cap. Once the probes all fail, the rest of the
+// slot is spent for p's class on this instance. Without a quota it costs
+// nothing and returns the zero slot.
+func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Priority) (time.Time, bool, error) {
 	q := h.cfg.SendQuota
 	if q.Unlimited() || h.quota == nil {
-		return true, nil
+		return time.Time{}, true, nil
 	}
-	window := policy.WindowStart(h.now())
+	slot := policy.SlotStart(h.now())
 	high := p == domain.PriorityHigh
 	h.spentMu.Lock()
-	spent := h.spent[high].Equal(window)
+	spent := h.spent[high].Equal(slot)
 	h.spentMu.Unlock()
 	if spent {
-		return false, nil
+		return slot, false, nil
 	}
 	h.randMu.Lock()
 	start := h.rand.IntN(q.Shards())
 	h.randMu.Unlock()
 	for _, shard := range q.ProbeOrder(p, start) {
-		ok, err := h.quota.TakeSendToken(ctx, c, shard, window, policy.QuotaWindow, q.Cap(p, shard))
+		ok, err := h.quota.TakeSendToken(ctx, c, shard, slot, policy.QuotaSlot, q.SlotCap(p, shard, slot))
 		if err != nil || ok {
-			return ok, err
+			return slot, ok, err
 		}
 	}
 	h.spentMu.Lock()
-	h.spent[high] = window
+	h.spent[high] = slot
 	h.spentMu.Unlock()
-	return false, nil
+	return slot, false, nil
+}
+
+// retakeQuota replaces a stale token of a claimed delivery with one of the
+// current slot. Without one, it gives the claim back (retrying, the attempt
+// refunded: the provider was not called) and defers the message as a send
+// that found no quota; the stale token is wasted, which only under-uses the
+// quota. Without a token, the error is the message's outcome (nil: done).
+func (h *Handler) retakeQuota(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, c domain.Channel, p domain.Priority) (time.Time, bool, error) {
+	slot, ok, err := h.takeQuota(ctx, c, p)
+	if err == nil && ok {
+		return slot, true, nil
+	}
+	if _, terr := h.store.Transition(ctx, id, c, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
+		RefundAttempt: true, LastError: "send_quota"}); terr != nil {
+		// The lease runs out at the invocation's deadline; the message
+		// returns after its visibility timeout and reclaims it.
+		log.ErrorContext(ctx, "give back claim failed", "error", terr)
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "send quota failed", "error", err)
+		return slot, false, h.retryLater(ctx, log, msg, p)
+	}
+	return slot, false, h.deferForQuota(ctx, log, msg, c, p)
 }
 
 // deferForQuota puts back a message that found no send quota, without a
-// provider call or an attempt: invisible until a later window. SQS counts
+// provider call or an attempt: invisible for a second or two. SQS counts
 // every receive toward maxReceiveCount, so from the receive before the last
 // one the message is re-sent with the delay (a fresh receive count) and the
 // original deleted: lack of quota alone never redrives it to the DLQ.

@@ -195,7 +195,7 @@ func TestRestartWithDataDirDeliversEachQueuedMessageOnce(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{"queues.json", "secrets.json", "stream-checkpoints.json", "dynamodb"} {
+	for _, f := range []string{"queues.json", "secrets.json", "stream-checkpoints-RelayStreamMapping.json", "stream-checkpoints-RelayHighStreamMapping.json", "dynamodb"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("data directory lacks %s: %v", f, err)
 		}

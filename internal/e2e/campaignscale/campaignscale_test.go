@@ -1,0 +1,433 @@
+package campaignscale
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/inbox"
+	"github.com/heraldhq/herald/internal/policy"
+)
+
+const (
+	users      = 2000
+	inlineN    = 500  // the campaign's inline audience
+	chunk0N    = 1000 // recipients chunk 0
+	alerts     = 20   // security.login_alert emails while the campaign runs
+	alertEvery = 2 * time.Second
+	// parallel bounds the test's own concurrent requests (profiles, inbox
+	// reads): the stack shares two cores with everything else.
+	parallel = 12
+)
+
+func store(t testing.TB) *dynamo.Store {
+	st := stacktest.Stack(t)
+	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
+}
+
+// errRetryable is an answer a caller retries: 5xx, 429 or no answer.
+var errRetryable = errors.New("retryable")
+
+// call sends one request to the stack's API as the dev caller and answers
+// its status and body; 5xx, 429 and network errors are retried with backoff
+// (up to ~30 s) as a real caller would, since a loaded machine answers some
+// with a timeout. Safe from any goroutine: it never calls t.Fatal.
+func call(ctx context.Context, apiURL, method, path string, body any, headers ...string) (int, []byte, error) {
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return 0, nil, err
+		}
+	}
+	var last error
+	for attempt := range 10 {
+		if attempt > 0 {
+			time.Sleep(min(100*time.Millisecond<<attempt, 5*time.Second))
+		}
+		req, err := http.NewRequestWithContext(ctx, method, apiURL+path, bytes.NewReader(raw))
+		if err != nil {
+			return 0, nil, err
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for _, h := range headers {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = fmt.Errorf("%s %s: %w: %w", method, path, errRetryable, err)
+			continue
+		}
+		out, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			last = fmt.Errorf("%s %s: read: %w: %w", method, path, errRetryable, err)
+			continue
+		}
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			last = fmt.Errorf("%s %s: %d %s: %w", method, path, resp.StatusCode, out, errRetryable)
+			continue
+		}
+		return resp.StatusCode, out, nil
+	}
+	return 0, nil, last
+}
+
+// mustCall is call from the test goroutine, failing unless the status is want.
+func mustCall(t testing.TB, want int, method, path string, body any, v any, headers ...string) {
+	t.Helper()
+	status, raw, err := call(context.Background(), stacktest.Stack(t).APIURL, method, path, body, headers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, status, raw, want)
+	}
+	if v != nil {
+		if err := json.Unmarshal(raw, v); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
+		}
+	}
+}
+
+// forEach runs f for 0..n-1 on parallel goroutines and returns the first
+// error.
+func forEach(n int, f func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	next := make(chan int)
+	for range parallel {
+		wg.Go(func() {
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// campaign is GET /v1/campaigns/{id}'s answer (brief-campaigns contract).
+type campaign struct {
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	Recipients int    `json:"recipients"`
+	Notified   int    `json:"notified"`
+	Sent       int    `json:"sent"`
+	Skipped    int    `json:"skipped"`
+	Failed     int    `json:"failed"`
+	Dropped    int    `json:"dropped"`
+}
+
+// email is one message the SES emulator received, stamped in whole seconds.
+type email struct {
+	At          int64 `json:"at"`
+	Destination struct {
+		To []string `json:"to"`
+	} `json:"destination"`
+}
+
+func emails(t testing.TB) []email {
+	t.Helper()
+	var out struct{ Emails []email }
+	stacktest.Do(t, http.MethodGet, "/_dev/emails", nil).JSON(t, &out)
+	return out.Emails
+}
+
+// alertTimes is how long a high-priority email took from its request to
+// sent, and from when it was first seen queued (past the relay) to sent.
+type alertTimes struct {
+	total, queued time.Duration
+	err           error
+}
+
+// sendAlert sends a security.login_alert to user and waits until its email
+// delivery is sent (up to timeout). Safe from any goroutine.
+func sendAlert(t testing.TB, s *dynamo.Store, apiURL, user string, timeout time.Duration) alertTimes {
+	ctx := context.Background()
+	start := time.Now()
+	body := map[string]any{"type": "security.login_alert", "recipient": map[string]any{"userId": user, "email": user + "@example.com"},
+		"channels": []string{"email"}, "data": map[string]any{"url": "https://example.com/s"}}
+	status, raw, err := call(ctx, apiURL, http.MethodPost, "/v1/notifications", body, "Idempotency-Key: "+user)
+	if err != nil || status != http.StatusAccepted {
+		return alertTimes{err: fmt.Errorf("alert %s: %d %s %v", user, status, raw, err)}
+	}
+	var accepted struct{ ID string }
+	if err := json.Unmarshal(raw, &accepted); err != nil {
+		return alertTimes{err: err}
+	}
+	var queuedAt time.Time
+	for time.Since(start) < timeout {
+		d, err := s.GetDelivery(ctx, accepted.ID, domain.ChannelEmail)
+		if err == nil && queuedAt.IsZero() && d.Status != domain.StatusPlanned {
+			queuedAt = time.Now()
+		}
+		if err == nil && d.Status == domain.StatusSent {
+			return alertTimes{total: time.Since(start), queued: time.Since(queuedAt)}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return alertTimes{err: fmt.Errorf("alert %s not sent within %s", user, timeout)}
+}
+
+// TestCampaignToTwoThousandUsers: issue 15 §3 — see the package comment.
+// About 2.5 minutes on a quiet 2-core machine (profiles ~20 s, the campaign
+// ~2 min against the 100 s the 20/s bulk slots allow, checks ~15 s); at load
+// average 16, 5 minutes (the campaign at 7.5/s), so done may take 8.
+func TestCampaignToTwoThousandUsers(t *testing.T) {
+	st := stacktest.Stack(t)
+	s := store(t)
+	run := stacktest.UniqueID("cs")
+	began := time.Now()
+	ids := make([]string, users)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-u%04d", run, i)
+	}
+
+	// Profiles first: the fan-out skips a recipient without one.
+	if err := forEach(users, func(i int) error {
+		status, raw, err := call(context.Background(), st.APIURL, http.MethodPut, "/v1/users/"+ids[i], map[string]any{"email": ids[i] + "@example.com"})
+		if err == nil && status/100 != 2 {
+			err = fmt.Errorf("PUT user %d: %d %s", i, status, raw)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d profiles in %s", users, time.Since(began).Round(time.Millisecond))
+
+	// What a high-priority email takes on this stack while it is idle: the
+	// slowest of three before the campaign and three after it (the
+	// machine's load then is part of the comparison, not of the verdict).
+	var idle alertTimes
+	measureIdle := func(when string) {
+		for i := range 3 {
+			a := sendAlert(t, s, st.APIURL, fmt.Sprintf("%s-idle-%s%d", run, when, i), 30*time.Second)
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			t.Logf("idle high (%s): %s total, %s queued→sent", when, a.total, a.queued)
+			idle.total, idle.queued = max(idle.total, a.total), max(idle.queued, a.queued)
+		}
+	}
+	measureIdle("before")
+
+	// The campaign: 500 inline, then chunks of 1,000 and 500.
+	var c campaign
+	mustCall(t, http.StatusCreated, http.MethodPost, "/v1/campaigns", map[string]any{
+		"type": "reservation.approved", "data": map[string]any{"reservationUrl": "https://example.com/r/spring"},
+		"channels": []string{"email"}, "audience": map[string]any{"userIds": ids[:inlineN]},
+	}, &c, "Idempotency-Key: "+run)
+	for n, part := range [][]string{ids[inlineN : inlineN+chunk0N], ids[inlineN+chunk0N:]} {
+		var got struct{ Chunk, Recipients int }
+		mustCall(t, http.StatusOK, http.MethodPost, "/v1/campaigns/"+c.ID+"/recipients", map[string]any{"chunk": n, "userIds": part}, &got)
+		if got.Chunk != n || got.Recipients != len(part) {
+			t.Fatalf("chunk %d: answered %+v, want %d recipients", n, got, len(part))
+		}
+	}
+	started := time.Now()
+	since := started.Unix()
+	mustCall(t, http.StatusAccepted, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil, &c)
+
+	// Alerts while it runs: from its first email on, one every alertEvery,
+	// each measured on its own.
+	isCampaign := func(addr string) bool { return strings.HasPrefix(addr, run+"-u") }
+	stacktest.Eventually(t, 90*time.Second, "the campaign's first email", func() bool {
+		for _, e := range emails(t) {
+			if e.At >= since && slices.ContainsFunc(e.Destination.To, isCampaign) {
+				return true
+			}
+		}
+		return false
+	})
+	firstEmail := time.Since(started)
+	high := make([]alertTimes, alerts)
+	var wg sync.WaitGroup
+	for i := range alerts {
+		wg.Go(func() { high[i] = sendAlert(t, s, st.APIURL, fmt.Sprintf("%s-h%02d", run, i), 60*time.Second) })
+		time.Sleep(alertEvery)
+	}
+	wg.Wait()
+
+	// Done, polled with a progress line every 15 s (a slow run shows where
+	// it is).
+	for deadline, lastLog := time.Now().Add(480*time.Second), time.Now(); ; time.Sleep(time.Second) {
+		mustCall(t, http.StatusOK, http.MethodGet, "/v1/campaigns/"+c.ID, nil, &c)
+		if c.Status == "done" {
+			break
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			t.Logf("after %s: %+v", time.Since(started).Round(time.Second), c)
+			lastLog = time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("campaign not done after %s: %+v", time.Since(started).Round(time.Second), c)
+		}
+	}
+	took := time.Since(started)
+	measureIdle("after")
+
+	// Counts add up, and every recipient was sent to.
+	if c.Recipients != users || c.Sent != users || c.Sent+c.Skipped+c.Failed+c.Dropped != c.Recipients || c.Notified != users {
+		t.Errorf("campaign done with %+v: want %d recipients, notified and sent, and sent+skipped+failed+dropped = recipients", c, users)
+	}
+
+	// Every user exactly one email; every alert exactly one.
+	perSecond := map[int64]int{}
+	byAddr := map[string]int{}
+	for _, e := range emails(t) {
+		if e.At < since {
+			continue
+		}
+		for _, to := range e.Destination.To {
+			byAddr[to]++
+			if isCampaign(to) {
+				perSecond[e.At]++
+			}
+		}
+	}
+	for _, id := range ids {
+		if n := byAddr[id+"@example.com"]; n != 1 {
+			t.Errorf("%s received %d campaign emails, want 1", id, n)
+		}
+	}
+	for i := range alerts {
+		if addr := fmt.Sprintf("%s-h%02d@example.com", run, i); byAddr[addr] != 1 {
+			t.Errorf("%s received %d alerts, want 1", addr, byAddr[addr])
+		}
+	}
+
+	// Every user exactly one inbox item: the campaign's.
+	if err := forEach(users, func(i int) error {
+		entries, _, err := s.ListInbox(context.Background(), ids[i], inbox.FilterAll, "", 5)
+		if err != nil {
+			return err
+		}
+		if len(entries) != 1 || entries[0].Notification == nil || entries[0].Notification.Type != "reservation.approved" {
+			return fmt.Errorf("%s has %d inbox items, want the campaign's one", ids[i], len(entries))
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
+	}
+
+	// Bulk within the share over every 5 s the emulator saw: the budget,
+	// plus the sends the workers logged as reaching the provider later than
+	// the quota allows for (see internal/e2e/quota; none on an idle machine).
+	q := policy.SendQuota{Rate: emailRate, BulkShare: bulkShare}
+	budget := q.SpanBudget(domain.PriorityLow)
+	secs := slices.Sorted(maps.Keys(perSecond))
+	maxWindow := func(w int64) int {
+		best := 0
+		for _, from := range secs {
+			n := 0
+			for s := from; s < from+w; s++ {
+				n += perSecond[s]
+			}
+			best = max(best, n)
+		}
+		return best
+	}
+	overruns := bulkOverruns(t)
+	for _, w := range []int64{1, 5, 10} {
+		got := maxWindow(w)
+		t.Logf("bulk: max %d emails in any %d s by the emulator's stamps (budget %d per %s)", got, w, budget, policy.QuotaSpan)
+		if spans := w / int64(policy.QuotaSpan/time.Second); spans > 0 && got > int(spans)*budget+overruns {
+			t.Errorf("bulk sent %d in %d s, over %d (%d %% of %d/s over every %s) + %d overrun sends", got, w, int(spans)*budget, bulkShare, emailRate, policy.QuotaSpan, overruns)
+		}
+	}
+	if got := maxWindow(5); got < budget/2 {
+		t.Errorf("peak bulk 5 s %d: the quota never bound (the test would prove nothing)", got)
+	}
+
+	// High priority never waits behind the campaign for quota: from queued
+	// to sent each alert takes an idle stack's time plus at most one quota
+	// span (5 s); behind the campaign it would wait for the rest of its
+	// backlog, a minute or more. Before it is queued it passes the relay on
+	// its own stream mapping (docs/decisions.md); that end-to-end time is
+	// logged, not asserted: on two cores shared by a whole make test, the
+	// emulated stream's pace is the machine's (0.4-4 s on a quiet run,
+	// up to 11 s under the full suite; 10-37 s before the split).
+	var worstTotal time.Duration
+	for i, h := range high {
+		if h.err != nil {
+			t.Error(h.err)
+			continue
+		}
+		worstTotal = max(worstTotal, h.total)
+		if limit := idle.queued + policy.QuotaSpan; h.queued > limit {
+			t.Errorf("alert %d took %s from queued to sent, over idle %s + one quota span (limit %s): it waited behind bulk", i, h.queued, idle.queued, limit)
+		}
+	}
+	t.Logf("alerts end to end (request → sent): slowest %s against idle %s", worstTotal.Round(time.Millisecond), idle.total.Round(time.Millisecond))
+
+	// Nothing parked.
+	out, err := sqs.NewFromConfig(st.AWS).ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(st.Resources.Queues["EmailDLQ"].URL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) > 0 {
+		t.Errorf("%d messages in the email DLQ, want none", len(out.Messages))
+	}
+
+	t.Logf("campaign of %d: first email %s after start, done after %s (%.1f/s; bulk %.0f/s allowed on average); %d overrun sends; whole test %s",
+		users, firstEmail.Round(time.Millisecond), took.Round(time.Millisecond), float64(users)/took.Seconds(), q.EffectiveRate(domain.PriorityLow), overruns, time.Since(began).Round(time.Second))
+	t.Logf("idle high: %s total, %s queued→sent (slowest of 6)", idle.total, idle.queued)
+	for i, h := range high {
+		t.Logf("alert %d during the campaign: %s total, %s queued→sent", i, h.total, h.queued)
+	}
+}
+
+// bulkOverruns counts the workers' "send quota overrun" lines for low and
+// normal priority so far.
+func bulkOverruns(t testing.TB) int {
+	n := 0
+	for line := range strings.Lines(logs.String()) {
+		if !strings.Contains(line, `"send quota overrun"`) {
+			continue
+		}
+		var l struct{ Priority string }
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("overrun line %q: %v", line, err)
+		}
+		if l.Priority != string(domain.PriorityHigh) {
+			n++
+		}
+	}
+	return n
+}
