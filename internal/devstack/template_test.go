@@ -272,7 +272,7 @@ func TestTemplateInvariants(t *testing.T) {
 
 	t.Run("outputs", func(t *testing.T) {
 		// herald dlq finds a deployment by these (internal/ops).
-		want := []string{"ApiUrl", "TableName", "EmailDLQUrl", "SmsDLQUrl", "PushDLQUrl", "RelayDLQUrl", "ReleaseDLQUrl", "ReleaseQueueUrl"}
+		want := []string{"ApiUrl", "TableName", "EmailDLQUrl", "SmsDLQUrl", "PushDLQUrl", "RelayDLQUrl", "ReleaseDLQUrl", "ReleaseQueueUrl", "CampaignDLQUrl", "CampaignQueueUrl"}
 		for id := range queues {
 			if workQueue.MatchString(id) {
 				want = append(want, id+"Url")

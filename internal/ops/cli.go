@@ -24,18 +24,20 @@ const DLQUsage = `Usage:
   herald dlq redrive <queue> (--all | --id ID ...) [--rate N/s] [--dry-run] [--json]
                                                     back to the work queues, deliveries reset to queued
                                                     (relay: re-run the relay's planning;
-                                                    release: back to the release queue, --id MESSAGE_ID)
+                                                    release: back to the release queue, --id MESSAGE_ID;
+                                                    campaign: steps back to the campaign queue unchanged,
+                                                    --id MESSAGE_ID or CAMPAIGN_ID)
   herald dlq purge <queue> --yes                    delete every message of a DLQ
 
-<queue> is email, sms, push, relay or release (or the queue's name).
+<queue> is email, sms, push, relay, release or campaign (or the queue's name).
 
 Which deployment (every subcommand):
   --stack NAME     a CloudFormation stack's outputs (default $HERALD_STACK)
   --state FILE     a local stack's state file (default: .herald/dev.json above the
                    working directory, written by 'herald dev')
-  without either: TABLE_NAME, EMAIL_HIGH_QUEUE_URL …, RELEASE_QUEUE_URL and EMAIL_DLQ_URL,
-  SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL from the environment,
-  else the running 'make dev'.
+  without either: TABLE_NAME, EMAIL_HIGH_QUEUE_URL …, RELEASE_QUEUE_URL, CAMPAIGN_QUEUE_URL
+  and EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL,
+  CAMPAIGN_DLQ_URL from the environment, else the running 'make dev'.
 
 'show' and 'list' receive messages and release them at once: the messages stay,
 but each inspection adds one to their receive count. Output carries ids, states,
@@ -114,7 +116,7 @@ func (c CLI) run(ctx context.Context, args []string) error {
 		return c.show(ctx, w, pos[0], *limit, *asJSON)
 	case "redrive":
 		var opts RedriveOptions
-		fs.Var((*idList)(&opts.IDs), "id", "notification id to redrive, release DLQ: message id (repeatable, or comma-separated)")
+		fs.Var((*idList)(&opts.IDs), "id", "notification id to redrive, release DLQ: message id, campaign DLQ: message or campaign id (repeatable, or comma-separated)")
 		fs.BoolVar(&opts.All, "all", false, "redrive every message")
 		rate := fs.String("rate", "", "most messages per second, e.g. 10/s")
 		fs.BoolVar(&opts.DryRun, "dry-run", false, "show what would happen, change nothing")
@@ -159,7 +161,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if n == 0 {
 			return nil, usageError("%s takes no arguments, got %s", fs.Name(), strings.Join(pos, " "))
 		}
-		return nil, usageError("%s takes a queue: email, sms, push, relay or release", fs.Name())
+		return nil, usageError("%s takes a queue: email, sms, push, relay, release or campaign", fs.Name())
 	}
 	return pos, nil
 }
@@ -270,6 +272,12 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 			if p.StillDue != nil {
 				row("still due", map[bool]string{true: "yes: redrive it (or wait for the next tick)", false: "no: a later tick released it (purge it)"}[*p.StillDue])
 			}
+		case q.Name == CampaignDLQName:
+			fmt.Fprintf(tw, "message %s\n", p.MessageID)
+			if c := p.Campaign; c != nil {
+				row("campaign", c.CampaignID+" ("+dash(c.CampaignStatus)+")")
+				row("step", strings.TrimSuffix(c.Kind+", "+c.Place(), ", "))
+			}
 		case q.Channel != "":
 			fmt.Fprintf(tw, "notification %s\n", dash(p.NotificationID))
 			row("message", p.MessageID)
@@ -312,6 +320,7 @@ var actionWords = map[Action][2]string{
 	ActionLeave:   {"left", "would leave"},
 	ActionReplan:  {"replanned", "would replan"},
 	ActionRelease: {"released", "would release"},
+	ActionResend:  {"resent", "would resend"},
 }
 
 func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOptions, asJSON bool) error {
@@ -340,8 +349,8 @@ func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOpt
 			verb = 1
 		}
 		var parts []string
-		for _, a := range []Action{ActionRequeue, ActionMove, ActionReplan, ActionRelease, ActionLeave} {
-			if n := res.Count(a); n > 0 || (a == ActionRequeue && res.Queue.Name != ReleaseDLQName) {
+		for _, a := range []Action{ActionRequeue, ActionMove, ActionReplan, ActionRelease, ActionResend, ActionLeave} {
+			if n := res.Count(a); n > 0 || (a == ActionRequeue && res.Queue.Name != ReleaseDLQName && res.Queue.Name != CampaignDLQName) || (a == ActionResend && res.Queue.Name == CampaignDLQName) {
 				parts = append(parts, fmt.Sprintf("%d %s", n, actionWords[a][verb]))
 			}
 		}
@@ -370,6 +379,9 @@ func (c CLI) printItem(it RedriveItem, dry bool) {
 	}
 	if subject == "" && it.Partition != "" {
 		subject = "message " + it.MessageID + "  " + it.Partition
+	}
+	if c := it.Campaign; subject == "" && c != nil {
+		subject = "message " + it.MessageID + "  campaign " + c.CampaignID + " " + strings.TrimSuffix(c.Kind+", "+c.Place(), ", ")
 	}
 	if subject == "" {
 		subject = "message " + it.MessageID

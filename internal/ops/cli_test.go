@@ -51,6 +51,7 @@ func testOutputs() map[string]string {
 		out[q.LogicalID+"Url"] = q.URL
 	}
 	out["ReleaseQueueUrl"] = t.Release
+	out["CampaignQueueUrl"] = t.Campaign
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			out[WorkQueueLogicalID(c, p)+"Url"] = t.Work[domain.QueueName(c, p)]
@@ -95,7 +96,7 @@ func TestResolver(t *testing.T) {
 		{name: "unknown stack", where: Where{Stack: "nope"}, wd: sub, creds: goodCreds, wantDesc: ""},
 		{name: "no credentials", where: Where{Stack: "prod"}, wd: sub, creds: failingCreds{}, stack: testOutputs(), wantErr: ErrNoCredentials},
 		{name: "environment", env: map[string]string{"TABLE_NAME": "tbl", "EMAIL_DLQ_URL": emailDLQ, "SMS_DLQ_URL": smsDLQ, "PUSH_DLQ_URL": pushDLQ, "RELAY_DLQ_URL": relayDLQ,
-			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue,
+			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue, "CAMPAIGN_DLQ_URL": campaignDLQ, "CAMPAIGN_QUEUE_URL": campaignQ,
 			"EMAIL_HIGH_QUEUE_URL": "a", "EMAIL_NORMAL_QUEUE_URL": "a", "EMAIL_LOW_QUEUE_URL": "a", "SMS_HIGH_QUEUE_URL": "a", "SMS_NORMAL_QUEUE_URL": "a",
 			"SMS_LOW_QUEUE_URL": "a", "PUSH_HIGH_QUEUE_URL": "a", "PUSH_NORMAL_QUEUE_URL": "a", "PUSH_LOW_QUEUE_URL": "a"}, wd: sub, creds: goodCreds, wantDesc: "environment"},
 		{name: "local state found upwards", wd: sub, alive: true, creds: goodCreds, wantDesc: "local stack http://127.0.0.1:3000", wantSet: "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324"},
@@ -133,7 +134,7 @@ func TestResolver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 5 || tg.Release == "" || stacks.asked != tt.wantStack {
+			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 6 || tg.Release == "" || tg.Campaign == "" || stacks.asked != tt.wantStack {
 				t.Errorf("desc %q, target %+v, asked stack %q", desc, tg, stacks.asked)
 			}
 			if tt.wantSet != "" {
@@ -167,7 +168,7 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 5 {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 6 {
 		t.Fatalf("list --json: %v %s", err, out)
 	}
 	for _, k := range []string{"name", "channel", "depth", "oldestAgeSeconds"} {
@@ -257,6 +258,41 @@ func TestCLI(t *testing.T) {
 	out, _, err = runCLI(t, e, "redrive", "release", "--all")
 	if err != nil || !strings.Contains(out, "release DLQ: 1 released") || strings.Contains(out, "requeued") {
 		t.Errorf("redrive release: %v\n%s", err, out)
+	}
+
+	// The campaign DLQ: one campaign step per message, never its recipients.
+	e.store.campaigns = map[string]domain.CampaignStatus{"c1": domain.CampaignCancelled}
+	mScan := e.sqs.park(campaignDLQ, campaignQ, `{"kind":"scan","campaignId":"c1","segment":2,"segments":4,"page":3,"after":"user-secret-42"}`, 3, t0.Add(-time.Minute))
+	mBad := e.sqs.park(campaignDLQ, campaignQ, `{"kind":"lot","campaignId":"c1"}`, 3, t0.Add(-time.Minute))
+	for _, args := range [][]string{{"show", "campaign"}, {"show", "campaign", "--json"}} {
+		out, _, err = runCLI(t, e, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{mScan, "c1", "scan", "cancelled", mBad, "malformed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, out)
+			}
+		}
+		if strings.Contains(out, "user-secret-42") || strings.Contains(out, "private text") {
+			t.Errorf("%v: output leaks a recipient or the campaign's data:\n%s", args, out)
+		}
+	}
+	out, _, err = runCLI(t, e, "show", "campaign")
+	if err != nil || !strings.Contains(out, "segment 2 of 4, page 3") || !strings.Contains(out, "c1 (cancelled)") {
+		t.Errorf("show campaign: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, e, "redrive", "campaign", "--all", "--dry-run")
+	if err != nil || !strings.Contains(out, "campaign DLQ: 1 would resend, 1 would leave") || !strings.Contains(out, "does nothing") ||
+		strings.Contains(out, "requeue") || strings.Contains(out, "user-secret-42") {
+		t.Errorf("redrive campaign --dry-run: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, e, "redrive", "campaign", "--id", "c1", "--rate", "2/s")
+	if err != nil || !strings.Contains(out, "campaign DLQ: 1 resent") || !strings.Contains(out, "resent        message "+mScan) {
+		t.Errorf("redrive campaign: %v\n%s", err, out)
+	}
+	if out, _, err := runCLI(t, e, "purge", "campaign", "--yes"); err != nil || !strings.Contains(out, "purged the campaign DLQ") {
+		t.Errorf("purge campaign: %v %s", err, out)
 	}
 }
 

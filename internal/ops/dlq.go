@@ -36,6 +36,9 @@ type Store interface {
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 	// HasDue reports whether a due partition still holds deliveries due by now.
 	HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error)
+	// GetCampaign reads a campaign (domain.ErrNotFound when it is no longer
+	// stored), for the status of a campaign DLQ message's campaign.
+	GetCampaign(ctx context.Context, id string) (*domain.Campaign, error)
 }
 
 // StreamsAPI reads the table's stream (to resolve relay DLQ records).
@@ -293,6 +296,8 @@ type Parked struct {
 	// deliveries due now (false: a later tick released them).
 	Partition *domain.DuePartition `json:"partition,omitempty"`
 	StillDue  *bool                `json:"stillDue,omitempty"`
+	// Campaign DLQ messages: the step and its campaign's status.
+	Campaign *CampaignStep `json:"campaign,omitempty"`
 }
 
 // ErrEmpty reports an empty DLQ.
@@ -319,12 +324,17 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 		return q, nil, fmt.Errorf("%s DLQ (%s) %w", q.Name, q.QueueName(), ErrEmpty)
 	}
 	out := make([]Parked, len(msgs))
+	statuses := &campaignStatuses{store: o.Store}
 	for i, m := range msgs {
 		p := Parked{MessageID: aws.ToString(m.MessageId), Receives: priorReceives(m), SentAt: sentAt(m),
 			FirstReceivedAt: msAttr(m, sqstypes.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)}
 		switch {
 		case q.Name == ReleaseDLQName:
 			if err := o.describeReleaseMessage(ctx, m, &p); err != nil {
+				return q, nil, err
+			}
+		case q.Name == CampaignDLQName:
+			if err := o.describeCampaignMessage(ctx, statuses, m, &p); err != nil {
 				return q, nil, err
 			}
 		case q.Channel == "":

@@ -24,6 +24,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 		outputs[q.LogicalID+"Url"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-" + q.LogicalID + "-AbC"
 	}
 	outputs["ReleaseQueueUrl"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC"
+	outputs["CampaignQueueUrl"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-CampaignQueue-AbC"
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			outputs[WorkQueueLogicalID(c, p)+"Url"] = "https://sqs.eu-west-1.amazonaws.com/1/prod-" + WorkQueueLogicalID(c, p)
@@ -33,14 +34,15 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 5 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
-		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" {
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 6 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
+		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" || tg.Campaign != "https://sqs.eu-west-1.amazonaws.com/1/prod-CampaignQueue-AbC" {
 		t.Fatalf("target %+v", tg)
 	}
 	lookups := []struct{ arg, want string }{
 		{"email", "email"}, {"RELAY", "relay"}, {"PushDLQ", "push"}, {"prod-SmsDLQ-AbC", "sms"},
 		{"https://sqs.eu-west-1.amazonaws.com/1/prod-EmailDLQ-AbC", "email"},
 		{"release", "release"}, {"ReleaseDLQ", "release"},
+		{"campaign", "campaign"}, {"CampaignDLQ", "campaign"}, {"prod-CampaignDLQ-AbC", "campaign"},
 	}
 	for _, l := range lookups {
 		q, err := tg.DLQ(l.arg)
@@ -50,21 +52,22 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	}
 	_, err = tg.DLQ("emial")
 	var uq *UnknownQueueError
-	if !errors.As(err, &uq) || !strings.Contains(err.Error(), "email, sms, push, relay, release") || !strings.Contains(err.Error(), "prod-EmailDLQ-AbC") {
+	if !errors.As(err, &uq) || !strings.Contains(err.Error(), "email, sms, push, relay, release, campaign") || !strings.Contains(err.Error(), "prod-EmailDLQ-AbC") {
 		t.Errorf("unknown queue error: %v", err)
 	}
 
 	delete(outputs, "RelayDLQUrl")
 	delete(outputs, "ReleaseQueueUrl")
+	delete(outputs, "CampaignQueueUrl")
 	delete(outputs, "TableName")
 	if _, err := TargetFromOutputs(outputs); err == nil || !strings.Contains(err.Error(), "RelayDLQ") || !strings.Contains(err.Error(), "table name") ||
-		!strings.Contains(err.Error(), "ReleaseQueue") {
+		!strings.Contains(err.Error(), "ReleaseQueue") || !strings.Contains(err.Error(), "CampaignQueue") {
 		t.Errorf("missing outputs: %v", err)
 	}
 }
 
 func TestTargetFromEnv(t *testing.T) {
-	full := map[string]string{"TABLE_NAME": "tbl", "RELEASE_QUEUE_URL": "https://sqs/1/ReleaseQueue"}
+	full := map[string]string{"TABLE_NAME": "tbl", "RELEASE_QUEUE_URL": "https://sqs/1/ReleaseQueue", "CAMPAIGN_QUEUE_URL": "https://sqs/1/CampaignQueue"}
 	for _, q := range dlqs {
 		full[DLQEnvName(q.Name)] = "https://sqs/1/" + q.LogicalID
 	}
@@ -81,7 +84,8 @@ func TestTargetFromEnv(t *testing.T) {
 	}{
 		{"nothing set", map[string]string{}, false, ""},
 		{"complete", full, true, ""},
-		{"partial", map[string]string{"EMAIL_DLQ_URL": "https://sqs/1/e"}, true, "TABLE_NAME"},
+		{"partial", map[string]string{"EMAIL_DLQ_URL": "https://sqs/1/e"}, true, "table name"},
+		{"campaign queue only", map[string]string{"CAMPAIGN_QUEUE_URL": "https://sqs/1/CampaignQueue"}, true, "CampaignDLQ"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,15 +94,16 @@ func TestTargetFromEnv(t *testing.T) {
 				t.Fatalf("ok = %v", ok)
 			}
 			if tt.wantErr != "" {
-				if err == nil {
-					t.Fatalf("no error, want one (%s)", tt.wantErr)
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ok && (tg.Table != "tbl" || tg.DLQs[3].URL != "https://sqs/1/RelayDLQ" || tg.DLQs[4].URL != "https://sqs/1/ReleaseDLQ" || tg.Release != "https://sqs/1/ReleaseQueue") {
+			if ok && (tg.Table != "tbl" || tg.DLQs[3].URL != "https://sqs/1/RelayDLQ" || tg.DLQs[4].URL != "https://sqs/1/ReleaseDLQ" || tg.Release != "https://sqs/1/ReleaseQueue" ||
+				tg.DLQs[5].URL != "https://sqs/1/CampaignDLQ" || tg.Campaign != "https://sqs/1/CampaignQueue") {
 				t.Errorf("target %+v", tg)
 			}
 		})
@@ -110,6 +115,7 @@ func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
 	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
 	e.parkDelivery("n2", domain.ChannelEmail, domain.PriorityLow, domain.StatusFailed, domain.ReasonExhausted, 6, "Throttling")
 	e.sqs.park(smsDLQ, "", "garbage", 1, t0.Add(-2*time.Hour))
+	e.sqs.park(campaignDLQ, campaignQ, `{"kind":"plan","campaignId":"c1"}`, 3, t0.Add(-10*time.Minute))
 	qs, err := e.op.List(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +126,7 @@ func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
 		{Name: "push", Channel: "push", Queue: "herald-PushDLQ"},
 		{Name: "relay", Queue: "herald-RelayDLQ"},
 		{Name: "release", Queue: "herald-ReleaseDLQ"},
+		{Name: "campaign", Queue: "herald-CampaignDLQ", Depth: 1, OldestAgeSeconds: 600},
 	}
 	if !reflect.DeepEqual(qs, want) {
 		t.Errorf("list\n got %+v\nwant %+v", qs, want)
@@ -493,5 +500,128 @@ func TestReleaseDLQ(t *testing.T) {
 	}
 	if got := e.sqs.bodies(releaseDLQ); !reflect.DeepEqual(got, []string{`{"bucket":"x"}`}) {
 		t.Errorf("left in the DLQ: %v, want only the malformed message", got)
+	}
+}
+
+// TestCampaignDLQ: a campaign DLQ message is one step of a campaign; show
+// names the campaign, the step and its place and the campaign's status,
+// redrive sends steps back to the campaign queue unchanged (selected by
+// message id, campaign id or all; a finished campaign's step is sent too, with
+// a note) and leaves a malformed one.
+func TestCampaignDLQ(t *testing.T) {
+	e := newEnv()
+	e.store.campaigns = map[string]domain.CampaignStatus{"c-run": domain.CampaignRunning, "c-done": domain.CampaignDone, "c-cancel": domain.CampaignCancelled}
+	const (
+		plan      = `{"kind":"plan","campaignId":"c-run"}`
+		lot       = `{"kind":"lot","campaignId":"c-run","chunk":"0007"}`
+		scan      = `{"kind":"scan","campaignId":"c-done","segment":0,"segments":4,"page":2,"after":"u-private-99"}`
+		reconcile = `{"kind":"reconcile","campaignId":"c-cancel","chunk":"0001"}`
+		gone      = `{"kind":"plan","campaignId":"c-gone"}`
+		bad       = `{"kind":"lot","campaignId":"c-run"}`
+	)
+	ids := map[string]string{}
+	for i, b := range []string{plan, lot, scan, reconcile, gone, bad} {
+		ids[b] = e.sqs.park(campaignDLQ, campaignQ, b, 3, t0.Add(time.Duration(i-10)*time.Minute))
+	}
+
+	q, parked, err := e.op.Show(ctx, "campaign", 10)
+	if err != nil || q.Name != CampaignDLQName || len(parked) != 6 {
+		t.Fatalf("show: %v %v %+v", err, q, parked)
+	}
+	if e.store.campaignReads != 4 {
+		t.Errorf("show read campaigns %d times, want once per campaign (4)", e.store.campaignReads)
+	}
+	byID := map[string]Parked{}
+	for _, p := range parked {
+		byID[p.MessageID] = p
+	}
+	seg := 0
+	wantSteps := []struct {
+		body    string
+		step    *CampaignStep
+		problem string
+	}{
+		{plan, &CampaignStep{CampaignID: "c-run", Kind: "plan", CampaignStatus: "running"}, ""},
+		{lot, &CampaignStep{CampaignID: "c-run", Kind: "lot", Chunk: "0007", CampaignStatus: "running"}, ""},
+		{scan, &CampaignStep{CampaignID: "c-done", Kind: "scan", Segment: &seg, Segments: 4, Page: 2, CampaignStatus: "done"}, ""},
+		{reconcile, &CampaignStep{CampaignID: "c-cancel", Kind: "reconcile", Chunk: "0001", CampaignStatus: "cancelled"}, ""},
+		{gone, &CampaignStep{CampaignID: "c-gone", Kind: "plan"}, "no longer stored"},
+		{bad, nil, "malformed"},
+	}
+	for _, w := range wantSteps {
+		p := byID[ids[w.body]]
+		if !reflect.DeepEqual(p.Campaign, w.step) || (w.problem == "") != (p.Problem == "") || !strings.Contains(p.Problem, w.problem) || p.Receives != 3 {
+			t.Errorf("%s: campaign %+v problem %q, want %+v %q", w.body, p.Campaign, p.Problem, w.step, w.problem)
+		}
+	}
+	if got := (CampaignStep{Segment: &seg, Segments: 4, Page: 2}).Place(); got != "segment 0 of 4, page 2" {
+		t.Errorf("scan place %q", got)
+	}
+
+	res, err := e.op.Redrive(ctx, "campaign", RedriveOptions{All: true, DryRun: true})
+	if err != nil || res.Count(ActionResend) != 5 || res.Count(ActionLeave) != 1 || len(e.sqs.bodies(campaignQ)) != 0 {
+		t.Fatalf("dry run: %v %+v, campaign queue %v", err, res.Items, e.sqs.bodies(campaignQ))
+	}
+	notes := map[string]string{}
+	for _, it := range res.Items {
+		notes[it.MessageID] = it.Note
+	}
+	for body, want := range map[string]string{plan: "runs again", scan: "campaign done: the step does nothing", reconcile: "campaign cancelled: the step does nothing",
+		gone: "no longer stored", bad: "purge"} {
+		if !strings.Contains(notes[ids[body]], want) {
+			t.Errorf("note for %s: %q, want %q", body, notes[ids[body]], want)
+		}
+	}
+	if _, err := e.op.Redrive(ctx, "campaign", RedriveOptions{IDs: []string{"m-nope"}}); !errors.Is(err, ErrNotInDLQ) {
+		t.Errorf("unknown id: %v, want ErrNotInDLQ", err)
+	}
+
+	// By campaign id: both of c-run's steps, bodies unchanged; by message id: one.
+	res, err = e.op.Redrive(ctx, "campaign", RedriveOptions{IDs: []string{"c-run", ids[scan]}})
+	if err != nil || res.Count(ActionResend) != 3 || res.Count(ActionLeave) != 0 {
+		t.Fatalf("redrive by id: %v %+v", err, res.Items)
+	}
+	for _, it := range res.Items {
+		if !it.Done || it.Campaign == nil {
+			t.Errorf("item %+v", it)
+		}
+	}
+	if got := e.sqs.bodies(campaignQ); !reflect.DeepEqual(got, []string{plan, lot, scan}) {
+		t.Errorf("campaign queue after redrive by id: %v", got)
+	}
+
+	// All, paced: the rest go back, the malformed body stays.
+	res, err = e.op.Redrive(ctx, "campaign", RedriveOptions{All: true, Rate: 2})
+	if err != nil || res.Count(ActionResend) != 2 || res.Count(ActionLeave) != 1 {
+		t.Fatalf("redrive all: %v %+v", err, res.Items)
+	}
+	if e.clock.slept < 500*time.Millisecond {
+		t.Errorf("two sends at 2/s slept %v, want ≥ 500ms", e.clock.slept)
+	}
+	if got := e.sqs.bodies(campaignQ); !reflect.DeepEqual(got, []string{plan, lot, scan, reconcile, gone}) {
+		t.Errorf("campaign queue: %v", got)
+	}
+	if got := e.sqs.bodies(campaignDLQ); !reflect.DeepEqual(got, []string{bad}) {
+		t.Errorf("left in the DLQ: %v, want only the malformed message", got)
+	}
+	if _, n, err := e.op.Purge(ctx, "campaign"); err != nil || n != 1 {
+		t.Errorf("purge: %d %v", n, err)
+	}
+}
+
+// TestCampaignDLQTableError: a table error while reading a campaign's status
+// stops show and redrive, and nothing is sent.
+func TestCampaignDLQTableError(t *testing.T) {
+	e := newEnv()
+	e.store.failCampaign = errors.New("ProvisionedThroughputExceeded")
+	e.sqs.park(campaignDLQ, campaignQ, `{"kind":"plan","campaignId":"c1"}`, 3, t0)
+	if _, _, err := e.op.Show(ctx, "campaign", 10); err == nil || !strings.Contains(err.Error(), "ProvisionedThroughputExceeded") {
+		t.Errorf("show: %v", err)
+	}
+	if _, err := e.op.Redrive(ctx, "campaign", RedriveOptions{All: true}); err == nil {
+		t.Error("redrive: no error")
+	}
+	if len(e.sqs.bodies(campaignQ)) != 0 || len(e.sqs.bodies(campaignDLQ)) != 1 || e.sqs.visible(campaignDLQ) != 1 {
+		t.Errorf("campaign queue %v, DLQ %v (visible %d)", e.sqs.bodies(campaignQ), e.sqs.bodies(campaignDLQ), e.sqs.visible(campaignDLQ))
 	}
 }

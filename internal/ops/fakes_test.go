@@ -306,6 +306,11 @@ type fakeStore struct {
 	failTo        map[domain.Status]error
 	// due lists the due partitions that still hold deliveries due (HasDue).
 	due map[domain.DuePartition]bool
+	// campaigns are the stored campaigns' statuses (GetCampaign), and
+	// campaignReads counts the reads.
+	campaigns     map[string]domain.CampaignStatus
+	campaignReads int
+	failCampaign  error
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -350,6 +355,20 @@ func (s *fakeStore) HasDue(_ context.Context, p domain.DuePartition, _ time.Time
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.due[p], nil
+}
+
+func (s *fakeStore) GetCampaign(_ context.Context, id string) (*domain.Campaign, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.campaignReads++
+	if s.failCampaign != nil {
+		return nil, s.failCampaign
+	}
+	st, ok := s.campaigns[id]
+	if !ok {
+		return nil, fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	}
+	return &domain.Campaign{ID: id, Status: st, Type: "newsletter", Data: map[string]any{"secret": "private text"}}, nil
 }
 
 func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
@@ -443,12 +462,15 @@ const (
 	relayDLQ     = "http://sqs.local/000000000000/herald-RelayDLQ"
 	releaseDLQ   = "http://sqs.local/000000000000/herald-ReleaseDLQ"
 	releaseQueue = "http://sqs.local/000000000000/herald-ReleaseQueue"
+	campaignDLQ  = "http://sqs.local/000000000000/herald-CampaignDLQ"
+	campaignQ    = "http://sqs.local/000000000000/herald-CampaignQueue"
 	emailHigh    = "http://sqs.local/000000000000/herald-EmailHighQueue"
 	emailLow     = "http://sqs.local/000000000000/herald-EmailLowQueue"
 )
 
 func testTarget() Target {
-	urls := map[string]string{"EmailDLQ": emailDLQ, "SmsDLQ": smsDLQ, "PushDLQ": pushDLQ, "RelayDLQ": relayDLQ, "ReleaseDLQ": releaseDLQ, "ReleaseQueue": releaseQueue}
+	urls := map[string]string{"EmailDLQ": emailDLQ, "SmsDLQ": smsDLQ, "PushDLQ": pushDLQ, "RelayDLQ": relayDLQ, "ReleaseDLQ": releaseDLQ, "ReleaseQueue": releaseQueue,
+		"CampaignDLQ": campaignDLQ, "CampaignQueue": campaignQ}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			id := WorkQueueLogicalID(c, p)
@@ -484,7 +506,7 @@ func newEnv() *env {
 	for _, u := range t.Work {
 		urls = append(urls, u)
 	}
-	urls = append(urls, t.Release)
+	urls = append(urls, t.Release, t.Campaign)
 	e := &env{clock: c, sqs: newFakeSQS(c, urls...), store: newFakeStore(), streams: &fakeStreams{}, replan: &fakeReplanner{}}
 	e.op = &Operator{Target: t, SQS: e.sqs, Store: e.store, Streams: e.streams, Replanner: e.replan, Now: c.Now, Sleep: c.Sleep, PollWait: -1}
 	return e

@@ -35,11 +35,15 @@ const (
 	// ActionRelease sends a release DLQ message back to the release queue:
 	// the scheduler releases its partition again.
 	ActionRelease Action = "release"
+	// ActionResend sends a campaign DLQ message back to the campaign queue
+	// unchanged: the campaign function runs the step again.
+	ActionResend Action = "resend"
 )
 
 // RedriveOptions select and pace a redrive.
 type RedriveOptions struct {
-	// IDs selects messages by notification id (release DLQ: by message id);
+	// IDs selects messages by notification id (release DLQ: by message id;
+	// campaign DLQ: by message id or campaign id);
 	// All selects every message.
 	IDs []string
 	All bool
@@ -64,8 +68,10 @@ type RedriveItem struct {
 	// Status and Reason are the delivery's before the redrive.
 	Status string `json:"status,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	Action Action `json:"action"`
-	Note   string `json:"note,omitempty"`
+	// Campaign is a campaign DLQ message's step.
+	Campaign *CampaignStep `json:"campaign,omitempty"`
+	Action   Action        `json:"action"`
+	Note     string        `json:"note,omitempty"`
 	// Done is true once the action happened (never in a dry run).
 	Done  bool   `json:"done"`
 	Error string `json:"error,omitempty"`
@@ -116,8 +122,9 @@ func (r RedriveResult) Failed() []RedriveItem {
 var ErrNotInDLQ = errors.New("not in the DLQ")
 
 // Redrive moves parked messages back to their work queues with their
-// deliveries reset to queued (channel DLQs) or re-runs the relay's planning
-// (relay DLQ). With All on a channel DLQ, the messages are moved by SQS
+// deliveries reset to queued (channel DLQs), re-runs the relay's planning
+// (relay DLQ), or sends release messages and campaign steps back to their
+// queues unchanged. With All on a channel DLQ, the messages are moved by SQS
 // (StartMessageMoveTask) where the endpoint supports it, after every
 // delivery has been reset; otherwise, and with IDs, message by message:
 // reset, send to the work queue, delete from the DLQ.
@@ -139,12 +146,14 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 	if err != nil {
 		return res, err
 	}
-	if depth == 0 && (q.Channel != "" || q.Name == ReleaseDLQName || len(opts.IDs) == 0) {
+	if depth == 0 && (q.Channel != "" || q.Name == ReleaseDLQName || q.Name == CampaignDLQName || len(opts.IDs) == 0) {
 		return res, fmt.Errorf("%s DLQ (%s) %w: nothing to redrive", q.Name, q.QueueName(), ErrEmpty)
 	}
 	switch {
 	case q.Name == ReleaseDLQName:
 		return o.redriveRelease(ctx, q, opts, res)
+	case q.Name == CampaignDLQName:
+		return o.redriveCampaign(ctx, q, opts, res)
 	case q.Channel == "":
 		return o.redriveRelay(ctx, q, opts, res)
 	}

@@ -109,7 +109,7 @@ func (o *Operator) resend(ctx context.Context, q DLQ, m sqstypes.Message, url st
 	}
 	it.Done = true
 	if _, err := o.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.URL), ReceiptHandle: m.ReceiptHandle}); err != nil {
-		it.Note += "; the DLQ copy could not be deleted (" + err.Error() + "): a later redrive sends it again, which releases nothing twice"
+		it.Note += "; the DLQ copy could not be deleted (" + err.Error() + "): a later redrive sends it again, which is harmless (releases and campaign steps are idempotent)"
 		return false
 	}
 	return true

@@ -19,12 +19,12 @@ import (
 // DLQ is one dead-letter queue of a deployment.
 type DLQ struct {
 	// Name is the short stable name the commands take: email, sms, push,
-	// relay, release.
+	// relay, release, campaign.
 	Name string
 	// LogicalID is the queue's logical id in template.yaml (EmailDLQ).
 	LogicalID string
-	// Channel is the channel whose work queues redrive here; "" for the relay
-	// and release DLQs.
+	// Channel is the channel whose work queues redrive here; "" for the relay,
+	// release and campaign DLQs.
 	Channel domain.Channel
 	URL     string
 }
@@ -49,6 +49,13 @@ const ReleaseDLQName = "release"
 // releaseQueueLogicalID is the queue release messages are redriven to.
 const releaseQueueLogicalID = "ReleaseQueue"
 
+// CampaignDLQName is the name of the campaign queue's DLQ: campaign steps
+// (plan, scan, lot, reconcile) the campaign function failed three times.
+const CampaignDLQName = "campaign"
+
+// campaignQueueLogicalID is the queue campaign steps are redriven to.
+const campaignQueueLogicalID = "CampaignQueue"
+
 // dlqs are the dead-letter queues template.yaml declares, in display order.
 var dlqs = []DLQ{
 	{Name: "email", LogicalID: "EmailDLQ", Channel: domain.ChannelEmail},
@@ -56,6 +63,7 @@ var dlqs = []DLQ{
 	{Name: "push", LogicalID: "PushDLQ", Channel: domain.ChannelPush},
 	{Name: RelayDLQName, LogicalID: "RelayDLQ"},
 	{Name: ReleaseDLQName, LogicalID: "ReleaseDLQ"},
+	{Name: CampaignDLQName, LogicalID: "CampaignDLQ"},
 }
 
 // WorkQueueLogicalID is a work queue's logical id in template.yaml
@@ -74,26 +82,32 @@ func title(s string) string {
 // Target is one deployment of Herald as the commands see it.
 type Target struct {
 	Table string
-	// DLQs are the five dead-letter queues, in display order.
+	// DLQs are the six dead-letter queues, in display order.
 	DLQs []DLQ
 	// Work maps each work queue name (domain.QueueName: "email-high") to its URL.
 	Work map[string]string
 	// Release is the scheduler's release queue (where a release DLQ redrive
 	// sends its messages back).
 	Release string
+	// Campaign is the campaign queue (where a campaign DLQ redrive sends its
+	// steps back).
+	Campaign string
 }
 
 // TargetFromURLs builds a target from queue URLs keyed by template logical id
-// (EmailDLQ, EmailHighQueue, ReleaseQueue, …) and the table name, naming
+// (EmailDLQ, EmailHighQueue, ReleaseQueue, CampaignQueue, …) and the table name, naming
 // whatever is missing.
 func TargetFromURLs(table string, byLogicalID map[string]string) (Target, error) {
-	t := Target{Table: table, Work: map[string]string{}, Release: byLogicalID[releaseQueueLogicalID]}
+	t := Target{Table: table, Work: map[string]string{}, Release: byLogicalID[releaseQueueLogicalID], Campaign: byLogicalID[campaignQueueLogicalID]}
 	var missing []string
 	if table == "" {
 		missing = append(missing, "table name")
 	}
 	if t.Release == "" {
 		missing = append(missing, releaseQueueLogicalID)
+	}
+	if t.Campaign == "" {
+		missing = append(missing, campaignQueueLogicalID)
 	}
 	for _, q := range dlqs {
 		q.URL = byLogicalID[q.LogicalID]
@@ -136,14 +150,17 @@ func DLQEnvName(name string) string { return strings.ToUpper(name) + "_DLQ_URL" 
 const ReleaseQueueEnv = "RELEASE_QUEUE_URL"
 
 // TargetFromEnv reads TABLE_NAME, the work queue variables the functions use
-// (EMAIL_HIGH_QUEUE_URL, …, RELEASE_QUEUE_URL) and EMAIL_DLQ_URL, SMS_DLQ_URL,
-// PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL. ok is false when none of
-// them is set.
+// (EMAIL_HIGH_QUEUE_URL, …, RELEASE_QUEUE_URL, CAMPAIGN_QUEUE_URL) and
+// EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL,
+// CAMPAIGN_DLQ_URL. ok is false when none of them is set.
 func TargetFromEnv(getenv func(string) string) (t Target, ok bool, err error) {
 	urls := map[string]string{}
 	ok = getenv("TABLE_NAME") != ""
 	if v := getenv(ReleaseQueueEnv); v != "" {
 		urls[releaseQueueLogicalID], ok = v, true
+	}
+	if v := getenv(queue.CampaignQueueEnv); v != "" {
+		urls[campaignQueueLogicalID], ok = v, true
 	}
 	for _, q := range dlqs {
 		if v := getenv(DLQEnvName(q.Name)); v != "" {
