@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -116,20 +115,20 @@ func campaignNote(status string) string {
 // planCampaign decides what to do with one campaign DLQ message: a step goes
 // back to the campaign queue unchanged (every step is idempotent, and one of
 // a finished campaign does nothing), a malformed body stays.
-func (o *Operator) planCampaign(ctx context.Context, statuses *campaignStatuses, m sqstypes.Message) (RedriveItem, *domain.CampaignMessage, error) {
+func (o *Operator) planCampaign(ctx context.Context, statuses *campaignStatuses, m sqstypes.Message) (RedriveItem, error) {
 	it := RedriveItem{MessageID: aws.ToString(m.MessageId)}
 	cm, err := domain.DecodeCampaignMessage(aws.ToString(m.Body))
 	if err != nil {
 		it.Action, it.Note = ActionLeave, malformedCampaignStep+" (purge it once read)"
-		return it, nil, nil
+		return it, nil
 	}
 	step := campaignStepOf(cm)
 	if step.CampaignStatus, err = statuses.status(ctx, cm.CampaignID); err != nil {
-		return it, &cm, err
+		return it, err
 	}
 	it.Campaign = &step
 	it.Action, it.Note = ActionResend, campaignNote(step.CampaignStatus)
-	return it, &cm, nil
+	return it, nil
 }
 
 // redriveCampaign sends campaign DLQ messages back to the campaign queue,
@@ -139,48 +138,18 @@ func (o *Operator) redriveCampaign(ctx context.Context, q DLQ, opts RedriveOptio
 	if o.Target.Campaign == "" {
 		return res, fmt.Errorf("no campaign queue in the deployment description")
 	}
-	want := idSet(opts.IDs)
-	found := map[string]bool{}
-	lim := newLimiter(opts.Rate)
 	statuses := &campaignStatuses{store: o.Store}
-	err := o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
-		id := aws.ToString(m.MessageId)
-		it, cm, err := o.planCampaign(ctx, statuses, m)
-		if err != nil {
-			return false, err
-		}
-		if len(want) > 0 {
-			switch {
-			case want[id]:
-				found[id] = true
-			case cm != nil && want[cm.CampaignID]:
-				found[cm.CampaignID] = true
-			default:
-				return false, nil
+	return o.resendParked(ctx, q, opts, res, parkedResend{
+		dest: o.Target.Campaign, ids: "message or campaign",
+		keys: func(m sqstypes.Message) []string {
+			keys := []string{aws.ToString(m.MessageId)}
+			if cm, err := domain.DecodeCampaignMessage(aws.ToString(m.Body)); err == nil {
+				keys = append(keys, cm.CampaignID)
 			}
-		}
-		if opts.DryRun || it.Action == ActionLeave {
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		if err := o.wait(ctx, lim); err != nil {
-			return false, err
-		}
-		removed := o.resend(ctx, q, m, o.Target.Campaign, &it)
-		o.report(&res, opts, it)
-		return removed, nil
+			return keys
+		},
+		plan: func(ctx context.Context, m sqstypes.Message) (RedriveItem, error) {
+			return o.planCampaign(ctx, statuses, m)
+		},
 	})
-	if err != nil {
-		return res, err
-	}
-	var missing []string
-	for _, id := range opts.IDs {
-		if !found[id] {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return res, fmt.Errorf("message or campaign %s %w %s", strings.Join(missing, ", "), ErrNotInDLQ, q.Name)
-	}
-	return res, nil
 }

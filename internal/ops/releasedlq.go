@@ -61,16 +61,43 @@ func (o *Operator) redriveRelease(ctx context.Context, q DLQ, opts RedriveOption
 	if o.Target.Release == "" {
 		return res, fmt.Errorf("no release queue in the deployment description")
 	}
+	return o.resendParked(ctx, q, opts, res, parkedResend{
+		dest: o.Target.Release, ids: "message",
+		keys: func(m sqstypes.Message) []string { return []string{aws.ToString(m.MessageId)} },
+		plan: o.planRelease,
+	})
+}
+
+// parkedResend is how one DLQ's messages go back, body unchanged: where to,
+// which ids select a message (keys: its message id, and any other id the
+// operator may name, e.g. its campaign's), and what to do with each (plan).
+type parkedResend struct {
+	dest string
+	ids  string // what --id names, for the error on ids not found
+	keys func(sqstypes.Message) []string
+	plan func(context.Context, sqstypes.Message) (RedriveItem, error)
+}
+
+// resendParked sends the selected messages of q to r.dest one by one at
+// opts.Rate (the whole DLQ when opts.IDs is empty), leaving what the plan
+// leaves, and names every id that selected nothing.
+func (o *Operator) resendParked(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult, r parkedResend) (RedriveResult, error) {
 	want := idSet(opts.IDs)
 	found := map[string]bool{}
 	lim := newLimiter(opts.Rate)
 	err := o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
-		id := aws.ToString(m.MessageId)
-		if len(want) > 0 && !want[id] {
-			return false, nil
+		if len(want) > 0 {
+			selected := false
+			for _, k := range r.keys(m) {
+				if want[k] {
+					found[k], selected = true, true
+				}
+			}
+			if !selected {
+				return false, nil
+			}
 		}
-		found[id] = true
-		it, err := o.planRelease(ctx, m)
+		it, err := r.plan(ctx, m)
 		if err != nil {
 			return false, err
 		}
@@ -81,7 +108,7 @@ func (o *Operator) redriveRelease(ctx context.Context, q DLQ, opts RedriveOption
 		if err := o.wait(ctx, lim); err != nil {
 			return false, err
 		}
-		removed := o.resend(ctx, q, m, o.Target.Release, &it)
+		removed := o.resend(ctx, q, m, r.dest, &it)
 		o.report(&res, opts, it)
 		return removed, nil
 	})
@@ -95,7 +122,7 @@ func (o *Operator) redriveRelease(ctx context.Context, q DLQ, opts RedriveOption
 		}
 	}
 	if len(missing) > 0 {
-		return res, fmt.Errorf("message %s %w %s", strings.Join(missing, ", "), ErrNotInDLQ, q.Name)
+		return res, fmt.Errorf("%s %s %w %s", r.ids, strings.Join(missing, ", "), ErrNotInDLQ, q.Name)
 	}
 	return res, nil
 }
