@@ -139,8 +139,8 @@ func (o *Operator) redriveCampaign(ctx context.Context, q DLQ, opts RedriveOptio
 		return res, fmt.Errorf("no campaign queue in the deployment description")
 	}
 	statuses := &campaignStatuses{store: o.Store}
-	return o.resendParked(ctx, q, opts, res, parkedResend{
-		dest: o.Target.Campaign, ids: "message or campaign",
+	return o.redriveParked(ctx, q, opts, res, parkedRedrive{
+		ids: "message or campaign",
 		keys: func(m sqstypes.Message) []string {
 			keys := []string{aws.ToString(m.MessageId)}
 			if cm, err := domain.DecodeCampaignMessage(aws.ToString(m.Body)); err == nil {
@@ -148,8 +148,9 @@ func (o *Operator) redriveCampaign(ctx context.Context, q DLQ, opts RedriveOptio
 			}
 			return keys
 		},
-		plan: func(ctx context.Context, m sqstypes.Message) (RedriveItem, error) {
-			return o.planCampaign(ctx, statuses, m)
+		plan: func(ctx context.Context, m sqstypes.Message) (RedriveItem, func(*RedriveItem) bool, error) {
+			it, err := o.planCampaign(ctx, statuses, m)
+			return it, o.resendTo(ctx, q, m, o.Target.Campaign), err
 		},
 	})
 }

@@ -298,43 +298,21 @@ func (o *Operator) report(res *RedriveResult, opts RedriveOptions, it RedriveIte
 
 // redriveEach moves messages one by one: reset, send, delete.
 func (o *Operator) redriveEach(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult) (RedriveResult, error) {
-	want := idSet(opts.IDs)
-	found := map[string]bool{}
-	lim := newLimiter(opts.Rate)
-	err := o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
-		p, err := o.load(ctx, q, m)
-		if err != nil {
-			return false, err
-		}
-		if len(want) > 0 && !want[p.work.NotificationID] {
-			return false, nil
-		}
-		found[p.work.NotificationID] = true
-		it := plan(p)
-		if opts.DryRun || it.Action == ActionLeave {
-			o.report(&res, opts, it)
-			return false, nil
-		}
-		if err := o.wait(ctx, lim); err != nil {
-			return false, err
-		}
-		removed := o.move(ctx, q, p, &it)
-		o.report(&res, opts, it)
-		return removed, nil
+	return o.redriveParked(ctx, q, opts, res, parkedRedrive{
+		ids: "notification",
+		keys: func(m sqstypes.Message) []string {
+			// What decodes of a malformed body still selects it.
+			w, _ := domain.DecodeWorkMessage(aws.ToString(m.Body), q.Channel)
+			return []string{w.NotificationID}
+		},
+		plan: func(ctx context.Context, m sqstypes.Message) (RedriveItem, func(*RedriveItem) bool, error) {
+			p, err := o.load(ctx, q, m)
+			if err != nil {
+				return RedriveItem{}, nil, err
+			}
+			return plan(p), func(it *RedriveItem) bool { return o.move(ctx, q, p, it) }, nil
+		},
 	})
-	if err != nil {
-		return res, err
-	}
-	var missing []string
-	for _, id := range opts.IDs {
-		if !found[id] {
-			missing = append(missing, id)
-		}
-	}
-	if len(missing) > 0 {
-		return res, fmt.Errorf("notification %s %w %s", strings.Join(missing, ", "), ErrNotInDLQ, q.Name)
-	}
-	return res, nil
 }
 
 // move carries out a requeue or move for one message and reports whether

@@ -61,27 +61,36 @@ func (o *Operator) redriveRelease(ctx context.Context, q DLQ, opts RedriveOption
 	if o.Target.Release == "" {
 		return res, fmt.Errorf("no release queue in the deployment description")
 	}
-	return o.resendParked(ctx, q, opts, res, parkedResend{
-		dest: o.Target.Release, ids: "message",
+	return o.redriveParked(ctx, q, opts, res, parkedRedrive{
+		ids:  "message",
 		keys: func(m sqstypes.Message) []string { return []string{aws.ToString(m.MessageId)} },
-		plan: o.planRelease,
+		plan: func(ctx context.Context, m sqstypes.Message) (RedriveItem, func(*RedriveItem) bool, error) {
+			it, err := o.planRelease(ctx, m)
+			return it, o.resendTo(ctx, q, m, o.Target.Release), err
+		},
 	})
 }
 
-// parkedResend is how one DLQ's messages go back, body unchanged: where to,
-// which ids select a message (keys: its message id, and any other id the
-// operator may name, e.g. its campaign's), and what to do with each (plan).
-type parkedResend struct {
-	dest string
+// parkedRedrive is how one DLQ's messages go back: which ids select a
+// message (keys: e.g. its message id, its notification's or its campaign's
+// id) and what to do with a selected one (plan: the item to report, and how
+// to carry it out, reporting whether the message left the DLQ).
+type parkedRedrive struct {
 	ids  string // what --id names, for the error on ids not found
 	keys func(sqstypes.Message) []string
-	plan func(context.Context, sqstypes.Message) (RedriveItem, error)
+	plan func(context.Context, sqstypes.Message) (RedriveItem, func(*RedriveItem) bool, error)
 }
 
-// resendParked sends the selected messages of q to r.dest one by one at
-// opts.Rate (the whole DLQ when opts.IDs is empty), leaving what the plan
-// leaves, and names every id that selected nothing.
-func (o *Operator) resendParked(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult, r parkedResend) (RedriveResult, error) {
+// resendTo carries a planned message out by sending its body, unchanged, to
+// url.
+func (o *Operator) resendTo(ctx context.Context, q DLQ, m sqstypes.Message, url string) func(*RedriveItem) bool {
+	return func(it *RedriveItem) bool { return o.resend(ctx, q, m, url, it) }
+}
+
+// redriveParked carries out the plan of each selected message of q (the
+// whole DLQ when opts.IDs is empty) one by one at opts.Rate, leaving what the
+// plan leaves, and names every id that selected nothing.
+func (o *Operator) redriveParked(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult, r parkedRedrive) (RedriveResult, error) {
 	want := idSet(opts.IDs)
 	found := map[string]bool{}
 	lim := newLimiter(opts.Rate)
@@ -97,7 +106,7 @@ func (o *Operator) resendParked(ctx context.Context, q DLQ, opts RedriveOptions,
 				return false, nil
 			}
 		}
-		it, err := r.plan(ctx, m)
+		it, carry, err := r.plan(ctx, m)
 		if err != nil {
 			return false, err
 		}
@@ -108,7 +117,7 @@ func (o *Operator) resendParked(ctx context.Context, q DLQ, opts RedriveOptions,
 		if err := o.wait(ctx, lim); err != nil {
 			return false, err
 		}
-		removed := o.resend(ctx, q, m, r.dest, &it)
+		removed := carry(&it)
 		o.report(&res, opts, it)
 		return removed, nil
 	})
