@@ -49,7 +49,7 @@ func TestRetryerNeverResendsARequestSESMayHaveSent(t *testing.T) {
 	tests := []struct {
 		name     string
 		server   func(n int32, w http.ResponseWriter, r *http.Request) // n: 1-based request number
-		closed   bool                                                 // no server listening
+		closed   bool                                                  // no server listening
 		requests int32
 		sent     bool
 	}{
