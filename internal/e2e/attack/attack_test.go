@@ -498,8 +498,10 @@ func TestPoisonMessagesGoToTheDLQ(t *testing.T) {
 		"SmsNormalQueue": {"not json " + tag, `{"notificationId":"` + tag + `-a","channel":"email"}`},
 		"PushHighQueue":  {`{"notificationId":"` + tag + `-b","channel":"push","extra":1}`, `[` + `"` + tag + `-c"]`},
 		"EmailLowQueue":  {`{"notificationId":"","channel":"email","poison":"` + tag + `-d"}`, `{"notificationId":"` + tag + `-e"` + strings.Repeat(" ", 1000) + `}`},
+		// The campaign function's steps: not JSON, and a lot without its chunk.
+		"CampaignQueue": {"not json " + tag + "-f", `{"kind":"lot","campaignId":"` + tag + `-g"}`},
 	}
-	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ"}
+	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ", "CampaignQueue": "CampaignDLQ"}
 	for q, bodies := range poison {
 		stacktest.SendWork(t, q, bodies...)
 	}
