@@ -11,10 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
@@ -22,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/sendretry"
 )
 
 // API is the subset of the SNS client used.
@@ -116,10 +115,8 @@ func Classify(op string, err error) error {
 	return &channel.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("%s: %w", op, err)}
 }
 
-// Retryer is the SDK retry policy of the SNS client: the standard retryer,
+// Retryer is the SDK retry policy of the SNS client: sendretry's (Publish has
+// no idempotency token, so only what SNS provably did not send is retried),
 // also retrying SNS's modelled "Throttled" (429), which the SDK does not know
-// as a throttle, with backoff capped at 2 s so that in-invocation retries stay
-// well inside the function timeout; longer outages are the queue's backoff.
-func Retryer() aws.Retryer {
-	return retry.AddWithMaxBackoffDelay(retry.AddWithErrorCodes(retry.NewStandard(), "Throttled"), 2*time.Second)
-}
+// as a throttle.
+func Retryer() aws.Retryer { return sendretry.New("Throttled") }
