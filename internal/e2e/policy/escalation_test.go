@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -131,5 +132,95 @@ func TestCancelledMentionSendsNoDelayedEmail(t *testing.T) {
 	}
 	if n := len(stacktest.EmailsTo(t, addr)); n != 0 {
 		t.Errorf("%d emails for a cancelled mention", n)
+	}
+}
+
+// startMentionCampaign creates and starts a comment.mentioned campaign (low
+// priority, the campaign default) to users' emails and returns its id.
+func startMentionCampaign(t *testing.T, users ...string) string {
+	t.Helper()
+	for _, u := range users {
+		if r := stacktest.Do(t, http.MethodPut, "/v1/users/"+u, map[string]any{"email": u + "@example.com"}); r.StatusCode != http.StatusOK && r.StatusCode != http.StatusCreated {
+			t.Fatalf("put user %s: %d %s", u, r.StatusCode, r.Body)
+		}
+	}
+	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", map[string]any{
+		"type": "comment.mentioned", "channels": []string{"email"},
+		"data":     map[string]any{"actorLabel": "Ann", "url": "https://example.com/c/campaign"},
+		"audience": map[string]any{"userIds": users},
+	})
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create campaign: %d %s", r.StatusCode, r.Body)
+	}
+	var c struct{ ID string }
+	r.JSON(t, &c)
+	if r := stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("start campaign: %d %s", r.StatusCode, r.Body)
+	}
+	return c.ID
+}
+
+// TestCampaignMentionFollowsTheEscalation: a campaign of an escalating type
+// follows the type's rules like a single notification. Each recipient's
+// email is deferred (delayed) through the due index to 30 minutes after its
+// notification was created; at send time the recipient who read the item is
+// dropped (read_in_app), the one who did not gets one email; cancelling a
+// campaign while its emails wait drops them (cancelled), nothing is sent.
+func TestCampaignMentionFollowsTheEscalation(t *testing.T) {
+	st := stacktest.Stack(t)
+	run := uniqueUser(t)
+	readUser, unreadUser, cancelledUser := run+"-r", run+"-u", run+"-c"
+	started := st.Clock.Now()
+	sent := startMentionCampaign(t, readUser, unreadUser)
+	cancelled := startMentionCampaign(t, cancelledUser)
+	ids := map[string]string{
+		readUser:      domain.CampaignNotificationID(sent, readUser),
+		unreadUser:    domain.CampaignNotificationID(sent, unreadUser),
+		cancelledUser: domain.CampaignNotificationID(cancelled, cancelledUser),
+	}
+	_, s := store(t)
+	for u, id := range ids {
+		// The fan-out (campaign queue, lot, relay) takes longer than one
+		// intake on a loaded machine.
+		stacktest.Eventually(t, 60*time.Second, u+"'s notification created", func() bool {
+			_, err := s.GetNotification(context.Background(), id)
+			if err != nil && !errors.Is(err, domain.ErrNotFound) {
+				t.Fatal(err)
+			}
+			return err == nil
+		})
+		d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 60*time.Second)
+		if d.Reason != domain.ReasonDelayed || d.DueAt.Before(started.Add(30*time.Minute)) || d.DueAt.After(st.Clock.Now().Add(30*time.Minute)) {
+			t.Fatalf("%s: email deferred %q due %v, want delayed due 30 min after the campaign started at %v", u, d.Reason, d.DueAt, started)
+		}
+	}
+	if r := stacktest.Do(t, http.MethodDelete, "/v1/campaigns/"+cancelled, nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("cancel campaign: %d %s", r.StatusCode, r.Body)
+	}
+
+	advanceTo(t, started.Add(10*time.Minute))
+	asUser(t, readUser, http.MethodPost, "/v1/users/"+readUser+"/inbox/"+ids[readUser]+"/read")
+	advanceTo(t, started.Add(20*time.Minute))
+	settle()
+	if n := len(stacktest.EmailsTo(t, unreadUser+"@example.com")); n != 0 {
+		t.Fatalf("%d emails before +30 min", n)
+	}
+
+	advanceTo(t, st.Clock.Now().Add(31*time.Minute))
+	waitStatus(t, ids[unreadUser], domain.ChannelEmail, domain.StatusSent, 30*time.Second)
+	waitStatus(t, ids[readUser], domain.ChannelEmail, domain.StatusDropped, 30*time.Second)
+	waitStatus(t, ids[cancelledUser], domain.ChannelEmail, domain.StatusDropped, 30*time.Second)
+	settle()
+	for u, want := range map[string][2]string{readUser: {"dropped", "read_in_app"}, cancelledUser: {"dropped", "cancelled"}, unreadUser: {"sent", ""}} {
+		if s, r := statusOf(t, ids[u], "email"); s != want[0] || r != want[1] {
+			t.Errorf("%s: email %s: %s, want %s: %s", u, s, r, want[0], want[1])
+		}
+		wantEmails := 0
+		if u == unreadUser {
+			wantEmails = 1
+		}
+		if n := len(stacktest.EmailsTo(t, u+"@example.com")); n != wantEmails {
+			t.Errorf("%s: %d emails, want %d", u, n, wantEmails)
+		}
 	}
 }
