@@ -32,9 +32,10 @@ const presenceCacheMax = 10000
 type presenceCache struct {
 	mu   sync.Mutex
 	last map[string]time.Time
-	// nextSweep is when a scan of a cache at the bound may next drop
-	// anything: before it every entry is younger than the interval, so new
-	// users do not each pay a scan of 10,000 entries under the lock.
+	// nextSweep is when a cache at the bound is next scanned: not before
+	// its oldest entry is older than the interval (nothing to drop until
+	// then) nor within presenceSweepGap of the last scan, so new users do
+	// not each pay a scan of 10,000 entries under the lock.
 	nextSweep time.Time
 	// sweeps counts full scans of last (the tests bound them).
 	sweeps int
