@@ -52,7 +52,7 @@ func TestMentionPushFollowsPresence(t *testing.T) {
 	seen := st.Clock.Now()
 
 	first := stacktest.Notify(t, mention(user, "", "push"))
-	waitStatus(t, first, domain.ChannelPush, domain.StatusSkipped, 15*time.Second)
+	waitStatus(t, first, domain.ChannelPush, domain.StatusSkipped, 30*time.Second)
 	if s, r := statusOf(t, first, "push"); s != "skipped" || r != "active_in_app" {
 		t.Fatalf("GET /v1/notifications: push %s: %s, want skipped: active_in_app", s, r)
 	}
@@ -67,7 +67,7 @@ func TestMentionPushFollowsPresence(t *testing.T) {
 
 	advanceTo(t, seen.Add(5*time.Minute))
 	second := stacktest.Notify(t, mention(user, "", "push"))
-	waitStatus(t, second, domain.ChannelPush, domain.StatusSent, 15*time.Second)
+	waitStatus(t, second, domain.ChannelPush, domain.StatusSent, 30*time.Second)
 	if got := pushesTo(t, sub); len(got) != 1 || got[0].ID != second {
 		t.Fatalf("pushes %+v, want exactly the second mention", got)
 	}
@@ -84,7 +84,7 @@ func TestMentionEmailFollowsReadState(t *testing.T) {
 	unread := stacktest.Notify(t, mention(unreadUser, unreadAddr, "email"))
 	accepted := st.Clock.Now()
 	for _, id := range []string{read, unread} {
-		d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 10*time.Second)
+		d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 30*time.Second)
 		if d.Reason != domain.ReasonDelayed || d.DueAt.Before(accepted.Add(29*time.Minute)) || d.DueAt.After(accepted.Add(30*time.Minute)) {
 			t.Fatalf("deferred %q due %v, want delayed due 30 min after %v", d.Reason, d.DueAt, accepted)
 		}
@@ -99,11 +99,11 @@ func TestMentionEmailFollowsReadState(t *testing.T) {
 	}
 
 	advanceTo(t, accepted.Add(31*time.Minute))
-	waitStatus(t, read, domain.ChannelEmail, domain.StatusDropped, 15*time.Second)
+	waitStatus(t, read, domain.ChannelEmail, domain.StatusDropped, 30*time.Second)
 	if s, r := statusOf(t, read, "email"); s != "dropped" || r != "read_in_app" {
 		t.Fatalf("read: email %s: %s, want dropped: read_in_app", s, r)
 	}
-	waitStatus(t, unread, domain.ChannelEmail, domain.StatusSent, 15*time.Second)
+	waitStatus(t, unread, domain.ChannelEmail, domain.StatusSent, 30*time.Second)
 	settle()
 	if n := len(stacktest.EmailsTo(t, readAddr)); n != 0 {
 		t.Errorf("%d emails for the read mention, want none", n)
@@ -121,7 +121,7 @@ func TestCancelledMentionSendsNoDelayedEmail(t *testing.T) {
 	addr := user + "@example.com"
 	id := stacktest.Notify(t, mention(user, addr, "email"))
 	accepted := st.Clock.Now()
-	waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 10*time.Second)
+	waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 30*time.Second)
 	if _, err := stacktest.Client(t, "").CancelNotification(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
