@@ -58,6 +58,8 @@ func TestEscalationParsesAndLints(t *testing.T) {
 			escalation: "  push: {after: 200h}", wantLoad: "positive duration"},
 		{name: "empty rule", priority: "normal", mandatory: "false", channels: "[push]",
 			escalation: "  push: {}", wantLoad: "empty rule"},
+		{name: "conditions on a digestible type", priority: "low", mandatory: "false\ndigestible: true", channels: "[push]",
+			escalation: "  push: {unlessRead: true}", wantLoad: "not allowed on a digestible type"},
 		{name: "unknown field", priority: "normal", mandatory: "false", channels: "[push]",
 			escalation: "  push: {unlessSeen: 2m}", wantLoad: "unlessSeen"},
 	}

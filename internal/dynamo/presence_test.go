@@ -2,11 +2,20 @@ package dynamo_test
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 // TestTouchPresenceWritesOncePerInterval: the conditional write lets one
@@ -62,5 +71,102 @@ func TestTouchPresenceWritesOncePerInterval(t *testing.T) {
 	_, wp, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: n.ID, Channel: domain.ChannelEmail, UserID: user})
 	if err != nil || !wp.LastSeenAt.Equal(last) {
 		t.Fatalf("LoadWork lastSeenAt %v (%v), want %v", wp.LastSeenAt, err, last)
+	}
+}
+
+// updateCounter counts the UpdateItem requests a store sends (the SDK call
+// counter of one API instance's client) and those that wrote.
+type updateCounter struct {
+	dynamo.API
+	requests, writes atomic.Int64
+}
+
+func (c *updateCounter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c.requests.Add(1)
+	out, err := c.API.UpdateItem(ctx, in, opts...)
+	if err == nil {
+		c.writes.Add(1)
+	}
+	return out, err
+}
+
+// TestPresenceAcrossAPIInstancesIsOneWritePerMinute: three API handlers
+// (three warm Lambda instances, each with its own presence memory and its
+// own client) serve 100 presence calls of one user within a minute, ten at
+// a time, against DynamoDB Local: one UpdateItem at most per instance, one
+// write in all; a minute later, one more write.
+func TestPresenceAcrossAPIInstancesIsOneWritePerMinute(t *testing.T) {
+	_, db, _ := newStore(t)
+	table := stacktest.Emulators(t).Resources.Table
+	ctx := context.Background()
+	user := uniq(t)
+	var mu sync.Mutex
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+
+	counters := make([]*updateCounter, 3)
+	instances := make([]*api.Handler, 3)
+	for i := range instances {
+		counters[i] = &updateCounter{API: dynamo.NarrowClient(db)}
+		instances[i] = api.New(api.Deps{Presence: dynamo.New(counters[i], table), Now: clock, Log: slog.New(slog.DiscardHandler)})
+	}
+	presence := events.APIGatewayV2HTTPRequest{
+		RouteKey: "POST /v1/users/{userId}/presence", RawPath: "/v1/users/" + user + "/presence",
+		PathParameters: map[string]string{"userId": user},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{Authorizer: &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": user}}}},
+	}
+	burst := func(calls int) {
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() {
+				resp, err := instances[i%len(instances)].Handle(ctx, presence)
+				if err != nil || resp.StatusCode != http.StatusNoContent {
+					t.Errorf("presence: %d %s %v", resp.StatusCode, resp.Body, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	totals := func() (requests, writes int64) {
+		for _, c := range counters {
+			if n := c.requests.Load(); n > 1 {
+				t.Errorf("one instance sent %d UpdateItem requests within the minute, want at most 1", n)
+			}
+			requests += c.requests.Load()
+			writes += c.writes.Load()
+			c.requests.Store(0)
+			c.writes.Store(0)
+		}
+		return requests, writes
+	}
+	store, _, _ := newStore(t)
+	lastSeen := func() time.Time {
+		p, err := store.GetRecipientProfile(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.LastSeenAt
+	}
+
+	for range 10 { // 100 calls in 45 s
+		burst(10)
+		advance(5 * time.Second)
+	}
+	if requests, writes := totals(); writes != 1 || requests > 3 {
+		t.Errorf("100 calls in a minute on 3 instances: %d UpdateItem requests, %d writes; want ≤ 3 and 1", requests, writes)
+	}
+	if got := lastSeen(); !got.Equal(t0) {
+		t.Errorf("lastSeenAt %v, want the first call's %v", got, t0)
+	}
+
+	advance(11 * time.Second) // 61 s after the write
+	burst(10)
+	if requests, writes := totals(); writes != 1 || requests > 3 {
+		t.Errorf("the next minute: %d UpdateItem requests, %d writes; want ≤ 3 and 1", requests, writes)
+	}
+	if got, want := lastSeen(), t0.Add(61*time.Second); !got.Equal(want) {
+		t.Errorf("lastSeenAt %v, want %v", got, want)
 	}
 }

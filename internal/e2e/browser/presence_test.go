@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/chromedp/chromedp"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 // TestVisibleInboxSuppressesThePush: while the console's <herald-inbox> is
@@ -83,8 +85,17 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 	if visibility != "visible" {
 		t.Fatalf("the page is %q, want visible", visibility)
 	}
+	// The kit reports presence as the page opens: wait until the table has
+	// it (a fixed pause is a race on a loaded machine).
+	table := dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table)
+	stacktest.Eventually(t, 30*time.Second, "the kit's presence in the table", func() bool {
+		p, err := table.GetRecipientProfile(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !p.LastSeenAt.IsZero()
+	})
 	seenAt := st.Clock.Now()
-	time.Sleep(500 * time.Millisecond) // the kit's first presence report
 	if got := pushOutcome(mention()); got != "skipped: active_in_app" {
 		t.Fatalf("push with the inbox visible: %s, want skipped: active_in_app", got)
 	}
