@@ -1,7 +1,10 @@
 // Package browser tests the dev console and the browser kit (web/) in a real
 // headless Chromium driven over the DevTools protocol: the console shows an
-// email sent in the test, the demo inbox (<herald-inbox>) shows the unread
-// badge and drops it when an item is marked read from the keyboard, a push
+// email sent in the test (sandboxed HTML, text part, headers), an SMS, every
+// queue and DLQ of the template with its depths, fault switches that show
+// the state just set, and refreshes on its own; the demo inbox
+// (<herald-inbox>) shows the unread badge and drops it when an item is
+// marked read from the keyboard, a push
 // Herald sent to the browser's subscription is shown as a notification by
 // herald-sw.js (and the inbox refreshes on it), and the inbox pages with its
 // cursor, lists an announcement, archives, marks all read, and shows 99+
@@ -20,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,6 +176,81 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			chromedp.WithPollingTimeout(20*time.Second)),
 	)
 
+	// The email's headers: From, To (the recipient) and Subject, then the
+	// captured message's own headers.
+	var headerNames []string
+	var headerTo string
+	run("see the email headers",
+		chromedp.Evaluate(`[...document.querySelectorAll('#email-view table.headers th')].map(th => th.textContent)`, &headerNames),
+		chromedp.Evaluate(`[...document.querySelectorAll('#email-view table.headers tr')].find(tr => tr.querySelector('th').textContent === 'To').querySelector('td').textContent`, &headerTo),
+	)
+	if len(headerNames) < 4 || strings.Join(headerNames[:3], ",") != "From,To,Subject" || headerTo != addr {
+		t.Errorf("email headers = %v, To %q; want From, To (%s), Subject and the message's headers", headerNames, headerTo, addr)
+	}
+
+	// An SMS, listed with its number and text (to another user: an OTP is
+	// also an inbox item, and the demo inbox counts below).
+	phone := fmt.Sprintf("+1555%07d", time.Now().UnixNano()%10_000_000)
+	if _, err := c.Send(ctx, client.Notification{Type: "otp.code", Recipient: client.Recipient{UserID: user + "-sms", Phone: phone},
+		Data: map[string]string{"code": "246810"}}); err != nil {
+		t.Fatal(err)
+	}
+	run("see the SMS", chromedp.Poll(fmt.Sprintf(`[...document.querySelectorAll('#sms tbody tr')].some(tr => tr.textContent.includes(%q) && tr.textContent.includes('246810'))`, phone), nil,
+		chromedp.WithPollingTimeout(30*time.Second)))
+
+	// Every queue and DLQ of the template, the release and campaign queues
+	// among them, with its depths; DLQs are marked.
+	var wantQueues []string
+	for id := range st.Resources.Queues {
+		name := id
+		if strings.HasSuffix(id, "DLQ") {
+			name += " (DLQ)"
+		}
+		wantQueues = append(wantQueues, name)
+	}
+	for _, id := range []string{"ReleaseQueue", "ReleaseDLQ (DLQ)", "CampaignQueue", "CampaignDLQ (DLQ)", "EmailHighQueue", "RelayDLQ (DLQ)"} {
+		if !slices.Contains(wantQueues, id) {
+			t.Fatalf("the stack's queues %v lack %s", wantQueues, id)
+		}
+	}
+	var shownQueues []string
+	run("see the queues", chromedp.Poll(fmt.Sprintf(`document.querySelectorAll('#queues tbody tr').length === %d`, len(wantQueues)), nil,
+		chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`[...document.querySelectorAll('#queues tbody tr')].filter(tr => [...tr.cells].slice(1).every(td => /^\d+$/.test(td.textContent))).map(tr => tr.cells[0].textContent)`, &shownQueues))
+	slices.Sort(wantQueues)
+	slices.Sort(shownQueues)
+	if !slices.Equal(shownQueues, wantQueues) {
+		t.Errorf("queues shown with depths = %v\nwant %v", shownQueues, wantQueues)
+	}
+
+	// A fault switch set from its form shows at once, and turns off again.
+	setFault := func(mode, times string) {
+		run("set the sms fault to "+mode,
+			chromedp.SetValue(`#faults form[data-channel=sms] select`, mode, chromedp.ByQuery),
+			chromedp.SetValue(`#faults form[data-channel=sms] input`, times, chromedp.ByQuery),
+			chromedp.Click(`#faults form[data-channel=sms] button`, chromedp.ByQuery))
+	}
+	const smsFaultNow = `[...document.querySelectorAll('#faults tbody tr')].find(tr => tr.cells[0].textContent === 'sms').cells[1].textContent`
+	setFault("transient", "3")
+	var faultMode string
+	run("see the fault on", chromedp.Poll(smsFaultNow+`.startsWith('transient ×3')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`fetch('/_dev/faults').then(r => r.json()).then(f => f.sms.mode + ' ' + f.sms.remaining)`, &faultMode, awaitPromise))
+	if faultMode != "transient 3" {
+		t.Errorf("the runner's sms fault = %q, want transient 3", faultMode)
+	}
+	setFault("off", "0")
+	run("see the fault off", chromedp.Poll(smsFaultNow+`.startsWith('off')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`fetch('/_dev/faults').then(r => r.json()).then(f => f.sms.mode + ' ' + f.sms.remaining)`, &faultMode, awaitPromise))
+	if faultMode != "off 0" {
+		t.Errorf("the runner's sms fault = %q, want off", faultMode)
+	}
+
+	// Auto-refresh: the page refreshes on its own.
+	var refreshed string
+	run("auto-refresh", chromedp.Evaluate(`document.body.dataset.refreshed`, &refreshed),
+		chromedp.Poll(fmt.Sprintf(`document.querySelector('#auto').checked && document.body.dataset.refreshed !== %q`, refreshed), nil,
+			chromedp.WithPollingTimeout(10*time.Second)))
+
 	// The demo inbox: badge 2; the first item marked read with the keyboard; badge 1.
 	const shadow = `document.querySelector('herald-inbox').shadowRoot`
 	badge := func() string {
@@ -192,8 +271,6 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		t.Errorf("badge texts = %v", badges)
 	}
 	consoleShot, inboxShot := screenshotPath(t, "dev-console.png"), screenshotPath(t, "demo-inbox.png")
-	var consolePNG []byte
-	run("screenshot the console", chromedp.CaptureScreenshot(&consolePNG))
 	run("mark read with the keyboard",
 		chromedp.Evaluate(shadow+`.querySelector('li.unread').focus()`, nil),
 		chromedp.KeyEvent("r"),
@@ -262,6 +339,16 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	// The inbox refreshed on the worker's report: the new item and badge 2.
 	run("refresh on push", chromedp.Poll(shadow+`.querySelectorAll('li').length === 3 && `+shadow+`.querySelector('.badge').textContent === '2'`, nil,
 		chromedp.WithPollingTimeout(10*time.Second)))
+
+	var consolePNG []byte
+	// The whole console, its push listed now, every section down to the
+	// queues and fault switches, in one viewport as tall as the page:
+	// Chromium paints a sandboxed (cross-origin) frame only while it is on
+	// screen, and a moment after.
+	var pageHeight int64
+	run("page height", chromedp.Evaluate(`window.scrollTo(0, 0), document.documentElement.scrollHeight`, &pageHeight))
+	run("screenshot the console", chromedp.EmulateViewport(1280, pageHeight), chromedp.Sleep(time.Second),
+		chromedp.CaptureScreenshot(&consolePNG), chromedp.EmulateViewport(1280, 1000))
 
 	// An announcement, pages of two (cursor paging), archive, read all.
 	ann, err := c.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance " + user, Body: "Tonight", ExpiresAt: time.Now().Add(time.Hour)})
