@@ -6,7 +6,8 @@
 // (<herald-inbox>) shows the unread badge and drops it when an item is
 // marked read from the keyboard, a push
 // Herald sent to the browser's subscription is shown as a notification by
-// herald-sw.js (and the inbox refreshes on it), and the inbox pages with its
+// herald-sw.js (and the inbox refreshes on it), "Unsubscribe" removes the
+// subscription at Herald too, and the inbox pages with its
 // cursor, lists an announcement, archives, marks all read, and shows 99+
 // once a hundred are unread.
 //
@@ -19,6 +20,7 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -349,6 +351,21 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	run("page height", chromedp.Evaluate(`window.scrollTo(0, 0), document.documentElement.scrollHeight`, &pageHeight))
 	run("screenshot the console", chromedp.EmulateViewport(1280, pageHeight), chromedp.Sleep(time.Second),
 		chromedp.CaptureScreenshot(&consolePNG), chromedp.EmulateViewport(1280, 1000))
+
+	// Unsubscribe this browser: the kit removes the local subscription and
+	// hands it to the app's callback, which deletes it at Herald.
+	var heraldSubID string
+	run("Herald's subscription id", chromedp.Evaluate(`document.querySelector('#push-status').dataset.subscriptionId || ''`, &heraldSubID))
+	if heraldSubID == "" {
+		t.Fatal("the console kept no Herald subscription id")
+	}
+	run("unsubscribe this browser",
+		chromedp.Click(`#unsubscribe`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#push-status').dataset.state === 'unsubscribed'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err := c.DeletePushSubscription(ctx, user, heraldSubID); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("after unsubscribing, deleting Herald's subscription %s again: %v, want not found", heraldSubID, err)
+	}
 
 	// An announcement, pages of two (cursor paging), archive, read all.
 	ann, err := c.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance " + user, Body: "Tonight", ExpiresAt: time.Now().Add(time.Hour)})
