@@ -2,8 +2,8 @@
 // headless Chromium driven over the DevTools protocol: the console shows an
 // email sent in the test (sandboxed HTML, text part, headers), an SMS, every
 // queue and DLQ of the template with its depths, fault switches that show
-// the state just set, and refreshes on its own; the demo inbox (<herald-
-// inbox>) shows the unread badge and drops it when an item is marked read
+// the state just set, and refreshes on its own; the demo inbox
+// (<herald-inbox>) shows the unread badge and drops it when an item is marked read
 // from the keyboard, a push Herald sent to the browser's subscription is
 // shown as a notification by herald-sw.js (and the inbox refreshes on it),
 // "Unsubscribe" removes the subscription at Herald too, and the inbox pages
