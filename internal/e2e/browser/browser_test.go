@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/serviceworker"
 	"github.com/chromedp/chromedp"
@@ -128,7 +129,11 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	defer cancelTimeout()
 
 	regs := &registrations{byID: map[serviceworker.RegistrationID]string{}}
+	apiCalls := &pageRequests{}
 	chromedp.ListenTarget(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			apiCalls.add(e.Request)
+		}
 		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
 			regs.mu.Lock()
 			for _, r := range e.Registrations {
@@ -423,6 +428,8 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	run("badge 99+", chromedp.Poll(shadow+`.querySelector('.badge').textContent === '99+' && `+shadow+`.querySelector('.badge').getAttribute('aria-label') === '99+ unread'`, nil,
 		chromedp.WithPollingTimeout(20*time.Second)))
 
+	apiCalls.checkOnlyUserRoutes(t, st.APIURL)
+
 	for path, png := range map[string][]byte{consoleShot: consolePNG, inboxShot: inboxPNG} {
 		if len(png) < 1000 {
 			t.Fatalf("screenshot %s: %d bytes", path, len(png))
@@ -431,4 +438,101 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pageRequests records the page's requests to Herald's API (/v1/...).
+type pageRequests struct {
+	mu   sync.Mutex
+	seen []apiRequest
+}
+
+type apiRequest struct {
+	method, url       string
+	bearer, devCaller bool
+}
+
+func (p *pageRequests) add(r *network.Request) {
+	if !strings.Contains(r.URL, "/v1/") {
+		return
+	}
+	header := func(name string) string {
+		for k, v := range r.Headers {
+			if strings.EqualFold(k, name) {
+				s, _ := v.(string)
+				return s
+			}
+		}
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, apiRequest{method: r.Method, url: r.URL,
+		bearer: strings.HasPrefix(header("Authorization"), "Bearer "), devCaller: header(devstack.DevCallerHeader) != ""})
+}
+
+// checkOnlyUserRoutes holds the kit to its promise of never needing a
+// service credential: every API request the page made without the console's
+// dev caller header is a JWT (user) route of template.yaml and carries the
+// user's bearer token. Only the console, playing the app's backend, calls
+// service routes, and only to register and remove push subscriptions.
+func (p *pageRequests) checkOnlyUserRoutes(t *testing.T, apiURL string) {
+	t.Helper()
+	root, err := stacktest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := tmpl.Routes()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kitRoutes := map[string]bool{}
+	for _, r := range p.seen {
+		path := strings.TrimPrefix(strings.SplitN(r.url, "?", 2)[0], apiURL)
+		var route *devstack.Route
+		for i := range routes {
+			if routeMatches(routes[i], r.method, path) {
+				route = &routes[i]
+			}
+		}
+		switch {
+		case route == nil:
+			t.Errorf("the page called %s %s, which template.yaml does not route", r.method, path)
+		case r.devCaller:
+			if route.Auth != "AWS_IAM" || !strings.Contains(route.Path, "/push-subscriptions") {
+				t.Errorf("the console called %s with a service caller; only push-subscription registration is the app backend's part", route.Key())
+			}
+		case route.Auth == "AWS_IAM" || !r.bearer:
+			t.Errorf("the kit called %s (auth %s) with bearer token %v: it must only call user routes with the user's token", route.Key(), route.Auth, r.bearer)
+		default:
+			kitRoutes[route.Key()] = true
+		}
+	}
+	for _, want := range []string{"GET /v1/push/config", "GET /v1/users/{userId}/inbox", "GET /v1/users/{userId}/inbox/unread-count",
+		"POST /v1/users/{userId}/inbox/{id}/read", "POST /v1/users/{userId}/inbox/read-all", "POST /v1/users/{userId}/inbox/{id}/archive"} {
+		if !kitRoutes[want] {
+			t.Errorf("the kit never called %s in this test (called: %v)", want, kitRoutes)
+		}
+	}
+}
+
+// routeMatches reports whether method and path fit r, whose {name} segments
+// match one non-empty segment.
+func routeMatches(r devstack.Route, method, path string) bool {
+	rs, ps := strings.Split(r.Path, "/"), strings.Split(path, "/")
+	if r.Method != method || len(rs) != len(ps) {
+		return false
+	}
+	for i := range rs {
+		if strings.HasPrefix(rs[i], "{") {
+			if ps[i] == "" {
+				return false
+			}
+		} else if rs[i] != ps[i] {
+			return false
+		}
+	}
+	return true
 }
