@@ -642,3 +642,46 @@ func TestCreatesRetryWithTheSameKey(t *testing.T) {
 		}
 	}
 }
+
+// TestStartCampaignAfterALostAnswer: a retried start whose first attempt got
+// through answers campaign_not_draft; the client reads the campaign and
+// answers it when it runs. Without a retry, the conflict stays an error.
+func TestStartCampaignAfterALostAnswer(t *testing.T) {
+	notDraft := status(409, "application/problem+json", `{"status":409,"code":"campaign_not_draft","parameter":"id"}`)
+	view := func(st string) func(http.ResponseWriter, *http.Request) {
+		return status(200, "application/json", `{"id":"c1","status":"`+st+`","recipients":3}`)
+	}
+	tests := []struct {
+		name     string
+		answers  []func(http.ResponseWriter, *http.Request)
+		wantErr  bool
+		requests []string
+	}{
+		{"lost answer, now running", []func(http.ResponseWriter, *http.Request){dropConnection, notDraft, view("running")}, false,
+			[]string{"POST /v1/campaigns/c1/start", "POST /v1/campaigns/c1/start", "GET /v1/campaigns/c1"}},
+		{"lost answer, but cancelled", []func(http.ResponseWriter, *http.Request){dropConnection, notDraft, view("cancelled")}, true,
+			[]string{"POST /v1/campaigns/c1/start", "POST /v1/campaigns/c1/start", "GET /v1/campaigns/c1"}},
+		{"started before, no retry", []func(http.ResponseWriter, *http.Request){notDraft}, true,
+			[]string{"POST /v1/campaigns/c1/start"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeHerald{answers: tt.answers}
+			st, err := newTestClient(t, f).StartCampaign(context.Background(), "c1")
+			var herr *Error
+			if tt.wantErr != (err != nil) || (err != nil && (!errors.As(err, &herr) || herr.Code != "campaign_not_draft")) {
+				t.Fatalf("StartCampaign = %+v, %v", st, err)
+			}
+			if err == nil && st.Status != "running" {
+				t.Errorf("status = %+v", st)
+			}
+			var got []string
+			for _, r := range f.received() {
+				got = append(got, r.method+" "+r.path)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.requests, ",") {
+				t.Errorf("requests %v, want %v", got, tt.requests)
+			}
+		})
+	}
+}
