@@ -32,7 +32,9 @@ type Notification struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// IdempotencyKey makes the request safe to repeat: the same key and
 	// payload answer the first response again. Send generates one when both
-	// it and ResourceID are empty; SendBatch when it is empty.
+	// it and ResourceID are empty, and keeps it across its own retries; give
+	// your own to retry safely after Send returned an error. SendBatch
+	// generates one when it is empty and writes it into the caller's slice.
 	IdempotencyKey string `json:"-"`
 }
 
