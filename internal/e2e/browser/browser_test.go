@@ -35,6 +35,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/serviceworker"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
@@ -288,6 +289,32 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	}
 	var inboxPNG []byte
 	run("screenshot the inbox", chromedp.Screenshot(`#inbox-demo`, &inboxPNG, chromedp.ByQuery))
+
+	// Keyboard and screen readers: ↓/↑ move the focus (one item in the tab
+	// order at a time); the list, its items and the filter tabs carry roles.
+	var focusPath []string
+	const focused = `(() => { const a = ` + shadow + `.activeElement; return a ? a.dataset.id + ':' + a.tabIndex : '' })()`
+	var ids []string
+	run("items", chromedp.Evaluate(`[...`+shadow+`.querySelectorAll('li')].map(li => li.dataset.id)`, &ids))
+	for _, key := range []string{"", kb.ArrowDown, kb.ArrowUp} {
+		var at string
+		if key == "" {
+			run("focus the first item", chromedp.Evaluate(shadow+`.querySelector('li').focus()`, nil))
+		} else {
+			run("press "+key, chromedp.KeyEvent(key))
+		}
+		run("focused item", chromedp.Evaluate(focused, &at))
+		focusPath = append(focusPath, at)
+	}
+	if len(ids) != 2 || strings.Join(focusPath, ",") != ids[0]+":0,"+ids[1]+":0,"+ids[0]+":0" {
+		t.Errorf("focus after (focus, ↓, ↑) = %v over items %v; want first, second, first, each tabindex 0", focusPath, ids)
+	}
+	var roles string
+	run("roles", chromedp.Evaluate(`[`+shadow+`.querySelector('ul').getAttribute('role'), `+shadow+`.querySelector('li').getAttribute('role'), `+
+		shadow+`.querySelector('[role=tablist]') ? 'tablist' : '', `+shadow+`.querySelectorAll('[role=tab]').length].join(',')`, &roles))
+	if roles != "list,listitem,tablist,3" {
+		t.Errorf("roles = %q, want list,listitem,tablist,3", roles)
+	}
 
 	// Subscribe this browser; Herald's push reaches the local push service;
 	// the DevTools protocol delivers it to the service worker, which shows it.
