@@ -23,7 +23,8 @@ type Campaign struct {
 	// SegmentAll; nil: upload them with AddRecipients.
 	Audience *Audience `json:"audience,omitempty"`
 	// IdempotencyKey makes creation safe to repeat; CreateCampaign
-	// generates one when empty.
+	// generates one when empty and keeps it across its own retries (give
+	// your own to retry safely after it returned an error).
 	IdempotencyKey string `json:"-"`
 }
 

@@ -177,9 +177,13 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		t.Fatalf("email view: text %q, sandbox %q, html has the invoice link: %v", textPart, sandbox, strings.Contains(srcdoc, invoiceURL))
 	}
 
-	// The recent notifications table shows the email delivery as sent.
+	// The recent notifications table shows the email delivery as sent, and
+	// the push one as skipped with its reason (the user has no subscription).
 	run("see the delivery states",
 		chromedp.Poll(`[...document.querySelectorAll('#notifications .pill[data-channel=email]')].some(p => p.dataset.status === 'sent')`, nil,
+			chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Poll(fmt.Sprintf(`[...document.querySelectorAll('#notifications tr')].some(tr => tr.textContent.includes(%q) && `+
+			`[...tr.querySelectorAll('.pill[data-channel=push]')].some(p => p.dataset.status === 'skipped' && p.textContent.includes('(no_contact)')))`, user), nil,
 			chromedp.WithPollingTimeout(20*time.Second)),
 	)
 
