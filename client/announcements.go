@@ -17,7 +17,7 @@ type Announcement struct {
 	PublishedAt *time.Time `json:"publishedAt,omitempty"`
 	ExpiresAt   time.Time  `json:"expiresAt"`
 	// IdempotencyKey works as for notifications; CreateAnnouncement
-	// generates one when it is empty.
+	// generates one when it is empty and keeps it across its own retries.
 	IdempotencyKey string `json:"-"`
 }
 

@@ -23,7 +23,8 @@ type Campaign struct {
 	// SegmentAll; nil: upload them with AddRecipients.
 	Audience *Audience `json:"audience,omitempty"`
 	// IdempotencyKey makes creation safe to repeat; CreateCampaign
-	// generates one when empty.
+	// generates one when empty and keeps it across its own retries (give
+	// your own to retry safely after it returned an error).
 	IdempotencyKey string `json:"-"`
 }
 
@@ -98,10 +99,18 @@ func (c *Client) AddRecipients(ctx context.Context, campaignID string, n int64, 
 }
 
 // StartCampaign starts a draft campaign's fan-out. A campaign that is no
-// longer a draft is an *Error with Code "campaign_not_draft" (also what a
-// retried start whose first attempt got through answers: GetCampaign tells).
+// longer a draft is an *Error with Code "campaign_not_draft", except when
+// this call retried after an attempt whose answer was lost: then the
+// campaign's state is read, and a running or done campaign is the answer
+// (the lost attempt started it).
 func (c *Client) StartCampaign(ctx context.Context, campaignID string) (*CampaignStatus, error) {
-	return c.campaignCall(ctx, http.MethodPost, campaignID, "/start", http.StatusAccepted)
+	st, err := c.campaignCall(ctx, http.MethodPost, campaignID, "/start", http.StatusAccepted)
+	if e, ok := errorsAs(err); ok && e.Code == "campaign_not_draft" && e.Attempts > 1 {
+		if now, gerr := c.GetCampaign(ctx, campaignID); gerr == nil && (now.Status == "running" || now.Status == "done") {
+			return now, nil
+		}
+	}
+	return st, err
 }
 
 // CancelCampaign cancels a draft or running campaign: what is not yet sent

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -485,5 +486,202 @@ func TestBackoffGrowsWithJitterAndHonoursRetryAfter(t *testing.T) {
 	}
 	if d := c.backoff(1, time.Minute); d != time.Second {
 		t.Errorf("Retry-After beyond Max gave %s, want Max", d)
+	}
+}
+
+// TestSendBatchRetriesRetryableItemsWithTheirKeys: items a batch answers 503
+// (timeout) or 500 are sent again on their own, with the keys of the first
+// request; 4xx items are not; results keep the caller's indexes.
+func TestSendBatchRetriesRetryableItemsWithTheirKeys(t *testing.T) {
+	timeout := `{"status":503,"problem":{"type":"x","title":"Timed out","status":503,"code":"timeout"}}`
+	item := func(index int, rest string) string { return `{"index":` + strconv.Itoa(index) + `,` + rest[1:] }
+	accepted := func(index int, id string) string {
+		return `{"index":` + strconv.Itoa(index) + `,"status":202,"id":"` + id + `","createdAt":"2026-01-02T03:04:05Z"}`
+	}
+	results := func(items ...string) func(http.ResponseWriter, *http.Request) {
+		return status(207, "application/json", `{"results":[`+strings.Join(items, ",")+`]}`)
+	}
+	tests := []struct {
+		name string
+		// answers are the server's, request by request.
+		answers []func(http.ResponseWriter, *http.Request)
+		// resent lists, per request after the first, the caller's indexes it must carry.
+		resent     [][]int
+		wantStatus []int
+		wantPtr    string // item 3's problem pointer at the end
+	}{
+		{"timeout item accepted on retry", []func(http.ResponseWriter, *http.Request){
+			results(accepted(0, "n0"), item(1, timeout), item(2, `{"status":422,"problem":{"status":422,"code":"unknown_type","pointer":"/notifications/2/type"}}`), item(3, timeout)),
+			results(accepted(0, "n1"), item(1, `{"status":422,"problem":{"status":422,"code":"missing_variable","pointer":"/notifications/1/data/code"}}`)),
+		}, [][]int{{1, 3}}, []int{202, 202, 422, 422}, "/notifications/3/data/code"},
+		{"500 then timeout then accepted", []func(http.ResponseWriter, *http.Request){
+			results(accepted(0, "n0"), accepted(1, "n1"), accepted(2, "n2"), item(3, `{"status":500,"problem":{"status":500,"code":"internal"}}`)),
+			results(item(0, timeout)),
+			results(accepted(0, "n3")),
+		}, [][]int{{3}, {3}}, []int{202, 202, 202, 202}, ""},
+		{"still timing out when the attempts run out", []func(http.ResponseWriter, *http.Request){
+			results(accepted(0, "n0"), accepted(1, "n1"), accepted(2, "n2"), item(3, timeout)),
+			results(item(0, timeout)),
+		}, [][]int{{3}, {3}, {3}}, []int{202, 202, 202, 503}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeHerald{answers: tt.answers}
+			c := newTestClient(t, f)
+			ns := []Notification{
+				{Type: "otp.code", Recipient: Recipient{UserID: "u0"}, IdempotencyKey: "mine"},
+				{Type: "otp.code", Recipient: Recipient{UserID: "u1"}},
+				{Type: "nope", Recipient: Recipient{UserID: "u2"}},
+				{Type: "otp.code", Recipient: Recipient{UserID: "u3"}},
+			}
+			res, err := c.SendBatch(context.Background(), ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, n := range ns {
+				if n.IdempotencyKey == "" {
+					t.Errorf("item %d: no key written back into the caller's slice", i)
+				}
+			}
+			reqs := f.received()
+			if len(reqs) != 1+len(tt.resent) {
+				t.Fatalf("%d requests, want %d", len(reqs), 1+len(tt.resent))
+			}
+			for k, want := range tt.resent {
+				var sent struct {
+					Notifications []struct {
+						IdempotencyKey string    `json:"idempotencyKey"`
+						Recipient      Recipient `json:"recipient"`
+					} `json:"notifications"`
+				}
+				if err := json.Unmarshal(reqs[k+1].body, &sent); err != nil {
+					t.Fatal(err)
+				}
+				if len(sent.Notifications) != len(want) {
+					t.Fatalf("request %d resent %d items, want %v", k+2, len(sent.Notifications), want)
+				}
+				for j, i := range want {
+					got := sent.Notifications[j]
+					if got.IdempotencyKey != ns[i].IdempotencyKey || got.Recipient.UserID != ns[i].Recipient.UserID {
+						t.Errorf("request %d item %d = %+v, want item %d with key %q", k+2, j, got, i, ns[i].IdempotencyKey)
+					}
+				}
+			}
+			if len(res) != len(ns) {
+				t.Fatalf("%d results", len(res))
+			}
+			for i, r := range res {
+				if r.Index != i || r.Status != tt.wantStatus[i] {
+					t.Errorf("result %d = index %d status %d, want status %d", i, r.Index, r.Status, tt.wantStatus[i])
+				}
+			}
+			if last := res[3]; last.Retryable() != (tt.wantStatus[3] == 503) {
+				t.Errorf("Retryable() = %v for status %d", last.Retryable(), last.Status)
+			}
+			if tt.wantPtr != "" {
+				var herr *Error
+				if !errors.As(res[3].Err(), &herr) || herr.Pointer != tt.wantPtr {
+					t.Errorf("item 3 error = %v, want pointer %s", res[3].Err(), tt.wantPtr)
+				}
+			}
+			// Sending the same slice again carries the same keys: a
+			// caller's own retry replays. (The stand-in's scripted answer
+			// does not fit this request; only what is sent matters.)
+			before := reqs[0].body
+			_, _ = c.SendBatch(context.Background(), ns)
+			if again := f.received()[len(reqs)].body; string(again) != string(before) {
+				t.Errorf("resending ns changed the request:\n%s\n%s", before, again)
+			}
+		})
+	}
+}
+
+// TestCreatesRetryWithTheSameKey: every create that takes an Idempotency-Key
+// sends one (generated when the caller gives none) and keeps it on retries.
+func TestCreatesRetryWithTheSameKey(t *testing.T) {
+	unavailable := status(503, "application/problem+json", `{"status":503,"code":"timeout"}`)
+	tests := []struct {
+		name    string
+		created func(http.ResponseWriter, *http.Request)
+		call    func(*Client, string) error
+	}{
+		{"campaign", status(201, "application/json", `{"id":"c1","status":"draft"}`), func(c *Client, key string) error {
+			_, err := c.CreateCampaign(context.Background(), Campaign{Type: "reservation.approved", IdempotencyKey: key})
+			return err
+		}},
+		{"announcement", status(201, "application/json", `{"id":"a1","status":"active"}`), func(c *Client, key string) error {
+			_, err := c.CreateAnnouncement(context.Background(), Announcement{Title: "T", Body: "B", ExpiresAt: time.Now().Add(time.Hour), IdempotencyKey: key})
+			return err
+		}},
+		{"notification", status(202, "application/json", acceptedJSON), func(c *Client, key string) error {
+			_, err := c.Send(context.Background(), Notification{Type: "otp.code", Recipient: Recipient{UserID: "u1"}, IdempotencyKey: key})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		for _, key := range []string{"", "callers-key"} {
+			t.Run(tt.name+"/key="+key, func(t *testing.T) {
+				f := &fakeHerald{answers: []func(http.ResponseWriter, *http.Request){unavailable, dropConnection, tt.created}}
+				if err := tt.call(newTestClient(t, f), key); err != nil {
+					t.Fatal(err)
+				}
+				reqs := f.received()
+				if len(reqs) != 3 {
+					t.Fatalf("%d requests, want 3", len(reqs))
+				}
+				first := reqs[0].header.Get("Idempotency-Key")
+				if first == "" || (key != "" && first != key) {
+					t.Fatalf("Idempotency-Key = %q, want %q or a generated one", first, key)
+				}
+				for i, r := range reqs[1:] {
+					if got := r.header.Get("Idempotency-Key"); got != first {
+						t.Errorf("retry %d sent key %q, the first %q", i+1, got, first)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestStartCampaignAfterALostAnswer: a retried start whose first attempt got
+// through answers campaign_not_draft; the client reads the campaign and
+// answers it when it runs. Without a retry, the conflict stays an error.
+func TestStartCampaignAfterALostAnswer(t *testing.T) {
+	notDraft := status(409, "application/problem+json", `{"status":409,"code":"campaign_not_draft","parameter":"id"}`)
+	view := func(st string) func(http.ResponseWriter, *http.Request) {
+		return status(200, "application/json", `{"id":"c1","status":"`+st+`","recipients":3}`)
+	}
+	tests := []struct {
+		name     string
+		answers  []func(http.ResponseWriter, *http.Request)
+		wantErr  bool
+		requests []string
+	}{
+		{"lost answer, now running", []func(http.ResponseWriter, *http.Request){dropConnection, notDraft, view("running")}, false,
+			[]string{"POST /v1/campaigns/c1/start", "POST /v1/campaigns/c1/start", "GET /v1/campaigns/c1"}},
+		{"lost answer, but cancelled", []func(http.ResponseWriter, *http.Request){dropConnection, notDraft, view("cancelled")}, true,
+			[]string{"POST /v1/campaigns/c1/start", "POST /v1/campaigns/c1/start", "GET /v1/campaigns/c1"}},
+		{"started before, no retry", []func(http.ResponseWriter, *http.Request){notDraft}, true,
+			[]string{"POST /v1/campaigns/c1/start"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeHerald{answers: tt.answers}
+			st, err := newTestClient(t, f).StartCampaign(context.Background(), "c1")
+			var herr *Error
+			if tt.wantErr != (err != nil) || (err != nil && (!errors.As(err, &herr) || herr.Code != "campaign_not_draft")) {
+				t.Fatalf("StartCampaign = %+v, %v", st, err)
+			}
+			if err == nil && st.Status != "running" {
+				t.Errorf("status = %+v", st)
+			}
+			var got []string
+			for _, r := range f.received() {
+				got = append(got, r.method+" "+r.path)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.requests, ",") {
+				t.Errorf("requests %v, want %v", got, tt.requests)
+			}
+		})
 	}
 }

@@ -10,9 +10,13 @@
 // Every call takes a context. Requests that fail with a network error, a 5xx
 // or a 429 are retried with exponential backoff and jitter (honouring
 // Retry-After). Retried creates carry the same Idempotency-Key: Send
-// generates one when the caller gives neither a key nor a resourceId, and
-// SendBatch one per item without a key, so a retry replays the first answer
-// instead of creating a second notification.
+// generates one when the caller gives neither a key nor a resourceId,
+// SendBatch one per item without a key (written into the caller's slice) and
+// CreateCampaign and CreateAnnouncement one each, so a retry replays the first
+// answer instead of creating a second notification. Batch items answered 5xx
+// (503 "timeout": the batch's invocation had no time left to store them) or
+// 429 are sent again on their own with their keys; BatchResult.Retryable
+// names any left when the attempts run out.
 //
 // Herald's errors are RFC 9457 problem documents; they come back as *Error
 // with the stable Code, the JSON Pointer of the offending field and the HTTP

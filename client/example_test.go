@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 
 	"github.com/heraldhq/herald/client"
 )
@@ -171,4 +173,78 @@ func ExampleClient_CreateCampaign() {
 	}
 	fmt.Println(started.Status, started.Recipients)
 	// Output: running 2500
+}
+
+// batchStandIn answers a batch as Herald does when its invocation runs out of
+// time: the last item of the first request is 503 "timeout" (not stored);
+// every later request is stored.
+func batchStandIn() *httptest.Server {
+	var requests atomic.Int32
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Notifications []struct {
+				IdempotencyKey string `json:"idempotencyKey"`
+			} `json:"notifications"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		first := requests.Add(1) == 1
+		results := make([]map[string]any, len(req.Notifications))
+		for i, n := range req.Notifications {
+			results[i] = map[string]any{"index": i, "status": 202, "idempotencyKey": n.IdempotencyKey, "id": "n-" + n.IdempotencyKey}
+			if first && i == len(req.Notifications)-1 {
+				results[i] = map[string]any{"index": i, "status": 503, "idempotencyKey": n.IdempotencyKey,
+					"problem": map[string]any{"status": 503, "code": "timeout", "title": "Timed out"}}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMultiStatus)
+		_ = json.NewEncoder(w).Encode(map[string]any{"results": results})
+	}))
+}
+
+// A batch answers each item on its own. Items answered 503 "timeout" (or
+// another 5xx) were not stored: SendBatch sends them again with their keys.
+// Any still Retryable when its attempts run out are sent again by the caller,
+// from the same slice: SendBatch wrote each item's key into it, so nothing
+// can be stored twice.
+func ExampleClient_SendBatch() {
+	herald := batchStandIn()
+	defer herald.Close()
+	c, err := client.New(herald.URL, client.WithDevCaller("billing"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	batch := []client.Notification{
+		{Type: "otp.code", Recipient: client.Recipient{UserID: "u1"}, Data: map[string]string{"code": "1"}, IdempotencyKey: "otp-u1"},
+		{Type: "otp.code", Recipient: client.Recipient{UserID: "u2"}, Data: map[string]string{"code": "2"}, IdempotencyKey: "otp-u2"},
+	}
+	results, err := c.SendBatch(ctx, batch)
+	if err != nil {
+		log.Fatal(err) // sending batch again later is safe: it holds the keys
+	}
+	// Later (the next run, a queue): what is still Retryable, with its key.
+	var again []client.Notification
+	var at []int
+	for _, r := range results {
+		if r.Retryable() {
+			again, at = append(again, batch[r.Index]), append(at, r.Index)
+		}
+	}
+	if len(again) > 0 {
+		retried, err := c.SendBatch(ctx, again)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for i, r := range retried {
+			r.Index = at[i]
+			results[at[i]] = r
+		}
+	}
+	for _, r := range results {
+		fmt.Println(r.Index, r.Status, r.ID)
+	}
+	// Output:
+	// 0 202 n-otp-u1
+	// 1 202 n-otp-u2
 }

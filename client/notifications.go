@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -30,7 +32,9 @@ type Notification struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// IdempotencyKey makes the request safe to repeat: the same key and
 	// payload answer the first response again. Send generates one when both
-	// it and ResourceID are empty; SendBatch when it is empty.
+	// it and ResourceID are empty, and keeps it across its own retries; give
+	// your own to retry safely after Send returned an error. SendBatch
+	// generates one when it is empty and writes it into the caller's slice.
 	IdempotencyKey string `json:"-"`
 }
 
@@ -95,6 +99,14 @@ func (r BatchResult) Err() error {
 	return r.Problem.err(r.Status)
 }
 
+// Retryable reports whether the item failed in a way that sending it again
+// with the same idempotency key can fix: a 5xx (503 "timeout": the request
+// had no time left to store it; 500: storing it failed) or a 429. A 4xx
+// problem is the item's own and fails again.
+func (r BatchResult) Retryable() bool {
+	return retryableStatus(r.Status)
+}
+
 type batchItem struct {
 	Notification
 	IdempotencyKey string `json:"idempotencyKey"`
@@ -103,20 +115,63 @@ type batchItem struct {
 // MaxBatch is the most notifications one SendBatch call takes.
 const MaxBatch = 100
 
-// SendBatch sends up to MaxBatch notifications in one request. Each item is
-// accepted or rejected on its own (see BatchResult.Err); items without an
-// IdempotencyKey get a generated one, so a retried batch replays instead of
-// duplicating. The error is for the request as a whole.
+// SendBatch sends up to MaxBatch notifications in one request and returns
+// one result per item, in request order. Each item is accepted or rejected on
+// its own (see BatchResult.Err); the error is for the request as a whole.
+//
+// Items without an IdempotencyKey get a generated one, written into ns, so
+// that sending the same ns again (after an error, or for items still
+// Retryable) replays instead of duplicating. The whole request is retried as
+// a single call is; then items answered Retryable (such as 503 "timeout",
+// which a batch answers for the items its invocation had no time left for)
+// are sent again on their own, with their keys, under the same retry policy.
+// Items still Retryable when the attempts run out keep that result: send
+// ns[r.Index] again later.
 func (c *Client) SendBatch(ctx context.Context, ns []Notification) ([]BatchResult, error) {
 	if len(ns) == 0 || len(ns) > MaxBatch {
 		return nil, fmt.Errorf("herald client: a batch holds 1 to %d notifications, not %d", MaxBatch, len(ns))
 	}
-	items := make([]batchItem, len(ns))
-	for i, n := range ns {
-		if n.IdempotencyKey == "" {
-			n.IdempotencyKey = c.newKey()
+	for i := range ns {
+		if ns[i].IdempotencyKey == "" {
+			ns[i].IdempotencyKey = c.newKey()
 		}
-		items[i] = batchItem{Notification: n, IdempotencyKey: n.IdempotencyKey}
+	}
+	all := make([]int, len(ns))
+	for i := range all {
+		all[i] = i
+	}
+	results, err := c.sendBatchItems(ctx, ns, all)
+	if err != nil {
+		return nil, err
+	}
+	for round := 1; round < c.retry.MaxAttempts; round++ {
+		var again []int
+		for i, r := range results {
+			if r.Retryable() {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 || c.sleep(ctx, c.backoff(round, 0)) != nil {
+			break
+		}
+		retried, err := c.sendBatchItems(ctx, ns, again)
+		if err != nil {
+			break // the items keep their Retryable results
+		}
+		for _, r := range retried {
+			results[r.Index] = r
+		}
+	}
+	return results, nil
+}
+
+// sendBatchItems sends ns[i] for each i of idx as one batch request and
+// returns the results with Index (and problem pointers) naming positions in
+// ns, not in the request.
+func (c *Client) sendBatchItems(ctx context.Context, ns []Notification, idx []int) ([]BatchResult, error) {
+	items := make([]batchItem, len(idx))
+	for j, i := range idx {
+		items[j] = batchItem{Notification: ns[i], IdempotencyKey: ns[i].IdempotencyKey}
 	}
 	var out struct {
 		Results []BatchResult `json:"results"`
@@ -125,6 +180,23 @@ func (c *Client) SendBatch(ctx context.Context, ns []Notification) ([]BatchResul
 		body: map[string]any{"notifications": items}, ok: []int{http.StatusMultiStatus}, out: &out})
 	if err != nil {
 		return nil, err
+	}
+	if len(out.Results) != len(idx) {
+		return nil, fmt.Errorf("herald client: batch of %d answered %d results", len(idx), len(out.Results))
+	}
+	for j := range out.Results {
+		r := &out.Results[j]
+		if r.Index < 0 || r.Index >= len(idx) {
+			return nil, fmt.Errorf("herald client: batch result index %d out of range", r.Index)
+		}
+		sent := r.Index
+		r.Index = idx[sent]
+		if r.Problem != nil && sent != r.Index {
+			from := "/notifications/" + strconv.Itoa(sent)
+			if rest, ok := strings.CutPrefix(r.Problem.Pointer, from); ok && (rest == "" || rest[0] == '/') {
+				r.Problem.Pointer = "/notifications/" + strconv.Itoa(r.Index) + rest
+			}
+		}
 	}
 	return out.Results, nil
 }

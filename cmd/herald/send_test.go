@@ -68,7 +68,11 @@ func fakeAPI(t *testing.T) (*httptest.Server, func() []seen) {
 }
 
 func TestSend(t *testing.T) {
-	srv, requests := fakeAPI(t)
+	// One stand-in per target, so each case proves which one it selected.
+	srv, localRequests := fakeAPI(t)
+	stackSrv, stackRequests := fakeAPI(t)
+	endpointSrv, endpointRequests := fakeAPI(t)
+	targets := map[string]func() []seen{"local": localRequests, "stack": stackRequests, "endpoint": endpointRequests}
 	withState := t.TempDir()
 	if _, err := ops.WriteState(withState, ops.LocalState{PID: os.Getpid(), APIURL: srv.URL}); err != nil {
 		t.Fatal(err)
@@ -85,7 +89,7 @@ func TestSend(t *testing.T) {
 			return aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}, nil
 		}
 		d.stacks = func(aws.Config) ops.StacksAPI {
-			return fakeStacks{outputs: map[string]string{"ApiUrl": srv.URL, "TableName": "t"}}
+			return fakeStacks{outputs: map[string]string{"ApiUrl": stackSrv.URL, "TableName": "t"}}
 		}
 		d.poll = time.Millisecond
 		return d
@@ -102,11 +106,16 @@ func TestSend(t *testing.T) {
 		caller    string
 		outPart   string
 		noRequest bool
+		target    string // "local" (default), "stack" or "endpoint": the stand-in that must receive the request
 	}{
 		{name: "local stack from the state file", args: base, wd: withState, caller: "cli", outPart: "n1 accepted"},
 		{name: "local caller", args: append([]string{"--caller", "billing"}, base...), wd: withState, caller: "billing", outPart: "n1 accepted"},
-		{name: "stack flag signs", args: append([]string{"--stack", "herald-prod"}, base...), wd: withState, signed: true, outPart: "n1 accepted"},
-		{name: "HERALD_STACK", args: base, wd: t.TempDir(), env: map[string]string{"HERALD_STACK": "herald-prod"}, signed: true, outPart: "n1 accepted"},
+		{name: "stack flag signs", args: append([]string{"--stack", "herald-prod"}, base...), wd: withState, signed: true, outPart: "n1 accepted", target: "stack"},
+		{name: "HERALD_STACK", args: base, wd: t.TempDir(), env: map[string]string{"HERALD_STACK": "herald-prod"}, signed: true, outPart: "n1 accepted", target: "stack"},
+		{name: "stack wins over endpoint", args: append([]string{"--stack", "herald-prod", "--endpoint", endpointSrv.URL}, base...), wd: withState, signed: true, outPart: "n1 accepted", target: "stack"},
+		{name: "endpoint signs", args: append([]string{"--endpoint", endpointSrv.URL}, base...), wd: withState, signed: true, outPart: "n1 accepted", target: "endpoint"},
+		{name: "endpoint wins over HERALD_STACK", args: append([]string{"--endpoint", endpointSrv.URL}, base...), wd: withState, env: map[string]string{"HERALD_STACK": "herald-prod"}, signed: true, outPart: "n1 accepted", target: "endpoint"},
+		{name: "endpoint with a caller", args: append([]string{"--endpoint", endpointSrv.URL, "--caller", "ci"}, base...), wd: t.TempDir(), caller: "ci", outPart: "n1 accepted", target: "endpoint"},
 		{name: "wait prints deliveries", args: append([]string{"--wait"}, base...), wd: withState, caller: "cli", outPart: "skipped    no_contact"},
 		{name: "unknown stack", args: append([]string{"--stack", "nope"}, base...), wd: withState, errPart: "stack nope", noRequest: true},
 		{name: "no deployment", args: base, wd: t.TempDir(), wantErr: errNoSendTarget, noRequest: true},
@@ -117,7 +126,13 @@ func TestSend(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(requests())
+			if tt.target == "" {
+				tt.target = "local"
+			}
+			before := map[string]int{}
+			for name, requests := range targets {
+				before[name] = len(requests())
+			}
 			var out, errOut bytes.Buffer
 			err := runSend(context.Background(), tt.args, &out, &errOut, deps(tt.wd, tt.env))
 			switch {
@@ -132,7 +147,12 @@ func TestSend(t *testing.T) {
 			case err != nil:
 				t.Fatalf("err = %v (stderr %s)", err, errOut.String())
 			}
-			reqs := requests()[before:]
+			for name, requests := range targets {
+				if n := len(requests()) - before[name]; name != tt.target && n > 0 {
+					t.Errorf("the %s stand-in received %d requests; the target is %s", name, n, tt.target)
+				}
+			}
+			reqs := targets[tt.target]()[before[tt.target]:]
 			if tt.noRequest {
 				if len(reqs) != 0 {
 					t.Fatalf("sent %d requests", len(reqs))
@@ -147,7 +167,9 @@ func TestSend(t *testing.T) {
 				t.Fatalf("sent %s %s", r.method, r.path)
 			}
 			data, _ := r.body["data"].(map[string]any)
-			if data["invoiceUrl"] != "https://example.com/i?a=b" || r.body["type"] != "invoice.payment_failed" {
+			recipient, _ := r.body["recipient"].(map[string]any)
+			if data["invoiceUrl"] != "https://example.com/i?a=b" || r.body["type"] != "invoice.payment_failed" ||
+				recipient["userId"] != "u1" || recipient["email"] != "u1@example.com" {
 				t.Errorf("body = %v", r.body)
 			}
 			if r.header.Get("Idempotency-Key") == "" {

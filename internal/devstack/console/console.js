@@ -112,6 +112,9 @@ function renderFaults(state) {
       e.preventDefault();
       await fetch('/_dev/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify({ channel: ch, mode: mode.value, times: parseInt(times.value, 10) || 0 }) });
+      // refresh() leaves the switches alone while focus is in them (so
+      // edits survive); show the state just set at once.
+      try { renderFaults(await getJSON('/_dev/faults')); } catch (err) { console.warn(err); }
       refresh();
     });
     return el('tr', {}, el('td', {}, ch), el('td', {}, now, s.served ? ' served ' + s.served : ''), el('td', {}, form));

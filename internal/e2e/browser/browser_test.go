@@ -1,11 +1,14 @@
 // Package browser tests the dev console and the browser kit (web/) in a real
 // headless Chromium driven over the DevTools protocol: the console shows an
-// email sent in the test, the demo inbox (<herald-inbox>) shows the unread
-// badge and drops it when an item is marked read from the keyboard, a push
-// Herald sent to the browser's subscription is shown as a notification by
-// herald-sw.js (and the inbox refreshes on it), and the inbox pages with its
-// cursor, lists an announcement, archives, marks all read, and shows 99+
-// once a hundred are unread.
+// email sent in the test (sandboxed HTML, text part, headers), an SMS, every
+// queue and DLQ of the template with its depths, fault switches that show
+// the state just set, and refreshes on its own; the demo inbox
+// (<herald-inbox>) shows the unread badge and drops it when an item is marked read
+// from the keyboard, a push Herald sent to the browser's subscription is
+// shown as a notification by herald-sw.js (and the inbox refreshes on it),
+// "Unsubscribe" removes the subscription at Herald too, and the inbox pages
+// with its cursor, lists an announcement, archives, marks all read, and
+// shows 99+ once a hundred are unread.
 //
 // Chromium is Debian's `chromium` (make deps-browser installs it; CI runs it).
 // HERALD_CHROMIUM names another binary. Without one the test fails when
@@ -16,19 +19,23 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/serviceworker"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
@@ -123,7 +130,11 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	defer cancelTimeout()
 
 	regs := &registrations{byID: map[serviceworker.RegistrationID]string{}}
+	apiCalls := &pageRequests{}
 	chromedp.ListenTarget(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			apiCalls.add(e.Request)
+		}
 		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
 			regs.mu.Lock()
 			for _, r := range e.Registrations {
@@ -166,11 +177,90 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		t.Fatalf("email view: text %q, sandbox %q, html has the invoice link: %v", textPart, sandbox, strings.Contains(srcdoc, invoiceURL))
 	}
 
-	// The recent notifications table shows the email delivery as sent.
+	// The recent notifications table shows the email delivery as sent, and
+	// the push one as skipped with its reason (the user has no subscription).
 	run("see the delivery states",
 		chromedp.Poll(`[...document.querySelectorAll('#notifications .pill[data-channel=email]')].some(p => p.dataset.status === 'sent')`, nil,
 			chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Poll(fmt.Sprintf(`[...document.querySelectorAll('#notifications tr')].some(tr => tr.textContent.includes(%q) && `+
+			`[...tr.querySelectorAll('.pill[data-channel=push]')].some(p => p.dataset.status === 'skipped' && p.textContent.includes('(no_contact)')))`, user), nil,
+			chromedp.WithPollingTimeout(20*time.Second)),
 	)
+
+	// The email's headers: From, To (the recipient) and Subject, then the
+	// captured message's own headers.
+	var headerNames []string
+	var headerTo string
+	run("see the email headers",
+		chromedp.Evaluate(`[...document.querySelectorAll('#email-view table.headers th')].map(th => th.textContent)`, &headerNames),
+		chromedp.Evaluate(`[...document.querySelectorAll('#email-view table.headers tr')].find(tr => tr.querySelector('th').textContent === 'To').querySelector('td').textContent`, &headerTo),
+	)
+	if len(headerNames) < 4 || strings.Join(headerNames[:3], ",") != "From,To,Subject" || headerTo != addr {
+		t.Errorf("email headers = %v, To %q; want From, To (%s), Subject and the message's headers", headerNames, headerTo, addr)
+	}
+
+	// An SMS, listed with its number and text (to another user: an OTP is
+	// also an inbox item, and the demo inbox counts below).
+	phone := fmt.Sprintf("+1555%07d", time.Now().UnixNano()%10_000_000)
+	if _, err := c.Send(ctx, client.Notification{Type: "otp.code", Recipient: client.Recipient{UserID: user + "-sms", Phone: phone},
+		Data: map[string]string{"code": "246810"}}); err != nil {
+		t.Fatal(err)
+	}
+	run("see the SMS", chromedp.Poll(fmt.Sprintf(`[...document.querySelectorAll('#sms tbody tr')].some(tr => tr.textContent.includes(%q) && tr.textContent.includes('246810'))`, phone), nil,
+		chromedp.WithPollingTimeout(30*time.Second)))
+
+	// Every queue and DLQ of the template, the release and campaign queues
+	// among them, with its depths; DLQs are marked.
+	var wantQueues []string
+	for id := range st.Resources.Queues {
+		name := id
+		if strings.HasSuffix(id, "DLQ") {
+			name += " (DLQ)"
+		}
+		wantQueues = append(wantQueues, name)
+	}
+	for _, id := range []string{"ReleaseQueue", "ReleaseDLQ (DLQ)", "CampaignQueue", "CampaignDLQ (DLQ)", "EmailHighQueue", "RelayDLQ (DLQ)"} {
+		if !slices.Contains(wantQueues, id) {
+			t.Fatalf("the stack's queues %v lack %s", wantQueues, id)
+		}
+	}
+	var shownQueues []string
+	run("see the queues", chromedp.Poll(fmt.Sprintf(`document.querySelectorAll('#queues tbody tr').length === %d`, len(wantQueues)), nil,
+		chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`[...document.querySelectorAll('#queues tbody tr')].filter(tr => [...tr.cells].slice(1).every(td => /^\d+$/.test(td.textContent))).map(tr => tr.cells[0].textContent)`, &shownQueues))
+	slices.Sort(wantQueues)
+	slices.Sort(shownQueues)
+	if !slices.Equal(shownQueues, wantQueues) {
+		t.Errorf("queues shown with depths = %v\nwant %v", shownQueues, wantQueues)
+	}
+
+	// A fault switch set from its form shows at once, and turns off again.
+	setFault := func(mode, times string) {
+		run("set the sms fault to "+mode,
+			chromedp.SetValue(`#faults form[data-channel=sms] select`, mode, chromedp.ByQuery),
+			chromedp.SetValue(`#faults form[data-channel=sms] input`, times, chromedp.ByQuery),
+			chromedp.Click(`#faults form[data-channel=sms] button`, chromedp.ByQuery))
+	}
+	const smsFaultNow = `[...document.querySelectorAll('#faults tbody tr')].find(tr => tr.cells[0].textContent === 'sms').cells[1].textContent`
+	setFault("transient", "3")
+	var faultMode string
+	run("see the fault on", chromedp.Poll(smsFaultNow+`.startsWith('transient ×3')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`fetch('/_dev/faults').then(r => r.json()).then(f => f.sms.mode + ' ' + f.sms.remaining)`, &faultMode, awaitPromise))
+	if faultMode != "transient 3" {
+		t.Errorf("the runner's sms fault = %q, want transient 3", faultMode)
+	}
+	setFault("off", "0")
+	run("see the fault off", chromedp.Poll(smsFaultNow+`.startsWith('off')`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`fetch('/_dev/faults').then(r => r.json()).then(f => f.sms.mode + ' ' + f.sms.remaining)`, &faultMode, awaitPromise))
+	if faultMode != "off 0" {
+		t.Errorf("the runner's sms fault = %q, want off", faultMode)
+	}
+
+	// Auto-refresh: the page refreshes on its own.
+	var refreshed string
+	run("auto-refresh", chromedp.Evaluate(`document.body.dataset.refreshed`, &refreshed),
+		chromedp.Poll(fmt.Sprintf(`document.querySelector('#auto').checked && document.body.dataset.refreshed !== %q`, refreshed), nil,
+			chromedp.WithPollingTimeout(10*time.Second)))
 
 	// The demo inbox: badge 2; the first item marked read with the keyboard; badge 1.
 	const shadow = `document.querySelector('herald-inbox').shadowRoot`
@@ -192,8 +282,6 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		t.Errorf("badge texts = %v", badges)
 	}
 	consoleShot, inboxShot := screenshotPath(t, "dev-console.png"), screenshotPath(t, "demo-inbox.png")
-	var consolePNG []byte
-	run("screenshot the console", chromedp.CaptureScreenshot(&consolePNG))
 	run("mark read with the keyboard",
 		chromedp.Evaluate(shadow+`.querySelector('li.unread').focus()`, nil),
 		chromedp.KeyEvent("r"),
@@ -205,6 +293,32 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	}
 	var inboxPNG []byte
 	run("screenshot the inbox", chromedp.Screenshot(`#inbox-demo`, &inboxPNG, chromedp.ByQuery))
+
+	// Keyboard and screen readers: ↓/↑ move the focus (one item in the tab
+	// order at a time); the list, its items and the filter tabs carry roles.
+	var focusPath []string
+	const focused = `(() => { const a = ` + shadow + `.activeElement; return a ? a.dataset.id + ':' + a.tabIndex : '' })()`
+	var ids []string
+	run("items", chromedp.Evaluate(`[...`+shadow+`.querySelectorAll('li')].map(li => li.dataset.id)`, &ids))
+	for _, key := range []string{"", kb.ArrowDown, kb.ArrowUp} {
+		var at string
+		if key == "" {
+			run("focus the first item", chromedp.Evaluate(shadow+`.querySelector('li').focus()`, nil))
+		} else {
+			run("press "+key, chromedp.KeyEvent(key))
+		}
+		run("focused item", chromedp.Evaluate(focused, &at))
+		focusPath = append(focusPath, at)
+	}
+	if len(ids) != 2 || strings.Join(focusPath, ",") != ids[0]+":0,"+ids[1]+":0,"+ids[0]+":0" {
+		t.Errorf("focus after (focus, ↓, ↑) = %v over items %v; want first, second, first, each tabindex 0", focusPath, ids)
+	}
+	var roles string
+	run("roles", chromedp.Evaluate(`[`+shadow+`.querySelector('ul').getAttribute('role'), `+shadow+`.querySelector('li').getAttribute('role'), `+
+		shadow+`.querySelector('[role=tablist]') ? 'tablist' : '', `+shadow+`.querySelectorAll('[role=tab]').length].join(',')`, &roles))
+	if roles != "list,listitem,tablist,3" {
+		t.Errorf("roles = %q, want list,listitem,tablist,3", roles)
+	}
 
 	// Subscribe this browser; Herald's push reaches the local push service;
 	// the DevTools protocol delivers it to the service worker, which shows it.
@@ -263,6 +377,31 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	run("refresh on push", chromedp.Poll(shadow+`.querySelectorAll('li').length === 3 && `+shadow+`.querySelector('.badge').textContent === '2'`, nil,
 		chromedp.WithPollingTimeout(10*time.Second)))
 
+	var consolePNG []byte
+	// The whole console, its push listed now, every section down to the
+	// queues and fault switches, in one viewport as tall as the page:
+	// Chromium paints a sandboxed (cross-origin) frame only while it is on
+	// screen, and a moment after.
+	var pageHeight int64
+	run("page height", chromedp.Evaluate(`window.scrollTo(0, 0), document.documentElement.scrollHeight`, &pageHeight))
+	run("screenshot the console", chromedp.EmulateViewport(1280, pageHeight), chromedp.Sleep(time.Second),
+		chromedp.CaptureScreenshot(&consolePNG), chromedp.EmulateViewport(1280, 1000))
+
+	// Unsubscribe this browser: the kit removes the local subscription and
+	// hands it to the app's callback, which deletes it at Herald.
+	var heraldSubID string
+	run("Herald's subscription id", chromedp.Evaluate(`document.querySelector('#push-status').dataset.subscriptionId || ''`, &heraldSubID))
+	if heraldSubID == "" {
+		t.Fatal("the console kept no Herald subscription id")
+	}
+	run("unsubscribe this browser",
+		chromedp.Click(`#unsubscribe`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector('#push-status').dataset.state === 'unsubscribed'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+	)
+	if err := c.DeletePushSubscription(ctx, user, heraldSubID); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("after unsubscribing, deleting Herald's subscription %s again: %v, want not found", heraldSubID, err)
+	}
+
 	// An announcement, pages of two (cursor paging), archive, read all.
 	ann, err := c.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance " + user, Body: "Tonight", ExpiresAt: time.Now().Add(time.Hour)})
 	if err != nil {
@@ -320,6 +459,8 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	run("badge 99+", chromedp.Poll(shadow+`.querySelector('.badge').textContent === '99+' && `+shadow+`.querySelector('.badge').getAttribute('aria-label') === '99+ unread'`, nil,
 		chromedp.WithPollingTimeout(20*time.Second)))
 
+	apiCalls.checkOnlyUserRoutes(t, st.APIURL)
+
 	for path, png := range map[string][]byte{consoleShot: consolePNG, inboxShot: inboxPNG} {
 		if len(png) < 1000 {
 			t.Fatalf("screenshot %s: %d bytes", path, len(png))
@@ -328,4 +469,101 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pageRequests records the page's requests to Herald's API (/v1/...).
+type pageRequests struct {
+	mu   sync.Mutex
+	seen []apiRequest
+}
+
+type apiRequest struct {
+	method, url       string
+	bearer, devCaller bool
+}
+
+func (p *pageRequests) add(r *network.Request) {
+	if !strings.Contains(r.URL, "/v1/") {
+		return
+	}
+	header := func(name string) string {
+		for k, v := range r.Headers {
+			if strings.EqualFold(k, name) {
+				s, _ := v.(string)
+				return s
+			}
+		}
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, apiRequest{method: r.Method, url: r.URL,
+		bearer: strings.HasPrefix(header("Authorization"), "Bearer "), devCaller: header(devstack.DevCallerHeader) != ""})
+}
+
+// checkOnlyUserRoutes holds the kit to its promise of never needing a
+// service credential: every API request the page made without the console's
+// dev caller header is a JWT (user) route of template.yaml and carries the
+// user's bearer token. Only the console, playing the app's backend, calls
+// service routes, and only to register and remove push subscriptions.
+func (p *pageRequests) checkOnlyUserRoutes(t *testing.T, apiURL string) {
+	t.Helper()
+	root, err := stacktest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := tmpl.Routes()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kitRoutes := map[string]bool{}
+	for _, r := range p.seen {
+		path := strings.TrimPrefix(strings.SplitN(r.url, "?", 2)[0], apiURL)
+		var route *devstack.Route
+		for i := range routes {
+			if routeMatches(routes[i], r.method, path) {
+				route = &routes[i]
+			}
+		}
+		switch {
+		case route == nil:
+			t.Errorf("the page called %s %s, which template.yaml does not route", r.method, path)
+		case r.devCaller:
+			if route.Auth != "AWS_IAM" || !strings.Contains(route.Path, "/push-subscriptions") {
+				t.Errorf("the console called %s with a service caller; only push-subscription registration is the app backend's part", route.Key())
+			}
+		case route.Auth == "AWS_IAM" || !r.bearer:
+			t.Errorf("the kit called %s (auth %s) with bearer token %v: it must only call user routes with the user's token", route.Key(), route.Auth, r.bearer)
+		default:
+			kitRoutes[route.Key()] = true
+		}
+	}
+	for _, want := range []string{"GET /v1/push/config", "GET /v1/users/{userId}/inbox", "GET /v1/users/{userId}/inbox/unread-count",
+		"POST /v1/users/{userId}/inbox/{id}/read", "POST /v1/users/{userId}/inbox/read-all", "POST /v1/users/{userId}/inbox/{id}/archive"} {
+		if !kitRoutes[want] {
+			t.Errorf("the kit never called %s in this test (called: %v)", want, kitRoutes)
+		}
+	}
+}
+
+// routeMatches reports whether method and path fit r, whose {name} segments
+// match one non-empty segment.
+func routeMatches(r devstack.Route, method, path string) bool {
+	rs, ps := strings.Split(r.Path, "/"), strings.Split(path, "/")
+	if r.Method != method || len(rs) != len(ps) {
+		return false
+	}
+	for i := range rs {
+		if strings.HasPrefix(rs[i], "{") {
+			if ps[i] == "" {
+				return false
+			}
+		} else if rs[i] != ps[i] {
+			return false
+		}
+	}
+	return true
 }

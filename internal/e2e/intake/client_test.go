@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -167,5 +168,80 @@ func TestClientServiceRoutes(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("announcement %s not listed in %+v", a.ID, page)
+	}
+}
+
+// TestClientCampaignCalls drives the campaign routes through the client on
+// the local stack: a create retried with its key replays, chunks upload (a
+// repeated chunk is safe, other ids conflict), the start fans out to every
+// recipient, and the typed errors carry the API's codes.
+func TestClientCampaignCalls(t *testing.T) {
+	ctx := context.Background()
+	caller := stacktest.UniqueID("sdk-campaigns")
+	c := stacktest.Client(t, caller)
+	prefix := stacktest.UniqueID("sdk-cu")
+	var recipients []string
+	for i := range 5 {
+		u := fmt.Sprintf("%s-%d", prefix, i)
+		if _, err := c.PutUser(ctx, u, client.User{Email: u + "@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		recipients = append(recipients, u)
+	}
+	spec := client.Campaign{Type: "reservation.approved", Channels: []string{"email"},
+		Data: map[string]string{"reservationUrl": "https://example.com/r/" + prefix}, IdempotencyKey: prefix}
+	created, err := c.CreateCampaign(ctx, spec)
+	if err != nil || created.Status != "draft" || created.Replayed {
+		t.Fatalf("CreateCampaign = %+v, %v", created, err)
+	}
+	again, err := c.CreateCampaign(ctx, spec)
+	if err != nil || !again.Replayed || again.ID != created.ID {
+		t.Fatalf("CreateCampaign with the same key = %+v, %v; want a replay of %s", again, err, created.ID)
+	}
+	if n, err := c.AddRecipients(ctx, created.ID, 0, recipients[:3]); err != nil || n != 3 {
+		t.Fatalf("AddRecipients chunk 0 = %d, %v", n, err)
+	}
+	if n, err := c.AddRecipients(ctx, created.ID, 0, recipients[:3]); err != nil || n != 3 {
+		t.Fatalf("AddRecipients chunk 0 again = %d, %v", n, err)
+	}
+	var herr *client.Error
+	if _, err := c.AddRecipients(ctx, created.ID, 0, recipients[3:]); !errors.As(err, &herr) || herr.Code != "chunk_conflict" || herr.Status != http.StatusConflict {
+		t.Fatalf("AddRecipients chunk 0 with other ids: %v, want chunk_conflict", err)
+	}
+	if _, err := c.AddRecipients(ctx, created.ID, 1, recipients[3:]); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.GetCampaign(ctx, created.ID); err != nil || st.Status != "draft" || st.Recipients != len(recipients) {
+		t.Fatalf("GetCampaign before start = %+v, %v", st, err)
+	}
+	started, err := c.StartCampaign(ctx, created.ID)
+	if err != nil || started.Status != "running" {
+		t.Fatalf("StartCampaign = %+v, %v", started, err)
+	}
+	if _, err := c.StartCampaign(ctx, created.ID); !errors.As(err, &herr) || herr.Code != "campaign_not_draft" {
+		t.Errorf("StartCampaign again: %v, want campaign_not_draft", err)
+	}
+	if _, err := stacktest.Client(t, caller+"-other").GetCampaign(ctx, created.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("another caller read the campaign: %v", err)
+	}
+	var last *client.CampaignStatus
+	stacktest.Eventually(t, 90*time.Second, "the campaign to notify every recipient", func() bool {
+		last, err = c.GetCampaign(ctx, created.ID)
+		return err == nil && last.Notified+last.Skipped+last.Failed+last.Dropped >= len(recipients)
+	})
+	if last.Notified != len(recipients) {
+		t.Errorf("campaign counts = %+v, want %d notified (every recipient has an email)", *last, len(recipients))
+	}
+
+	// A second draft, cancelled: repeating the cancel is safe.
+	draft, err := c.CreateCampaign(ctx, client.Campaign{Type: "reservation.approved",
+		Data: map[string]string{"reservationUrl": "https://example.com/r/x"}, Audience: &client.Audience{UserIDs: recipients[:1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if st, err := c.CancelCampaign(ctx, draft.ID); err != nil || st.Status != "cancelled" {
+			t.Fatalf("CancelCampaign = %+v, %v", st, err)
+		}
 	}
 }
