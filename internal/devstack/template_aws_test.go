@@ -407,6 +407,56 @@ func TestSamLocalEnv(t *testing.T) {
 			t.Errorf("env.json Parameters.%s missing: sam local would call AWS", k)
 		}
 	}
+
+	// sam local resolves !Ref of a resource to its logical id ("Table"),
+	// so every variable naming a resource of the stack must be set in
+	// env.json, or the function would address a table or queue that does
+	// not exist. Read from the template, so a function or variable added
+	// later is held to it too.
+	_, doc := unresolvedTemplate(t)
+	// A variable env.json may leave out because another one it sets takes
+	// precedence in the code.
+	supersededBy := map[string]string{"UNSUBSCRIBE_SECRET_ARN": "UNSUBSCRIBE_SECRET"}
+	for id, r := range doc.Resources {
+		if r.Type != "AWS::Serverless::Function" {
+			continue
+		}
+		if _, ok := envFile[id]; !ok {
+			t.Errorf("env.json has no %s section", id)
+		}
+		env, _ := r.Properties["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		for k, v := range vars {
+			res := referencedResource(jsonString(v), doc.Resources)
+			if res == "" {
+				continue
+			}
+			if _, ok := envFile[id][k]; ok {
+				continue
+			}
+			if other := supersededBy[k]; other != "" && envFile[id][other] != "" {
+				continue
+			}
+			t.Errorf("env.json %s.%s missing: the template sets it from %s, which sam local would pass as the logical id", id, k, res)
+		}
+	}
+}
+
+// referencedResource returns a resource of the stack that an unresolved
+// value refers to (Ref, Fn::GetAtt, or ${Id} / ${Id.Attr} in Fn::Sub), or "".
+func referencedResource[R any](value string, resources map[string]R) string {
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`"Ref":"(\w+)"`),
+		regexp.MustCompile(`"Fn::GetAtt":\[?"(\w+)`),
+		regexp.MustCompile(`\$\{(\w+)[.}]`),
+	} {
+		for _, m := range re.FindAllStringSubmatch(value, -1) {
+			if _, ok := resources[m[1]]; ok {
+				return m[1]
+			}
+		}
+	}
+	return ""
 }
 
 func TestBuildConfiguration(t *testing.T) {
