@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -508,5 +509,113 @@ func TestCfnLint(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Errorf("cfn-lint --include-checks I template.yaml: %v\n%s", err, out.String())
+	}
+}
+
+// TestSampleEventsCoverEverySource: for `sam local invoke`, events/ holds a
+// sample of every kind of event each function of the template receives
+// (HTTP API, stream, queue, SNS, schedule), named <function>-*.json, read
+// from the template so that a function or event source added later needs
+// its sample too. (internal/app's tests decode each sample into its
+// aws-lambda-go type and its bodies with the production decoders.)
+func TestSampleEventsCoverEverySource(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	kindOf := func(raw []byte) string {
+		var ev struct {
+			RouteKey   string `json:"routeKey"`
+			DetailType string `json:"detail-type"`
+			Records    []struct {
+				EventSource  string `json:"eventSource"`
+				SNSSource    string `json:"EventSource"`
+				DynamoStream struct {
+					StreamViewType string
+				} `json:"dynamodb"`
+			}
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return ""
+		}
+		switch {
+		case ev.RouteKey != "":
+			return "HttpApi"
+		case ev.DetailType == "Scheduled Event":
+			return "Schedule"
+		case len(ev.Records) > 0 && ev.Records[0].SNSSource == "aws:sns":
+			return "SNS"
+		case len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs":
+			return "SQS"
+		case len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:dynamodb":
+			return "DynamoDB:" + ev.Records[0].DynamoStream.StreamViewType
+		}
+		return ""
+	}
+	table, _ := doc.Resources["Table"].Properties["StreamSpecification"].(map[string]any)
+	want := map[string]map[string]bool{} // function → event kinds it receives
+	add := func(fn, kind string) {
+		if want[fn] == nil {
+			want[fn] = map[string]bool{}
+		}
+		want[fn][kind] = true
+	}
+	for id, r := range doc.Resources {
+		switch r.Type {
+		case "AWS::Serverless::Function":
+			add(id, "") // at least one sample
+			events, _ := r.Properties["Events"].(map[string]any)
+			for _, e := range events {
+				typ, _ := e.(map[string]any)["Type"].(string)
+				add(id, typ)
+			}
+		case "AWS::Lambda::EventSourceMapping":
+			fn := regexp.MustCompile(`^\{"Ref":"(\w+)"\}$`).FindStringSubmatch(jsonString(r.Properties["FunctionName"]))
+			if fn == nil {
+				t.Errorf("%s: FunctionName %s is not a Ref to a function", id, jsonString(r.Properties["FunctionName"]))
+				continue
+			}
+			src := jsonString(r.Properties["EventSourceArn"])
+			switch {
+			case strings.Contains(src, "StreamArn"):
+				add(fn[1], "DynamoDB:"+jsonString(table["StreamViewType"]))
+			case regexp.MustCompile(`"Fn::GetAtt":\[?"\w+`).MatchString(src) && strings.Contains(src, "Arn"):
+				add(fn[1], "SQS")
+			default:
+				t.Errorf("%s: event source %s: which sample kind is it?", id, src)
+			}
+		}
+	}
+	files, _ := filepath.Glob("../../events/*.json")
+	have := map[string]map[string]bool{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(f)
+		kind := kindOf(raw)
+		if kind == "" {
+			t.Errorf("events/%s: not an event any function of the template receives", name)
+		}
+		stem, _, _ := strings.Cut(name, "-")
+		fn := ""
+		for id := range want {
+			if strings.EqualFold(strings.TrimSuffix(id, "Function"), stem) {
+				fn = id
+			}
+		}
+		if fn == "" {
+			t.Errorf("events/%s: no function %q in the template", name, stem)
+			continue
+		}
+		if have[fn] == nil {
+			have[fn] = map[string]bool{"": true}
+		}
+		have[fn][kind] = true
+	}
+	for fn, kinds := range want {
+		for kind := range kinds {
+			if !have[fn][kind] {
+				t.Errorf("events/: no sample %s for %s (events/%s-….json)", kind, fn, strings.ToLower(strings.TrimSuffix(fn, "Function")))
+			}
+		}
 	}
 }
