@@ -619,3 +619,47 @@ func TestSampleEventsCoverEverySource(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployWalkthrough: README's "Deploying to AWS" names every parameter
+// `sam deploy --guided` asks for, and every output a deployer needs there:
+// the API URL and alarm topic, and each retained resource (table, DLQs) its
+// teardown must remove by hand. Read from the template, so a parameter or
+// DLQ added later needs its line.
+func TestDeployWalkthrough(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Deploying to AWS\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Deploying to AWS" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, doc := unresolvedTemplate(t)
+	for name := range doc.Parameters {
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("README deploy walkthrough does not name parameter `%s`", name)
+		}
+	}
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := []string{"ApiUrl", "AlarmNotificationTopic"}
+	for name, o := range tm.Outputs {
+		value := jsonString(o)
+		for id, r := range doc.Resources {
+			if r.DeletionPolicy == "Retain" && strings.Contains(value, "${ref:"+id+"}") {
+				outputs = append(outputs, name)
+			}
+		}
+	}
+	if len(outputs) < 9 {
+		t.Errorf("outputs of retained resources: %v, want the table and every DLQ", outputs)
+	}
+	for _, name := range outputs {
+		if !strings.Contains(section, name) {
+			t.Errorf("README deploy walkthrough does not name output %s", name)
+		}
+	}
+}
