@@ -3,6 +3,9 @@ package devstack
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,6 +229,38 @@ func TestTemplateLogging(t *testing.T) {
 		}
 		if lc, _ := doc.Globals["Function"]["LoggingConfig"].(map[string]any); lc["LogFormat"] != "JSON" {
 			t.Errorf("Globals LoggingConfig %v, want LogFormat JSON", lc)
+		}
+	})
+
+	t.Run("every function's main reads LOG_LEVEL (app.LambdaDeps)", func(t *testing.T) {
+		makefile, err := os.ReadFile("../../Makefile")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := range fns {
+			// sam build runs build-<LogicalId>, which builds ./functions/<name>.
+			m := regexp.MustCompile(`(?m)^build-` + id + `:\n\t.*\s\./functions/(\w+)\s*$`).FindSubmatch(makefile)
+			if m == nil {
+				t.Errorf("%s: no build-%s target building ./functions/<name>", id, id)
+				continue
+			}
+			file := filepath.Join("../../functions", string(m[1]), "main.go")
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			ast.Inspect(f, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "LambdaDeps" {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "app" {
+						found = true
+					}
+				}
+				return !found
+			})
+			if !found {
+				t.Errorf("%s: %s does not call app.LambdaDeps, whose logger applies LOG_LEVEL", id, file)
+			}
 		}
 	})
 
