@@ -101,9 +101,10 @@ const (
 )
 
 var (
-	audienceSchema   = &schema{fields: map[string]*schema{"userIds": nil, "segment": nil}}
-	campaignSchema   = &schema{fields: map[string]*schema{"type": nil, "data": {}, "priority": nil, "channels": nil, "sendAt": nil, "expiresAt": nil, "audience": audienceSchema}}
-	recipientsSchema = &schema{fields: map[string]*schema{"chunk": nil, "userIds": nil}}
+	arrayValue       = &schema{array: true}
+	audienceSchema   = &schema{fields: map[string]*schema{"userIds": arrayValue, "segment": nil}}
+	campaignSchema   = &schema{fields: map[string]*schema{"type": nil, "data": {}, "priority": nil, "channels": arrayValue, "sendAt": nil, "expiresAt": nil, "audience": audienceSchema}}
+	recipientsSchema = &schema{fields: map[string]*schema{"chunk": nil, "userIds": arrayValue}}
 )
 
 func viewOfCampaign(c *domain.Campaign) *campaignView {

@@ -227,6 +227,12 @@ func TestCreateCampaignRefusals(t *testing.T) {
 		{"unknown segment", `{"type":"reservation.approved","data":{"reservationUrl":"https://e.com"},"audience":{"segment":"vip"}}`, 422, "unknown_segment", "/audience/segment"},
 		{"unknown member", `{"type":"reservation.approved","recipient":{"userId":"u1"}}`, 400, "unknown_field", "/recipient"},
 		{"unknown audience member", `{"type":"reservation.approved","audience":{"users":["u1"]}}`, 400, "unknown_field", "/audience/users"},
+		// The edge rules of issue 13, as for notifications.
+		{"channels null", `{"type":"reservation.approved","channels":null,"data":{"reservationUrl":"https://e.com"}}`, 400, "invalid_type", "/channels"},
+		{"channels a string", `{"type":"reservation.approved","channels":"email","data":{"reservationUrl":"https://e.com"}}`, 400, "invalid_type", "/channels"},
+		{"inline user ids null", `{"type":"reservation.approved","data":{"reservationUrl":"https://e.com"},"audience":{"userIds":null}}`, 400, "invalid_type", "/audience/userIds"},
+		{"data URL with user info", `{"type":"reservation.approved","data":{"reservationUrl":"https://evil.com@example.com/"}}`, 422, "invalid_variable", "/data/reservationUrl"},
+		{"inline user id with a space", `{"type":"reservation.approved","data":{"reservationUrl":"https://e.com"},"audience":{"userIds":["u1","a b"]}}`, 400, "invalid_user_id", "/audience/userIds/1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -281,6 +287,8 @@ func TestCampaignRecipientsStartAndCancel(t *testing.T) {
 		{`{"chunk":10000000000,"userIds":["c"]}`, 400, "invalid_chunk"},
 		{`{"chunk":1.5,"userIds":["c"]}`, 400, "invalid_type"},
 		{`{"chunk":1,"userIds":[]}`, 400, "invalid_audience"},
+		{`{"chunk":1,"userIds":null}`, 400, "invalid_type"},
+		{`{"chunk":1,"userIds":["c","carol@corp.example"]}`, 400, "invalid_user_id"},
 	}
 	for _, tt := range refusals {
 		if p := decodeProblem(t, chunk(tt.body)); p.Status != tt.status || p.Code != tt.code {
@@ -326,5 +334,39 @@ func TestCampaignRecipientsStartAndCancel(t *testing.T) {
 	ca.store.campaigns[id].Status = domain.CampaignDone
 	if p := decodeProblem(t, ca.call(t, "DELETE /v1/campaigns/{id}", id, "")); p.Status != 409 || p.Code != "campaign_finished" {
 		t.Errorf("cancel a done campaign: %d %s", p.Status, p.Code)
+	}
+}
+
+// Every campaign route takes only application/json bodies, never encoded
+// (415 unsupported_media_type), and writes nothing when it refuses one.
+func TestCampaignRoutesRefuseOtherMediaTypes(t *testing.T) {
+	ca := newCampaignAPI()
+	id := decodeBody[campaignView](t, ca.call(t, "POST /v1/campaigns", "", `{"type":"reservation.approved","data":{"reservationUrl":"https://e.com"}}`).Body).ID
+	writes := ca.store.writes
+	chunk := `{"chunk":0,"userIds":["a"]}`
+	tests := []struct {
+		route, id, body, header, want string
+	}{
+		{"POST /v1/campaigns", "", validCampaign, "Content-Type: text/plain", "Content-Type"},
+		{"POST /v1/campaigns", "", validCampaign, "Content-Type: application/json; charset=latin1", "Content-Type"},
+		{"POST /v1/campaigns", "", validCampaign, "Content-Encoding: gzip", "Content-Encoding"},
+		{"POST /v1/campaigns/{id}/recipients", id, chunk, "Content-Type: application/x-www-form-urlencoded", "Content-Type"},
+		{"POST /v1/campaigns/{id}/recipients", id, chunk, "Content-Encoding: br", "Content-Encoding"},
+		{"POST /v1/campaigns/{id}/start", id, "{}", "Content-Type: text/plain", "Content-Type"},
+		{"POST /v1/campaigns/{id}/start", id, "", "Content-Encoding: gzip", "Content-Encoding"},
+		{"DELETE /v1/campaigns/{id}", id, "", "Content-Encoding: gzip", "Content-Encoding"},
+	}
+	for _, tt := range tests {
+		r := ca.call(t, tt.route, tt.id, tt.body, tt.header)
+		if p := decodeProblem(t, r); p.Status != http.StatusUnsupportedMediaType || p.Code != "unsupported_media_type" || p.Header != tt.want {
+			t.Errorf("%s with %s: %s", tt.route, tt.header, r.Body)
+		}
+	}
+	if ca.store.writes != writes || len(ca.queue.sent) != 0 {
+		t.Errorf("refused requests wrote %d items and sent %d messages", ca.store.writes-writes, len(ca.queue.sent))
+	}
+	// application/json with charset=utf-8 is accepted.
+	if r := ca.call(t, "POST /v1/campaigns/{id}/recipients", id, chunk, "Content-Type: application/json; charset=UTF-8"); r.StatusCode != http.StatusOK {
+		t.Errorf("JSON with charset: %d %s", r.StatusCode, r.Body)
 	}
 }

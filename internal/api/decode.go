@@ -145,6 +145,9 @@ type schema struct {
 	// key (a free-form object such as data), whose values follow anyKey.
 	fields map[string]*schema
 	anyKey *schema
+	// array: the value must be an array; null is not "absent" where the
+	// schema says an array (of at least one).
+	array bool
 }
 
 var (
@@ -238,6 +241,10 @@ func (w *keyWalker) ws() {
 func (w *keyWalker) value(s *schema) *Problem {
 	if w.i >= len(w.b) {
 		return nil
+	}
+	if s != nil && s.array && w.b[w.i] != '[' {
+		p := w.pointer()
+		return w.typeProblem(p, "an array")
 	}
 	switch w.b[w.i] {
 	case '{':

@@ -43,11 +43,21 @@ var errNoInbox = &Problem{Status: http.StatusNotFound, Code: "not_found", Title:
 
 // owner returns the inbox's user: the token's subject, which must be the
 // path's userId. Another user's inbox is a 404, exactly like a missing one,
-// so that ids of other users cannot be probed.
+// so that ids of other users cannot be probed. A userId that is not a user
+// id (an email address: issue 13) is a 400, as on the service routes: no
+// notification can name such a user, and it would reach the logs.
 func (h *Handler) owner(req *request) (string, *Problem) {
 	if req.subject == "" {
 		return "", &Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required",
 			Detail: "inbox routes need a user token"}
+	}
+	param := req.PathParameters["userId"]
+	if decoded, err := url.PathUnescape(param); err == nil && !validUserID(param) {
+		param = decoded
+	}
+	if p := validateUserID(param, ""); p != nil {
+		p.Parameter = "userId"
+		return "", p
 	}
 	if !samePathUser(req.PathParameters["userId"], req.subject) {
 		return "", errNoInbox

@@ -377,6 +377,10 @@ func TestInboxRoutesAreConfinedToTheTokensSubject(t *testing.T) {
 		{"malformed id", call{route: routeRead, path: map[string]string{"userId": "alice", "id": "../x"}, sub: "alice"}, 404, "not_found"},
 		{"missing id", call{route: routeRead, path: map[string]string{"userId": "alice", "id": "n404"}, sub: "alice"}, 404, "not_found"},
 		{"encoded subject of another user", call{route: routeList, path: map[string]string{"userId": "auth0%7Cmallory"}, sub: "auth0|alice"}, 404, "not_found"},
+		// An email address as a user id is refused wherever one enters (issue 13), the token's subject too.
+		{"email-shaped subject", call{route: routeList, path: map[string]string{"userId": "carol@corp.example"}, sub: "carol@corp.example"}, 400, "invalid_user_id"},
+		{"encoded email-shaped subject", call{route: routeCount, path: map[string]string{"userId": "carol%40corp.example"}, sub: "carol@corp.example"}, 400, "invalid_user_id"},
+		{"email-shaped path, another subject", call{route: routeReadAll, path: map[string]string{"userId": "carol@corp.example"}, sub: "mallory"}, 400, "invalid_user_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -115,6 +115,7 @@ func TestPresenceEdges(t *testing.T) {
 		{"own id", "u1", "u1", nil, http.StatusNoContent, ""},
 		{"another user's id", "u1", "u2", nil, http.StatusNotFound, "not_found"},
 		{"no token", "", "u1", nil, http.StatusUnauthorized, "unauthenticated"},
+		{"email-shaped user id", "carol@corp.example", "carol@corp.example", nil, http.StatusBadRequest, "invalid_user_id"},
 		{"store down", "u1", "u1", errors.New("boom"), http.StatusInternalServerError, "internal"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -122,11 +124,44 @@ func tagValue(s string) string {
 }
 
 // Retryer is the SDK retry policy of the SES client: the standard retryer
-// (3 attempts, throttling and 5xx) with backoff capped at 2 s, so that
-// in-invocation retries stay well inside the function timeout; longer
-// outages are the queue's backoff.
+// (3 attempts, throttling and 5xx answers) with backoff capped at 2 s, so
+// that in-invocation retries stay well inside the function timeout; longer
+// outages are the queue's backoff. SendEmail has no idempotency token, so of
+// the connection errors the standard retryer retries, only those where the
+// request never reached SES are retried here (see sentNothing); a request
+// that got no answer may have been sent, and is left to the worker, which
+// records the attempt and retries after its backoff (docs/decisions.md).
 func Retryer() aws.Retryer {
-	return retry.AddWithMaxBackoffDelay(retry.NewStandard(), 2*time.Second)
+	return retry.AddWithMaxBackoffDelay(retry.NewStandard(func(o *retry.StandardOptions) {
+		o.Retryables = make([]retry.IsErrorRetryable, 0, len(retry.DefaultRetryables))
+		for _, r := range retry.DefaultRetryables {
+			if _, ok := r.(retry.RetryableConnectionError); ok {
+				r = retry.IsErrorRetryableFunc(sentNothing)
+			}
+			o.Retryables = append(o.Retryables, r)
+		}
+	}), 2*time.Second)
+}
+
+// sentNothing decides the connection errors of a call: retryable when the
+// request provably never reached SES — no connection was made (dial, DNS,
+// refused), or the server closed an idle connection the request was written
+// to (Go's keep-alive race: the server never read it) — and not retryable
+// for any other connection error (reset, EOF or timeout after the request
+// was written), where SES may have sent the email.
+func sentNothing(err error) aws.Ternary {
+	var conn interface{ ConnectionError() bool }
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial", errors.As(err, &dns) && !dns.IsNotFound:
+		return aws.TrueTernary
+	case strings.Contains(err.Error(), "server closed idle connection"), strings.Contains(err.Error(), "connection refused"):
+		return aws.TrueTernary
+	case errors.As(err, &conn) && conn.ConnectionError():
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
 }
 
 // errorClass is how an SES error code is handled.

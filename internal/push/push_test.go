@@ -294,3 +294,67 @@ func TestFitsIsTheWebPushLimit(t *testing.T) {
 		t.Error("MaxPlaintextSize of body alone cannot fit with the rest of the payload")
 	}
 }
+
+// Every push the catalog can produce — each type with a push template (a
+// campaign's notifications and comment.mentioned included: they render and
+// send like any other) and each digestible type's digest of ten items, in
+// every locale, from the largest data intake accepts — is delivered within
+// webpush.MaxPlaintextSize with its id and a title.
+func TestEveryCatalogPushFitsFromWorstCaseData(t *testing.T) {
+	cat := catalog.MustLoad()
+	checked := 0
+	for _, name := range cat.Names() {
+		typ, _ := cat.Lookup(name)
+		if !typ.HasChannel(domain.ChannelPush) {
+			continue
+		}
+		worst := typ.WorstCaseData()
+		if err := typ.ValidateData(worst); err != nil {
+			t.Fatalf("%s: worst-case data is not valid data: %v", name, err)
+		}
+		for _, locale := range typ.Locales() {
+			contents := map[string]catalog.Content{}
+			c, err := typ.Render(catalog.KindPush, locale, worst)
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, locale, err)
+			}
+			contents["single"] = c
+			e := newEnv(t)
+			if typ.Digestible {
+				items := make([]map[string]any, catalog.MaxDigestItems)
+				for i := range items {
+					items[i] = worst
+				}
+				d, err := typ.RenderDigestWithin(catalog.KindPush, locale, catalog.DigestData{Count: 25, Items: items}, e.provider.Fits)
+				if err != nil {
+					t.Fatalf("%s %s digest: %v", name, locale, err)
+				}
+				contents["digest"] = d
+			}
+			for kind, c := range contents {
+				subs := e.subscribe(t, 1)
+				m := message(subs, domain.PriorityNormal, time.Time{})
+				m.Notification.ID, m.Notification.Type, m.Type, m.Content = domain.CampaignNotificationID("c"+strings.Repeat("0", 26), "u1"), name, typ, c
+				if _, err := e.provider.Send(context.Background(), m); err != nil {
+					t.Fatalf("%s %s %s: Send = %v, want delivered", name, locale, kind, err)
+				}
+				got := e.sink.MessagesFor(subs[0].ID)
+				if len(got) != 1 {
+					t.Fatalf("%s %s %s: %d messages", name, locale, kind, len(got))
+				}
+				var p catalog.PushPayload
+				if err := json.Unmarshal(got[0].Body, &p); err != nil {
+					t.Fatal(err)
+				}
+				if len(got[0].Body) > webpush.MaxPlaintextSize || p.ID != m.Notification.ID || p.Title == "" {
+					t.Fatalf("%s %s %s: %d bytes, %+v", name, locale, kind, len(got[0].Body), p)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d pushes: is the catalog loaded?", checked)
+	}
+	t.Logf("%d pushes checked", checked)
+}

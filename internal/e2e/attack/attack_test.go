@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,13 @@ func TestIdempotencyStorm(t *testing.T) {
 			for b := range jobs {
 				status, raw, h := request(t, http.MethodPost, "/v1/notifications", b, http.Header{
 					"Content-Type": {"application/json"}, "Idempotency-Key": {key}})
+				// A loaded machine can run an invocation out of time: the
+				// API answers 503 timeout, and a caller retries with the key.
+				for retries := 0; status == http.StatusServiceUnavailable && outcome(raw) == "timeout" && retries < 5; retries++ {
+					time.Sleep(200 * time.Millisecond)
+					status, raw, h = request(t, http.MethodPost, "/v1/notifications", b, http.Header{
+						"Content-Type": {"application/json"}, "Idempotency-Key": {key}})
+				}
 				switch {
 				case status == http.StatusAccepted:
 					var a struct{ ID string }
@@ -233,6 +241,15 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "recipients of no campaign", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":0,"userIds":["` + victim + `"]}`, header: jsonHeader(), status: 404, outcome: "campaign_not_found"},
 		{name: "recipients, negative chunk", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":-1,"userIds":["` + victim + `"]}`, header: jsonHeader(), status: 400, outcome: "invalid_chunk"},
 		{name: "start no campaign", method: "POST", path: "/v1/campaigns/c%27%20OR%201%3D1--/start", status: 404, outcome: "campaign_not_found"},
+		{name: "campaign channels null", method: "POST", path: "/v1/campaigns", body: `{"type":"invoice.payment_failed","channels":null,"data":{"invoiceUrl":"https://example.com/i/9"}}`, header: jsonHeader(), status: 400, outcome: "invalid_type"},
+		{name: "campaign data URL with user info", method: "POST", path: "/v1/campaigns", body: `{"type":"invoice.payment_failed","data":{"invoiceUrl":"https://evil.com@example.com/"}}`, header: jsonHeader(), status: 422, outcome: "invalid_variable"},
+		{name: "campaign email as inline user id", method: "POST", path: "/v1/campaigns", body: `{"type":"invoice.payment_failed","data":{"invoiceUrl":"https://example.com/i/9"},"audience":{"userIds":["` + victim + `","` + use("email address", "gina."+canary+"@corp.example") + `"]}}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "campaign inline user ids null", method: "POST", path: "/v1/campaigns", body: `{"type":"invoice.payment_failed","data":{"invoiceUrl":"https://example.com/i/9"},"audience":{"userIds":null}}`, header: jsonHeader(), status: 400, outcome: "invalid_type"},
+		{name: "campaign gzip-encoded", method: "POST", path: "/v1/campaigns", body: `{"type":"otp.code"}`, header: gz, status: 415, outcome: "unsupported_media_type"},
+		{name: "recipients email as user id", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":0,"userIds":["` + use("email address", "hank."+canary+"@corp.example") + `"]}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "recipients user ids null", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: `{"chunk":0,"userIds":null}`, header: jsonHeader(), status: 400, outcome: "invalid_type"},
+		{name: "recipients as a form", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/recipients", body: "chunk=0", header: form, status: 415, outcome: "unsupported_media_type"},
+		{name: "start with an encoded body", method: "POST", path: "/v1/campaigns/c" + strings.Repeat("0", 26) + "/start", body: "x", header: gz, status: 415, outcome: "unsupported_media_type"},
 		// users
 		{name: "put user email as id", method: "PUT", path: "/v1/users/" + use("email address", "dave."+canary+"@corp.example"), body: `{}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
 		{name: "put user bad phone", method: "PUT", path: "/v1/users/" + victim, body: `{"phone":"` + use("phone number", "+1555"+canary+"9") + `x"}`, header: jsonHeader(), status: 400, outcome: "invalid_phone"},
@@ -271,11 +288,15 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "archive another user's item", method: "POST", path: "/v1/users/" + victim + "/inbox/" + nid + "/archive", token: attacker, status: 404, outcome: "not_found"},
 		{name: "presence without a token", method: "POST", path: "/v1/users/" + victim + "/presence", status: 401, outcome: "gateway: Unauthorized"},
 		{name: "presence for another user", method: "POST", path: "/v1/users/" + victim + "/presence", token: attacker, status: 404, outcome: "not_found"},
+		{name: "presence of an email-shaped subject", method: "POST", path: "/v1/users/" + use("email address", "ivy."+canary+"@corp.example") + "/presence", token: "ivy." + canary + "@corp.example", status: 400, outcome: "invalid_user_id"},
+		{name: "inbox of an email-shaped subject", method: "GET", path: "/v1/users/ivy." + canary + "%40corp.example/inbox", token: "ivy." + canary + "@corp.example", status: 400, outcome: "invalid_user_id"},
+		{name: "presence as text", method: "POST", path: "/v1/users/" + attacker + "/presence", body: "here", header: text, token: attacker, status: 415, outcome: "unsupported_media_type"},
 		{name: "own inbox, bad cursor", method: "GET", path: "/v1/users/" + attacker + "/inbox?cursor=%00%01", token: attacker, status: 400, outcome: "invalid_cursor"},
 		{name: "own inbox, huge limit", method: "GET", path: "/v1/users/" + attacker + "/inbox?limit=100000", token: attacker, status: 400, outcome: "invalid_limit"},
 		{name: "inbox with a service caller's credentials only", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", header: http.Header{devstack.DevCallerHeader: {"svc"}}, status: 401, outcome: "gateway: Unauthorized"},
 		{name: "service route with a user token (grants nothing)", method: "GET", path: "/v1/users/" + victim, token: victim, status: 404, outcome: "user_not_found"},
 		{name: "push config without a token", method: "GET", path: "/v1/push/config", status: 401, outcome: "gateway: Unauthorized"},
+		{name: "push config with an encoded body", method: "GET", path: "/v1/push/config", body: "x", header: gz, token: victim, status: 415, outcome: "unsupported_media_type"},
 		{name: "push config with an expired token", method: "GET", path: "/v1/push/config", header: http.Header{"Authorization": {"Bearer " + stacktest.Stack(t).Token(victim, -time.Minute)}}, status: 401, outcome: "gateway: Unauthorized"},
 		// one-click unsubscribe
 		{name: "unsubscribe GET with a forged token", method: "GET", path: unsub, status: 400, outcome: "unsubscribe_token_invalid"},
@@ -298,6 +319,7 @@ func hostileCorpus(t *testing.T) []hostile {
 func TestHostileRequestsAcrossEveryRoute(t *testing.T) {
 	st := stacktest.Stack(t)
 	corpus := hostileCorpus(t)
+	attacker := stacktest.UniqueID("attacker")
 	covered := map[string]bool{}
 	before, table := sent(t), tableDigest(t)
 	for _, h := range corpus {
@@ -330,6 +352,32 @@ func TestHostileRequestsAcrossEveryRoute(t *testing.T) {
 			t.Errorf("route %s has no hostile request in the corpus", r.Key())
 		}
 	}
+	// Every method a path of the template does not serve is API Gateway's
+	// 404, on routes added later too.
+	methods := map[string]map[string]bool{}
+	for _, r := range st.Template.Routes() {
+		if methods[r.Path] == nil {
+			methods[r.Path] = map[string]bool{}
+		}
+		methods[r.Path][r.Method] = true
+	}
+	unsupported := 0
+	for path, served := range methods {
+		concrete := regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(path, "x1")
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			if served[m] || slices.ContainsFunc(st.Template.Routes(), func(r devstack.Route) bool { return r.Method == m && routeMatches(r.Path, concrete) }) {
+				continue // served, or another route's (GET /v1/notifications/{id} takes "batch")
+			}
+			unsupported++
+			header := jsonHeader()
+			header.Set(devstack.DevCallerHeader, "svc")
+			header.Set("Authorization", "Bearer "+st.Token(attacker, time.Hour))
+			if status, raw, _ := request(t, m, concrete, []byte(`{}`), header); status != 404 || string(raw) != `{"message":"Not Found"}` {
+				t.Errorf("%s %s: %d %s, want API Gateway's 404", m, path, status, trim(raw))
+			}
+		}
+	}
+	t.Logf("%d hostile requests, %d unsupported methods on %d paths", len(corpus), unsupported, len(methods))
 	if after := tableDigest(t); after != table {
 		t.Errorf("the table changed during the corpus: %s → %s", table, after)
 	}
@@ -450,8 +498,10 @@ func TestPoisonMessagesGoToTheDLQ(t *testing.T) {
 		"SmsNormalQueue": {"not json " + tag, `{"notificationId":"` + tag + `-a","channel":"email"}`},
 		"PushHighQueue":  {`{"notificationId":"` + tag + `-b","channel":"push","extra":1}`, `[` + `"` + tag + `-c"]`},
 		"EmailLowQueue":  {`{"notificationId":"","channel":"email","poison":"` + tag + `-d"}`, `{"notificationId":"` + tag + `-e"` + strings.Repeat(" ", 1000) + `}`},
+		// The campaign function's steps: not JSON, and a lot without its chunk.
+		"CampaignQueue": {"not json " + tag + "-f", `{"kind":"lot","campaignId":"` + tag + `-g"}`},
 	}
-	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ"}
+	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ", "CampaignQueue": "CampaignDLQ"}
 	for q, bodies := range poison {
 		stacktest.SendWork(t, q, bodies...)
 	}
@@ -533,6 +583,47 @@ func TestStoredSSRFEndpointIsNeverContacted(t *testing.T) {
 	}
 }
 
+// A campaign to users whose profiles hold an address and a number, and a
+// scheduled notification the scheduler releases, so that the log scan below
+// covers the campaign function's fan-out and the scheduler's release with
+// personal data in play.
+func TestCampaignAndScheduledReleaseSend(t *testing.T) {
+	st := stacktest.Stack(t)
+	var users, addrs []string
+	for i := range 3 {
+		u := stacktest.UniqueID("cmp")
+		addr := email(fmt.Sprintf("cmp%d", i))
+		phone := use("phone number", fmt.Sprintf("+1555%s%d", canary, i))
+		if r := stacktest.Do(t, http.MethodPut, "/v1/users/"+u, map[string]any{"email": addr, "phone": phone}); r.StatusCode/100 != 2 {
+			t.Fatalf("put user: %d %s", r.StatusCode, r.Body)
+		}
+		users, addrs = append(users, u), append(addrs, addr)
+	}
+	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", map[string]any{"type": "invoice.payment_failed", "channels": []string{"email"}, "priority": "high",
+		"data": map[string]any{"invoiceUrl": use("data value", "https://example.com/campaign-"+canary)}, "audience": map[string]any{"userIds": users}})
+	var c struct{ ID string }
+	r.JSON(t, &c)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create campaign: %d %s", r.StatusCode, r.Body)
+	}
+	if r := stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("start campaign: %d %s", r.StatusCode, r.Body)
+	}
+	// Scheduled an hour ahead; the clock then moves past it (last test to
+	// use the stack: nothing after this depends on the time).
+	sendAt := st.Clock.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	later := email("scheduled")
+	body := invoice(stacktest.UniqueID("sched"), later, "scheduled")
+	body["sendAt"] = sendAt.Format(time.RFC3339)
+	id := stacktest.Notify(t, body)
+	waitDelivery(t, id, domain.ChannelEmail, "the scheduled email deferred", func(d *domain.Delivery) bool { return d.Reason == domain.ReasonScheduled })
+	st.Clock.Advance(time.Hour + time.Second)
+	waitDelivery(t, id, domain.ChannelEmail, "the scheduled email released and sent", status(domain.StatusSent))
+	for _, addr := range append(addrs, later) {
+		stacktest.Eventually(t, settle, "an email to "+addr, func() bool { return len(stacktest.EmailsTo(t, addr)) == 1 })
+	}
+}
+
 // Last: every function log line of the run, searched for the personal data
 // the run sent and for anything shaped like an address, a phone number or a
 // push endpoint.
@@ -540,6 +631,16 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 	out := logs.String()
 	if len(out) < 1000 || !strings.Contains(out, `"function":"ApiFunction"`) {
 		t.Fatalf("the capture holds %d bytes: is it working?", len(out))
+	}
+	// The scan covers every function that handled the run's personal data.
+	for _, fn := range []string{"ApiFunction", "RelayFunction", "EmailFunction", "PushFunction", "CampaignFunction", "SchedulerFunction"} {
+		if !strings.Contains(out, `"function":"`+fn+`"`) {
+			t.Errorf("no log line of %s: the scan does not cover it", fn)
+		}
+	}
+	if !strings.Contains(out, `"message":"campaign lot created","function":"CampaignFunction"`) ||
+		!strings.Contains(out, `"message":"deliveries released","function":"SchedulerFunction"`) {
+		t.Errorf("the capture lacks the campaign fan-out or the scheduler's release")
 	}
 	used.Lock()
 	defer used.Unlock()
