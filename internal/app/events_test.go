@@ -20,13 +20,15 @@ import (
 // nothing was lost or invented: the samples are what Lambda sends.
 func TestSampleEventsRoundTrip(t *testing.T) {
 	samples := map[string]func() any{
-		"api-create-notification.json": func() any { return new(events.APIGatewayV2HTTPRequest) },
-		"relay-stream-insert.json":     func() any { return new(events.DynamoDBEvent) },
-		"email-work-message.json":      func() any { return new(events.SQSEvent) },
-		"sms-work-message.json":        func() any { return new(events.SQSEvent) },
-		"push-work-message.json":       func() any { return new(events.SQSEvent) },
-		"scheduler-tick.json":          func() any { return new(events.EventBridgeEvent) },
-		"feedback-ses-bounce.json":     func() any { return new(events.SNSEvent) },
+		"api-create-notification.json":   func() any { return new(events.APIGatewayV2HTTPRequest) },
+		"relay-stream-insert.json":       func() any { return new(events.DynamoDBEvent) },
+		"email-work-message.json":        func() any { return new(events.SQSEvent) },
+		"sms-work-message.json":          func() any { return new(events.SQSEvent) },
+		"push-work-message.json":         func() any { return new(events.SQSEvent) },
+		"scheduler-tick.json":            func() any { return new(events.EventBridgeEvent) },
+		"scheduler-release-message.json": func() any { return new(events.SQSEvent) },
+		"campaign-plan-message.json":     func() any { return new(events.SQSEvent) },
+		"feedback-ses-bounce.json":       func() any { return new(events.SNSEvent) },
 	}
 	files, _ := filepath.Glob("../../events/*.json")
 	if len(files) != len(samples) {
@@ -81,6 +83,36 @@ func TestSampleWorkMessages(t *testing.T) {
 				}
 				if wm.UserID == "" || wm.NotificationID == "" {
 					t.Errorf("body %q: want notificationId and userId", r.Body)
+				}
+				if sum := fmt.Sprintf("%x", md5.Sum([]byte(r.Body))); r.Md5OfBody != sum {
+					t.Errorf("md5OfBody %s, the body's is %s", r.Md5OfBody, sum)
+				}
+			}
+		})
+	}
+}
+
+// TestSampleStepMessages: the scheduler's release sample and the campaign
+// function's sample carry bodies their production decoders accept (a
+// malformed one would only show the DLQ path), with md5OfBody the body's.
+func TestSampleStepMessages(t *testing.T) {
+	samples := map[string]func(body string) error{
+		"scheduler-release-message.json": func(b string) error { _, err := domain.DecodeReleaseMessage(b); return err },
+		"campaign-plan-message.json":     func(b string) error { _, err := domain.DecodeCampaignMessage(b); return err },
+	}
+	for name, decode := range samples {
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("../../events", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev events.SQSEvent
+			if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
+				t.Fatalf("decode: %v (%d records)", err, len(ev.Records))
+			}
+			for _, r := range ev.Records {
+				if err := decode(r.Body); err != nil {
+					t.Errorf("body %q: %v", r.Body, err)
 				}
 				if sum := fmt.Sprintf("%x", md5.Sum([]byte(r.Body))); r.Md5OfBody != sum {
 					t.Errorf("md5OfBody %s, the body's is %s", r.Md5OfBody, sum)

@@ -3,8 +3,12 @@ package devstack
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -228,6 +232,38 @@ func TestTemplateLogging(t *testing.T) {
 		}
 	})
 
+	t.Run("every function's main reads LOG_LEVEL (app.LambdaDeps)", func(t *testing.T) {
+		makefile, err := os.ReadFile("../../Makefile")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := range fns {
+			// sam build runs build-<LogicalId>, which builds ./functions/<name>.
+			m := regexp.MustCompile(`(?m)^build-` + id + `:\n\t.*\s\./functions/(\w+)\s*$`).FindSubmatch(makefile)
+			if m == nil {
+				t.Errorf("%s: no build-%s target building ./functions/<name>", id, id)
+				continue
+			}
+			file := filepath.Join("../../functions", string(m[1]), "main.go")
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			ast.Inspect(f, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "LambdaDeps" {
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "app" {
+						found = true
+					}
+				}
+				return !found
+			})
+			if !found {
+				t.Errorf("%s: %s does not call app.LambdaDeps, whose logger applies LOG_LEVEL", id, file)
+			}
+		}
+	})
+
 	t.Run("a log group per function with LogRetentionDays", func(t *testing.T) {
 		groups := map[string]string{} // LogGroupName → retention
 		for _, r := range doc.Resources {
@@ -407,6 +443,56 @@ func TestSamLocalEnv(t *testing.T) {
 			t.Errorf("env.json Parameters.%s missing: sam local would call AWS", k)
 		}
 	}
+
+	// sam local resolves !Ref of a resource to its logical id ("Table"),
+	// so every variable naming a resource of the stack must be set in
+	// env.json, or the function would address a table or queue that does
+	// not exist. Read from the template, so a function or variable added
+	// later is held to it too.
+	_, doc := unresolvedTemplate(t)
+	// A variable env.json may leave out because another one it sets takes
+	// precedence in the code.
+	supersededBy := map[string]string{"UNSUBSCRIBE_SECRET_ARN": "UNSUBSCRIBE_SECRET"}
+	for id, r := range doc.Resources {
+		if r.Type != "AWS::Serverless::Function" {
+			continue
+		}
+		if _, ok := envFile[id]; !ok {
+			t.Errorf("env.json has no %s section", id)
+		}
+		env, _ := r.Properties["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		for k, v := range vars {
+			res := referencedResource(jsonString(v), doc.Resources)
+			if res == "" {
+				continue
+			}
+			if _, ok := envFile[id][k]; ok {
+				continue
+			}
+			if other := supersededBy[k]; other != "" && envFile[id][other] != "" {
+				continue
+			}
+			t.Errorf("env.json %s.%s missing: the template sets it from %s, which sam local would pass as the logical id", id, k, res)
+		}
+	}
+}
+
+// referencedResource returns a resource of the stack that an unresolved
+// value refers to (Ref, Fn::GetAtt, or ${Id} / ${Id.Attr} in Fn::Sub), or "".
+func referencedResource[R any](value string, resources map[string]R) string {
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`"Ref":"(\w+)"`),
+		regexp.MustCompile(`"Fn::GetAtt":\[?"(\w+)`),
+		regexp.MustCompile(`\$\{(\w+)[.}]`),
+	} {
+		for _, m := range re.FindAllStringSubmatch(value, -1) {
+			if _, ok := resources[m[1]]; ok {
+				return m[1]
+			}
+		}
+	}
+	return ""
 }
 
 func TestBuildConfiguration(t *testing.T) {
@@ -446,17 +532,172 @@ func TestBuildConfiguration(t *testing.T) {
 }
 
 // TestCfnLint runs cfn-lint (informational findings included) when it is
-// installed; `make deps` does not install it, CI images and the README's
-// deploy prerequisites do.
+// installed: the virtualenv `make deps` makes when the machine's python3
+// lacks the pinned version (scripts/iam/python-deps.sh), else the PATH's.
 func TestCfnLint(t *testing.T) {
-	if _, err := exec.LookPath("cfn-lint"); err != nil {
-		t.Skip("cfn-lint not installed")
+	lint, err := filepath.Abs("../../.cache/python/bin/cfn-lint")
+	if _, serr := os.Stat(lint); err != nil || serr != nil {
+		if lint, err = exec.LookPath("cfn-lint"); err != nil {
+			t.Skip("cfn-lint not installed (make deps)")
+		}
 	}
-	cmd := exec.Command("cfn-lint", "--include-checks", "I", "--", "template.yaml")
+	cmd := exec.Command(lint, "--include-checks", "I", "--", "template.yaml")
 	cmd.Dir = "../.."
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Errorf("cfn-lint --include-checks I template.yaml: %v\n%s", err, out.String())
+	}
+}
+
+// TestSampleEventsCoverEverySource: for `sam local invoke`, events/ holds a
+// sample of every kind of event each function of the template receives
+// (HTTP API, stream, queue, SNS, schedule), named <function>-*.json, read
+// from the template so that a function or event source added later needs
+// its sample too. (internal/app's tests decode each sample into its
+// aws-lambda-go type and its bodies with the production decoders.)
+func TestSampleEventsCoverEverySource(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	kindOf := func(raw []byte) string {
+		var ev struct {
+			RouteKey   string `json:"routeKey"`
+			DetailType string `json:"detail-type"`
+			Records    []struct {
+				EventSource  string `json:"eventSource"`
+				SNSSource    string `json:"EventSource"`
+				DynamoStream struct {
+					StreamViewType string
+				} `json:"dynamodb"`
+			}
+		}
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return ""
+		}
+		switch {
+		case ev.RouteKey != "":
+			return "HttpApi"
+		case ev.DetailType == "Scheduled Event":
+			return "Schedule"
+		case len(ev.Records) > 0 && ev.Records[0].SNSSource == "aws:sns":
+			return "SNS"
+		case len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs":
+			return "SQS"
+		case len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:dynamodb":
+			return "DynamoDB:" + ev.Records[0].DynamoStream.StreamViewType
+		}
+		return ""
+	}
+	table, _ := doc.Resources["Table"].Properties["StreamSpecification"].(map[string]any)
+	want := map[string]map[string]bool{} // function → event kinds it receives
+	add := func(fn, kind string) {
+		if want[fn] == nil {
+			want[fn] = map[string]bool{}
+		}
+		want[fn][kind] = true
+	}
+	for id, r := range doc.Resources {
+		switch r.Type {
+		case "AWS::Serverless::Function":
+			add(id, "") // at least one sample
+			events, _ := r.Properties["Events"].(map[string]any)
+			for _, e := range events {
+				typ, _ := e.(map[string]any)["Type"].(string)
+				add(id, typ)
+			}
+		case "AWS::Lambda::EventSourceMapping":
+			fn := regexp.MustCompile(`^\{"Ref":"(\w+)"\}$`).FindStringSubmatch(jsonString(r.Properties["FunctionName"]))
+			if fn == nil {
+				t.Errorf("%s: FunctionName %s is not a Ref to a function", id, jsonString(r.Properties["FunctionName"]))
+				continue
+			}
+			src := jsonString(r.Properties["EventSourceArn"])
+			switch {
+			case strings.Contains(src, "StreamArn"):
+				add(fn[1], "DynamoDB:"+jsonString(table["StreamViewType"]))
+			case regexp.MustCompile(`"Fn::GetAtt":\[?"\w+`).MatchString(src) && strings.Contains(src, "Arn"):
+				add(fn[1], "SQS")
+			default:
+				t.Errorf("%s: event source %s: which sample kind is it?", id, src)
+			}
+		}
+	}
+	files, _ := filepath.Glob("../../events/*.json")
+	have := map[string]map[string]bool{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(f)
+		kind := kindOf(raw)
+		if kind == "" {
+			t.Errorf("events/%s: not an event any function of the template receives", name)
+		}
+		stem, _, _ := strings.Cut(name, "-")
+		fn := ""
+		for id := range want {
+			if strings.EqualFold(strings.TrimSuffix(id, "Function"), stem) {
+				fn = id
+			}
+		}
+		if fn == "" {
+			t.Errorf("events/%s: no function %q in the template", name, stem)
+			continue
+		}
+		if have[fn] == nil {
+			have[fn] = map[string]bool{"": true}
+		}
+		have[fn][kind] = true
+	}
+	for fn, kinds := range want {
+		for kind := range kinds {
+			if !have[fn][kind] {
+				t.Errorf("events/: no sample %s for %s (events/%s-….json)", kind, fn, strings.ToLower(strings.TrimSuffix(fn, "Function")))
+			}
+		}
+	}
+}
+
+// TestDeployWalkthrough: README's "Deploying to AWS" names every parameter
+// `sam deploy --guided` asks for, and every output a deployer needs there:
+// the API URL and alarm topic, and each retained resource (table, DLQs) its
+// teardown must remove by hand. Read from the template, so a parameter or
+// DLQ added later needs its line.
+func TestDeployWalkthrough(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Deploying to AWS\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Deploying to AWS" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, doc := unresolvedTemplate(t)
+	for name := range doc.Parameters {
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("README deploy walkthrough does not name parameter `%s`", name)
+		}
+	}
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := []string{"ApiUrl", "AlarmNotificationTopic"}
+	for name, o := range tm.Outputs {
+		value := jsonString(o)
+		for id, r := range doc.Resources {
+			if r.DeletionPolicy == "Retain" && strings.Contains(value, "${ref:"+id+"}") {
+				outputs = append(outputs, name)
+			}
+		}
+	}
+	if len(outputs) < 9 {
+		t.Errorf("outputs of retained resources: %v, want the table and every DLQ", outputs)
+	}
+	for _, name := range outputs {
+		if !strings.Contains(section, name) {
+			t.Errorf("README deploy walkthrough does not name output %s", name)
+		}
 	}
 }

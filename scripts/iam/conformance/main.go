@@ -4,10 +4,12 @@
 // calls Lambda itself makes with the roles, and lists the grants nothing
 // exercised. It exits 1 on any denial or unexplained grant.
 //
-//	go run ./scripts/iam/conformance -seen .cache/iam/seen [-remove Function:action …]
+//	go run ./scripts/iam/conformance -seen .cache/iam/seen [-remove Function:action …] [-cover "pkg …"]
 //
 // -remove checks against a copy of the template without that permission
-// (how to see the check fail).
+// (how to see the check fail). -cover names the e2e packages `make
+// aws-check` records from; with the records of every package (`make test`)
+// it fails on a call that only a package left out of them makes.
 package main
 
 import (
@@ -40,14 +42,15 @@ func main() {
 	justified := flag.String("justified", "scripts/iam/unexercised.txt", "grants kept though no local run exercises them")
 	var remove removals
 	flag.Var(&remove, "remove", "Function:service:Action to remove from a copy of the template first (repeatable)")
+	cover := flag.String("cover", "", "space-separated e2e packages (internal/e2e/…) that must make every call the records hold")
 	flag.Parse()
-	if err := run(*root, *seen, *justified, remove); err != nil {
+	if err := run(*root, *seen, *justified, remove, strings.Fields(*cover)); err != nil {
 		fmt.Fprintln(os.Stderr, "iam conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, seen, justifiedPath string, remove removals) error {
+func run(root, seen, justifiedPath string, remove removals, cover []string) error {
 	tmpl := filepath.Join(root, "template.yaml")
 	if len(remove) > 0 {
 		raw, err := os.ReadFile(tmpl)
@@ -95,6 +98,16 @@ func run(root, seen, justifiedPath string, remove removals) error {
 	rep.Write(os.Stdout)
 	if !rep.OK() {
 		return fmt.Errorf("template.yaml's roles do not match what the functions call (see above)")
+	}
+	if len(cover) > 0 {
+		missed := iam.Uncovered(records, cover, justified)
+		for _, f := range missed {
+			fmt.Printf("  NOT IN AWS-CHECK %s %s on %s: only %s make it\n", f.Function, f.Action, f.Resource, strings.Join(f.Sources, ", "))
+		}
+		if len(missed) > 0 {
+			return fmt.Errorf("make aws-check records from %s, which miss %d calls: record from a package above too (IAM_E2E_SKIP in the Makefile)", strings.Join(cover, " "), len(missed))
+		}
+		fmt.Printf("make aws-check's packages make every call seen: %s\n", strings.Join(cover, " "))
 	}
 	fmt.Println("IAM conformance: OK")
 	return nil
