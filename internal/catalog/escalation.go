@@ -89,18 +89,21 @@ func escalationDuration(s string) (time.Duration, error) {
 }
 
 // lintEscalation: a mandatory or high-priority type must reach the user
-// outside the app, so its only external channel may not be conditional on
-// presence or read state.
+// outside the app, so at least one of its external channels may not be
+// conditional on presence or read state (the rule is about the only
+// external channel; a type whose every external channel is conditional can
+// miss the user the same way).
 func (t *Type) lintEscalation() []error {
 	if !t.Mandatory && t.Priority != domain.PriorityHigh {
 		return nil
 	}
-	if len(t.Channels) != 1 {
-		return nil
+	for _, ch := range t.Channels {
+		if !t.EscalationOf(ch).Conditional() {
+			return nil
+		}
 	}
-	ch := t.Channels[0]
-	if t.EscalationOf(ch).Conditional() {
-		return []error{fmt.Errorf("%s escalation.%s: unlessActiveWithin/unlessRead on the only external channel of a mandatory or high-priority type", t.Name, ch)}
+	if len(t.Channels) == 1 {
+		return []error{fmt.Errorf("%s escalation.%s: unlessActiveWithin/unlessRead on the only external channel of a mandatory or high-priority type", t.Name, t.Channels[0])}
 	}
-	return nil
+	return []error{fmt.Errorf("%s escalation: unlessActiveWithin/unlessRead on every external channel (%v) of a mandatory or high-priority type; keep one unconditional", t.Name, t.Channels)}
 }

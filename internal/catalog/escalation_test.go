@@ -48,6 +48,8 @@ func TestEscalationParsesAndLints(t *testing.T) {
 			escalation: "  email: {after: 5m, unlessRead: true}", wantLint: "only external channel"},
 		{name: "mandatory, only external channel delayed", priority: "normal", mandatory: "true", channels: "[email]",
 			escalation: "  email: {after: 5m}"},
+		{name: "mandatory, every external channel conditional", priority: "normal", mandatory: "true", channels: "[push, email]",
+			escalation: "  push: {unlessActiveWithin: 2m}\n  email: {after: 30m, unlessRead: true}", wantLint: "every external channel"},
 		{name: "high priority, a second channel stays unconditional", priority: "high", mandatory: "false", channels: "[push, email]",
 			escalation: "  push: {unlessActiveWithin: 2m}"},
 		{name: "channel not in channels", priority: "normal", mandatory: "false", channels: "[push]",

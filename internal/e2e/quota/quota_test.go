@@ -144,26 +144,12 @@ func TestBulkPacedHighFlows(t *testing.T) {
 	})
 	bulkDone := time.Since(bulkQueued)
 
-	// High priority never waits behind the bulk backlog for quota: behind it,
-	// a high email would wait for the ~15 s of bulk still queued. The bound
-	// is generous (idle + one 5 s quota span) because every package's stack
-	// shares two cores under make test; the figures themselves are logged
-	// below and measured in docs/benchmarks.md, not asserted to the
-	// millisecond.
-	limit := idle.queued + policy.QuotaSpan
-	for i, h := range high {
-		if h.queued > limit {
-			t.Errorf("high email %d took %s from queued to sent, over idle %s + five windows (limit %s): it waited behind bulk", i, h.queued, idle.queued, limit)
-		}
-		if h.d != nil && h.d.Attempts != 1 {
-			t.Errorf("high email %d: %d attempts, want 1", i, h.d.Attempts)
-		}
-	}
-
 	// Every email exactly once; bulk paced by the SES emulator's clock.
 	// perSecond counts bulk by the emulator's receive stamp (whole seconds).
 	perSecond := map[int64]int{}
 	byAddr := map[string]int{}
+	highAt := map[string]int64{} // high address → emulator receive second
+	var lastBulk int64
 	for _, e := range emailsSince(t, since) {
 		for _, to := range e.Destination.To {
 			if !strings.HasPrefix(to, run+"-") {
@@ -172,6 +158,9 @@ func TestBulkPacedHighFlows(t *testing.T) {
 			byAddr[to]++
 			if strings.HasPrefix(to, run+"-b") {
 				perSecond[e.At]++
+				lastBulk = max(lastBulk, e.At)
+			} else {
+				highAt[to] = e.At
 			}
 		}
 	}
@@ -183,6 +172,28 @@ func TestBulkPacedHighFlows(t *testing.T) {
 	for i := range highN {
 		if addr := fmt.Sprintf("%s-h%02d@example.com", run, i); byAddr[addr] != 1 {
 			t.Errorf("%s received %d emails, want 1", addr, byAddr[addr])
+		}
+	}
+	// High priority never waits behind the bulk backlog for quota: behind it,
+	// a high email would wait for the ~15 s of bulk still queued. The bound
+	// is generous (idle + one 5 s quota span) because every package's stack
+	// shares two cores under make test; a high email over it fails the test
+	// only if it also reached SES in or after the last bulk email's second,
+	// which is what waiting behind the backlog looks like (a loaded machine
+	// slows both, so the order is the robust part). The figures themselves
+	// are logged below and measured in docs/benchmarks.md.
+	limit := idle.queued + policy.QuotaSpan
+	for i, h := range high {
+		addr := fmt.Sprintf("%s-h%02d@example.com", run, i)
+		if h.queued > limit {
+			if at, ok := highAt[addr]; !ok || at >= lastBulk {
+				t.Errorf("high email %d took %s from queued to sent (limit %s: idle %s + five windows) and reached SES at %d, not before the last bulk email (%d): it waited behind bulk", i, h.queued, limit, idle.queued, at, lastBulk)
+			} else {
+				t.Logf("high email %d took %s from queued to sent, over idle + five windows, yet reached SES %d s before the last bulk email: the machine, not the backlog, slowed it", i, h.queued, lastBulk-at)
+			}
+		}
+		if h.d != nil && h.d.Attempts != 1 {
+			t.Errorf("high email %d: %d attempts, want 1", i, h.d.Attempts)
 		}
 	}
 	q := policy.SendQuota{Rate: emailRate, BulkShare: bulkShare}
