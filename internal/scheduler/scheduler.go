@@ -53,13 +53,19 @@ type ReleaseQueue interface {
 	EnqueueReleases(ctx context.Context, parts []domain.DuePartition) error
 }
 
+// Visibility changes when a received release message is next visible.
+type Visibility interface {
+	SetVisibility(ctx context.Context, queueARN, receiptHandle string, timeout time.Duration) error
+}
+
 // Handler is the scheduler Lambda handler (both triggers).
 type Handler struct {
-	store    Store
-	pub      Publisher
-	releases ReleaseQueue
-	now      func() time.Time
-	log      *slog.Logger
+	store      Store
+	pub        Publisher
+	releases   ReleaseQueue
+	visibility Visibility
+	now        func() time.Time
+	log        *slog.Logger
 	// pageSize bounds one query; a release drains pages until nothing is
 	// due, its time budget ends, or a page holds only stale entries.
 	pageSize int32
@@ -79,15 +85,17 @@ type Handler struct {
 	metrics metrics.Recorder
 }
 
-// Deps are the scheduler's collaborators. Store, Publisher, Releases, Now
-// and Log are required.
+// Deps are the scheduler's collaborators. Store, Publisher, Releases,
+// Visibility, Now and Log are required.
 type Deps struct {
 	Store     Store
 	Publisher Publisher
 	// Releases takes the tick's release messages (the release queue).
 	Releases ReleaseQueue
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Visibility makes a malformed release message visible again at once.
+	Visibility Visibility
+	Now        func() time.Time
+	Log        *slog.Logger
 	// Metrics counts released deliveries as Enqueued (by channel and
 	// priority), flushed once per invocation; nil records nothing.
 	Metrics metrics.Recorder
@@ -95,7 +103,7 @@ type Deps struct {
 
 // New wires a scheduler.
 func New(d Deps) *Handler {
-	h := &Handler{store: d.Store, pub: d.Publisher, releases: d.Releases, now: d.Now, log: d.Log, pageSize: 100, concurrency: 32,
+	h := &Handler{store: d.Store, pub: d.Publisher, releases: d.Releases, visibility: d.Visibility, now: d.Now, log: d.Log, pageSize: 100, concurrency: 32,
 		maxRate: 800, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
@@ -181,23 +189,37 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 }
 
 // HandleRelease releases the partition named by each release message. A
-// malformed message fails alone (the queue's redrive parks it in the DLQ); a
+// malformed message fails alone and is made visible again at once, so the
+// queue's redrive parks it in the DLQ after maxReceiveCount quick receives; a
 // store failure fails its message, which comes back after the visibility
 // timeout (the next tick also finds the partition again).
 func (h *Handler) HandleRelease(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer h.metrics.Flush(ctx)
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
-		p, err := decodeRelease(rec.Body)
-		if err == nil {
-			_, err = h.Release(ctx, p)
-		}
-		if err != nil {
-			h.log.ErrorContext(ctx, "release failed", "messageId", rec.MessageId, "error", err)
+		if err := h.releaseOne(ctx, rec); err != nil {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
 	}
 	return resp, nil
+}
+
+func (h *Handler) releaseOne(ctx context.Context, rec events.SQSMessage) error {
+	p, err := decodeRelease(rec.Body)
+	if err != nil {
+		// Visible again at once: the redrive parks it in the DLQ after
+		// maxReceiveCount receives instead of as many visibility timeouts.
+		h.log.ErrorContext(ctx, "malformed release message", "messageId", rec.MessageId, "outcome", "malformed", "error", err)
+		if verr := h.visibility.SetVisibility(ctx, rec.EventSourceARN, rec.ReceiptHandle, 0); verr != nil {
+			h.log.WarnContext(ctx, "change visibility failed", "messageId", rec.MessageId, "error", verr)
+		}
+		return err
+	}
+	if _, err := h.Release(ctx, p); err != nil {
+		h.log.ErrorContext(ctx, "release failed", "messageId", rec.MessageId, "error", err)
+		return err
+	}
+	return nil
 }
 
 // ErrMalformedRelease marks a release message that names no partition.

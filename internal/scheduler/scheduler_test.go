@@ -28,6 +28,8 @@ type memStore struct {
 	queries    int
 	probes     int
 	watermark  time.Time
+	// listErr fails every ListDue (a store outage).
+	listErr error
 }
 
 func key(id string, c domain.Channel) string { return id + "/" + string(c) }
@@ -75,6 +77,9 @@ func (s *memStore) ListDue(_ context.Context, p domain.DuePartition, now time.Ti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queries++
+	if s.listErr != nil {
+		return nil, s.listErr
+	}
 	out := s.due(p, now)
 	return out[:min(len(out), int(limit))], nil
 }
@@ -152,8 +157,28 @@ func (r *memReleases) EnqueueReleases(ctx context.Context, parts []domain.DuePar
 
 func newHandler(st *memStore, pub *memPublisher) (*Handler, *memReleases) {
 	rel := &memReleases{}
-	rel.h = New(Deps{Store: st, Publisher: pub, Releases: rel, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	rel.h = New(Deps{Store: st, Publisher: pub, Releases: rel, Visibility: &fakeVisibility{}, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return rel.h, rel
+}
+
+// fakeVisibility records the visibility each receipt handle was given.
+type fakeVisibility struct {
+	mu  sync.Mutex
+	set map[string]time.Duration
+	// arns are the queue ARNs named, one per call.
+	arns []string
+	err  error
+}
+
+func (v *fakeVisibility) SetVisibility(_ context.Context, queueARN, receipt string, d time.Duration) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.set == nil {
+		v.set = map[string]time.Duration{}
+	}
+	v.set[receipt] = d
+	v.arns = append(v.arns, queueARN)
+	return v.err
 }
 
 // run is one tick with its releases; it returns how many deliveries were
@@ -362,5 +387,67 @@ func TestReleasePacing(t *testing.T) {
 	// Pages of 100: the third page may start only after 200 ms.
 	if el := time.Since(start); el < 200*time.Millisecond {
 		t.Errorf("300 released in %v, faster than 1,000/s", el)
+	}
+}
+
+// A malformed release message is made visible again at once (the redrive
+// parks it after maxReceiveCount quick receives); a store failure leaves the
+// visibility timeout to run (the next tick finds the partition anyway).
+func TestHandleReleaseVisibility(t *testing.T) {
+	const queueARN = "arn:aws:sqs:eu-west-1:123456789012:herald-ReleaseQueue"
+	due := deferred("a", now.Add(-time.Minute))
+	good, _ := json.Marshal(partitionOf(due))
+	tests := []struct {
+		name       string
+		body       string
+		storeErr   error
+		visErr     error
+		wantFailed bool
+		// wantVisibility is the visibility set, nil for untouched.
+		wantVisibility *time.Duration
+		wantQueued     bool
+	}{
+		{name: "not json", body: "{", wantFailed: true, wantVisibility: new(time.Duration(0))},
+		{name: "no bucket", body: `{"shard":1}`, wantFailed: true, wantVisibility: new(time.Duration(0))},
+		{name: "unknown field", body: `{"bucket":"2026-03-02T11:00:00Z","shard":1,"x":1}`, wantFailed: true, wantVisibility: new(time.Duration(0))},
+		{name: "malformed, visibility change fails: still failed", body: "{", visErr: errors.New("injected visibility failure"),
+			wantFailed: true, wantVisibility: new(time.Duration(0))},
+		{name: "store failure waits out the visibility timeout", body: string(good), storeErr: errors.New("injected store failure"), wantFailed: true},
+		{name: "good", body: string(good), wantQueued: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &memStore{deliveries: map[string]*domain.Delivery{key("a", domain.ChannelEmail): deferred("a", due.DueAt)}, listErr: tt.storeErr}
+			pub := &memPublisher{}
+			h, _ := newHandler(st, pub)
+			vis := &fakeVisibility{err: tt.visErr}
+			h.visibility = vis
+			resp, err := h.HandleRelease(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
+				{MessageId: "m1", ReceiptHandle: "r1", Body: tt.body, EventSource: "aws:sqs", EventSourceARN: queueARN},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := len(resp.BatchItemFailures) == 1 && resp.BatchItemFailures[0].ItemIdentifier == "m1"
+			if failed != tt.wantFailed || len(resp.BatchItemFailures) > 1 {
+				t.Errorf("batch item failures %v, want failed %v", resp.BatchItemFailures, tt.wantFailed)
+			}
+			got, set := vis.set["r1"]
+			switch {
+			case tt.wantVisibility == nil && set:
+				t.Errorf("visibility set to %v, want it untouched", got)
+			case tt.wantVisibility != nil && (!set || got != *tt.wantVisibility):
+				t.Errorf("visibility %v (set %v), want %v", got, set, *tt.wantVisibility)
+			case set && (len(vis.arns) != 1 || vis.arns[0] != queueARN):
+				t.Errorf("visibility changed on %v, want once on %s", vis.arns, queueARN)
+			}
+			wantSent := 0
+			if tt.wantQueued {
+				wantSent = 1
+			}
+			if queued := st.deliveries[key("a", domain.ChannelEmail)].Status == domain.StatusQueued; queued != tt.wantQueued || len(pub.sent) != wantSent {
+				t.Errorf("queued %v with %d sent, want %v", queued, len(pub.sent), tt.wantQueued)
+			}
+		})
 	}
 }

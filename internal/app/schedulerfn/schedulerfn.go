@@ -14,11 +14,13 @@ var (
 	_ scheduler.Store        = (*dynamo.Store)(nil)
 	_ scheduler.Publisher    = (*queue.Publisher)(nil)
 	_ scheduler.ReleaseQueue = (*queue.Releases)(nil)
+	_ scheduler.Visibility   = (*queue.Visibility)(nil)
 )
 
 // New wires the scheduler function: its tick sends release messages to the
 // release queue (RELEASE_QUEUE_URL); its releases publish released
-// deliveries to the nine queues named in the environment.
+// deliveries to the nine queues named in the environment; a malformed release
+// message is made visible again at once (it reaches the DLQ sooner).
 func New(d app.Deps) (*scheduler.Handler, error) {
 	st, err := d.Store()
 	if err != nil {
@@ -35,5 +37,5 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
 	pub := queue.NewPublisher(client, urls)
 	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
-	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
+	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
 }
