@@ -490,7 +490,10 @@ func mustBytes(b []byte, err error) []byte {
 }
 
 // Poison work messages go to their DLQ after MaxReceiveCount receives, and
-// send nothing.
+// send nothing. Each function makes a malformed message visible again at
+// once, so the receives follow each other: the release queue keeps its
+// template settings (visibility 360 s, maxReceiveCount 3), and a message left
+// to its visibility timeout would take 12 minutes, far past settle.
 func TestPoisonMessagesGoToTheDLQ(t *testing.T) {
 	before := sent(t)
 	tag := "poison-" + canary
@@ -500,8 +503,11 @@ func TestPoisonMessagesGoToTheDLQ(t *testing.T) {
 		"EmailLowQueue":  {`{"notificationId":"","channel":"email","poison":"` + tag + `-d"}`, `{"notificationId":"` + tag + `-e"` + strings.Repeat(" ", 1000) + `}`},
 		// The campaign function's steps: not JSON, and a lot without its chunk.
 		"CampaignQueue": {"not json " + tag + "-f", `{"kind":"lot","campaignId":"` + tag + `-g"}`},
+		// The scheduler's release messages: not JSON, and a partition with
+		// an unknown field.
+		"ReleaseQueue": {"not json " + tag + "-h", `{"bucket":"2026-03-02T11:00:00Z","shard":1,"poison":"` + tag + `-i"}`},
 	}
-	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ", "CampaignQueue": "CampaignDLQ"}
+	dlqOf := map[string]string{"SmsNormalQueue": "SmsDLQ", "PushHighQueue": "PushDLQ", "EmailLowQueue": "EmailDLQ", "CampaignQueue": "CampaignDLQ", "ReleaseQueue": "ReleaseDLQ"}
 	for q, bodies := range poison {
 		stacktest.SendWork(t, q, bodies...)
 	}
