@@ -5,14 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/client"
-	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 )
 
@@ -108,14 +106,7 @@ var clientMethods = map[string]routeCall{
 // stand-in that records the request, which must match its route's method and
 // path pattern.
 func TestEveryServiceRouteHasAClientMethod(t *testing.T) {
-	root, err := stacktest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := stacktest.RepoTemplate(t)
 	service := map[string]bool{}
 	for _, r := range tmpl.Routes() {
 		if r.Auth == "AWS_IAM" {

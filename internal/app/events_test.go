@@ -68,14 +68,7 @@ func TestSampleEventsRoundTrip(t *testing.T) {
 func TestSampleWorkMessages(t *testing.T) {
 	for _, c := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, domain.ChannelPush} {
 		t.Run(string(c), func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("../../events", string(c)+"-work-message.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev events.SQSEvent
-			if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
-				t.Fatalf("decode: %v (%d records)", err, len(ev.Records))
-			}
+			ev := sqsSample(t, string(c)+"-work-message.json")
 			for _, r := range ev.Records {
 				wm, err := domain.DecodeWorkMessage(r.Body, c)
 				if err != nil {
@@ -102,14 +95,7 @@ func TestSampleStepMessages(t *testing.T) {
 	}
 	for name, decode := range samples {
 		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join("../../events", name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ev events.SQSEvent
-			if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
-				t.Fatalf("decode: %v (%d records)", err, len(ev.Records))
-			}
+			ev := sqsSample(t, name)
 			for _, r := range ev.Records {
 				if err := decode(r.Body); err != nil {
 					t.Errorf("body %q: %v", r.Body, err)
@@ -161,4 +147,18 @@ func prune(v any) any {
 		return nil
 	}
 	return v
+}
+
+// sqsSample reads events/<name> as an SQS event with at least one record.
+func sqsSample(t *testing.T, name string) events.SQSEvent {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("../../events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(raw, &ev); err != nil || len(ev.Records) == 0 {
+		t.Fatalf("decode %s: %v (%d records)", name, err, len(ev.Records))
+	}
+	return ev
 }

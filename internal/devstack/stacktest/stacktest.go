@@ -122,6 +122,21 @@ func Stack(t testing.TB) *devstack.Stack {
 	return current
 }
 
+// RepoTemplate loads the repository's template.yaml (no parameter
+// overrides), failing the test if it cannot.
+func RepoTemplate(t testing.TB) *devstack.Template {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
 // RepoRoot finds the directory holding go.mod, upwards from the working directory.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()

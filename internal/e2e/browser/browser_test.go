@@ -508,14 +508,7 @@ func (p *pageRequests) add(r *network.Request) {
 // service routes, and only to register and remove push subscriptions.
 func (p *pageRequests) checkOnlyUserRoutes(t *testing.T, apiURL string) {
 	t.Helper()
-	root, err := stacktest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := stacktest.RepoTemplate(t)
 	routes := tmpl.Routes()
 	p.mu.Lock()
 	defer p.mu.Unlock()
