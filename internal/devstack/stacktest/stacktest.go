@@ -326,3 +326,21 @@ func SendWork(t testing.TB, queueID string, bodies ...string) {
 		t.Fatalf("send to %s: %v %v", queueID, err, out)
 	}
 }
+
+// PeekQueue returns the bodies of up to ten messages of the template queue
+// queueID (e.g. "EmailDLQ") without consuming them (visibility 0: they stay).
+func PeekQueue(t testing.TB, queueID string) []string {
+	t.Helper()
+	st := Stack(t)
+	out, err := sqs.NewFromConfig(st.AWS).ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(st.Resources.Queues[queueID].URL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := make([]string, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		bodies = append(bodies, aws.ToString(m.Body))
+	}
+	return bodies
+}

@@ -1,12 +1,8 @@
 package campaignscale
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
@@ -41,72 +36,12 @@ func store(t testing.TB) *dynamo.Store {
 	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
 }
 
-// errRetryable is an answer a caller retries: 5xx, 429 or no answer.
-var errRetryable = errors.New("retryable")
-
-// call sends one request to the stack's API as the dev caller and answers
-// its status and body; 5xx, 429 and network errors are retried with backoff
-// (up to ~30 s) as a real caller would, since a loaded machine answers some
-// with a timeout. Safe from any goroutine: it never calls t.Fatal.
-func call(ctx context.Context, apiURL, method, path string, body any, headers ...string) (int, []byte, error) {
-	var raw []byte
-	if body != nil {
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
-			return 0, nil, err
-		}
-	}
-	var last error
-	for attempt := range 10 {
-		if attempt > 0 {
-			time.Sleep(min(100*time.Millisecond<<attempt, 5*time.Second))
-		}
-		req, err := http.NewRequestWithContext(ctx, method, apiURL+path, bytes.NewReader(raw))
-		if err != nil {
-			return 0, nil, err
-		}
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for _, h := range headers {
-			k, v, _ := strings.Cut(h, ":")
-			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			last = fmt.Errorf("%s %s: %w: %w", method, path, errRetryable, err)
-			continue
-		}
-		out, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			last = fmt.Errorf("%s %s: read: %w: %w", method, path, errRetryable, err)
-			continue
-		}
-		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			last = fmt.Errorf("%s %s: %d %s: %w", method, path, resp.StatusCode, out, errRetryable)
-			continue
-		}
-		return resp.StatusCode, out, nil
-	}
-	return 0, nil, last
-}
-
-// mustCall is call from the test goroutine, failing unless the status is want.
-func mustCall(t testing.TB, want int, method, path string, body any, v any, headers ...string) {
-	t.Helper()
-	status, raw, err := call(context.Background(), stacktest.Stack(t).APIURL, method, path, body, headers...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if status != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, status, raw, want)
-	}
-	if v != nil {
-		if err := json.Unmarshal(raw, v); err != nil {
-			t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
+// heraldClient is the Go client for the stack's API as the dev caller,
+// retrying 5xx, 429 and network errors for up to ~30 s with the same
+// idempotency key, as a caller on a loaded machine would. Safe from any
+// goroutine.
+func heraldClient(t testing.TB) *client.Client {
+	return stacktest.Client(t, "", client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 10, Base: 200 * time.Millisecond, Max: 5 * time.Second}))
 }
 
 // forEach runs f for 0..n-1 on parallel goroutines and returns the first
@@ -139,18 +74,6 @@ func forEach(n int, f func(i int) error) error {
 	return first
 }
 
-// campaign is GET /v1/campaigns/{id}'s answer (brief-campaigns contract).
-type campaign struct {
-	ID         string `json:"id"`
-	Status     string `json:"status"`
-	Recipients int    `json:"recipients"`
-	Notified   int    `json:"notified"`
-	Sent       int    `json:"sent"`
-	Skipped    int    `json:"skipped"`
-	Failed     int    `json:"failed"`
-	Dropped    int    `json:"dropped"`
-}
-
 // email is one message the SES emulator received, stamped in whole seconds.
 type email struct {
 	At          int64 `json:"at"`
@@ -175,18 +98,13 @@ type alertTimes struct {
 
 // sendAlert sends a security.login_alert to user and waits until its email
 // delivery is sent (up to timeout). Safe from any goroutine.
-func sendAlert(t testing.TB, s *dynamo.Store, apiURL, user string, timeout time.Duration) alertTimes {
+func sendAlert(hc *client.Client, s *dynamo.Store, user string, timeout time.Duration) alertTimes {
 	ctx := context.Background()
 	start := time.Now()
-	body := map[string]any{"type": "security.login_alert", "recipient": map[string]any{"userId": user, "email": user + "@example.com"},
-		"channels": []string{"email"}, "data": map[string]any{"url": "https://example.com/s"}}
-	status, raw, err := call(ctx, apiURL, http.MethodPost, "/v1/notifications", body, "Idempotency-Key: "+user)
-	if err != nil || status != http.StatusAccepted {
-		return alertTimes{err: fmt.Errorf("alert %s: %d %s %v", user, status, raw, err)}
-	}
-	var accepted struct{ ID string }
-	if err := json.Unmarshal(raw, &accepted); err != nil {
-		return alertTimes{err: err}
+	accepted, err := hc.Send(ctx, client.Notification{Type: "security.login_alert", Recipient: client.Recipient{UserID: user, Email: user + "@example.com"},
+		Channels: []string{"email"}, Data: map[string]string{"url": "https://example.com/s"}, IdempotencyKey: user})
+	if err != nil {
+		return alertTimes{err: fmt.Errorf("alert %s: %w", user, err)}
 	}
 	var queuedAt time.Time
 	for time.Since(start) < timeout {
@@ -207,8 +125,9 @@ func sendAlert(t testing.TB, s *dynamo.Store, apiURL, user string, timeout time.
 // ~2 min against the 100 s the 20/s bulk slots allow, checks ~15 s); at load
 // average 16, 5 minutes (the campaign at 7.5/s), so done may take 8.
 func TestCampaignToTwoThousandUsers(t *testing.T) {
-	st := stacktest.Stack(t)
 	s := store(t)
+	hc := heraldClient(t)
+	ctx := context.Background()
 	run := stacktest.UniqueID("cs")
 	began := time.Now()
 	ids := make([]string, users)
@@ -218,10 +137,7 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 
 	// Profiles first: the fan-out skips a recipient without one.
 	if err := forEach(users, func(i int) error {
-		status, raw, err := call(context.Background(), st.APIURL, http.MethodPut, "/v1/users/"+ids[i], map[string]any{"email": ids[i] + "@example.com"})
-		if err == nil && status/100 != 2 {
-			err = fmt.Errorf("PUT user %d: %d %s", i, status, raw)
-		}
+		_, err := hc.PutUser(context.Background(), ids[i], client.User{Email: ids[i] + "@example.com"})
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -234,7 +150,7 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 	var idle alertTimes
 	measureIdle := func(when string) {
 		for i := range 3 {
-			a := sendAlert(t, s, st.APIURL, fmt.Sprintf("%s-idle-%s%d", run, when, i), 30*time.Second)
+			a := sendAlert(hc, s, fmt.Sprintf("%s-idle-%s%d", run, when, i), 30*time.Second)
 			if a.err != nil {
 				t.Fatal(a.err)
 			}
@@ -245,21 +161,21 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 	measureIdle("before")
 
 	// The campaign: 500 inline, then chunks of 1,000 and 500.
-	var c campaign
-	mustCall(t, http.StatusCreated, http.MethodPost, "/v1/campaigns", map[string]any{
-		"type": "reservation.approved", "data": map[string]any{"reservationUrl": "https://example.com/r/spring"},
-		"channels": []string{"email"}, "audience": map[string]any{"userIds": ids[:inlineN]},
-	}, &c, "Idempotency-Key: "+run)
+	c, err := hc.CreateCampaign(ctx, client.Campaign{Type: "reservation.approved", Data: map[string]string{"reservationUrl": "https://example.com/r/spring"},
+		Channels: []string{"email"}, Audience: &client.Audience{UserIDs: ids[:inlineN]}, IdempotencyKey: run})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for n, part := range [][]string{ids[inlineN : inlineN+chunk0N], ids[inlineN+chunk0N:]} {
-		var got struct{ Chunk, Recipients int }
-		mustCall(t, http.StatusOK, http.MethodPost, "/v1/campaigns/"+c.ID+"/recipients", map[string]any{"chunk": n, "userIds": part}, &got)
-		if got.Chunk != n || got.Recipients != len(part) {
-			t.Fatalf("chunk %d: answered %+v, want %d recipients", n, got, len(part))
+		if got, err := hc.AddRecipients(ctx, c.ID, int64(n), part); err != nil || got != len(part) {
+			t.Fatalf("chunk %d: %d recipients, %v; want %d", n, got, err, len(part))
 		}
 	}
 	started := time.Now()
 	since := started.Unix()
-	mustCall(t, http.StatusAccepted, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil, &c)
+	if c, err = hc.StartCampaign(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
 
 	// Alerts while it runs: from its first email on, one every alertEvery,
 	// each measured on its own.
@@ -276,7 +192,7 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 	high := make([]alertTimes, alerts)
 	var wg sync.WaitGroup
 	for i := range alerts {
-		wg.Go(func() { high[i] = sendAlert(t, s, st.APIURL, fmt.Sprintf("%s-h%02d", run, i), 60*time.Second) })
+		wg.Go(func() { high[i] = sendAlert(hc, s, fmt.Sprintf("%s-h%02d", run, i), 60*time.Second) })
 		time.Sleep(alertEvery)
 	}
 	wg.Wait()
@@ -284,7 +200,9 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 	// Done, polled with a progress line every 15 s (a slow run shows where
 	// it is).
 	for deadline, lastLog := time.Now().Add(480*time.Second), time.Now(); ; time.Sleep(time.Second) {
-		mustCall(t, http.StatusOK, http.MethodGet, "/v1/campaigns/"+c.ID, nil, &c)
+		if c, err = hc.GetCampaign(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
 		if c.Status == "done" {
 			break
 		}
@@ -373,14 +291,8 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 	t.Logf("alerts end to end (request → sent): slowest %s against idle %s", worstTotal.Round(time.Millisecond), idle.total.Round(time.Millisecond))
 
 	// Nothing parked.
-	out, err := sqs.NewFromConfig(st.AWS).ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(st.Resources.Queues["EmailDLQ"].URL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Messages) > 0 {
-		t.Errorf("%d messages in the email DLQ, want none", len(out.Messages))
+	if parked := stacktest.PeekQueue(t, "EmailDLQ"); len(parked) > 0 {
+		t.Errorf("%d messages in the email DLQ, want none", len(parked))
 	}
 
 	t.Logf("campaign of %d: first email %s after start, done after %s (%.1f/s; bulk %.0f/s allowed on average); whole test %s",

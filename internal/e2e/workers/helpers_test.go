@@ -12,8 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
@@ -103,26 +101,8 @@ func workMessage(id string, ch domain.Channel) string {
 	return string(b)
 }
 
-// dlqBodies peeks at a DLQ's messages (visibility 0: they stay there).
-func dlqBodies(t testing.TB, dlqID string) []string {
-	t.Helper()
-	st := stacktest.Stack(t)
-	out, err := sqs.NewFromConfig(st.AWS).ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(st.Resources.Queues[dlqID].URL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
-		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var bodies []string
-	for _, m := range out.Messages {
-		bodies = append(bodies, aws.ToString(m.Body))
-	}
-	return bodies
-}
-
 func dlqContains(t testing.TB, dlqID, needle string) bool {
-	for _, b := range dlqBodies(t, dlqID) {
+	for _, b := range stacktest.PeekQueue(t, dlqID) {
 		if strings.Contains(b, needle) {
 			return true
 		}
