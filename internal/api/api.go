@@ -49,6 +49,10 @@ type Deps struct {
 	// VAPIDPublicKey is the Web Push application server key browsers
 	// subscribe with (GET /v1/push/config); empty: push is not configured.
 	VAPIDPublicKey string
+	// Devices and DeviceEndpoints serve the native device routes (SNS mobile
+	// push); nil: every platform answers platform_not_configured.
+	Devices         DeviceStore
+	DeviceEndpoints DeviceEndpoints
 	// Unsubscribe serves the one-click unsubscribe links of emails.
 	Unsubscribe Unsubscribe
 	// Presence records when users were last seen (presence calls and inbox
@@ -78,6 +82,8 @@ type Handler struct {
 	pushLoopback      bool
 	pushHosts         webpush.HostList
 	metrics           metrics.Recorder
+	devices           DeviceStore
+	endpoints         DeviceEndpoints
 
 	inboxStore    InboxStore
 	announcements AnnouncementStore
@@ -112,6 +118,7 @@ func New(d Deps) *Handler {
 	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
+	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
 	h.inboxStore, h.announcements, h.unsubscribe = d.Inbox, d.Announcements, d.Unsubscribe
 	h.vapidPublicKey = d.VAPIDPublicKey
 	h.activeAnnouncements = &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}

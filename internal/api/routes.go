@@ -21,11 +21,13 @@ func (h *Handler) routeTable() map[string]route {
 		"POST /v1/campaigns/{id}/recipients": service(h.addRecipients),
 		"POST /v1/campaigns/{id}/start":      service(h.startCampaign),
 
-		// Users, push subscriptions and preferences (service).
+		// Users, push subscriptions, devices and preferences (service).
 		"PUT /v1/users/{userId}":                                        service(h.putUser),
 		"GET /v1/users/{userId}":                                        service(h.getUser),
 		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
 		"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": service(h.deletePushSubscription),
+		"POST /v1/users/{userId}/devices":                               service(h.createDevice),
+		"DELETE /v1/users/{userId}/devices/{deviceId}":                  service(h.deleteDevice),
 		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
 		"PUT /v1/users/{userId}/preferences":                            service(h.putPreferences),
 

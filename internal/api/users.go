@@ -40,6 +40,8 @@ type userView struct {
 	DigestMinutes   int                `json:"digestMinutes"`
 	EmailSuppressed bool               `json:"emailSuppressed"`
 	UpdatedAt       string             `json:"updatedAt"`
+	// Devices are the user's native devices (tokens masked); GET only.
+	Devices *[]deviceView `json:"devices,omitempty"`
 }
 
 func userViewOf(u *domain.User) *userView {
@@ -84,7 +86,17 @@ func (h *Handler) putUser(ctx context.Context, req *request) response {
 		return h.storeError(ctx, "put user", err, nil)
 	}
 	h.log.InfoContext(ctx, "user saved", "userId", userID, "outcome", "saved")
-	return response{status: http.StatusOK, body: userViewOf(u)}
+	view := userViewOf(u)
+	devices := []deviceView{}
+	if h.devices != nil {
+		ds, err := h.devices.ListDevices(ctx, userID)
+		if err != nil {
+			return h.storeError(ctx, "list devices", err, nil)
+		}
+		devices = deviceViewsOf(ds)
+	}
+	view.Devices = &devices
+	return response{status: http.StatusOK, body: view}
 }
 
 func validateUser(ur *userRequest) *Problem {
@@ -133,7 +145,17 @@ func (h *Handler) getUser(ctx context.Context, req *request) response {
 			return &Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile stored for this user"}
 		})
 	}
-	return response{status: http.StatusOK, body: userViewOf(u)}
+	view := userViewOf(u)
+	devices := []deviceView{}
+	if h.devices != nil {
+		ds, err := h.devices.ListDevices(ctx, userID)
+		if err != nil {
+			return h.storeError(ctx, "list devices", err, nil)
+		}
+		devices = deviceViewsOf(ds)
+	}
+	view.Devices = &devices
+	return response{status: http.StatusOK, body: view}
 }
 
 // decodeUserBody reads the path's userId and decodes the body of a user

@@ -41,11 +41,11 @@ func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
 		"html/template",
 	}
 	forbidden := map[string][]string{
-		"api":       {ses, sns, ssm}, // sqs: a started campaign's planning message
+		"api":       {ses, ssm}, // sqs: a started campaign's planning message; sns: device endpoints
 		"relay":     {ses, sns, ssm, secretsmanager},
 		"email":     {sns, ssm},
 		"sms":       {ses, ssm, secretsmanager},
-		"push":      {ses, sns, secretsmanager},
+		"push":      {ses, secretsmanager}, // sns: mobile push to devices
 		"scheduler": {ses, sns, ssm, secretsmanager},
 		"feedback":  {sqs, ses, sns, ssm, secretsmanager},
 		"campaign":  {ses, sns, ssm, secretsmanager},

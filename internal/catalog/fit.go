@@ -44,31 +44,42 @@ var ErrCannotFit = errors.New("push payload cannot fit")
 // the body again, then shorten the title, then drop the body. The id is never
 // changed. It reports whether anything was shortened or dropped.
 func FitPush(p PushPayload, limit int) ([]byte, bool, error) {
-	if b := p.Encode(); len(b) <= limit {
-		return b, false, nil
+	q, cut, err := FitPushAs(p, limit, PushPayload.Encode)
+	if err != nil {
+		return nil, cut, err
+	}
+	return q.Encode(), cut, nil
+}
+
+// FitPushAs is FitPush for another encoding of the payload (a native push
+// platform's, whose limit counts its own JSON): it returns the payload whose
+// encode(p) fits in limit bytes, shortened in FitPush's order.
+func FitPushAs(p PushPayload, limit int, encode func(PushPayload) []byte) (PushPayload, bool, error) {
+	if len(encode(p)) <= limit {
+		return p, false, nil
 	}
 	// 1. The body gives way, keeping at least minBody characters.
-	if q, ok := shortenToFit(p, limit, bodyField, minBody); ok {
-		return q.Encode(), true, nil
+	if q, ok := shortenToFit(p, limit, bodyField, minBody, encode); ok {
+		return q, true, nil
 	}
 	// 2. Without the link (optional), the body gives way again.
 	p.URL = ""
-	if b := p.Encode(); len(b) <= limit {
-		return b, true, nil
+	if len(encode(p)) <= limit {
+		return p, true, nil
 	}
-	if q, ok := shortenToFit(p, limit, bodyField, minBody); ok {
-		return q.Encode(), true, nil
+	if q, ok := shortenToFit(p, limit, bodyField, minBody, encode); ok {
+		return q, true, nil
 	}
 	// 3. Title, then nothing but the id and what is left of the title.
 	p.Body = truncateRunes(p.Body, minBody)
-	if q, ok := shortenToFit(p, limit, titleField, 1); ok {
-		return q.Encode(), true, nil
+	if q, ok := shortenToFit(p, limit, titleField, 1, encode); ok {
+		return q, true, nil
 	}
 	p.Body = ""
-	if q, ok := shortenToFit(p, limit, titleField, 0); ok {
-		return q.Encode(), true, nil
+	if q, ok := shortenToFit(p, limit, titleField, 0, encode); ok {
+		return q, true, nil
 	}
-	return nil, true, fmt.Errorf("%w in %d bytes (id of %d bytes)", ErrCannotFit, limit, len(p.ID))
+	return p, true, fmt.Errorf("%w in %d bytes (id of %d bytes)", ErrCannotFit, limit, len(p.ID))
 }
 
 type payloadField int
@@ -80,7 +91,7 @@ const (
 
 // shortenToFit finds the longest prefix (in runes, at least keep) of field
 // that, with an ellipsis, makes p fit; ok is false when even keep runes do not.
-func shortenToFit(p PushPayload, limit int, field payloadField, keep int) (PushPayload, bool) {
+func shortenToFit(p PushPayload, limit int, field payloadField, keep int, encode func(PushPayload) []byte) (PushPayload, bool) {
 	text := p.Body
 	if field == titleField {
 		text = p.Title
@@ -97,13 +108,13 @@ func shortenToFit(p PushPayload, limit int, field payloadField, keep int) (PushP
 	}
 	total := utf8.RuneCountInString(text)
 	keep = min(keep, total)
-	if len(with(keep).Encode()) > limit {
+	if len(encode(with(keep))) > limit {
 		return p, false
 	}
 	lo, hi := keep, total // invariant: with(lo) fits
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
-		if len(with(mid).Encode()) <= limit {
+		if len(encode(with(mid))) <= limit {
 			lo = mid
 		} else {
 			hi = mid - 1

@@ -20,6 +20,13 @@ type Message struct {
 	Profile      *domain.RecipientProfile
 	Content      catalog.Content
 	Contact      string // email address or phone number; empty for push
+	// SentTargets are, for a provider with several targets (push: web
+	// subscriptions and devices, by id), those accepted on an earlier
+	// attempt of this delivery: they are not sent to again.
+	SentTargets []string
+	// Accepted is filled by such a provider: the targets this call reached
+	// (the worker records them on the delivery).
+	Accepted []string
 }
 
 // Provider sends on one channel.

@@ -126,6 +126,10 @@ type Delivery struct {
 	LastError         string    // classified error text, never PII
 	ProviderMessageID string
 	DigestID          string // digest this delivery joined or leads
+	// SentTargets are the targets of a delivery with several (a push
+	// delivery's web subscriptions and devices, by id) that their provider
+	// accepted; a retry sends only to the others.
+	SentTargets []string
 }
 
 // DeliveryKey names one delivery: a notification on a channel.
@@ -166,4 +170,6 @@ type Change struct {
 	// RefundAttempt takes back the attempt of a claim given up before the
 	// provider was called (its send-quota token went stale).
 	RefundAttempt bool
+	// AddSentTargets adds targets the provider accepted to SentTargets.
+	AddSentTargets []string
 }

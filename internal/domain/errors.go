@@ -10,4 +10,10 @@ var (
 	// ErrConflict: a conditional write lost: the item exists already or is not
 	// in the state the write required (e.g. another worker claimed the delivery).
 	ErrConflict = errors.New("conflict")
+	// ErrTokenRejected: a push provider refused a device token at
+	// registration.
+	ErrTokenRejected = errors.New("device token rejected")
+	// ErrProviderUnavailable: a provider throttled or failed a call that may
+	// be retried.
+	ErrProviderUnavailable = errors.New("provider unavailable")
 )

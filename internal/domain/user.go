@@ -51,7 +51,44 @@ type RecipientProfile struct {
 	User              *User // nil when the user has no stored profile
 	Preferences       Preferences
 	PushSubscriptions []PushSubscription
+	// Devices are the user's native app installations (SNS mobile push).
+	Devices []Device
 	// LastSeenAt is when the user's app last reported presence (zero:
 	// never, or not within the presence item's resolution of a minute).
 	LastSeenAt time.Time
+}
+
+// Platform is a native push service a device is reached through (SNS mobile
+// push platform applications).
+type Platform string
+
+const (
+	PlatformAPNs        Platform = "apns"         // Apple, production
+	PlatformAPNsSandbox Platform = "apns_sandbox" // Apple, development builds
+	PlatformFCM         Platform = "fcm"          // Firebase Cloud Messaging (Android, and iOS through Firebase)
+)
+
+// Platforms lists every platform in a stable order.
+var Platforms = []Platform{PlatformAPNs, PlatformAPNsSandbox, PlatformFCM}
+
+// Valid reports whether p is a known platform.
+func (p Platform) Valid() bool {
+	return p == PlatformAPNs || p == PlatformAPNsSandbox || p == PlatformFCM
+}
+
+// MaxDevicesPerUser bounds a user's devices: registering one more evicts the
+// oldest (its endpoint is deleted), as an app reinstalled many times leaves
+// dead tokens behind.
+const MaxDevicesPerUser = 10
+
+// Device is a native app installation reached through SNS mobile push. Its
+// ID derives from (platform, token), so registering the same token again
+// names the same device.
+type Device struct {
+	ID          string
+	Platform    Platform
+	Token       string
+	App         string // the caller's label ("ios-main"), optional
+	EndpointARN string // the SNS platform endpoint
+	CreatedAt   time.Time
 }

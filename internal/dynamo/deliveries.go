@@ -31,9 +31,11 @@ type deliveryItem struct {
 	LastError         string `dynamodbav:"lastError,omitempty"`
 	ProviderMessageID string `dynamodbav:"providerMessageId,omitempty"`
 	DigestID          string `dynamodbav:"digestId,omitempty"`
-	TTL               int64  `dynamodbav:"ttl,omitempty"`
-	GSI3PK            string `dynamodbav:"gsi3pk,omitempty"`
-	GSI3SK            string `dynamodbav:"gsi3sk,omitempty"`
+	// SentTargets: the targets of a push delivery its providers accepted.
+	SentTargets []string `dynamodbav:"sentTargets,stringset,omitempty"`
+	TTL         int64    `dynamodbav:"ttl,omitempty"`
+	GSI3PK      string   `dynamodbav:"gsi3pk,omitempty"`
+	GSI3SK      string   `dynamodbav:"gsi3sk,omitempty"`
 }
 
 func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
@@ -62,6 +64,7 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
 		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil),
 		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,
+		SentTargets: it.SentTargets,
 	}
 }
 
@@ -226,6 +229,10 @@ func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[st
 	expr := "SET " + strings.Join(sets, ", ")
 	if len(removes) > 0 {
 		expr += " REMOVE " + strings.Join(removes, ", ")
+	}
+	if len(c.AddSentTargets) > 0 {
+		expr += " ADD sentTargets :targets"
+		vals[":targets"] = &types.AttributeValueMemberSS{Value: c.AddSentTargets}
 	}
 	return expr, nil
 }

@@ -58,8 +58,8 @@ type pushSubItem struct {
 	CreatedAt string `dynamodbav:"createdAt"`
 }
 
-// GetRecipientProfile reads a user's profile, preferences and push
-// subscriptions in one strongly consistent query.
+// GetRecipientProfile reads a user's profile, preferences, push
+// subscriptions and devices in one strongly consistent query.
 func (s *Store) GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error) {
 	p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
 	var start map[string]types.AttributeValue
@@ -114,6 +114,12 @@ func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeVal
 		p.PushSubscriptions = append(p.PushSubscriptions, domain.PushSubscription{
 			ID: it.ID, Endpoint: it.Endpoint, P256dh: it.P256dh, Auth: it.Auth, CreatedAt: parseTime(it.CreatedAt),
 		})
+	case strings.HasPrefix(sk.Value, devicePrefix):
+		d, err := decodeDevice(av)
+		if err != nil {
+			return err
+		}
+		p.Devices = append(p.Devices, d)
 	}
 	return nil
 }

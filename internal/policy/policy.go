@@ -92,7 +92,8 @@ func Contact(n *domain.Notification, p *domain.RecipientProfile, c domain.Channe
 			return p.User.Phone, true
 		}
 	case domain.ChannelPush:
-		return "", len(p.PushSubscriptions) > 0
+		// Browsers and native devices alike.
+		return "", len(p.PushSubscriptions) > 0 || len(p.Devices) > 0
 	}
 	return "", false
 }

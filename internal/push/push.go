@@ -1,6 +1,7 @@
-// Package push is the Web Push provider of the push worker: it encrypts the
-// notification for every subscription of the user (RFC 8291), signs with VAPID
-// (RFC 8292) and removes subscriptions the push service reports gone.
+// Package push is the provider of the push worker: Web Push to every browser
+// subscription of the user (RFC 8291 encryption, RFC 8292 VAPID) and SNS
+// mobile push to every native device (APNs, FCM), removing subscriptions and
+// devices their push service reports gone.
 package push
 
 import (
@@ -28,11 +29,14 @@ type Subscriptions interface {
 	DeletePushSubscription(ctx context.Context, userID, subscriptionID string) error
 }
 
-// Provider sends Web Push notifications.
+// Provider sends push notifications: Web Push to browsers and, with
+// WithMobile, SNS mobile push to native devices.
 type Provider struct {
-	sender Sender
-	subs   Subscriptions
-	now    func() time.Time
+	sender  Sender
+	subs    Subscriptions
+	mobile  Mobile
+	devices Devices
+	now     func() time.Time
 }
 
 var (
@@ -43,6 +47,13 @@ var (
 // New returns a Web Push provider.
 func New(sender Sender, subs Subscriptions, now func() time.Time) *Provider {
 	return &Provider{sender: sender, subs: subs, now: now}
+}
+
+// WithMobile adds native devices: published through m, removed from devices
+// (and their endpoint deleted) when gone.
+func (p *Provider) WithMobile(m Mobile, devices Devices) *Provider {
+	p.mobile, p.devices = m, devices
+	return p
 }
 
 // Channel implements channel.Provider.
@@ -60,74 +71,164 @@ var DefaultTTL = map[domain.Priority]time.Duration{
 // (Herald's ids are 27 characters; callers' resource-derived ids no longer).
 const fitIDLength = 32
 
-// Fits reports whether content makes a push within webpush.MaxPlaintextSize;
-// the worker renders digests to this budget (fewer items before shortening).
+// Fits reports whether content makes a push within webpush.MaxPlaintextSize
+// (the tightest of the push limits); the worker renders digests to this
+// budget (fewer items before shortening).
 func (p *Provider) Fits(c catalog.Content) bool {
 	pl := catalog.PushPayload{ID: strings.Repeat("x", fitIDLength), Title: c.Title, Body: c.Body, URL: c.URL}
 	return len(pl.Encode()) <= webpush.MaxPlaintextSize
 }
 
-// Send implements channel.Provider: it pushes to every subscription. The
-// delivery succeeds if any subscription accepted it; gone subscriptions are
-// deleted; if none accepted and one failed transiently, the whole send is
-// retried (the Topic makes a repeat replace, not duplicate, on devices that
-// already have it).
-func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
-	n := m.Notification
-	// Never dropped for its size: shortened to fit, the link given up first.
-	body, _, err := catalog.FitPush(catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL}, webpush.MaxPlaintextSize)
-	if err != nil {
-		return "", &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+// outcome gathers the targets' results of one send.
+type outcome struct {
+	firstID   string
+	accepted  []string
+	transient *channel.ProviderError
+	permanent *channel.ProviderError
+	gone      int
+}
+
+func (o *outcome) sent(target, id string) {
+	o.accepted = append(o.accepted, target)
+	if o.firstID == "" {
+		o.firstID = id
 	}
-	msg := webpush.Message{Payload: body, TTL: p.ttl(n), Urgency: urgency(n.Priority), Topic: webpush.TopicFor(n.ID)}
-	var firstID string
-	var transient *webpush.ProviderError
-	var permanent error
-	gone := 0
+}
+
+func (o *outcome) retry(e *channel.ProviderError) {
+	if o.transient == nil || e.RetryAfter > o.transient.RetryAfter {
+		o.transient = e
+	}
+}
+
+// Send implements channel.Provider: it pushes to every web subscription and
+// every device of the user, except the targets an earlier attempt of this
+// delivery reached (m.SentTargets); the targets reached now are reported in
+// m.Accepted. Gone targets (a 410 subscription, a disabled endpoint) are
+// removed and the others still sent. The delivery succeeds when any target
+// has reached its provider, on this attempt or an earlier one, and no target
+// failed transiently; a transient failure is retried (only the targets not
+// yet reached), and the worker records sent when retries run out but some
+// target was reached.
+func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
+	done := make(map[string]bool, len(m.SentTargets))
+	for _, t := range m.SentTargets {
+		done[t] = true
+	}
+	var o outcome
+	if err := p.sendWeb(ctx, m, done, &o); err != nil {
+		return "", err
+	}
+	if err := p.sendMobile(ctx, m, done, &o); err != nil {
+		return "", err
+	}
+	m.Accepted = append(m.Accepted, o.accepted...)
+	reached := len(o.accepted) > 0 || len(done) > 0
+	switch {
+	case o.transient != nil:
+		return "", o.transient
+	case reached:
+		return o.firstID, nil
+	case o.permanent != nil:
+		return "", o.permanent
+	case o.gone > 0:
+		return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
+	}
+	return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription or device")}
+}
+
+// sendWeb pushes to the web subscriptions not yet reached. A non-nil error
+// ends the send (a gone subscription could not be removed).
+func (p *Provider) sendWeb(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) error {
+	n := m.Notification
+	var msg webpush.Message
+	encoded := false
 	for _, s := range m.Profile.PushSubscriptions {
+		if done[s.ID] {
+			continue
+		}
+		if !encoded {
+			// Never dropped for its size: shortened to fit, the link given up first.
+			body, _, err := catalog.FitPush(catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL}, webpush.MaxPlaintextSize)
+			if err != nil {
+				return &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+			}
+			msg = webpush.Message{Payload: body, TTL: p.ttl(n), Urgency: urgency(n.Priority), Topic: webpush.TopicFor(n.ID)}
+			encoded = true
+		}
 		res, err := p.sender.Send(ctx, webpush.Subscription{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth}, msg)
 		var pe *webpush.ProviderError
 		switch {
 		case err == nil:
-			if firstID == "" {
-				firstID = res.MessageID
-				if firstID == "" {
-					firstID = fmt.Sprintf("push-%d", res.StatusCode)
-				}
+			id := res.MessageID
+			if id == "" {
+				id = fmt.Sprintf("push-%d", res.StatusCode)
 			}
+			o.sent(s.ID, id)
 		case errors.Is(err, webpush.ErrSubscriptionGone), errors.Is(err, webpush.ErrInvalidSubscription):
 			// Gone, or never sendable: an endpoint off the allow-list (or
 			// resolving to a non-public address) is never contacted again.
-			gone++
+			o.gone++
 			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return "", &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
+				return &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
 			}
 		case errors.As(err, &pe) && pe.Transient:
-			if transient == nil || pe.RetryAfter > transient.RetryAfter {
-				transient = pe
-			}
+			o.retry(&channel.ProviderError{Transient: true, RetryAfter: pe.RetryAfter, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe})
 		case errors.As(err, &pe):
-			permanent = pe
+			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
 		default:
-			permanent = err
+			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: "push_rejected", Err: err}
 		}
 	}
-	switch {
-	case firstID != "":
-		return firstID, nil
-	case transient != nil:
-		return "", &channel.ProviderError{Transient: true, RetryAfter: transient.RetryAfter, Code: fmt.Sprintf("http_%d", transient.StatusCode), Err: transient}
-	case permanent != nil:
-		code := "push_rejected"
-		var pe *webpush.ProviderError
-		if errors.As(permanent, &pe) {
-			code = fmt.Sprintf("http_%d", pe.StatusCode)
+	return nil
+}
+
+// sendMobile publishes to the devices not yet reached. A non-nil error ends
+// the send (a gone device could not be removed).
+func (p *Provider) sendMobile(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) error {
+	n := m.Notification
+	for _, d := range m.Profile.Devices {
+		if done[d.ID] {
+			continue
 		}
-		return "", &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: permanent}
-	case gone > 0:
-		return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "subscriptions_gone", Err: webpush.ErrSubscriptionGone}
+		if p.mobile == nil {
+			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: "mobile_not_configured", Err: ErrNoMobile}
+			continue
+		}
+		msg, err := BuildMobile(d.Platform, MobileContent{
+			Payload: catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL},
+			Type:    n.Type, Priority: n.Priority, TTL: p.ttl(n),
+		})
+		if err != nil {
+			o.permanent = &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+			continue
+		}
+		id, err := p.mobile.Publish(ctx, d.EndpointARN, msg)
+		var me *MobileError
+		switch {
+		case err == nil:
+			o.sent(d.ID, id)
+		case errors.As(err, &me) && me.Kind == MobileGone:
+			// The platform refused the token (SNS disabled the endpoint):
+			// the endpoint and the device go, as a 410 removes a web
+			// subscription. The endpoint first: a failure leaves the device,
+			// and the retry finds the endpoint disabled (or gone) again.
+			o.gone++
+			if derr := p.mobile.DeleteEndpoint(ctx, d.EndpointARN); derr != nil {
+				return &channel.ProviderError{Transient: true, Code: "delete_endpoint", Err: derr}
+			}
+			if derr := p.devices.DeleteDevice(ctx, n.Recipient.UserID, d.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+				return &channel.ProviderError{Transient: true, Code: "delete_device", Err: derr}
+			}
+		case errors.As(err, &me) && me.Kind == MobileRejected:
+			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: me.Code, Alert: me.Alert, Err: me}
+		case errors.As(err, &me):
+			o.retry(&channel.ProviderError{Transient: true, Code: me.Code, Err: me})
+		default:
+			o.retry(&channel.ProviderError{Transient: true, Code: "transport", Err: err})
+		}
 	}
-	return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription")}
+	return nil
 }
 
 func (p *Provider) ttl(n *domain.Notification) time.Duration {

@@ -238,12 +238,39 @@ func TestStatusClassification(t *testing.T) {
 	}
 }
 
-func TestOneSuccessIsEnough(t *testing.T) {
+// One subscription accepted and one failed transiently: the send is retried
+// (transient), the accepted one reported, and the retry pushes only to the
+// other — never twice to a target that already has it.
+func TestPartialSuccessRetriesOnlyTheRest(t *testing.T) {
 	e := newEnv(t)
 	subs := e.subscribe(t, 2)
 	e.sink.FailNext(1, http.StatusServiceUnavailable, 0)
-	if _, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{})); err != nil {
-		t.Fatalf("Send = %v, want success when one subscription accepted", err)
+	m := message(subs, domain.PriorityNormal, time.Time{})
+	_, err := e.provider.Send(context.Background(), m)
+	var pe *channel.ProviderError
+	if !errors.As(err, &pe) || !pe.Transient {
+		t.Fatalf("Send = %v, want transient (one subscription failed)", err)
+	}
+	if len(m.Accepted) != 1 {
+		t.Fatalf("accepted %v, want one target", m.Accepted)
+	}
+	before := len(e.sink.Messages())
+	retry := message(subs, domain.PriorityNormal, time.Time{})
+	retry.SentTargets = m.Accepted
+	if _, err := e.provider.Send(context.Background(), retry); err != nil {
+		t.Fatalf("retry = %v", err)
+	}
+	if got := len(e.sink.Messages()) - before; got != 1 {
+		t.Errorf("retry pushed %d messages, want 1 (only the failed subscription)", got)
+	}
+	if len(retry.Accepted) != 1 || retry.Accepted[0] == m.Accepted[0] {
+		t.Errorf("retry accepted %v after %v", retry.Accepted, m.Accepted)
+	}
+	// Nothing left to send: reached earlier, so success without a push.
+	again := message(subs, domain.PriorityNormal, time.Time{})
+	again.SentTargets = append(m.Accepted, retry.Accepted...)
+	if _, err := e.provider.Send(context.Background(), again); err != nil || len(e.sink.Messages())-before != 1 {
+		t.Errorf("third send = %v, %d messages", err, len(e.sink.Messages())-before)
 	}
 }
 

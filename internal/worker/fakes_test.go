@@ -101,6 +101,7 @@ func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, 
 	if c.ProviderMessageID != "" {
 		d.ProviderMessageID = c.ProviderMessageID
 	}
+	d.SentTargets = append(slices.Clone(d.SentTargets), c.AddSentTargets...)
 	cp := *d
 	return &cp, nil
 }

@@ -308,7 +308,11 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 			return err
 		}
 	}
-	pmid, sendErr := h.provider.Send(ctx, &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact})
+	cm := &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact, SentTargets: d.SentTargets}
+	pmid, sendErr := h.provider.Send(ctx, cm)
+	// Targets of a multi-target provider reached by this attempt, kept on
+	// the delivery so that a retry skips them.
+	accepted := newTargets(d.SentTargets, cm.Accepted)
 	if lag := h.now().Sub(slot); !slot.IsZero() && lag > policy.QuotaLag {
 		// Only the provider's own latency gets here; logged so that a bound
 		// measured at the provider can tell it from over-admission.
@@ -322,7 +326,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 			due = n.SendAt
 		}
 		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(due, h.now()))
-		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid})
+		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid, AddSentTargets: accepted})
 	}
 	var pe *channel.ProviderError
 	if !errors.As(sendErr, &pe) {
@@ -340,12 +344,32 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		if reason == "" {
 			reason = domain.ReasonRejected
 		}
-		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code})
+		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code, AddSentTargets: accepted})
 	}
 	if pe.Throttle() {
 		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
 	}
-	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter)
+	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
+}
+
+// newTargets are the accepted targets not already in sent, without repeats
+// (a string set takes no duplicates).
+func newTargets(sent, accepted []string) []string {
+	if len(accepted) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(sent)+len(accepted))
+	for _, t := range sent {
+		seen[t] = true
+	}
+	var out []string
+	for _, t := range accepted {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // acquireQuota takes one send from the channel's quota for priority p and
@@ -450,16 +474,22 @@ func (h *Handler) deferForQuota(ctx context.Context, log *slog.Logger, msg event
 // retryTransient puts a claimed delivery back after a transient failure:
 // retrying, visible again after the backoff (at least retryAfter); on the
 // last allowed receive failed: exhausted and visible at once, so SQS moves
-// the message to the DLQ on its next receive.
-func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, p domain.Priority, code string, retryAfter time.Duration) error {
+// the message to the DLQ on its next receive. accepted are the targets this
+// attempt reached (kept for the retry); when some target has been reached
+// (reached), the last receive records sent instead: the delivery got through.
+func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, p domain.Priority, code string, retryAfter time.Duration,
+	accepted []string, reached bool) error {
 	receives := receiveCount(msg)
 	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
+		if reached {
+			return h.finish(ctx, log, id, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
+		}
 		_ = h.finish(ctx, log, id, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
 		h.setVisibility(ctx, log, msg, 0)
 		return errRetry
 	}
 	delay := max(h.backoff(p, receives), retryAfter)
-	_ = h.finish(ctx, log.With("retryIn", delay.String()), id, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: code})
+	_ = h.finish(ctx, log.With("retryIn", delay.String()), id, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
 	h.setVisibility(ctx, log, msg, delay)
 	return errRetry
 }

@@ -4,6 +4,7 @@ package apifn
 import (
 	"crypto/rand"
 
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/api"
@@ -11,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/queue"
+	"github.com/heraldhq/herald/internal/snspush"
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
@@ -26,6 +28,8 @@ var (
 	_ api.UnsubscribeTokens     = (*unsubscribekey.Signer)(nil)
 	_ api.CampaignStore         = (*dynamo.Store)(nil)
 	_ api.CampaignQueue         = (*queue.CampaignQueue)(nil)
+	_ api.DeviceStore           = (*dynamo.Store)(nil)
+	_ api.DeviceEndpoints       = (*snspush.Adapter)(nil)
 )
 
 // New wires the HTTP API function. The unsubscribe key is read on the first
@@ -48,12 +52,17 @@ func New(d app.Deps) (*api.Handler, error) {
 		return nil, err
 	}
 	campaigns := queue.NewCampaignQueue(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), env[queue.CampaignQueueEnv])
+	// Devices: SNS platform endpoints in the applications the template's
+	// parameters name (an empty one: that platform is off).
+	endpoints := snspush.New(snspush.NarrowClient(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() })),
+		snspush.ApplicationsFrom(d.Getenv))
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
-		Campaigns:      st, CampaignQueue: campaigns}), nil
+		Campaigns:      st, CampaignQueue: campaigns,
+		Devices: st, DeviceEndpoints: endpoints}), nil
 }
 
 func randomID() string {

@@ -1,4 +1,5 @@
-// Package pushfn wires the Web Push function (SQS → push services, VAPID).
+// Package pushfn wires the push function (SQS → Web Push services with VAPID,
+// and SNS mobile push to native devices).
 package pushfn
 
 import (
@@ -6,17 +7,22 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/workerfn"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/push"
+	"github.com/heraldhq/herald/internal/snspush"
 	"github.com/heraldhq/herald/internal/webpush"
 	"github.com/heraldhq/herald/internal/worker"
 )
 
-var _ push.Subscriptions = (*dynamo.Store)(nil)
+var (
+	_ push.Subscriptions = (*dynamo.Store)(nil)
+	_ push.Devices       = (*dynamo.Store)(nil)
+)
 
 // New wires the push function. The VAPID private key comes from the
 // environment when given (VAPID_PRIVATE_KEY, the local stack's configuration),
@@ -59,5 +65,7 @@ func New(ctx context.Context, d app.Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return workerfn.New(d, st, push.New(sender, st, d.Now))
+	// Native devices: SNS Publish to their platform endpoints.
+	mobile := snspush.New(snspush.NarrowClient(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() })), nil)
+	return workerfn.New(d, st, push.New(sender, st, d.Now).WithMobile(mobile, st))
 }
