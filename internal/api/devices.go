@@ -168,8 +168,11 @@ func (h *Handler) createDevice(ctx context.Context, req *request) response {
 	dev := domain.Device{ID: id, Platform: platform, Token: token, App: dr.App, CreatedAt: h.now()}
 	known := false
 	for _, d := range existing {
-		if d.ID == id {
+		if d.ID == id { // registered again: the same device, its label kept unless given
 			known, dev.CreatedAt = true, d.CreatedAt
+			if dev.App == "" {
+				dev.App = d.App
+			}
 		}
 	}
 	arn, err := h.endpoints.Register(ctx, platform, token, endpointUserData(userID, id))

@@ -1,8 +1,9 @@
-// Package smssink is a local stand-in for the part of Amazon SNS that Herald
-// uses to send SMS: the Publish, CheckIfPhoneNumberIsOptedOut and
-// OptInPhoneNumber actions of the AWS query protocol (form-encoded POST,
-// XML answers in the 2010-03-31 namespace), exact enough that the real AWS
-// SDK for Go v2 SNS client talks to it through BaseEndpoint.
+// Package smssink is a local stand-in for the parts of Amazon SNS that Herald
+// uses: SMS (the Publish, CheckIfPhoneNumberIsOptedOut and OptInPhoneNumber
+// actions) and mobile push (platform applications and endpoints, Publish to
+// an endpoint: mobile.go), in the AWS query protocol (form-encoded POST, XML
+// answers in the 2010-03-31 namespace), exact enough that the real AWS SDK
+// for Go v2 SNS client talks to it through BaseEndpoint.
 //
 // Published messages are captured instead of delivered and listed as JSON for
 // developers and tests. Faults can be injected to exercise the channel
@@ -153,6 +154,11 @@ type Sink struct {
 	suppressed []Message // oldest first
 	optedOut   map[string]bool
 	faults     []pendingFault
+	// Mobile push (mobile.go): platform applications and endpoints by ARN,
+	// and the captured publishes, oldest first.
+	apps      map[string]*platformApp
+	endpoints map[string]*endpoint
+	mobile    []MobileMessage
 }
 
 // New returns an empty sink; now is its clock (nil means time.Now).
@@ -160,7 +166,7 @@ func New(now func() time.Time) *Sink {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sink{now: now, optedOut: map[string]bool{}}
+	return &Sink{now: now, optedOut: map[string]bool{}, apps: map[string]*platformApp{}, endpoints: map[string]*endpoint{}}
 }
 
 // OptOut marks number as opted out, as if its owner had replied STOP.
@@ -309,6 +315,14 @@ func (s *Sink) serveAPI(w http.ResponseWriter, r *http.Request) {
 		response, apiErr = s.checkIfOptedOut(r.Form, requestID)
 	case "OptInPhoneNumber":
 		response, apiErr = s.optIn(r.Form, requestID)
+	case "CreatePlatformEndpoint":
+		response, apiErr = s.createPlatformEndpoint(r.Form, requestID)
+	case "GetEndpointAttributes":
+		response, apiErr = s.getEndpointAttributes(r.Form, requestID)
+	case "SetEndpointAttributes":
+		response, apiErr = s.setEndpointAttributes(r.Form, requestID)
+	case "DeleteEndpoint":
+		response, apiErr = s.deleteEndpoint(r.Form, requestID)
 	default:
 		apiErr = &apiError{status: http.StatusBadRequest, errorType: "Sender", code: "InvalidAction",
 			message: fmt.Sprintf("The action %s is not valid for this web service.", action)}
@@ -328,6 +342,9 @@ type publishResponse struct {
 }
 
 func (s *Sink) publish(form map[string][]string, requestID string) (any, *apiError) {
+	if firstValue(form, "TargetArn") != "" && firstValue(form, "PhoneNumber") == "" && firstValue(form, "TopicArn") == "" {
+		return s.publishMobile(form, requestID)
+	}
 	if apiErr := s.takeFault(); apiErr != nil {
 		return nil, apiErr
 	}
