@@ -58,7 +58,7 @@ type FaultState struct {
 func (f *Faults) state() map[domain.Channel]FaultState {
 	out := map[domain.Channel]FaultState{}
 	f.mu.Lock()
-	for _, ch := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS} {
+	for _, ch := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, FaultMobile} {
 		st := FaultState{Mode: FaultOff, Served: len(f.hits[ch])}
 		if p, ok := f.pending[ch]; ok {
 			st.Mode, st.Remaining = p.mode, p.remaining

@@ -48,6 +48,7 @@ func (s *Stack) routeDev() {
 	s.mux.Handle("/_dev/push/", s.Push)
 	s.mux.Handle("/_dev/sns", s.SMS.APIHandler())
 	s.mux.Handle("/_dev/sms", s.SMS.ListHandler())
+	s.mux.Handle("/_dev/mobile-push", s.SMS.MobileHandler())
 	s.mux.HandleFunc("POST /_dev/faults", s.faultsRoute)
 	s.mux.HandleFunc("POST /_dev/ses-events", s.sesEventsRoute)
 	s.mux.HandleFunc("GET /_dev/calls", func(w http.ResponseWriter, r *http.Request) {

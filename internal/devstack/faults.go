@@ -14,12 +14,14 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/heraldhq/herald/internal/devstack/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/domain"
 )
 
@@ -33,6 +35,10 @@ const (
 	FaultOff       FaultMode = "off"
 )
 
+// FaultMobile names the faults of native mobile push (SNS Publish to a
+// platform endpoint), which are part of the push channel's deliveries.
+const FaultMobile domain.Channel = "mobile"
+
 // Faults makes a channel's next provider calls fail, for developers and
 // tests (POST /_dev/faults). Email and SMS faults are an SDK middleware on
 // the email and SMS functions' aws.Config that answers SES SendEmail or SNS
@@ -41,14 +47,21 @@ const (
 // middleware sits in the Initialize step, outside the SDK's retry loop: one
 // fault is one failed operation call as the provider sees it, whatever the
 // client's retry policy. Push faults are the push sink's (one per push
-// request, i.e. per subscription).
+// request, i.e. per subscription). Mobile faults are the same middleware on
+// the push function's SNS Publish to an endpoint (one per device publish); a
+// permanent one disables the endpoint in the runner's SNS first, as SNS does
+// when the platform refuses a token, so the endpoint's state tells the truth.
 //
-//	email transient: TooManyRequestsException (429)   permanent: MessageRejected (400)
-//	sms   transient: Throttled (429)                  permanent: InvalidParameter (400)
-//	push  transient: 503 Service Unavailable          permanent: 400 Bad Request
+//	email  transient: TooManyRequestsException (429)   permanent: MessageRejected (400)
+//	sms    transient: Throttled (429)                  permanent: InvalidParameter (400)
+//	push   transient: 503 Service Unavailable          permanent: 400 Bad Request
+//	mobile transient: Throttled (429)                  permanent: EndpointDisabled (400), endpoint disabled
 type Faults struct {
 	push *pushsink.Sink
 	now  func() time.Time
+	// SNS is the runner's SNS, whose endpoints a permanent mobile fault
+	// disables (nil: none is disabled).
+	SNS *smssink.Sink
 
 	mu      sync.Mutex
 	pending map[domain.Channel]*pendingFault
@@ -68,8 +81,8 @@ func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
 // Set makes the next times provider calls of ch fail in mode; times ≤ 0
 // means until Set(ch, FaultOff, 0).
 func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
-	if _, err := domain.ParseChannel(string(ch)); err != nil {
-		return err
+	if _, err := domain.ParseChannel(string(ch)); err != nil && ch != FaultMobile {
+		return fmt.Errorf("%w (or mobile)", err)
 	}
 	switch mode {
 	case FaultTransient, FaultPermanent, FaultOff:
@@ -104,7 +117,7 @@ func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
 	return nil
 }
 
-// Hits are the times injected email or SMS faults were served, oldest first.
+// Hits are the times injected email, SMS or mobile faults were served, oldest first.
 func (f *Faults) Hits(ch domain.Channel) []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -143,9 +156,16 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 			if !ok {
 				return next.HandleInitialize(ctx, in)
 			}
+			target := ""
+			if p, isPublish := in.Parameters.(*sns.PublishInput); isPublish && aws.ToString(p.TargetArn) != "" {
+				ch, target = FaultMobile, aws.ToString(p.TargetArn)
+			}
 			mode, ok := f.take(ch)
 			if !ok {
 				return next.HandleInitialize(ctx, in)
+			}
+			if ch == FaultMobile && mode == FaultPermanent && f.SNS != nil {
+				f.SNS.DisableEndpoint(target)
 			}
 			return middleware.InitializeOutput{}, middleware.Metadata{}, injectedError(ch, mode)
 		}), middleware.Before)
@@ -162,6 +182,8 @@ func injectedError(ch domain.Channel, mode FaultMode) error {
 		status, apiErr = http.StatusBadRequest, &sestypes.MessageRejected{Message: aws.String("Email address is not verified (injected fault)")}
 	case mode == FaultTransient:
 		status, apiErr = http.StatusTooManyRequests, &snstypes.ThrottledException{Message: aws.String("Rate exceeded (injected fault)")}
+	case ch == FaultMobile:
+		status, apiErr = http.StatusBadRequest, &snstypes.EndpointDisabledException{Message: aws.String("Endpoint is disabled (injected fault)")}
 	default:
 		status, apiErr = http.StatusBadRequest, &snstypes.InvalidParameterException{Message: aws.String("Invalid parameter (injected fault)")}
 	}
@@ -179,7 +201,7 @@ func injectedError(ch domain.Channel, mode FaultMode) error {
 func (s *Stack) functionAWS(logicalID string) aws.Config {
 	cfg := s.AWS.Copy()
 	cfg.APIOptions = slices.Clone(s.AWS.APIOptions)
-	if logicalID == "EmailFunction" || logicalID == "SmsFunction" {
+	if logicalID == "EmailFunction" || logicalID == "SmsFunction" || logicalID == "PushFunction" {
 		cfg.APIOptions = append(cfg.APIOptions, s.Faults.Middleware)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, s.IAM.Middleware(logicalID))
@@ -187,7 +209,7 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 }
 
 // faultsRoute serves POST /_dev/faults
-// {"channel":"email|sms|push","mode":"transient|permanent|off","times":N}.
+// {"channel":"email|sms|push|mobile","mode":"transient|permanent|off","times":N}.
 func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Channel string    `json:"channel"`
@@ -197,7 +219,7 @@ func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || body.Times < 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push","mode":"transient|permanent|off","times":N (omit: until off)}`})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile","mode":"transient|permanent|off","times":N (omit: until off)}`})
 		return
 	}
 	if err := s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times); err != nil {

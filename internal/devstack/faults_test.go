@@ -15,11 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/devstack/pushsink"
+	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/email"
+	pushpkg "github.com/heraldhq/herald/internal/push"
 	"github.com/heraldhq/herald/internal/sms"
+	"github.com/heraldhq/herald/internal/snspush"
 )
 
 // TestFaultMiddleware: injected faults reach the providers' classifiers as
@@ -112,5 +116,58 @@ func TestFaultMiddleware(t *testing.T) {
 		if err := f.Set(bad.ch, bad.mode, 1); err == nil {
 			t.Errorf("Set(%s, %s) = %v", bad.ch, bad.mode, err)
 		}
+	}
+}
+
+// TestMobileFaults: mobile faults hit only a Publish to an endpoint (not an
+// SMS), one per call; a permanent one disables the endpoint in the runner's
+// SNS, as SNS does when the platform refuses the token.
+func TestMobileFaults(t *testing.T) {
+	sink := smssink.New(nil)
+	const app = "arn:aws:sns:us-east-1:000000000000:app/GCM/t"
+	if err := sink.AddPlatformApplication(app); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sink.APIHandler())
+	defer srv.Close()
+	push, _ := pushsink.New(srv.URL, nil)
+	f := NewFaults(push, time.Now)
+	f.SNS = sink
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
+		APIOptions: []func(*middleware.Stack) error{f.Middleware}, HTTPClient: srv.Client()}
+	adapter := snspush.New(snspush.NarrowClient(sns.NewFromConfig(cfg)), snspush.Applications{domain.PlatformFCM: app})
+	ctx := context.Background()
+	arn, err := adapter.Register(ctx, domain.PlatformFCM, "tok", "{}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := pushpkg.BuildMobile(domain.PlatformFCM, pushpkg.MobileContent{Payload: catalog.PushPayload{ID: "n1", Title: "t"}, TTL: time.Hour})
+	if err := f.Set(FaultMobile, FaultTransient, 1); err != nil {
+		t.Fatal(err)
+	}
+	// An SMS publish is not a mobile one: it passes (and the sink accepts it).
+	if _, err := sns.NewFromConfig(cfg).Publish(ctx, &sns.PublishInput{PhoneNumber: aws.String("+15550001111"), Message: aws.String("x")}); err != nil {
+		t.Fatalf("SMS publish hit by a mobile fault: %v", err)
+	}
+	var me *pushpkg.MobileError
+	if _, err := adapter.Publish(ctx, arn, msg); !errors.As(err, &me) || me.Kind != pushpkg.MobileTransient || me.Code != "Throttled" {
+		t.Fatalf("transient: %v", err)
+	}
+	if _, err := adapter.Publish(ctx, arn, msg); err != nil {
+		t.Fatalf("after the fault: %v", err)
+	}
+	_ = f.Set(FaultMobile, FaultPermanent, 1)
+	if _, err := adapter.Publish(ctx, arn, msg); !errors.As(err, &me) || me.Kind != pushpkg.MobileGone {
+		t.Fatalf("permanent: %v", err)
+	}
+	if sink.EndpointAttributes(arn)["Enabled"] != "false" {
+		t.Error("a permanent fault left the endpoint enabled")
+	}
+	// Disabled for real now: the next publish fails without a fault.
+	if _, err := adapter.Publish(ctx, arn, msg); !errors.As(err, &me) || me.Code != "EndpointDisabled" {
+		t.Errorf("after a permanent fault: %v", err)
+	}
+	if n := len(f.Hits(FaultMobile)); n != 2 {
+		t.Errorf("%d mobile hits, want 2", n)
 	}
 }

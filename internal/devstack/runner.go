@@ -154,6 +154,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	// parameter, which the template requires (no default).
 	// (The IAM policies are transformed with cfg.Overrides only: no policy
 	// names the per-run key, and the transform's cache stays valid.)
+	// Native mobile push always has its three platforms locally: the
+	// parameters' applications, or the runner's own (deterministic, so the
+	// IAM transform's cache holds).
+	cfg.Overrides = WithLocalPlatformApplications(cfg.Overrides)
+	s.cfg.Overrides = cfg.Overrides
 	secrets, err := loadSecrets(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -216,7 +221,16 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.SMS = smssink.New(s.Clock.Now)
+	for _, param := range PlatformApplicationParams {
+		if arn := s.Template.Params[param]; arn != "" {
+			if err := s.SMS.AddPlatformApplication(arn); err != nil {
+				ln.Close()
+				return nil, fmt.Errorf("parameter %s: %w", param, err)
+			}
+		}
+	}
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
+	s.Faults.SNS = s.SMS
 	if err := s.wire(); err != nil {
 		ln.Close()
 		return nil, err
@@ -263,6 +277,35 @@ func (s *Stack) watchEmulators() {
 		close(s.done)
 		s.cancel()
 	}
+}
+
+// PlatformApplicationParams are the template parameters naming SNS platform
+// applications (native mobile push).
+var PlatformApplicationParams = []string{"ApnsApplicationArn", "ApnsSandboxApplicationArn", "FcmApplicationArn"}
+
+// LocalPlatformApplications are the applications the runner's SNS serves for
+// the parameters a run leaves unset, so that `make dev` has all three
+// platforms; `make aws-check`'s IAM conformance transforms the template with
+// them too.
+var LocalPlatformApplications = map[string]string{
+	"ApnsApplicationArn":        "arn:aws:sns:" + LocalRegion + ":" + LocalAccountID + ":app/APNS/herald-local",
+	"ApnsSandboxApplicationArn": "arn:aws:sns:" + LocalRegion + ":" + LocalAccountID + ":app/APNS_SANDBOX/herald-local",
+	"FcmApplicationArn":         "arn:aws:sns:" + LocalRegion + ":" + LocalAccountID + ":app/GCM/herald-local",
+}
+
+// WithLocalPlatformApplications returns overrides plus LocalPlatformApplications
+// for the parameters it does not set (set to "": that platform is off).
+func WithLocalPlatformApplications(overrides map[string]string) map[string]string {
+	out := maps.Clone(overrides)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range LocalPlatformApplications {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // localOverrides are the template parameters the runner sets itself:

@@ -90,6 +90,15 @@ function renderPushes(list) {
       el('td', {}, m.urgency || ''), el('td', {}, String(m.ttl)))));
 }
 
+function renderMobile(data) {
+  const list = data.messages || [];
+  $('#mobile-count').textContent = '(' + list.length + ')';
+  $('#mobile tbody').replaceChildren(...list.map((m) =>
+    el('tr', { 'data-device': m.deviceId }, el('td', {}, time(m.at)), el('td', {}, m.platform), el('td', {}, el('code', {}, m.deviceId || '')),
+      el('td', {}, m.userId || ''), el('td', {}, el('pre', {}, JSON.stringify(m.payload, null, 1))),
+      el('td', {}, el('pre', {}, JSON.stringify(m.attributes || {}, null, 1))))));
+}
+
 function renderQueues(list) {
   $('#queues tbody').replaceChildren(...list.map((q) => {
     const tr = el('tr', { class: q.dlq ? 'dlq' + (q.visible + q.inFlight === 0 ? ' empty' : '') : '' },
@@ -100,7 +109,7 @@ function renderQueues(list) {
 
 // ---- faults
 function renderFaults(state) {
-  const rows = ['email', 'sms', 'push'].map((ch) => {
+  const rows = ['email', 'sms', 'push', 'mobile'].map((ch) => {
     const s = state[ch] || { mode: 'off' };
     const now = s.mode === 'off' ? pill('off', 'ok') : pill(s.mode + (s.remaining < 0 ? ' until off' : ' ×' + s.remaining), 'bad');
     const form = el('form', { class: 'fault', 'data-channel': ch });
@@ -132,6 +141,7 @@ async function refresh() {
     ['/_dev/emails', renderEmails],
     ['/_dev/sms', renderSMS],
     ['/_dev/push', renderPushes],
+    ['/_dev/mobile-push', renderMobile],
     ['/_dev/queues', renderQueues],
   ];
   // The fault form keeps its edits while the user is typing in it.

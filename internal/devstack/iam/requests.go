@@ -148,6 +148,15 @@ func Describe(serviceID, operation string, input any, region, account string) ([
 		}
 	case *sns.CheckIfPhoneNumberIsOptedOutInput:
 		return one("*"), nil
+	// Mobile push: the platform application, or the endpoint, by ARN.
+	case *sns.CreatePlatformEndpointInput:
+		return one(deref(in.PlatformApplicationArn)), nil
+	case *sns.GetEndpointAttributesInput:
+		return one(deref(in.EndpointArn)), nil
+	case *sns.SetEndpointAttributesInput:
+		return one(deref(in.EndpointArn)), nil
+	case *sns.DeleteEndpointInput:
+		return one(deref(in.EndpointArn)), nil
 
 	// ---------------------------------------------------------------- SSM, Secrets Manager
 	case *ssm.GetParameterInput:
