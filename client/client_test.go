@@ -336,6 +336,25 @@ func TestRoutesAndBodies(t *testing.T) {
 				}
 				return err
 			}, "POST", "/v1/users/u1/push-subscriptions", "", `"keys":{"p256dh":"p","auth":"a"}`},
+		{"register device", ok(200, `{"deviceId":"d1"}`),
+			func(c *Client) error {
+				ref, err := c.RegisterDevice(context.Background(), "u1", Device{Platform: PlatformAPNs, Token: "ab", App: "ios", DeviceID: "ignored"})
+				if err == nil && (ref.Created || ref.DeviceID != "d1") {
+					t.Errorf("ref = %+v (200: the same device, not created)", ref)
+				}
+				return err
+			}, "POST", "/v1/users/u1/devices", "", `{"platform":"apns","token":"ab","app":"ios"}`},
+		{"delete device", ok(204, ``),
+			func(c *Client) error { return c.DeleteDevice(context.Background(), "u1", "d1") },
+			"DELETE", "/v1/users/u1/devices/d1", "", ""},
+		{"get user with devices", ok(200, `{"userId":"u1","digestMinutes":0,"emailSuppressed":false,"updatedAt":"2026-01-01T00:00:00Z","devices":[{"deviceId":"d1","platform":"fcm","token":"abcd…wxyz","createdAt":"2026-01-01T00:00:00Z"}]}`),
+			func(c *Client) error {
+				u, err := c.GetUser(context.Background(), "u1")
+				if err == nil && (len(u.Devices) != 1 || u.Devices[0].DeviceID != "d1" || u.Devices[0].Platform != PlatformFCM) {
+					t.Errorf("devices = %+v", u.Devices)
+				}
+				return err
+			}, "GET", "/v1/users/u1", "", ""},
 		{"preferences", ok(200, `{"userId":"u1","preferences":{"comment.created":{"push":{"enabled":false,"source":"user"}}}}`),
 			func(c *Client) error {
 				p, err := c.UpdatePreferences(context.Background(), "u1", map[string]map[string]*bool{"comment.created": {"push": Disable, "email": Inherit}})

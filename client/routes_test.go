@@ -82,6 +82,13 @@ var clientMethods = map[string]routeCall{
 	"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": {204, "", func(ctx context.Context, c *client.Client) error {
 		return c.DeletePushSubscription(ctx, "u1", "s1")
 	}},
+	"POST /v1/users/{userId}/devices": {201, `{"deviceId":"d1"}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.RegisterDevice(ctx, "u1", client.Device{Platform: client.PlatformFCM, Token: "t"})
+		return err
+	}},
+	"DELETE /v1/users/{userId}/devices/{deviceId}": {204, "", func(ctx context.Context, c *client.Client) error {
+		return c.DeleteDevice(ctx, "u1", "d1")
+	}},
 	"GET /v1/users/{userId}/preferences": {200, `{"userId":"u1","preferences":{}}`, func(ctx context.Context, c *client.Client) error {
 		_, err := c.GetPreferences(ctx, "u1")
 		return err

@@ -20,6 +20,33 @@ type User struct {
 	// EmailSuppressed and UpdatedAt are answered, never sent.
 	EmailSuppressed bool       `json:"emailSuppressed,omitempty"`
 	UpdatedAt       *time.Time `json:"updatedAt,omitempty"`
+	// Devices are the user's native devices (GetUser only; tokens masked).
+	Devices []Device `json:"devices,omitempty"`
+}
+
+// Device platforms.
+const (
+	PlatformAPNs        = "apns"         // Apple, production builds
+	PlatformAPNsSandbox = "apns_sandbox" // Apple, development builds
+	PlatformFCM         = "fcm"          // Firebase Cloud Messaging
+)
+
+// Device is a native app installation reached by mobile push. In a User,
+// Token is masked (its first and last four characters).
+type Device struct {
+	DeviceID  string    `json:"deviceId,omitempty"`
+	Platform  string    `json:"platform"`
+	Token     string    `json:"token"`
+	App       string    `json:"app,omitempty"`
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+}
+
+// DeviceRef identifies a registered device.
+type DeviceRef struct {
+	DeviceID string `json:"deviceId"`
+	// Created is false when this user had registered the token already
+	// (the same device, the same SNS endpoint).
+	Created bool `json:"-"`
 }
 
 // QuietHours is a daily window in the user's timezone, "HH:MM" each.
@@ -97,6 +124,40 @@ func (c *Client) CreatePushSubscription(ctx context.Context, userID string, s Pu
 // attempt whose answer was lost, the retry's 404 counts as success.
 func (c *Client) DeletePushSubscription(ctx context.Context, userID, subscriptionID string) error {
 	_, err := c.do(ctx, call{method: http.MethodDelete, path: userPath(userID) + "/push-subscriptions/" + url.PathEscape(subscriptionID),
+		ok: []int{http.StatusNoContent}})
+	if e, ok := errorsAs(err); ok && e.Status == http.StatusNotFound && e.Attempts > 1 {
+		return nil
+	}
+	return err
+}
+
+type deviceRequest struct {
+	Platform string `json:"platform"`
+	Token    string `json:"token"`
+	App      string `json:"app,omitempty"`
+}
+
+// RegisterDevice registers a native app's push token for the user (platform
+// PlatformAPNs, PlatformAPNsSandbox or PlatformFCM; app an optional label).
+// The same token again answers the same device, so an app may register at
+// every launch; a token another user had moves to this one. A platform the
+// stack has no application for is an error with code
+// "platform_not_configured".
+func (c *Client) RegisterDevice(ctx context.Context, userID string, d Device) (*DeviceRef, error) {
+	var out DeviceRef
+	res, err := c.do(ctx, call{method: http.MethodPost, path: userPath(userID) + "/devices",
+		body: deviceRequest{Platform: d.Platform, Token: d.Token, App: d.App}, ok: []int{http.StatusCreated, http.StatusOK}, out: &out})
+	if err != nil {
+		return nil, err
+	}
+	out.Created = res.status == http.StatusCreated
+	return &out, nil
+}
+
+// DeleteDevice removes a device and its SNS endpoint. When a retry follows
+// an attempt whose answer was lost, the retry's 404 counts as success.
+func (c *Client) DeleteDevice(ctx context.Context, userID, deviceID string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: userPath(userID) + "/devices/" + url.PathEscape(deviceID),
 		ok: []int{http.StatusNoContent}})
 	if e, ok := errorsAs(err); ok && e.Status == http.StatusNotFound && e.Attempts > 1 {
 		return nil
