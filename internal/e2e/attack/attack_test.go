@@ -204,6 +204,15 @@ func hostileCorpus(t *testing.T) []hostile {
 	}
 	good := `{"type":"invoice.payment_failed","recipient":{"userId":"` + victim + `","email":"` + email("hostile") + `"},"data":{"invoiceUrl":"https://example.com/i/9"}}`
 	nid := "n" + strings.Repeat("0", 26)
+	// The victim's device, registered before the corpus: the attacker's
+	// requests name its id. Its token is in the log scan.
+	victimToken := use("device token", canary+strings.Repeat("0a", 29))
+	regStatus, regRaw, _ := request(t, http.MethodPost, "/v1/users/"+victim+"/devices", []byte(`{"platform":"apns","token":"`+victimToken+`"}`), jsonHeader())
+	var victimDevice struct{ DeviceID string }
+	if err := json.Unmarshal(regRaw, &victimDevice); regStatus != http.StatusCreated || err != nil || victimDevice.DeviceID == "" {
+		t.Fatalf("register the victim's device: %d %s", regStatus, regRaw)
+	}
+	device := func(platform, token string) string { return `{"platform":"` + platform + `","token":"` + token + `"}` }
 	gz := http.Header{"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}}
 	text := http.Header{"Content-Type": {"text/plain"}}
 	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
@@ -270,6 +279,24 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "subscription user info", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://fcm.googleapis.com@10.0.0.1/"), header: jsonHeader(), status: 400, outcome: "invalid_endpoint"},
 		{name: "subscription plain http", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("http://fcm.googleapis.com/x"), header: jsonHeader(), status: 400, outcome: "invalid_endpoint"},
 		{name: "delete subscription bad id", method: "DELETE", path: "/v1/users/" + victim + "/push-subscriptions/%3Cscript%3E", status: 404, outcome: "subscription_not_found"},
+		// devices (native mobile push)
+		{name: "device of an unknown platform", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("windows", "abc"), header: jsonHeader(), status: 400, outcome: "invalid_platform"},
+		{name: "device platform in capitals", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("APNS", strings.Repeat("0a", 32)), header: jsonHeader(), status: 400, outcome: "invalid_platform"},
+		{name: "device platform as SNS names it", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("GCM", "abc"), header: jsonHeader(), status: 400, outcome: "invalid_platform"},
+		{name: "device huge FCM token", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("fcm", strings.Repeat("x", 60<<10)), header: jsonHeader(), status: 400, outcome: "invalid_token"},
+		{name: "device token over 64 KiB", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("fcm", strings.Repeat("x", 70<<10)), header: jsonHeader(), status: 413, outcome: "body_too_large"},
+		{name: "device APNs token not hex", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("apns", strings.Repeat("zz", 32)), header: jsonHeader(), status: 400, outcome: "invalid_token"},
+		{name: "device APNs token too long", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("apns_sandbox", strings.Repeat("0a", 33)), header: jsonHeader(), status: 400, outcome: "invalid_token"},
+		{name: "device token with a newline", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("fcm", `abc\ndef`), header: jsonHeader(), status: 400, outcome: "invalid_token"},
+		{name: "device token not a string", method: "POST", path: "/v1/users/" + attacker + "/devices", body: `{"platform":"fcm","token":{"$ne":null}}`, header: jsonHeader(), status: 400, outcome: "invalid_type"},
+		{name: "device with the endpoint ARN given", method: "POST", path: "/v1/users/" + attacker + "/devices", body: `{"platform":"fcm","token":"abc","endpointArn":"arn:aws:sns:us-east-1:000000000000:endpoint/GCM/x/y"}`, header: jsonHeader(), status: 400, outcome: "unknown_field"},
+		{name: "device app label traversal", method: "POST", path: "/v1/users/" + attacker + "/devices", body: `{"platform":"fcm","token":"abc","app":"../../x"}`, header: jsonHeader(), status: 400, outcome: "invalid_app"},
+		{name: "device as text", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("fcm", "abc"), header: text, status: 415, outcome: "unsupported_media_type"},
+		{name: "device of an email-shaped user", method: "POST", path: "/v1/users/" + use("email address", "jack."+canary+"@corp.example") + "/devices", body: device("fcm", "abc"), header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "delete another user's device", method: "DELETE", path: "/v1/users/" + attacker + "/devices/" + victimDevice.DeviceID, status: 404, outcome: "device_not_found"},
+		{name: "delete device bad id", method: "DELETE", path: "/v1/users/" + victim + "/devices/%3Cscript%3E", status: 404, outcome: "device_not_found"},
+		{name: "delete device SQL in the id", method: "DELETE", path: "/v1/users/" + victim + "/devices/d%27%20OR%201%3D1--", status: 404, outcome: "device_not_found"},
+		{name: "device PUT", method: "PUT", path: "/v1/users/" + victim + "/devices", body: device("fcm", "abc"), header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
 		// preferences
 		{name: "preferences unknown type", method: "PUT", path: "/v1/users/" + victim + "/preferences", body: `{"preferences":{"nope.nope":{"email":false}}}`, header: jsonHeader(), status: 422, outcome: "unknown_type"},
 		{name: "preferences of an email-shaped user", method: "GET", path: "/v1/users/" + use("email address", "erin."+canary+"@corp.example") + "/preferences", status: 400, outcome: "invalid_user_id"},

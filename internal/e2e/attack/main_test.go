@@ -89,9 +89,9 @@ func apiWrites(t testing.TB) int {
 }
 
 // sent counts what reached the sinks: emails, SMS, pushes.
-func sent(t testing.TB) [3]int {
+func sent(t testing.TB) [4]int {
 	st := stacktest.Stack(t)
-	return [3]int{len(stacktest.Emails(t)), len(st.SMS.Messages()), len(st.Push.Messages())}
+	return [4]int{len(stacktest.Emails(t)), len(st.SMS.Messages()), len(st.Push.Messages()), len(st.SMS.MobileMessages())}
 }
 
 // request sends a raw HTTP request to the stack's API.
