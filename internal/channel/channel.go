@@ -27,6 +27,11 @@ type Message struct {
 	// Accepted is filled by such a provider: the targets this call reached
 	// (the worker records them on the delivery).
 	Accepted []string
+	// TargetError is the code of a target that failed permanently while the
+	// send as a whole succeeded (recorded as the delivery's lastError);
+	// TargetAlert marks it as one an operator must act on (OperatorAlert).
+	TargetError string
+	TargetAlert bool
 }
 
 // Provider sends on one channel.

@@ -224,3 +224,18 @@ func TestThrottledDeviceRetriesOnlyItself(t *testing.T) {
 		t.Errorf("rejected: %+v", pe)
 	}
 }
+
+// One device's application refuses to send while the browser got the push:
+// the send succeeds and reports the refusal for the operator.
+func TestRejectedDeviceBesideAReachedTargetIsReported(t *testing.T) {
+	e, mob, del := mobileEnv(t)
+	subs := e.subscribe(t, 1)
+	mob.fail["arn:e/apns"] = &MobileError{Kind: MobileRejected, Code: "PlatformApplicationDisabled", Alert: true, Err: errors.New("disabled app")}
+	m := withDevices(message(subs, domain.PriorityHigh, time.Time{}), devices[0])
+	if _, err := e.provider.Send(context.Background(), m); err != nil {
+		t.Fatalf("Send = %v, want success (the browser got it)", err)
+	}
+	if m.TargetError != "PlatformApplicationDisabled" || !m.TargetAlert || len(del.ids) != 0 {
+		t.Errorf("target error %q alert %v, removed %v", m.TargetError, m.TargetAlert, del.ids)
+	}
+}

@@ -123,6 +123,9 @@ func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error)
 		return "", err
 	}
 	m.Accepted = append(m.Accepted, o.accepted...)
+	if o.permanent != nil {
+		m.TargetError, m.TargetAlert = o.permanent.Code, o.permanent.Alert
+	}
 	reached := len(o.accepted) > 0 || len(done) > 0
 	switch {
 	case o.transient != nil:

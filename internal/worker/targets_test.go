@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -108,4 +109,31 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// alertProvider reaches one target and finds another's provider refusing.
+type alertProvider struct{}
+
+func (alertProvider) Channel() domain.Channel { return domain.ChannelPush }
+func (alertProvider) Send(_ context.Context, m *channel.Message) (string, error) {
+	m.Accepted = append(m.Accepted, "s1")
+	m.TargetError, m.TargetAlert = "PlatformApplicationDisabled", true
+	return "pmid", nil
+}
+
+// A target whose provider refuses to send (expired credentials) alerts the
+// operator and is kept in lastError, though the delivery reached another.
+func TestTargetAlertIsLoggedOnASentDelivery(t *testing.T) {
+	h := newHarness(t, domain.ChannelPush, Config{})
+	h.deps.Provider = alertProvider{}
+	h.handler = New(h.deps)
+	n := h.notification("n1", "comment.mentioned", domain.ChannelPush, domain.StatusQueued)
+	h.handle(t, message("m1", n.ID, domain.ChannelPush, 1))
+	d := h.store.delivery(n.ID, domain.ChannelPush)
+	if d.Status != domain.StatusSent || d.LastError != "PlatformApplicationDisabled" {
+		t.Errorf("delivery %s lastError %q", d.Status, d.LastError)
+	}
+	if !strings.Contains(h.logs.String(), channel.OperatorAlert) {
+		t.Error("no operator alert logged")
+	}
 }

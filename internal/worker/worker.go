@@ -326,7 +326,11 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 			due = n.SendAt
 		}
 		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(due, h.now()))
-		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid, AddSentTargets: accepted})
+		if cm.TargetAlert { // one target's provider refuses to send: an operator must know though others got it
+			log.ErrorContext(ctx, channel.OperatorAlert, "code", cm.TargetError)
+		}
+		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid,
+			AddSentTargets: accepted, LastError: cm.TargetError})
 	}
 	var pe *channel.ProviderError
 	if !errors.As(sendErr, &pe) {
