@@ -91,7 +91,7 @@ type Content struct {
 	Subject string // email
 	Text    string // email text part, SMS text
 	HTML    string // email HTML part (auto-escaped)
-	Title   string // push, inapp
+	Title   string // push (browsers and native devices alike), inapp
 	Body    string // push, inapp
 	URL     string // push, inapp
 }
