@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
@@ -332,5 +333,35 @@ func TestMobileHonoursThePushPreference(t *testing.T) {
 	waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
 	if n := len(mobileTo(t, dev.DeviceID)); n != 1 {
 		t.Errorf("%d publishes, want 1", n)
+	}
+}
+
+// Devices follow the delivery's other rules too: escalation at send time
+// (the user was in the app a moment ago → skipped) and cancel (a deferred
+// push cancelled → dropped), with nothing published.
+func TestMobileFollowsEscalationAndCancel(t *testing.T) {
+	user := stacktest.UniqueID("mobile-rules")
+	dev := registerDevice(t, user, client.PlatformAPNs, apnsToken())
+	token := stacktest.Stack(t).Token(user, time.Hour)
+	if resp := stacktest.Do(t, http.MethodPost, "/v1/users/"+user+"/presence", nil, "Authorization: Bearer "+token); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("presence = %d %s", resp.StatusCode, resp.Body)
+	}
+	mention := stacktest.Notify(t, map[string]any{"type": "comment.mentioned", "recipient": map[string]any{"userId": user}, "channels": []string{"push"},
+		"data": map[string]any{"url": "https://example.com/c/1", "actorLabel": "Ann"}})
+	if d := waitStatus(t, mention, domain.ChannelPush, domain.StatusSkipped); d.Reason != domain.ReasonActiveInApp {
+		t.Errorf("mention: %s/%s, want skipped/active_in_app", d.Status, d.Reason)
+	}
+	later := paymentFailed(user)
+	later["sendAt"] = stacktest.Stack(t).Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	id := stacktest.Notify(t, later)
+	waitStatus(t, id, domain.ChannelPush, domain.StatusDeferred)
+	if _, err := stacktest.Client(t, "").CancelNotification(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitStatus(t, id, domain.ChannelPush, domain.StatusDropped); d.Reason != domain.ReasonCancelled {
+		t.Errorf("cancelled: %s/%s", d.Status, d.Reason)
+	}
+	if n := len(mobileTo(t, dev.DeviceID)); n != 0 {
+		t.Errorf("%d publishes to the device, want none", n)
 	}
 }
