@@ -76,7 +76,7 @@ func run(root, seen, justifiedPath string, remove removals, cover []string) erro
 	// With the platform applications the local runs had (the runner's own).
 	p, err := iam.Transform(context.Background(), iam.TransformOptions{Root: root, Template: tmpl,
 		Params: devstack.WithLocalPlatformApplications(nil),
-		Stack: iam.Stack{Name: devstack.LocalStackName, Prefix: devstack.LocalResourcePrefix, Region: devstack.LocalRegion, Account: devstack.LocalAccountID}})
+		Stack:  iam.Stack{Name: devstack.LocalStackName, Prefix: devstack.LocalResourcePrefix, Region: devstack.LocalRegion, Account: devstack.LocalAccountID}})
 	if err != nil {
 		return err
 	}
