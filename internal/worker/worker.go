@@ -31,6 +31,11 @@
 //     n = MaxReceiveCount it is recorded failed: exhausted and made visible at
 //     once, so SQS moves it to the DLQ on the next receive. A provider
 //     throttle is also counted as Throttled.
+//   - a provider with several targets (push: browsers and devices) reports
+//     the targets each attempt reached; they are added to the delivery's
+//     SentTargets in the outcome's own write and skipped by the retry, and
+//     the last receive records sent rather than failed when any target was
+//     reached.
 //
 // Duplicate window. SQS delivers at least once and the relay may send a work
 // message twice; the claim (a conditional planned|queued|retrying → sending
