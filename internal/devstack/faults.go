@@ -82,7 +82,7 @@ func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
 // means until Set(ch, FaultOff, 0).
 func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
 	if _, err := domain.ParseChannel(string(ch)); err != nil && ch != FaultMobile {
-		return fmt.Errorf("%w (or mobile)", err)
+		return fmt.Errorf("channel %q: want email, sms, push or mobile", ch)
 	}
 	switch mode {
 	case FaultTransient, FaultPermanent, FaultOff:
