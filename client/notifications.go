@@ -211,6 +211,9 @@ type Delivery struct {
 	Attempts  int        `json:"attempts"`
 	UpdatedAt time.Time  `json:"updatedAt"`
 	DueAt     *time.Time `json:"dueAt"`
+	// TargetsReached is, for push, how many browsers and devices the push
+	// reached so far.
+	TargetsReached int `json:"targetsReached,omitempty"`
 }
 
 // NotificationStatus is a notification with its delivery per channel.

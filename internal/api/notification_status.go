@@ -41,6 +41,9 @@ type deliveryView struct {
 	Attempts  int     `json:"attempts"`
 	UpdatedAt string  `json:"updatedAt"`
 	DueAt     *string `json:"dueAt"`
+	// TargetsReached: push only, the browsers and devices whose provider
+	// accepted the notification.
+	TargetsReached int `json:"targetsReached,omitempty"`
 }
 
 func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
@@ -54,7 +57,8 @@ func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
 		v.Channels = append(v.Channels, string(c))
 	}
 	for _, d := range ds {
-		dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt)}
+		dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt),
+			TargetsReached: len(d.SentTargets)}
 		if d.Reason != domain.ReasonNone {
 			r := string(d.Reason)
 			dv.Reason = &r

@@ -122,6 +122,10 @@ func TestMobilePushReachesEveryDeviceAndBrowser(t *testing.T) {
 	if got := slices.Sorted(slices.Values(d.SentTargets)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
 		t.Errorf("sent targets %v, want %v", got, want)
 	}
+	status, err := stacktest.Client(t, "").GetNotification(context.Background(), id)
+	if err != nil || status.Deliveries["push"].TargetsReached != 4 {
+		t.Errorf("GET /v1/notifications: push %+v, %v; want 4 targets reached", status.Deliveries["push"], err)
+	}
 	url := "https://example.com/i/" + u.id
 	if web := pushesTo(t, u.web.SinkID); len(web) != 1 || web[0].Payload.Title != "お支払いに失敗しました" || web[0].Urgency != "high" {
 		t.Errorf("web pushes %+v", web)
