@@ -47,7 +47,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	campaigns := queue.NewCampaignQueue(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), env[queue.CampaignQueueEnv])
+	campaigns := queue.NewCampaignQueue(sqs.NewFromConfig(d.AWS), env[queue.CampaignQueueEnv])
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
