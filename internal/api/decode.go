@@ -74,8 +74,8 @@ func decodeStrict(body []byte, v any) *Problem {
 }
 
 // strictOptions are json/v2's defaults (names matched case-sensitively,
-// duplicate names and invalid UTF-8 refused) with unknown members refused
-// and null refused for a list of strings: every []string of a request body
+// duplicate names refused in every object) with unknown members refused and
+// null refused for a list of strings: every []string of a request body
 // (channels, userIds) is "an array of at least one", where null is not
 // "absent".
 var strictOptions = jsonv2.JoinOptions(
