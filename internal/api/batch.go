@@ -53,7 +53,7 @@ func (h *Handler) createNotificationBatch(ctx context.Context, req *request) res
 		return problemResponse(p)
 	}
 	var br batchRequest
-	if p := decodeStrict(body, batchSchema, &br); p != nil {
+	if p := decodeStrict(body, &br); p != nil {
 		return problemResponse(p)
 	}
 	switch n := len(br.Notifications); {

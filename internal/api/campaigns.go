@@ -100,13 +100,6 @@ const (
 	maxChunkNumber       = 9_999_999_999 // ten digits: chunk keys sort by number
 )
 
-var (
-	arrayValue       = &schema{array: true}
-	audienceSchema   = &schema{fields: map[string]*schema{"userIds": arrayValue, "segment": nil}}
-	campaignSchema   = &schema{fields: map[string]*schema{"type": nil, "data": {}, "priority": nil, "channels": arrayValue, "sendAt": nil, "expiresAt": nil, "audience": audienceSchema}}
-	recipientsSchema = &schema{fields: map[string]*schema{"chunk": nil, "userIds": arrayValue}}
-)
-
 func viewOfCampaign(c *domain.Campaign) *campaignView {
 	v := &campaignView{
 		ID: c.ID, Type: c.Type, Priority: string(c.Priority), Segment: c.Segment, Status: string(c.Status),
@@ -143,7 +136,7 @@ func (h *Handler) createCampaign(ctx context.Context, req *request) response {
 		return problemResponse(p)
 	}
 	var cr campaignRequest
-	if p := decodeStrict(body, campaignSchema, &cr); p != nil {
+	if p := decodeStrict(body, &cr); p != nil {
 		return problemResponse(p)
 	}
 	now := h.now()
@@ -349,7 +342,7 @@ func (h *Handler) addRecipients(ctx context.Context, req *request) response {
 		return problemResponse(p)
 	}
 	var rr recipientsRequest
-	if p := decodeStrict(body, recipientsSchema, &rr); p != nil {
+	if p := decodeStrict(body, &rr); p != nil {
 		return problemResponse(p)
 	}
 	switch {

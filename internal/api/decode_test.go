@@ -9,10 +9,11 @@ import (
 	"unicode/utf8"
 )
 
-// checkDecoderAgrees compares decodeNotificationRequest with encoding/json on
-// one body: what the hand-written decoder accepts, encoding/json decodes to
-// the same request; what it refuses as a type error, encoding/json refuses
-// too. (It is stricter on keys — case, repeats, unknown — by design.)
+// checkDecoderAgrees compares decodeNotificationRequest (json/v2, strict)
+// with encoding/json on one body: what the strict decoder accepts,
+// encoding/json decodes to the same request; what it refuses as a type
+// error, encoding/json refuses too. (It is stricter on keys — case, repeats,
+// unknown — by design.)
 func checkDecoderAgrees(t *testing.T, body string) {
 	t.Helper()
 	if !utf8.ValidString(body) { // encoding/json would repair it; we refuse
@@ -70,20 +71,5 @@ func TestDecoderAgreesWithEncodingJSON(t *testing.T) {
 	var it batchItem
 	if p := decodeNotificationRequest([]byte(`{"typ\u0065":"escaped key"}`), &it.notificationRequest, &it.IdempotencyKey); p != nil || it.Type != "escaped key" {
 		t.Fatalf("escaped key: %v %+v", p, it)
-	}
-}
-
-func TestDecodeStringObject(t *testing.T) {
-	for _, raw := range []string{`{}`, `{"a":"b"}`, ` { "a" : "b" , "c\n" : "\u00e9\"" } `, `{"url":"https://x.example/?a=1&b=2"}`} {
-		got, ok := decodeStringObject([]byte(raw))
-		var want map[string]any
-		if err := json.Unmarshal([]byte(raw), &want); err != nil || !ok || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: got %v %v, want %v", raw, got, ok, want)
-		}
-	}
-	for _, raw := range []string{`{"a":1}`, `{"a":{"b":"c"}}`, `{"a":["b"]}`, `{"a":null}`, `[]`, `{"a":"b","c":true}`} {
-		if _, ok := decodeStringObject([]byte(raw)); ok {
-			t.Errorf("%s decoded as flat strings", raw)
-		}
 	}
 }

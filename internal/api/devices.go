@@ -42,7 +42,7 @@ type deviceRequest struct {
 	App      string `json:"app"`
 }
 
-var deviceSchema = &schema{fields: map[string]*schema{"platform": nil, "token": nil, "app": nil}}
+
 
 type deviceCreated struct {
 	DeviceID string `json:"deviceId"`
@@ -133,7 +133,7 @@ const maxOwnerRetries = 3
 // domain.MaxDevicesPerUser: a new device beyond it evicts the oldest.
 func (h *Handler) createDevice(ctx context.Context, req *request) response {
 	var dr deviceRequest
-	userID, p := decodeUserBody(req, deviceSchema, &dr)
+	userID, p := decodeUserBody(req, &dr)
 	if p != nil {
 		return problemResponse(p)
 	}

@@ -9,8 +9,8 @@ import (
 // FuzzDecodeNotification feeds arbitrary bodies and idempotency keys through
 // the whole intake path (decode, key check, validation, hashing, store, encode)
 // with an in-memory store. Whatever the input: no panic, no 5xx, a JSON
-// response, a problem document for every refusal, and the hand-written
-// decoder agreeing with encoding/json. `go test` runs the seed
+// response, a problem document for every refusal, and the strict decoder
+// agreeing with encoding/json. `go test` runs the seed
 // corpus (every body of the validation corpus plus good requests); run
 // `go test -fuzz FuzzDecodeNotification ./internal/api` to explore.
 func FuzzDecodeNotification(f *testing.F) {

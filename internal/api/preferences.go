@@ -80,7 +80,7 @@ func (h *Handler) getPreferences(ctx context.Context, req *request) response {
 // shows it as mandatory).
 func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 	var pr preferencesRequest
-	userID, p := decodeUserBody(req, preferencesSchema, &pr)
+	userID, p := decodeUserBody(req, &pr)
 	if p != nil {
 		return problemResponse(p)
 	}

@@ -39,7 +39,7 @@ const maxEndpointLength = 2048
 // its keys) replaces its subscription: 201 the first time, 200 after.
 func (h *Handler) createPushSubscription(ctx context.Context, req *request) response {
 	var sr subscriptionRequest
-	userID, p := decodeUserBody(req, subscriptionSchema, &sr)
+	userID, p := decodeUserBody(req, &sr)
 	if p != nil {
 		return problemResponse(p)
 	}

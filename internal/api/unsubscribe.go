@@ -1,13 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"html"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/unsubscribe"
@@ -103,30 +103,24 @@ type unsubscribePage struct {
 	Confirm bool
 }
 
-// render writes the page. It is assembled by hand rather than with
-// html/template: executing a template links reflect's method lookup, which
-// makes the linker keep every exported method of every type held in an
-// interface (docs/decisions.md, "Catalog templates: our own executor"). The
-// one value, the type's name, is HTML-escaped; the form posts to the page's
-// own URL (with its token).
-func (p unsubscribePage) render() []byte {
-	var b strings.Builder
-	b.WriteString(`<!doctype html>
+// unsubscribeTemplate is the page; html/template escapes the one value, the
+// type's name. The form posts to the page's own URL (with its token).
+var unsubscribeTemplate = template.Must(template.New("unsubscribe").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <meta name="robots" content="noindex"><title>Unsubscribe</title></head><body>
-`)
-	name := html.EscapeString(p.Type)
-	if p.Confirm {
-		b.WriteString(`<p>Stop emails about <b>` + name + `</b>?</p>
+{{if .Confirm}}<p>Stop emails about <b>{{.Type}}</b>?</p>
 <form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>
-`)
-	} else {
-		b.WriteString(`<p>You will no longer receive emails about <b>` + name + `</b>. You can turn them back on in your notification settings.</p>`)
-	}
-	b.WriteString(`
+{{else}}<p>You will no longer receive emails about <b>{{.Type}}</b>. You can turn them back on in your notification settings.</p>{{end}}
 </body></html>
-`)
-	return []byte(b.String())
+`))
+
+// render writes the page.
+func (p unsubscribePage) render() []byte {
+	var b bytes.Buffer
+	if err := unsubscribeTemplate.Execute(&b, p); err != nil {
+		panic(err) // the template is fixed and its data two plain fields
+	}
+	return b.Bytes()
 }
 
 func htmlPage(status int, page unsubscribePage) response {

@@ -71,7 +71,7 @@ func pathUserID(req *request) (string, *Problem) {
 
 func (h *Handler) putUser(ctx context.Context, req *request) response {
 	var ur userRequest
-	userID, p := decodeUserBody(req, userSchema, &ur)
+	userID, p := decodeUserBody(req, &ur)
 	if p != nil {
 		return problemResponse(p)
 	}
@@ -159,8 +159,8 @@ func (h *Handler) getUser(ctx context.Context, req *request) response {
 }
 
 // decodeUserBody reads the path's userId and decodes the body of a user
-// route with schema s into v.
-func decodeUserBody(req *request, s *schema, v any) (string, *Problem) {
+// route into v.
+func decodeUserBody(req *request, v any) (string, *Problem) {
 	userID, p := pathUserID(req)
 	if p != nil {
 		return "", p
@@ -169,5 +169,5 @@ func decodeUserBody(req *request, s *schema, v any) (string, *Problem) {
 	if p != nil {
 		return "", p
 	}
-	return userID, decodeStrict(body, s, v)
+	return userID, decodeStrict(body, v)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 const (
@@ -197,11 +199,9 @@ func decodeData(raw json.RawMessage) (map[string]any, *Problem) {
 	if raw[0] != '{' {
 		return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
 	}
-	data, ok := decodeStringObject(raw)
-	if !ok { // not flat strings: let the catalog name the odd value
-		if err := json.Unmarshal(raw, &data); err != nil {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
-		}
+	var data map[string]any // values of any type: the catalog names the odd one
+	if err := jsonv2.Unmarshal(raw, &data, strictOptions); err != nil {
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
 	}
 	for k, v := range data {
 		if hasControl(k) {

@@ -87,5 +87,5 @@ func (d Deps) Store() (*dynamo.Store, error) {
 		}
 		opts = append(opts, dynamo.WithRetention(time.Duration(days)*24*time.Hour))
 	}
-	return dynamo.New(dynamo.NarrowClient(dynamodb.NewFromConfig(d.AWS)), env["TABLE_NAME"], opts...), nil
+	return dynamo.New(dynamodb.NewFromConfig(d.AWS), env["TABLE_NAME"], opts...), nil
 }

@@ -81,7 +81,7 @@ type localeTemplates struct {
 
 type emailTemplates struct {
 	subject, text *tmpl
-	html          *tmpl // contextually escaped (template.go)
+	html          *tmpl // html/template (template.go)
 }
 
 type linkTemplates struct{ title, body, url *tmpl }

@@ -135,7 +135,7 @@ func TestMobileFaults(t *testing.T) {
 	f.SNS = sink
 	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
 		APIOptions: []func(*middleware.Stack) error{f.Middleware}, HTTPClient: srv.Client()}
-	adapter := snspush.New(snspush.NarrowClient(sns.NewFromConfig(cfg)), snspush.Applications{domain.PlatformFCM: app})
+	adapter := snspush.New(sns.NewFromConfig(cfg), snspush.Applications{domain.PlatformFCM: app})
 	ctx := context.Background()
 	arn, err := adapter.Register(ctx, domain.PlatformFCM, "tok", "{}")
 	if err != nil {

@@ -39,7 +39,7 @@ func newStore(t testing.TB, opts ...dynamo.Option) (*dynamo.Store, *dynamodb.Cli
 	e := stacktest.Emulators(t)
 	db := e.DynamoDB()
 	clock := newClock(t0)
-	s := dynamo.New(dynamo.NarrowClient(db), e.Resources.Table, append([]dynamo.Option{dynamo.WithClock(clock.Now)}, opts...)...)
+	s := dynamo.New(db, e.Resources.Table, append([]dynamo.Option{dynamo.WithClock(clock.Now)}, opts...)...)
 	return s, db, clock
 }
 

@@ -108,7 +108,7 @@ func TestPresenceAcrossAPIInstancesIsOneWritePerMinute(t *testing.T) {
 	counters := make([]*updateCounter, 3)
 	instances := make([]*api.Handler, 3)
 	for i := range instances {
-		counters[i] = &updateCounter{API: dynamo.NarrowClient(db)}
+		counters[i] = &updateCounter{API: db}
 		instances[i] = api.New(api.Deps{Presence: dynamo.New(counters[i], table), Now: clock, Log: slog.New(slog.DiscardHandler)})
 	}
 	presence := events.APIGatewayV2HTTPRequest{

@@ -25,7 +25,7 @@ func TestCampaignQueueOnFauxqs(t *testing.T) {
 		t.Fatal("CampaignFunction has no " + queue.CampaignQueueEnv)
 	}
 	client := e.SQS()
-	counting := &countingSQS{API: queue.NarrowClient(client)}
+	counting := &countingSQS{API: client}
 	q := queue.NewCampaignQueue(counting, url)
 	ctx := context.Background()
 

@@ -26,7 +26,7 @@ func TestPublishRoutesToTheChannelPriorityQueue(t *testing.T) {
 	}
 	// One without the user id, as the worker still accepts.
 	items = append(items, domain.WorkItem{Priority: domain.PriorityLow, Message: domain.WorkMessage{NotificationID: "n-no-user", Channel: domain.ChannelSMS}})
-	for i, err := range queue.NewPublisher(queue.NarrowClient(client), urls).Publish(context.Background(), items) {
+	for i, err := range queue.NewPublisher(client, urls).Publish(context.Background(), items) {
 		if err != nil {
 			t.Errorf("message %d: %v", i, err)
 		}
@@ -63,7 +63,7 @@ func TestPublishRoutesToTheChannelPriorityQueue(t *testing.T) {
 func TestPublishSplitsBatchesOfTen(t *testing.T) {
 	e, urls := workQueues(t)
 	client := e.SQS()
-	counting := &countingSQS{API: queue.NarrowClient(client)}
+	counting := &countingSQS{API: client}
 	var items []domain.WorkItem
 	for i := range 23 {
 		items = append(items, domain.WorkItem{Priority: domain.PriorityNormal, Message: domain.WorkMessage{NotificationID: fmt.Sprint("e", i), Channel: domain.ChannelEmail}})
@@ -97,7 +97,7 @@ func TestPublishReportsAnUnknownQueuePerMessage(t *testing.T) {
 		{Priority: domain.PriorityHigh, Message: domain.WorkMessage{NotificationID: "ok", Channel: domain.ChannelSMS}},
 		{Priority: "urgent", Message: domain.WorkMessage{NotificationID: "bad", Channel: domain.ChannelSMS}},
 	}
-	errs := queue.NewPublisher(queue.NarrowClient(client), urls).Publish(context.Background(), items)
+	errs := queue.NewPublisher(client, urls).Publish(context.Background(), items)
 	if errs[0] != nil || errs[1] == nil {
 		t.Errorf("errors %v, want only the second", errs)
 	}

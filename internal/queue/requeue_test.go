@@ -33,7 +33,7 @@ func TestRequeueOnTheEmulator(t *testing.T) {
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(info.URL), MessageBody: aws.String(body)}); err != nil {
 		t.Fatal(err)
 	}
-	nc := queue.NarrowClient(client)
+	nc := client
 	v := queue.NewVisibility(nc)
 	first := receive(1)
 	if len(first) != 1 {

@@ -145,7 +145,7 @@ func TestSetVisibilityOnTheEmulator(t *testing.T) {
 	if len(first) != 1 {
 		t.Fatalf("received %d messages, want 1", len(first))
 	}
-	v := queue.NewVisibility(queue.NarrowClient(client))
+	v := queue.NewVisibility(client)
 	if err := v.SetVisibility(ctx, info.ARN, first[0], 0); err != nil {
 		t.Fatal(err)
 	}

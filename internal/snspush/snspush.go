@@ -39,36 +39,6 @@ type API interface {
 	Publish(context.Context, *sns.PublishInput, ...func(*sns.Options)) (*sns.PublishOutput, error)
 }
 
-// NarrowClient returns the operations of c the adapter calls, as method
-// values (see sms.NarrowClient for why).
-func NarrowClient(c *sns.Client) API {
-	return narrow{create: c.CreatePlatformEndpoint, get: c.GetEndpointAttributes, set: c.SetEndpointAttributes, del: c.DeleteEndpoint, publish: c.Publish}
-}
-
-type narrow struct {
-	create  func(context.Context, *sns.CreatePlatformEndpointInput, ...func(*sns.Options)) (*sns.CreatePlatformEndpointOutput, error)
-	get     func(context.Context, *sns.GetEndpointAttributesInput, ...func(*sns.Options)) (*sns.GetEndpointAttributesOutput, error)
-	set     func(context.Context, *sns.SetEndpointAttributesInput, ...func(*sns.Options)) (*sns.SetEndpointAttributesOutput, error)
-	del     func(context.Context, *sns.DeleteEndpointInput, ...func(*sns.Options)) (*sns.DeleteEndpointOutput, error)
-	publish func(context.Context, *sns.PublishInput, ...func(*sns.Options)) (*sns.PublishOutput, error)
-}
-
-func (n narrow) CreatePlatformEndpoint(ctx context.Context, in *sns.CreatePlatformEndpointInput, o ...func(*sns.Options)) (*sns.CreatePlatformEndpointOutput, error) {
-	return n.create(ctx, in, o...)
-}
-func (n narrow) GetEndpointAttributes(ctx context.Context, in *sns.GetEndpointAttributesInput, o ...func(*sns.Options)) (*sns.GetEndpointAttributesOutput, error) {
-	return n.get(ctx, in, o...)
-}
-func (n narrow) SetEndpointAttributes(ctx context.Context, in *sns.SetEndpointAttributesInput, o ...func(*sns.Options)) (*sns.SetEndpointAttributesOutput, error) {
-	return n.set(ctx, in, o...)
-}
-func (n narrow) DeleteEndpoint(ctx context.Context, in *sns.DeleteEndpointInput, o ...func(*sns.Options)) (*sns.DeleteEndpointOutput, error) {
-	return n.del(ctx, in, o...)
-}
-func (n narrow) Publish(ctx context.Context, in *sns.PublishInput, o ...func(*sns.Options)) (*sns.PublishOutput, error) {
-	return n.publish(ctx, in, o...)
-}
-
 // Retryer is the SNS client's retry policy: sendretry's (Publish has no
 // idempotency token), also retrying SNS's "Throttled" (429).
 func Retryer() aws.Retryer { return sendretry.New("Throttled") }

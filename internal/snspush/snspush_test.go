@@ -45,7 +45,7 @@ func env(t *testing.T) (*snspush.Adapter, *smssink.Sink) {
 			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 1 })
 		}}
 	client := sns.NewFromConfig(cfg, func(o *sns.Options) { o.BaseEndpoint = aws.String(srv.URL) })
-	return snspush.New(snspush.NarrowClient(client), snspush.Applications{domain.PlatformAPNs: apnsApp, domain.PlatformFCM: fcmApp}), sink
+	return snspush.New(client, snspush.Applications{domain.PlatformAPNs: apnsApp, domain.PlatformFCM: fcmApp}), sink
 }
 
 func TestRegisterIsIdempotentAndResolvesTheConflict(t *testing.T) {

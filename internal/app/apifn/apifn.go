@@ -51,10 +51,10 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	campaigns := queue.NewCampaignQueue(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), env[queue.CampaignQueueEnv])
+	campaigns := queue.NewCampaignQueue(sqs.NewFromConfig(d.AWS), env[queue.CampaignQueueEnv])
 	// Devices: SNS platform endpoints in the applications the template's
 	// parameters name (an empty one: that platform is off).
-	endpoints := snspush.New(snspush.NarrowClient(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() })),
+	endpoints := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }),
 		snspush.ApplicationsFrom(d.Getenv))
 	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,

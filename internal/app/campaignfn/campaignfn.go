@@ -55,7 +55,7 @@ func New(d app.Deps) (*campaign.Handler, error) {
 			return nil, fmt.Errorf("%s %q: want 1 to %d", ScanSegmentsEnv, v, domain.MaxScanSegments)
 		}
 	}
-	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	client := sqs.NewFromConfig(d.AWS)
 	return campaign.New(campaign.Deps{Store: st, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
 		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, Metrics: d.Recorder(), ReconcileDelay: delay, ScanSegments: segments}), nil
 }

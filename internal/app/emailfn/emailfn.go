@@ -29,7 +29,7 @@ func New(d app.Deps) (*worker.Handler, error) {
 		return nil, err
 	}
 	client := sesv2.NewFromConfig(d.AWS, func(o *sesv2.Options) { o.Retryer = email.Retryer() })
-	return workerfn.New(d, st, email.New(email.NarrowClient(client), email.Config{
+	return workerfn.New(d, st, email.New(client, email.Config{
 		From: env["EMAIL_FROM"], ConfigurationSet: d.Getenv("SES_CONFIGURATION_SET"),
 		Unsubscribe: unsubscribekey.Links{Signer: signer, Base: env["UNSUBSCRIBE_URL"]},
 	}))

@@ -66,6 +66,6 @@ func New(ctx context.Context, d app.Deps) (*worker.Handler, error) {
 		return nil, err
 	}
 	// Native devices: SNS Publish to their platform endpoints.
-	mobile := snspush.New(snspush.NarrowClient(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() })), nil)
+	mobile := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }), nil)
 	return workerfn.New(d, st, push.New(sender, st, d.Now).WithMobile(mobile, st))
 }

@@ -30,7 +30,7 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub := queue.NewPublisher(queue.NarrowClient(sqs.NewFromConfig(d.AWS)), urls)
+	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
 	limits, err := policy.LimitsFromEnv(d.Getenv)
 	if err != nil {
 		return nil, err

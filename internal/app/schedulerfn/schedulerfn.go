@@ -34,7 +34,7 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	client := sqs.NewFromConfig(d.AWS)
 	pub := queue.NewPublisher(client, urls)
 	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
 	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil

@@ -17,5 +17,5 @@ func New(d app.Deps) (*worker.Handler, error) {
 		return nil, err
 	}
 	client := sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = sms.Retryer() })
-	return workerfn.New(d, st, sms.New(sms.NarrowClient(client), sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
+	return workerfn.New(d, st, sms.New(client, sms.Config{SenderID: d.Getenv("SMS_SENDER_ID")}))
 }

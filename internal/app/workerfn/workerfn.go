@@ -58,7 +58,7 @@ func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, err
 	if err != nil {
 		return nil, err
 	}
-	client := queue.NarrowClient(sqs.NewFromConfig(d.AWS))
+	client := sqs.NewFromConfig(d.AWS)
 	vis := queue.NewVisibility(client)
 	return worker.New(worker.Deps{Config: cfg, Store: st, Visibility: vis, Provider: p, Catalog: d.Catalog,
 		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st, Requeuer: queue.NewRequeuer(client, vis)}), nil
