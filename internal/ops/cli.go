@@ -284,7 +284,8 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 			row("type", p.Type)
 			row("channel", strings.TrimSuffix(p.Channel+" / "+p.Priority, " / "))
 			if p.Status != "" {
-				row("delivery", fmt.Sprintf("%s, %d attempt(s)", strings.TrimSuffix(p.Status+": "+p.Reason, ": "), p.Attempts))
+				row("delivery now", strings.TrimSuffix(p.Status+": "+p.Reason, ": "))
+				row("send attempts", fmt.Sprintf("%d (calls to the provider, recorded on the delivery)", p.Attempts))
 			}
 			row("last error", p.LastError)
 			row("accepted", when(p.AcceptedAt, now))
@@ -296,8 +297,8 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 			}
 			row("notifications", strings.Join(p.NotificationIDs, ", "))
 		}
-		row("receives", strconv.Itoa(p.Receives))
-		row("sent", when(p.SentAt, now))
+		row("message receives", strconv.Itoa(p.Receives)+" (times a function received this SQS message before it was parked; not send attempts)")
+		row("message enqueued", when(p.SentAt, now))
 		row("first received", when(p.FirstReceivedAt, now))
 		row("problem", p.Problem)
 		if err := tw.Flush(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,22 @@ func TestCLI(t *testing.T) {
 	out, _, err = runCLI(t, e, "list")
 	if err != nil || !strings.Contains(out, "email") || !strings.Contains(out, "30m0s") {
 		t.Errorf("list: %v\n%s", err, out)
+	}
+
+	// show labels each count and time for what it is: the delivery's send
+	// attempts apart from the SQS message's receives, the message's enqueue
+	// time, never a bare "sent" beside a failed delivery.
+	out, _, err = runCLI(t, e, "show", "email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"delivery now      failed: exhausted", "send attempts     6 (calls to the provider", "message receives", "message enqueued"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show: output lacks %q:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^\s+(sent|receives)\s`).MatchString(out) {
+		t.Errorf("show: an unlabelled sent or receives row:\n%s", out)
 	}
 
 	// show never prints the recipient's address, number or data.
