@@ -186,10 +186,11 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			`[...tr.querySelectorAll('.pill[data-channel=push]')].some(p => p.dataset.status === 'skipped' && p.textContent.includes('(no_contact)')))`, user), nil,
 			chromedp.WithPollingTimeout(20*time.Second)),
 	)
-	// Its overall state follows the deliveries (sent, not the API's
-	// "accepted"), and its creation shows the date as well as the time.
+	// The invoice's overall state follows its deliveries (email sent, push
+	// skipped: sent, not the API's "accepted"), and its creation shows the
+	// date as well as the time.
 	var overall, created string
-	rowOf := fmt.Sprintf(`[...document.querySelectorAll('#notifications tbody tr')].find(tr => tr.textContent.includes(%q))`, user)
+	rowOf := fmt.Sprintf(`[...document.querySelectorAll('#notifications tbody tr')].find(tr => tr.textContent.includes(%q) && tr.textContent.includes('invoice.payment_failed'))`, user)
 	run("see the overall state",
 		chromedp.Poll(rowOf+`.querySelector('[data-overall]').dataset.overall === 'sent'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
 		chromedp.Evaluate(rowOf+`.querySelector('[data-overall]').dataset.overall`, &overall),
