@@ -109,7 +109,7 @@ aws-lint:
 # -cover: with make test's records of every package, no call may be made
 # only by a package aws-check leaves out.
 iam-conformance:
-	$(GO) run ./scripts/iam/conformance -seen $(IAM_SEEN) -cover "$(IAM_E2E)"
+	$(GO) run ./scripts/iam/conformance -seen $(IAM_SEEN) -cover "$(IAM_E2E)" $(if $(V),-v)
 
 ## screenshots: re-take docs/img/dev-console.png and docs/img/demo-inbox.png in Chromium
 screenshots: deps deps-browser

@@ -25,6 +25,31 @@ var devEnvOverrides = map[string]string{
 	"HERALD_SMS_SEND_RATE":     "SmsSendRate",
 	"HERALD_PUSH_SEND_RATE":    "PushSendRate",
 	"HERALD_BULK_QUOTA_SHARE":  "BulkQuotaShare",
+	// Campaign lots recount every 30 s in AWS; a local campaign shows done
+	// within seconds instead (devDefaults).
+	"HERALD_CAMPAIGN_RECONCILE_DELAY": "CampaignReconcileDelay",
+}
+
+// devDefaults are the template parameters herald dev sets differently from
+// the template's defaults when the matching variable is unset: a short
+// campaign recount, so a local campaign reaches done in seconds.
+var devDefaults = map[string]string{
+	"CampaignReconcileDelay": "2s",
+}
+
+// devOverrides returns the template parameters herald dev runs with: the
+// variables of devEnvOverrides that are set, else devDefaults.
+func devOverrides(getenv func(string) string) map[string]string {
+	overrides := map[string]string{}
+	for param, v := range devDefaults {
+		overrides[param] = v
+	}
+	for env, param := range devEnvOverrides {
+		if v := getenv(env); v != "" {
+			overrides[param] = v
+		}
+	}
+	return overrides
 }
 
 // devLogFile holds the functions' and emulators' logs unless `herald dev -v`.
@@ -48,12 +73,7 @@ func runDev(ctx context.Context, args []string) error {
 	if port == "" {
 		port = "3000"
 	}
-	overrides := map[string]string{}
-	for env, param := range devEnvOverrides {
-		if v := os.Getenv(env); v != "" {
-			overrides[param] = v
-		}
-	}
+	overrides := devOverrides(os.Getenv)
 	interval := time.Minute
 	if v := os.Getenv("HERALD_SCHEDULE_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -61,3 +61,26 @@ func TestDevURLs(t *testing.T) {
 		})
 	}
 }
+
+// herald dev recounts campaigns every 2 s unless told otherwise, and every
+// variable of the README's table reaches its template parameter.
+func TestDevOverrides(t *testing.T) {
+	got := devOverrides(func(string) string { return "" })
+	if got["CampaignReconcileDelay"] != "2s" {
+		t.Fatalf("default CampaignReconcileDelay = %q, want 2s", got["CampaignReconcileDelay"])
+	}
+	env := map[string]string{"HERALD_CAMPAIGN_RECONCILE_DELAY": "10s", "HERALD_BACKOFF_BASE": "1s"}
+	got = devOverrides(func(k string) string { return env[k] })
+	if got["CampaignReconcileDelay"] != "10s" || got["BackoffBase"] != "1s" {
+		t.Fatalf("overrides = %v", got)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for env := range devEnvOverrides {
+		if !strings.Contains(string(readme), "`"+env+"`") {
+			t.Errorf("README's environment of make dev lacks %s", env)
+		}
+	}
+}

@@ -63,6 +63,10 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "herald:", err)
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
 		os.Exit(1)
 	}
 }

@@ -34,8 +34,34 @@ Where (first match wins):
   otherwise          the running 'make dev' (.herald/dev.json above the working
                      directory), calling as --caller (default "cli")
 
-Prints the notification id; --wait follows its deliveries until they settle.
+Prints the notification id; --wait follows its deliveries until they settle
+(up to 60 s).
+
+Exit status:
+  0  accepted; with --wait, every delivery settled and none failed
+     (sent, delivered, skipped, dropped, or deferred to a later time)
+  1  not sent: the API refused it or could not be reached
+  2  usage: a flag is wrong
+  3  --wait: a delivery ended failed or bounced
+  4  --wait: the deliveries had not settled after 60 s
 `
+
+// Exit statuses of herald send --wait beyond 0, 1 (error) and 2 (usage).
+const (
+	exitDeliveryFailed = 3
+	exitWaitTimeout    = 4
+)
+
+// exitError carries the exit status of a command whose output was printed.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// ExitCode is the process exit status.
+func (e *exitError) ExitCode() int { return e.code }
 
 // sendDeps are what `herald send` reaches outside the process; tests replace them.
 type sendDeps struct {
@@ -46,6 +72,7 @@ type sendDeps struct {
 	stacks     func(aws.Config) ops.StacksAPI
 	clientOpts []client.Option
 	poll       time.Duration
+	waitFor    time.Duration // how long --wait follows the deliveries
 }
 
 func defaultSendDeps() sendDeps {
@@ -55,6 +82,7 @@ func defaultSendDeps() sendDeps {
 		loadConfig: func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) },
 		stacks:     func(cfg aws.Config) ops.StacksAPI { return cloudformation.NewFromConfig(cfg) },
 		poll:       500 * time.Millisecond,
+		waitFor:    60 * time.Second,
 	}
 }
 
@@ -155,22 +183,36 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 		fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s\n", where, a.IdempotencyKey)
 		return nil
 	}
-	st, err := waitSettled(ctx, c, a.ID, d.poll, 60*time.Second)
+	st, done, err := waitSettled(ctx, c, a.ID, d.poll, d.waitFor)
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		return json.NewEncoder(stdout).Encode(st)
-	}
-	fmt.Fprintf(stdout, "%s %s\n", st.ID, st.Status)
 	chans := make([]string, 0, len(st.Deliveries))
-	for ch := range st.Deliveries {
+	var failed []string
+	for ch, dl := range st.Deliveries {
 		chans = append(chans, ch)
+		if dl.Status == "failed" || dl.Status == "bounced" {
+			failed = append(failed, ch+" "+dl.Status)
+		}
 	}
 	sort.Strings(chans)
-	for _, ch := range chans {
-		dl := st.Deliveries[ch]
-		fmt.Fprintf(stdout, "  %-6s %-10s %s\n", ch, dl.Status, dl.Reason)
+	sort.Strings(failed)
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(st); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s %s\n", st.ID, st.Status)
+		for _, ch := range chans {
+			dl := st.Deliveries[ch]
+			fmt.Fprintf(stdout, "  %-6s %-10s %s\n", ch, dl.Status, dl.Reason)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return &exitError{exitDeliveryFailed, "delivery ended " + strings.Join(failed, ", ")}
+	case !done:
+		return &exitError{exitWaitTimeout, fmt.Sprintf("deliveries not settled after %s (herald send prints the last state)", d.waitFor)}
 	}
 	return nil
 }
@@ -180,25 +222,28 @@ var settled = map[string]bool{"sent": true, "delivered": true, "bounced": true, 
 	"skipped": true, "dropped": true, "failed": true, "deferred": true}
 
 // waitSettled polls the notification until the relay planned it and every
-// delivery settled, or timeout passes (then it answers the last state).
-func waitSettled(ctx context.Context, c *client.Client, id string, every, timeout time.Duration) (*client.NotificationStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+// delivery settled (done), or timeout passes (then it answers the last state
+// and done false).
+func waitSettled(ctx context.Context, c *client.Client, id string, every, timeout time.Duration) (*client.NotificationStatus, bool, error) {
+	deadline := time.Now().Add(timeout)
 	for {
 		st, err := c.GetNotification(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		done := len(st.Deliveries) > 0 || st.Status == "cancelled"
 		for _, dl := range st.Deliveries {
 			done = done && settled[dl.Status]
 		}
 		if done {
-			return st, nil
+			return st, true, nil
+		}
+		if !time.Now().Add(every).Before(deadline) {
+			return st, false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return st, nil
+			return nil, false, ctx.Err()
 		case <-time.After(every):
 		}
 	}

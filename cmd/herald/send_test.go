@@ -203,3 +203,53 @@ func TestSendReportsTheProblem(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
+
+// herald send --wait tells scripts how the deliveries ended: 0 when none
+// failed, 3 when one ended failed or bounced, 4 when they had not settled.
+func TestSendWaitExitStatus(t *testing.T) {
+	tests := []struct {
+		name, deliveries string
+		code             int
+	}{
+		{"sent and skipped", `{"email":{"status":"sent"},"push":{"status":"skipped","reason":"no_contact"}}`, 0},
+		{"email failed", `{"email":{"status":"failed","reason":"MessageRejected"},"push":{"status":"sent"}}`, exitDeliveryFailed},
+		{"email bounced", `{"email":{"status":"bounced"}}`, exitDeliveryFailed},
+		{"still queued", `{"email":{"status":"queued"}}`, exitWaitTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if r.Method == http.MethodPost {
+					w.WriteHeader(http.StatusAccepted)
+					io.WriteString(w, `{"id":"n1","status":"accepted","createdAt":"2026-01-02T03:04:05Z"}`)
+					return
+				}
+				io.WriteString(w, `{"id":"n1","status":"accepted","deliveries":`+tt.deliveries+`}`)
+			}))
+			defer srv.Close()
+			d := defaultSendDeps()
+			d.poll, d.waitFor = time.Millisecond, 50*time.Millisecond
+			var out, errOut bytes.Buffer
+			err := runSend(context.Background(), []string{"--endpoint", srv.URL, "--caller", "ci", "--wait",
+				"--type", "otp.code", "--user", "u1", "--data", "code=123456"}, &out, &errOut, d)
+			code := 0
+			if err != nil {
+				var coded interface{ ExitCode() int }
+				if !errors.As(err, &coded) {
+					t.Fatalf("err = %v, want an exit status", err)
+				}
+				code = coded.ExitCode()
+			}
+			if code != tt.code {
+				t.Fatalf("exit status %d (%v), want %d", code, err, tt.code)
+			}
+			if !strings.Contains(out.String(), "email") {
+				t.Errorf("stdout %q does not show the deliveries", out.String())
+			}
+		})
+	}
+	if !strings.Contains(sendUsage, "3  --wait: a delivery ended failed") {
+		t.Error("usage does not say what exit status 3 means")
+	}
+}

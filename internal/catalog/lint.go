@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"text/template/parse"
 )
 
 // Lint checks the rules a catalog must keep beyond parsing (the shipped
@@ -13,7 +14,11 @@ import (
 //   - every SMS template fits one segment with worst-case data (see the SMS
 //     segment budget in sms.go), a digest SMS with one worst-case item;
 //   - a mandatory or high-priority type's only external channel is not
-//     conditional on presence or read state (escalation).
+//     conditional on presence or read state (escalation);
+//   - no in-app text names a channel ("sent to your phone", "check your
+//     email"): the inbox item is rendered when the notification is
+//     accepted, before any channel's outcome is known, and that channel may
+//     end skipped (no contact, preference, quiet hours) or failed.
 //
 // It returns every violation, sorted, or nil.
 func (c *Catalog) Lint() []error {
@@ -48,6 +53,13 @@ func (t *Type) Lint() []error {
 		if lt.digest != nil && lt.digest.sms != nil {
 			errs = append(errs, t.lintDigestSMS(where("digest.sms.text"), lt.digest)...)
 		}
+		if lt.inapp != nil {
+			for field, tm := range map[string]*tmpl{"title": lt.inapp.title, "body": lt.inapp.body} {
+				if word := channelWord(locale, tm); word != "" {
+					errs = append(errs, fmt.Errorf("%s: names a channel (%q): an in-app text cannot know that channel's outcome; say what happened, not where it was sent", where("inapp."+field), word))
+				}
+			}
+		}
 		if lt.push != nil {
 			for field, tmpl := range map[string]*tmpl{"title": lt.push.title, "body": lt.push.body, "url": lt.push.url} {
 				errs = append(errs, t.lintPersonal(where("push."+field), tmpl)...)
@@ -56,6 +68,62 @@ func (t *Type) Lint() []error {
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errs
+}
+
+// channelWords are words that name a delivery channel, per locale (the
+// base language), lower case.
+var channelWords = map[string][]string{
+	"en": {"e-mail", "email", "mail", "sms", "text message", "texted", "phone", "push"},
+	"ja": {"メール", "sms", "ショートメッセージ", "電話", "携帯", "プッシュ"},
+}
+
+// channelWord returns the first channel word in tm's literal text (not its
+// variables), or "".
+func channelWord(locale string, tm *tmpl) string {
+	if tm == nil {
+		return ""
+	}
+	base, _, _ := strings.Cut(locale, "-")
+	text := strings.ToLower(literalText(tm))
+	for _, w := range channelWords[base] {
+		if containsWord(text, w) {
+			return w
+		}
+	}
+	return ""
+}
+
+// literalText is a template's literal text (its text nodes, each followed by
+// a space where an action stood), without its {{…}} actions.
+func literalText(tm *tmpl) string {
+	var b strings.Builder
+	walkNodes(tm.tree.Root, func(n parse.Node) bool {
+		if t, ok := n.(*parse.TextNode); ok {
+			b.Write(t.Text)
+			b.WriteString(" ")
+		}
+		return false
+	})
+	return b.String()
+}
+
+// containsWord reports whether w occurs in text not inside a longer ASCII
+// word ("mail" not in "mailbox", "push" not in "pushed"); non-ASCII words
+// match anywhere (Japanese has no spaces).
+func containsWord(text, w string) bool {
+	isLetter := func(b byte) bool { return b >= 'a' && b <= 'z' }
+	for from := 0; ; {
+		i := strings.Index(text[from:], w)
+		if i < 0 {
+			return false
+		}
+		i += from
+		end := i + len(w)
+		if w[0] >= 0x80 || ((i == 0 || !isLetter(text[i-1])) && (end == len(text) || !isLetter(text[end]))) {
+			return true
+		}
+		from = i + 1
+	}
 }
 
 // lintDigestSMS checks that a digest SMS fits one segment in its smallest

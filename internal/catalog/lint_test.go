@@ -115,6 +115,29 @@ templates:
     sms: {text: "Hi {{.name}}"}
     inapp: {title: "t", body: "b"}
 `, `en sms.text: uses personal variable "name"`},
+		{"in-app text claims an SMS", `
+type: x.y
+priority: high
+channels: [sms]
+variables: {code: {kind: code, maxLength: 6}}
+templates:
+  en:
+    sms: {text: "Code {{.code}}"}
+    inapp: {title: "Code", body: "A code was sent to your phone."}
+`, `en inapp.body: names a channel ("phone")`},
+		{"in-app title names email, ja", `
+type: x.y
+priority: low
+channels: [email]
+variables: {}
+templates:
+  en:
+    email: {subject: "s", text: "t", html: "<p>t</p>"}
+    inapp: {title: "Your mailbox settings changed", body: "b"}
+  ja:
+    email: {subject: "s", text: "t", html: "<p>t</p>"}
+    inapp: {title: "メールをご確認ください", body: "b"}
+`, `ja inapp.title: names a channel ("メール")`},
 		{"personal variable in push body", `
 type: x.y
 priority: low

@@ -91,6 +91,55 @@ type recentNotification struct {
 	Status     string                    `json:"status"`
 	CreatedAt  time.Time                 `json:"createdAt"`
 	Deliveries map[string]recentDelivery `json:"deliveries"`
+	// Overall is what happened to the notification as a whole, from its
+	// deliveries (overallState); Status is only the API's accepted or
+	// cancelled.
+	Overall string `json:"overall"`
+}
+
+// overallState sums up a notification's deliveries for the console:
+// cancelled; planning (no delivery yet); in progress, or deferred when every
+// unfinished delivery waits for a due time; and once every delivery ended:
+// sent, partly failed (some sent, some failed or bounced), failed, dropped
+// or skipped.
+func overallState(status string, ds map[string]recentDelivery) string {
+	if status == string(domain.NotificationCancelled) {
+		return "cancelled"
+	}
+	if len(ds) == 0 {
+		return "planning"
+	}
+	var pending, waiting, sent, failed, dropped bool
+	for _, d := range ds {
+		st := domain.Status(d.Status)
+		switch {
+		case st == domain.StatusDeferred:
+			waiting = true
+		case !st.Terminal():
+			pending = true
+		case st == domain.StatusSent || st == domain.StatusDelivered || st == domain.StatusComplained:
+			sent = true
+		case st == domain.StatusFailed || st == domain.StatusBounced:
+			failed = true
+		case st == domain.StatusDropped:
+			dropped = true
+		}
+	}
+	switch {
+	case pending:
+		return "in progress"
+	case waiting:
+		return "deferred"
+	case sent && failed:
+		return "partly failed"
+	case failed:
+		return "failed"
+	case sent:
+		return "sent"
+	case dropped:
+		return "dropped"
+	}
+	return "skipped"
 }
 
 type recentDelivery struct {
@@ -167,6 +216,7 @@ func (s *Stack) RecentNotifications(ctx context.Context, limit int) ([]recentNot
 			}
 			rn.Deliveries[string(d.Channel)] = rd
 		}
+		rn.Overall = overallState(rn.Status, rn.Deliveries)
 		out = append(out, rn)
 	}
 	return out, nil

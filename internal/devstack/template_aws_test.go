@@ -701,3 +701,91 @@ func TestDeployWalkthrough(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployWalkthroughSmokeAndPolicy: the walkthrough's SigV4 smoke test
+// takes its region from the API (no fixed us-east-1), sends no empty
+// session-token header and no placeholder a shell cannot run; its example
+// execute-api:Invoke policy covers every IAM route of the template and no
+// route that takes a JWT or nothing (where IAM grants nothing).
+func TestDeployWalkthroughSmokeAndPolicy(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(raw), "\n## Deploying to AWS\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Deploying to AWS" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, smoke, ok := strings.Cut(section, "**6. Smoke test")
+	if !ok {
+		t.Fatal("README deploy walkthrough has no step 6, the smoke test")
+	}
+	smoke, _, _ = strings.Cut(smoke, "**7.")
+	if strings.Contains(smoke, "aws:amz:us-east-1") {
+		t.Error("smoke test signs for us-east-1 whatever the stack's region")
+	}
+	if strings.Contains(smoke, "x-amz-security-token: ${AWS_SESSION_TOKEN:-}") {
+		t.Error("smoke test sends an empty x-amz-security-token header without a session token")
+	}
+	if strings.Contains(smoke, "/<id>") {
+		t.Error("smoke test has a <id> placeholder: read the id from the answer")
+	}
+	m := regexp.MustCompile("(?s)```json\n(.*?)```").FindStringSubmatch(smoke)
+	if m == nil {
+		t.Fatal("smoke test step has no example execute-api:Invoke policy (a json block)")
+	}
+	var policy struct {
+		Statement []struct {
+			Action   string
+			Resource []string
+		}
+	}
+	if err := json.Unmarshal([]byte(m[1]), &policy); err != nil {
+		t.Fatalf("example policy: %v", err)
+	}
+	var patterns []*regexp.Regexp
+	for _, st := range policy.Statement {
+		if st.Action != "execute-api:Invoke" {
+			t.Errorf("example policy action %q, want execute-api:Invoke", st.Action)
+		}
+		for _, r := range st.Resource {
+			_, route, ok := strings.Cut(r, ":API_ID/*/")
+			if !ok {
+				t.Errorf("resource %q: want arn:aws:execute-api:REGION:ACCOUNT_ID:API_ID/*/METHOD/path", r)
+				continue
+			}
+			patterns = append(patterns, regexp.MustCompile("^"+strings.ReplaceAll(regexp.QuoteMeta(route), `\*`, ".*")+"$"))
+		}
+	}
+	tm, err := LoadTemplate("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	covers := func(r Route) bool {
+		arn := r.Method + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(r.Path, "x")
+		for _, p := range patterns {
+			if p.MatchString(arn) {
+				return true
+			}
+		}
+		return false
+	}
+	iam := 0
+	for _, r := range tm.Routes() {
+		switch {
+		case r.Auth == "AWS_IAM":
+			iam++
+			if !covers(r) {
+				t.Errorf("example policy does not allow the service route %s", r.Key())
+			}
+		case !strings.HasPrefix(r.Path, "/v1/users/") && covers(r):
+			// Profile routes share /v1/users/* with the JWT inbox routes,
+			// where an IAM grant is inert; nothing else may be granted.
+			t.Errorf("example policy grants %s, a route without IAM auth (%s)", r.Key(), r.Auth)
+		}
+	}
+	if iam < 10 {
+		t.Fatalf("template has %d IAM routes: route parsing broke", iam)
+	}
+}

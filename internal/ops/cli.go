@@ -29,7 +29,9 @@ const DLQUsage = `Usage:
                                                     --id MESSAGE_ID or CAMPAIGN_ID)
   herald dlq purge <queue> --yes                    delete every message of a DLQ
 
-<queue> is email, sms, push, relay, release or campaign (or the queue's name).
+<queue> is email, sms, push, relay, release, campaign or feedback (or the queue's name).
+The feedback DLQ (SES events the feedback function failed on) is listed, shown
+and purged, not redriven: replay its events as docs/runbook.md says.
 
 Which deployment (every subcommand):
   --stack NAME     a CloudFormation stack's outputs (default $HERALD_STACK)
@@ -37,7 +39,7 @@ Which deployment (every subcommand):
                    working directory, written by 'herald dev')
   without either: TABLE_NAME, EMAIL_HIGH_QUEUE_URL …, RELEASE_QUEUE_URL, CAMPAIGN_QUEUE_URL
   and EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL,
-  CAMPAIGN_DLQ_URL from the environment, else the running 'make dev'.
+  CAMPAIGN_DLQ_URL, FEEDBACK_DLQ_URL from the environment, else the running 'make dev'.
 
 'show' and 'list' receive messages and release them at once: the messages stay,
 but each inspection adds one to their receive count. Output carries ids, states,
@@ -161,7 +163,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if n == 0 {
 			return nil, usageError("%s takes no arguments, got %s", fs.Name(), strings.Join(pos, " "))
 		}
-		return nil, usageError("%s takes a queue: email, sms, push, relay, release or campaign", fs.Name())
+		return nil, usageError("%s takes a queue: email, sms, push, relay, release, campaign or feedback", fs.Name())
 	}
 	return pos, nil
 }
@@ -278,13 +280,22 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 				row("campaign", c.CampaignID+" ("+dash(c.CampaignStatus)+")")
 				row("step", strings.TrimSuffix(c.Kind+", "+c.Place(), ", "))
 			}
+		case q.Name == FeedbackDLQName:
+			fmt.Fprintf(tw, "message %s\n", p.MessageID)
+			if f := p.Feedback; f != nil {
+				for _, ev := range f.Events {
+					row("SES event", fmt.Sprintf("%s of SES message %s (SNS message %s)", dash(ev.EventType), dash(ev.SESMessageID), ev.SNSMessageID))
+				}
+				row("function error", f.ErrorCode)
+			}
 		case q.Channel != "":
 			fmt.Fprintf(tw, "notification %s\n", dash(p.NotificationID))
 			row("message", p.MessageID)
 			row("type", p.Type)
 			row("channel", strings.TrimSuffix(p.Channel+" / "+p.Priority, " / "))
 			if p.Status != "" {
-				row("delivery", fmt.Sprintf("%s, %d attempt(s)", strings.TrimSuffix(p.Status+": "+p.Reason, ": "), p.Attempts))
+				row("delivery now", strings.TrimSuffix(p.Status+": "+p.Reason, ": "))
+				row("send attempts", fmt.Sprintf("%d (calls to the provider, recorded on the delivery)", p.Attempts))
 			}
 			row("last error", p.LastError)
 			row("accepted", when(p.AcceptedAt, now))
@@ -296,8 +307,8 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 			}
 			row("notifications", strings.Join(p.NotificationIDs, ", "))
 		}
-		row("receives", strconv.Itoa(p.Receives))
-		row("sent", when(p.SentAt, now))
+		row("message receives", strconv.Itoa(p.Receives)+" (times a function received this SQS message before it was parked; not send attempts)")
+		row("message enqueued", when(p.SentAt, now))
 		row("first received", when(p.FirstReceivedAt, now))
 		row("problem", p.Problem)
 		if err := tw.Flush(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestResolver(t *testing.T) {
 		{name: "unknown stack", where: Where{Stack: "nope"}, wd: sub, creds: goodCreds, wantDesc: ""},
 		{name: "no credentials", where: Where{Stack: "prod"}, wd: sub, creds: failingCreds{}, stack: testOutputs(), wantErr: ErrNoCredentials},
 		{name: "environment", env: map[string]string{"TABLE_NAME": "tbl", "EMAIL_DLQ_URL": emailDLQ, "SMS_DLQ_URL": smsDLQ, "PUSH_DLQ_URL": pushDLQ, "RELAY_DLQ_URL": relayDLQ,
-			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue, "CAMPAIGN_DLQ_URL": campaignDLQ, "CAMPAIGN_QUEUE_URL": campaignQ,
+			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue, "CAMPAIGN_DLQ_URL": campaignDLQ, "CAMPAIGN_QUEUE_URL": campaignQ, "FEEDBACK_DLQ_URL": feedbackDLQ,
 			"EMAIL_HIGH_QUEUE_URL": "a", "EMAIL_NORMAL_QUEUE_URL": "a", "EMAIL_LOW_QUEUE_URL": "a", "SMS_HIGH_QUEUE_URL": "a", "SMS_NORMAL_QUEUE_URL": "a",
 			"SMS_LOW_QUEUE_URL": "a", "PUSH_HIGH_QUEUE_URL": "a", "PUSH_NORMAL_QUEUE_URL": "a", "PUSH_LOW_QUEUE_URL": "a"}, wd: sub, creds: goodCreds, wantDesc: "environment"},
 		{name: "local state found upwards", wd: sub, alive: true, creds: goodCreds, wantDesc: "local stack http://127.0.0.1:3000", wantSet: "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324"},
@@ -134,7 +135,7 @@ func TestResolver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 6 || tg.Release == "" || tg.Campaign == "" || stacks.asked != tt.wantStack {
+			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 7 || tg.Release == "" || tg.Campaign == "" || stacks.asked != tt.wantStack {
 				t.Errorf("desc %q, target %+v, asked stack %q", desc, tg, stacks.asked)
 			}
 			if tt.wantSet != "" {
@@ -168,7 +169,7 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 6 {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 7 {
 		t.Fatalf("list --json: %v %s", err, out)
 	}
 	for _, k := range []string{"name", "channel", "depth", "oldestAgeSeconds"} {
@@ -183,6 +184,22 @@ func TestCLI(t *testing.T) {
 	out, _, err = runCLI(t, e, "list")
 	if err != nil || !strings.Contains(out, "email") || !strings.Contains(out, "30m0s") {
 		t.Errorf("list: %v\n%s", err, out)
+	}
+
+	// show labels each count and time for what it is: the delivery's send
+	// attempts apart from the SQS message's receives, the message's enqueue
+	// time, never a bare "sent" beside a failed delivery.
+	out, _, err = runCLI(t, e, "show", "email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"delivery now      failed: exhausted", "send attempts     6 (calls to the provider", "message receives", "message enqueued"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show: output lacks %q:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)^\s+(sent|receives)\s`).MatchString(out) {
+		t.Errorf("show: an unlabelled sent or receives row:\n%s", out)
 	}
 
 	// show never prints the recipient's address, number or data.
@@ -337,5 +354,33 @@ func TestRelayReplanner(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "replan-ok,replan-bad" {
 		t.Errorf("relay invoked with %v", got)
+	}
+}
+
+// The feedback DLQ (SES events the feedback function failed on) is listed,
+// shown by SES event type and ids, never an address, and purged; a redrive
+// says why there is none.
+func TestFeedbackDLQ(t *testing.T) {
+	e := newEnv()
+	ses := `{"eventType":"Bounce","mail":{"messageId":"0100-ses-1","destination":["secret.fb@example.com"]},"bounce":{"bounceType":"Permanent"}}`
+	body, _ := json.Marshal(map[string]any{"Records": []map[string]any{{"EventSource": "aws:sns", "Sns": map[string]any{"MessageId": "sns-1", "Message": ses}}}})
+	e.sqs.park(feedbackDLQ, "", string(body), 3, t0.Add(-time.Hour))
+
+	out, _, err := runCLI(t, e, "list")
+	if err != nil || !regexp.MustCompile(`(?m)^feedback\s+-\s+1\s`).MatchString(out) {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, e, "show", "feedback")
+	if err != nil || !strings.Contains(out, "Bounce of SES message 0100-ses-1 (SNS message sns-1)") {
+		t.Errorf("show feedback: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "secret.fb@example.com") {
+		t.Errorf("show feedback leaks the address:\n%s", out)
+	}
+	if _, _, err := runCLI(t, e, "redrive", "feedback", "--all"); !errors.Is(err, ErrNoRedrive) {
+		t.Errorf("redrive feedback: %v, want ErrNoRedrive", err)
+	}
+	if out, _, err := runCLI(t, e, "purge", "feedback", "--yes"); err != nil || !strings.Contains(out, "purged the feedback DLQ") {
+		t.Errorf("purge feedback: %v %s", err, out)
 	}
 }

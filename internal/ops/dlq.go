@@ -201,6 +201,8 @@ func (o *Operator) receive(ctx context.Context, q DLQ, limit int, hold time.Dura
 			QueueUrl: aws.String(q.URL), MaxNumberOfMessages: int32(min(10, limit-len(out))),
 			VisibilityTimeout: int32(hold / time.Second), WaitTimeSeconds: o.pollWait(),
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+			// Lambda's DLQ of an asynchronous invocation says why (feedback DLQ).
+			MessageAttributeNames: []string{lambdaErrorCodeAttr},
 		})
 		if err != nil {
 			o.release(context.WithoutCancel(ctx), q, out)
@@ -298,6 +300,8 @@ type Parked struct {
 	StillDue  *bool                `json:"stillDue,omitempty"`
 	// Campaign DLQ messages: the step and its campaign's status.
 	Campaign *CampaignStep `json:"campaign,omitempty"`
+	// Feedback DLQ messages: the SES events of the failed invocation.
+	Feedback *FeedbackEvent `json:"feedback,omitempty"`
 }
 
 // ErrEmpty reports an empty DLQ.
@@ -337,6 +341,8 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 			if err := o.describeCampaignMessage(ctx, statuses, m, &p); err != nil {
 				return q, nil, err
 			}
+		case q.Name == FeedbackDLQName:
+			describeFeedbackMessage(m, &p)
 		case q.Channel == "":
 			o.describeRelayMessage(ctx, m, &p)
 		default:

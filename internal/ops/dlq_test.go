@@ -34,7 +34,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 6 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 7 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
 		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" || tg.Campaign != "https://sqs.eu-west-1.amazonaws.com/1/prod-CampaignQueue-AbC" {
 		t.Fatalf("target %+v", tg)
 	}
@@ -127,6 +127,7 @@ func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
 		{Name: "relay", Queue: "herald-RelayDLQ"},
 		{Name: "release", Queue: "herald-ReleaseDLQ"},
 		{Name: "campaign", Queue: "herald-CampaignDLQ", Depth: 1, OldestAgeSeconds: 600},
+		{Name: "feedback", Queue: "herald-FeedbackDLQ"},
 	}
 	if !reflect.DeepEqual(qs, want) {
 		t.Errorf("list\n got %+v\nwant %+v", qs, want)

@@ -464,13 +464,14 @@ const (
 	releaseQueue = "http://sqs.local/000000000000/herald-ReleaseQueue"
 	campaignDLQ  = "http://sqs.local/000000000000/herald-CampaignDLQ"
 	campaignQ    = "http://sqs.local/000000000000/herald-CampaignQueue"
+	feedbackDLQ  = "http://sqs.local/000000000000/herald-FeedbackDLQ"
 	emailHigh    = "http://sqs.local/000000000000/herald-EmailHighQueue"
 	emailLow     = "http://sqs.local/000000000000/herald-EmailLowQueue"
 )
 
 func testTarget() Target {
 	urls := map[string]string{"EmailDLQ": emailDLQ, "SmsDLQ": smsDLQ, "PushDLQ": pushDLQ, "RelayDLQ": relayDLQ, "ReleaseDLQ": releaseDLQ, "ReleaseQueue": releaseQueue,
-		"CampaignDLQ": campaignDLQ, "CampaignQueue": campaignQ}
+		"CampaignDLQ": campaignDLQ, "CampaignQueue": campaignQ, "FeedbackDLQ": feedbackDLQ}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			id := WorkQueueLogicalID(c, p)

@@ -150,6 +150,8 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 		return res, fmt.Errorf("%s DLQ (%s) %w: nothing to redrive", q.Name, q.QueueName(), ErrEmpty)
 	}
 	switch {
+	case q.Name == FeedbackDLQName:
+		return res, ErrNoRedrive
 	case q.Name == ReleaseDLQName:
 		return o.redriveRelease(ctx, q, opts, res)
 	case q.Name == CampaignDLQName:

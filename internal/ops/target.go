@@ -19,12 +19,12 @@ import (
 // DLQ is one dead-letter queue of a deployment.
 type DLQ struct {
 	// Name is the short stable name the commands take: email, sms, push,
-	// relay, release, campaign.
+	// relay, release, campaign, feedback.
 	Name string
 	// LogicalID is the queue's logical id in template.yaml (EmailDLQ).
 	LogicalID string
 	// Channel is the channel whose work queues redrive here; "" for the relay,
-	// release and campaign DLQs.
+	// release, campaign and feedback DLQs.
 	Channel domain.Channel
 	URL     string
 }
@@ -53,6 +53,12 @@ const releaseQueueLogicalID = "ReleaseQueue"
 // (plan, scan, lot, reconcile) the campaign function failed three times.
 const CampaignDLQName = "campaign"
 
+// FeedbackDLQName is the name of the feedback function's DLQ: SES events
+// (in their SNS notification) the function failed on after Lambda's two
+// retries of an asynchronous invocation. Inspected and purged; not
+// redriven (ErrNoRedrive).
+const FeedbackDLQName = "feedback"
+
 // campaignQueueLogicalID is the queue campaign steps are redriven to.
 const campaignQueueLogicalID = "CampaignQueue"
 
@@ -64,6 +70,7 @@ var dlqs = []DLQ{
 	{Name: RelayDLQName, LogicalID: "RelayDLQ"},
 	{Name: ReleaseDLQName, LogicalID: "ReleaseDLQ"},
 	{Name: CampaignDLQName, LogicalID: "CampaignDLQ"},
+	{Name: FeedbackDLQName, LogicalID: "FeedbackDLQ"},
 }
 
 // WorkQueueLogicalID is a work queue's logical id in template.yaml
@@ -82,7 +89,7 @@ func title(s string) string {
 // Target is one deployment of Herald as the commands see it.
 type Target struct {
 	Table string
-	// DLQs are the six dead-letter queues, in display order.
+	// DLQs are the seven dead-letter queues, in display order.
 	DLQs []DLQ
 	// Work maps each work queue name (domain.QueueName: "email-high") to its URL.
 	Work map[string]string
@@ -152,7 +159,7 @@ const ReleaseQueueEnv = "RELEASE_QUEUE_URL"
 // TargetFromEnv reads TABLE_NAME, the work queue variables the functions use
 // (EMAIL_HIGH_QUEUE_URL, …, RELEASE_QUEUE_URL, CAMPAIGN_QUEUE_URL) and
 // EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL,
-// CAMPAIGN_DLQ_URL. ok is false when none of them is set.
+// CAMPAIGN_DLQ_URL, FEEDBACK_DLQ_URL. ok is false when none of them is set.
 func TargetFromEnv(getenv func(string) string) (t Target, ok bool, err error) {
 	urls := map[string]string{}
 	ok = getenv("TABLE_NAME") != ""

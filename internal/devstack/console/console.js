@@ -14,7 +14,10 @@ function el(tag, attrs, ...children) {
 }
 
 const pill = (text, cls) => el('span', { class: 'pill ' + (cls || text) }, text);
-const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : '');
+// Date and time: a console left open over midnight (or fed a clock moved
+// with /_dev/clock) must not show yesterday's items as today's.
+const stamp = (d) => d.toLocaleString(undefined, { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+const time = (iso) => (iso ? stamp(new Date(iso)) : '');
 
 async function getJSON(path) {
   const r = await fetch(path, { cache: 'no-store' });
@@ -39,8 +42,17 @@ function renderNotifications(list) {
     if (!Object.keys(n.deliveries || {}).length) ds.append(pill('planning…', 'planned'));
     return el('tr', { 'data-id': n.id },
       el('td', {}, time(n.createdAt)), el('td', {}, el('code', {}, n.id)), el('td', {}, n.type),
-      el('td', {}, n.userId), el('td', {}, n.priority), el('td', {}, pill(n.status, n.status === 'cancelled' ? 'dropped' : 'ok')), ds);
+      el('td', {}, n.userId), el('td', {}, n.priority), el('td', { class: 'overall' }, overallPill(n.overall || n.status)), ds);
   }));
+}
+
+// overall is the runner's summary of the deliveries (console.go, overallState).
+const overallClass = { sent: 'sent', 'partly failed': 'failed', failed: 'failed', cancelled: 'dropped', dropped: 'dropped',
+  skipped: 'skipped', deferred: 'deferred', 'in progress': 'queued', planning: 'planned' };
+function overallPill(state) {
+  const p = pill(state, overallClass[state] || '');
+  p.dataset.overall = state;
+  return p;
 }
 
 // ---- emails
@@ -52,7 +64,7 @@ function renderEmails(store) {
   $('#emails-count').textContent = '(' + emails.length + ')';
   $('#emails').replaceChildren(...emails.map((m) => {
     const b = el('button', { type: 'button', 'data-message-id': m.messageId, 'aria-current': String(m.messageId === selectedEmail) },
-      m.subject || '(no subject)', el('small', {}, (m.destination?.to || []).join(', ') + ' · ' + new Date((m.at || 0) * 1000).toLocaleTimeString()));
+      m.subject || '(no subject)', el('small', {}, (m.destination?.to || []).join(', ') + ' · ' + stamp(new Date((m.at || 0) * 1000))));
     b.addEventListener('click', () => { selectedEmail = m.messageId; renderEmails(store); showEmail(m); });
     return el('li', {}, b);
   }));
@@ -99,12 +111,12 @@ function renderMobile(data) {
       el('td', {}, el('pre', {}, JSON.stringify(m.attributes || {}, null, 1))))));
 }
 
+// Work queues and dead-letter queues in two tables: a DLQ is not a backlog.
 function renderQueues(list) {
-  $('#queues tbody').replaceChildren(...list.map((q) => {
-    const tr = el('tr', { class: q.dlq ? 'dlq' + (q.visible + q.inFlight === 0 ? ' empty' : '') : '' },
-      el('td', {}, q.logicalId + (q.dlq ? ' (DLQ)' : '')), el('td', {}, String(q.visible)), el('td', {}, String(q.inFlight)), el('td', {}, String(q.delayed)));
-    return tr;
-  }));
+  const row = (q) => el('tr', { class: q.dlq ? 'dlq' + (q.visible + q.inFlight === 0 ? ' empty' : '') : '' },
+    el('td', {}, q.logicalId), el('td', {}, String(q.visible)), el('td', {}, String(q.inFlight)), el('td', {}, String(q.delayed)));
+  $('#queues tbody').replaceChildren(...list.filter((q) => !q.dlq).map(row));
+  $('#dlqs tbody').replaceChildren(...list.filter((q) => q.dlq).map(row));
 }
 
 // ---- faults
@@ -207,7 +219,7 @@ function localPushManager(user) {
 }
 
 async function setupInbox(user) {
-  $('#inbox-demo').hidden = false;
+  for (const id of ['#inbox-of', '#inbox-hint', '#inbox-row']) $(id).hidden = false;
   $('#inbox-user').textContent = user;
   document.querySelector('#user-form input').value = user;
   const [{ HeraldPush }] = await Promise.all([import('/_dev/kit/herald-push.js'), import('/_dev/kit/herald-inbox.js')]);

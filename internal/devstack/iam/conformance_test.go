@@ -48,3 +48,28 @@ func TestConformance(t *testing.T) {
 		t.Errorf("Kept = %+v, want the low queue with its reason", r.Kept)
 	}
 }
+
+// A passing report is two lines unless verbose; a failing one is whole.
+func TestWriteBrief(t *testing.T) {
+	pass := &Report{Exercised: map[string]int{"ApiFunction": 3, "RelayFunction": 2}}
+	pass.Kept = append(pass.Kept, struct {
+		Grant
+		Reason string
+	}{Grant{Function: "ApiFunction", Action: "sqs:SendMessage", Resource: "arn:q"}, "the batch route's retry"})
+	var b strings.Builder
+	pass.WriteBrief(&b, false)
+	if strings.Count(b.String(), "\n") != 2 || strings.Contains(b.String(), "the batch route's retry") || !strings.Contains(b.String(), "5 distinct") {
+		t.Errorf("brief report:\n%s", b.String())
+	}
+	b.Reset()
+	pass.WriteBrief(&b, true)
+	if !strings.Contains(b.String(), "kept   ") || !strings.Contains(b.String(), "the batch route's retry") {
+		t.Errorf("verbose report lacks the kept grants:\n%s", b.String())
+	}
+	fail := &Report{Exercised: map[string]int{"ApiFunction": 1}, Unexercised: []Grant{{Function: "ApiFunction", Action: "sqs:DeleteMessage", Resource: "arn:q"}}}
+	b.Reset()
+	fail.WriteBrief(&b, false)
+	if !strings.Contains(b.String(), "UNUSED") {
+		t.Errorf("failing report hides what to fix:\n%s", b.String())
+	}
+}

@@ -158,7 +158,7 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		browser.GrantPermissions([]browser.PermissionType{browser.PermissionTypeNotifications}).WithOrigin(st.APIURL),
 		serviceworker.Enable(),
 		chromedp.Navigate(consoleURL),
-		chromedp.WaitVisible(`#inbox-demo`),
+		chromedp.WaitVisible(`#inbox-row`),
 	)
 
 	// The email sent above, found by its recipient, rendered in the sandboxed iframe.
@@ -186,6 +186,24 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			`[...tr.querySelectorAll('.pill[data-channel=push]')].some(p => p.dataset.status === 'skipped' && p.textContent.includes('(no_contact)')))`, user), nil,
 			chromedp.WithPollingTimeout(20*time.Second)),
 	)
+	// The invoice's overall state follows its deliveries (email sent, push
+	// skipped: sent, not the API's "accepted"), and its creation shows the
+	// date as well as the time.
+	var overall, created string
+	rowOf := fmt.Sprintf(`[...document.querySelectorAll('#notifications tbody tr')].find(tr => tr.textContent.includes(%q) && tr.textContent.includes('invoice.payment_failed'))`, user)
+	run("see the overall state",
+		chromedp.Poll(rowOf+`.querySelector('[data-overall]').dataset.overall === 'sent'`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Evaluate(rowOf+`.querySelector('[data-overall]').dataset.overall`, &overall),
+		chromedp.Evaluate(rowOf+`.cells[0].textContent`, &created))
+	if overall != "sent" || !strings.Contains(created, fmt.Sprint(time.Now().Year())) {
+		t.Errorf("notification row: overall %q, created %q; want sent, and a date with the time", overall, created)
+	}
+	// One demo-inbox box, not a second one with the user form.
+	var inboxHeadings int
+	run("count the demo inbox boxes", chromedp.Evaluate(`[...document.querySelectorAll('h2')].filter(h => h.textContent.startsWith('Demo inbox')).length`, &inboxHeadings))
+	if inboxHeadings != 1 {
+		t.Errorf("%d demo inbox boxes, want 1", inboxHeadings)
+	}
 
 	// The email's headers: From, To (the recipient) and Subject, then the
 	// captured message's own headers.
@@ -210,28 +228,30 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		chromedp.WithPollingTimeout(30*time.Second)))
 
 	// Every queue and DLQ of the template, the release and campaign queues
-	// among them, with its depths; DLQs are marked.
-	var wantQueues []string
+	// among them, with its depths: work queues in one table, DLQs apart.
+	var wantQueues, wantDLQs []string
 	for id := range st.Resources.Queues {
-		name := id
 		if strings.HasSuffix(id, "DLQ") {
-			name += " (DLQ)"
-		}
-		wantQueues = append(wantQueues, name)
-	}
-	for _, id := range []string{"ReleaseQueue", "ReleaseDLQ (DLQ)", "CampaignQueue", "CampaignDLQ (DLQ)", "EmailHighQueue", "RelayDLQ (DLQ)"} {
-		if !slices.Contains(wantQueues, id) {
-			t.Fatalf("the stack's queues %v lack %s", wantQueues, id)
+			wantDLQs = append(wantDLQs, id)
+		} else {
+			wantQueues = append(wantQueues, id)
 		}
 	}
-	var shownQueues []string
-	run("see the queues", chromedp.Poll(fmt.Sprintf(`document.querySelectorAll('#queues tbody tr').length === %d`, len(wantQueues)), nil,
-		chromedp.WithPollingTimeout(10*time.Second)),
-		chromedp.Evaluate(`[...document.querySelectorAll('#queues tbody tr')].filter(tr => [...tr.cells].slice(1).every(td => /^\d+$/.test(td.textContent))).map(tr => tr.cells[0].textContent)`, &shownQueues))
-	slices.Sort(wantQueues)
-	slices.Sort(shownQueues)
-	if !slices.Equal(shownQueues, wantQueues) {
-		t.Errorf("queues shown with depths = %v\nwant %v", shownQueues, wantQueues)
+	for _, id := range []string{"ReleaseQueue", "ReleaseDLQ", "CampaignQueue", "CampaignDLQ", "EmailHighQueue", "RelayDLQ", "FeedbackDLQ"} {
+		if !slices.Contains(wantQueues, id) && !slices.Contains(wantDLQs, id) {
+			t.Fatalf("the stack's queues %v %v lack %s", wantQueues, wantDLQs, id)
+		}
+	}
+	for table, want := range map[string][]string{"#queues": wantQueues, "#dlqs": wantDLQs} {
+		var shown []string
+		run("see the queues of "+table, chromedp.Poll(fmt.Sprintf(`document.querySelectorAll('%s tbody tr').length === %d`, table, len(want)), nil,
+			chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(fmt.Sprintf(`[...document.querySelectorAll('%s tbody tr')].filter(tr => [...tr.cells].slice(1).every(td => /^\d+$/.test(td.textContent))).map(tr => tr.cells[0].textContent)`, table), &shown))
+		slices.Sort(want)
+		slices.Sort(shown)
+		if !slices.Equal(shown, want) {
+			t.Errorf("%s shown with depths = %v\nwant %v", table, shown, want)
+		}
 	}
 
 	// A fault switch set from its form shows at once, and turns off again.

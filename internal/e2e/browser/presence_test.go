@@ -77,7 +77,7 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 	var visibility string
 	run("open the inbox",
 		chromedp.Navigate(st.APIURL+"/_dev/?user="+user),
-		chromedp.WaitVisible(`#inbox-demo`),
+		chromedp.WaitVisible(`#inbox-row`),
 		chromedp.Poll(shadow+`.querySelector('.badge') !== null && !!document.querySelector('herald-inbox').tokenProvider`, nil,
 			chromedp.WithPollingTimeout(20*time.Second)),
 		chromedp.Evaluate(`document.visibilityState`, &visibility),

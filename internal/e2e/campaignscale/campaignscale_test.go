@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,11 +22,34 @@ import (
 	"github.com/heraldhq/herald/internal/policy"
 )
 
+// UsersEnv sets the campaign's population: 600 in make test, where every
+// property the test asserts (each user once, bulk within its share over any
+// 5 s, alerts not waiting behind bulk) holds from a campaign that keeps the
+// quota busy for some 25 s; make bench runs it at 2,000 (chunks of the full
+// 1,000), the size docs/benchmarks.md reports.
+const UsersEnv = "HERALD_CAMPAIGNSCALE_USERS"
+
+// population is the campaign's size and shape: an inline audience of a
+// quarter, then chunk 0 of half (at most client.MaxChunk) and chunk 1 of
+// the rest; and how many alerts fit while its bulk sends (one every
+// alertEvery over some 80 % of users / bulk rate, 5 to 20).
+func population(t testing.TB) (users, inlineN, chunk0N, alerts int) {
+	users = 600
+	if v := os.Getenv(UsersEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 40 || n > 2*client.MaxChunk+client.MaxChunk/2 {
+			t.Fatalf("%s=%q: want 40 to %d", UsersEnv, v, 2*client.MaxChunk+client.MaxChunk/2)
+		}
+		users = n
+	}
+	inlineN = users / 4
+	chunk0N = min(users/2, client.MaxChunk)
+	bulkPerSecond := emailRate * bulkShare / 100
+	alerts = min(20, max(5, users*4/(5*bulkPerSecond*int(alertEvery/time.Second))))
+	return users, inlineN, chunk0N, alerts
+}
+
 const (
-	users      = 2000
-	inlineN    = 500  // the campaign's inline audience
-	chunk0N    = 1000 // recipients chunk 0
-	alerts     = 20   // security.login_alert emails while the campaign runs
 	alertEvery = 2 * time.Second
 	// parallel bounds the test's own concurrent requests (profiles, inbox
 	// reads): the stack shares two cores with everything else.
@@ -120,11 +145,14 @@ func sendAlert(hc *client.Client, s *dynamo.Store, user string, timeout time.Dur
 	return alertTimes{err: fmt.Errorf("alert %s not sent within %s", user, timeout)}
 }
 
-// TestCampaignToTwoThousandUsers: issue 15 §3 — see the package comment.
-// About 2.5 minutes on a quiet 2-core machine (profiles ~20 s, the campaign
-// ~2 min against the 100 s the 20/s bulk slots allow, checks ~15 s); at load
-// average 16, 5 minutes (the campaign at 7.5/s), so done may take 8.
-func TestCampaignToTwoThousandUsers(t *testing.T) {
+// TestCampaignUnderQuota: issue 15 §3 — see the package comment. At 2,000
+// users (make bench) about 2.5 minutes on a quiet 2-core machine (profiles
+// ~20 s, the campaign ~2 min against the 100 s the 20/s bulk slots allow,
+// checks ~15 s); at load average 16, 5 minutes (the campaign at 7.5/s), so
+// done may take 8. At make test's 600, under a third of that.
+func TestCampaignUnderQuota(t *testing.T) {
+	users, inlineN, chunk0N, alerts := population(t)
+	t.Logf("population %d (%s): inline %d, chunks %d and %d; %d alerts", users, UsersEnv, inlineN, chunk0N, users-inlineN-chunk0N, alerts)
 	s := store(t)
 	hc := heraldClient(t)
 	ctx := context.Background()
@@ -160,7 +188,7 @@ func TestCampaignToTwoThousandUsers(t *testing.T) {
 	}
 	measureIdle("before")
 
-	// The campaign: 500 inline, then chunks of 1,000 and 500.
+	// The campaign: a quarter inline, then chunks of a half and a quarter.
 	c, err := hc.CreateCampaign(ctx, client.Campaign{Type: "reservation.approved", Data: map[string]string{"reservationUrl": "https://example.com/r/spring"},
 		Channels: []string{"email"}, Audience: &client.Audience{UserIDs: ids[:inlineN]}, IdempotencyKey: run})
 	if err != nil {

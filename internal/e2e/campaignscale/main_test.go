@@ -1,7 +1,8 @@
 // Package campaignscale is issue 15 §3 at scale on a private local stack with
 // an email quota of 40/s (bulk share 60 %: at most 120 bulk in any 5 s): a
-// campaign to 2,000 users (an inline list of 500 plus chunks of 1,000 and
-// 500) reaches every user exactly once, by email and inbox, paced within the
+// campaign to 600 users in make test, 2,000 in make bench
+// (HERALD_CAMPAIGNSCALE_USERS; an inline quarter plus chunks of a half and a
+// quarter) reaches every user exactly once, by email and inbox, paced within the
 // bulk share as the SES emulator receives it, while security alerts (high)
 // go from queue to provider within an idle stack's time plus one quota
 // span. Small campaign cases (cancel, replays, 4xx) are

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run()) // benchmarks only (make bench): this package has none, so no stack
 	}
 	// Short backoffs: nothing here waits on retries, but keep failures fast.
-	stacktest.Main(m, devstack.Config{Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s"}})
+	// CampaignReconcileDelay as under make dev: the README's campaign reaches done in seconds.
+	stacktest.Main(m, devstack.Config{Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "CampaignReconcileDelay": "2s"}})
 }
 
 func store(t *testing.T) (*dynamo.Store, *dynamodb.Client) {

@@ -43,14 +43,15 @@ func main() {
 	var remove removals
 	flag.Var(&remove, "remove", "Function:service:Action to remove from a copy of the template first (repeatable)")
 	cover := flag.String("cover", "", "space-separated e2e packages (internal/e2e/…) that must make every call the records hold")
+	verbose := flag.Bool("v", false, "print the whole report (per-function counts, kept grants and their reasons) even when it passes")
 	flag.Parse()
-	if err := run(*root, *seen, *justified, remove, strings.Fields(*cover)); err != nil {
+	if err := run(*root, *seen, *justified, remove, strings.Fields(*cover), *verbose || len(remove) > 0); err != nil {
 		fmt.Fprintln(os.Stderr, "iam conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, seen, justifiedPath string, remove removals, cover []string) error {
+func run(root, seen, justifiedPath string, remove removals, cover []string, verbose bool) error {
 	tmpl := filepath.Join(root, "template.yaml")
 	if len(remove) > 0 {
 		raw, err := os.ReadFile(tmpl)
@@ -91,13 +92,15 @@ func run(root, seen, justifiedPath string, remove removals, cover []string) erro
 	for _, r := range records {
 		sources = append(sources, r.Source)
 	}
-	fmt.Printf("records: %s\n", strings.Join(sources, ", "))
+	if verbose {
+		fmt.Printf("records: %s\n", strings.Join(sources, ", "))
+	}
 	justified, err := iam.ReadJustifications(filepath.Join(root, justifiedPath))
 	if err != nil {
 		return err
 	}
 	rep := iam.Conformance(p, records, justified)
-	rep.Write(os.Stdout)
+	rep.WriteBrief(os.Stdout, verbose)
 	if !rep.OK() {
 		return fmt.Errorf("template.yaml's roles do not match what the functions call (see above)")
 	}
