@@ -25,6 +25,9 @@ var devEnvOverrides = map[string]string{
 	"HERALD_SMS_SEND_RATE":     "SmsSendRate",
 	"HERALD_PUSH_SEND_RATE":    "PushSendRate",
 	"HERALD_BULK_QUOTA_SHARE":  "BulkQuotaShare",
+	// Origins (comma-separated) whose pages may call the API from a browser;
+	// the console's own origin is always added.
+	"HERALD_CORS_ORIGINS": "CorsAllowedOrigins",
 }
 
 // devLogFile holds the functions' and emulators' logs unless `herald dev -v`.

@@ -284,6 +284,13 @@ func localOverrides(overrides map[string]string, pushList, addr string) map[stri
 	if _, ok := out["JwtIssuer"]; !ok {
 		out["JwtIssuer"] = "http://" + addr
 	}
+	// The console's own origin (its demo inbox) always; HERALD_CORS_ORIGINS
+	// (the override) adds the app's.
+	origins := "http://" + addr
+	if o := strings.Trim(out["CorsAllowedOrigins"], ", "); o != "" {
+		origins = o + "," + origins
+	}
+	out["CorsAllowedOrigins"] = origins
 	return out
 }
 
@@ -382,7 +389,7 @@ func (s *Stack) wire() error {
 			}
 			s.jwt.routes(s.mux)
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
-				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
+				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID), cors: s.Template.Cors()}
 			s.mux.Handle("/", gw)
 		case "RelayFunction":
 			h, err := relayfn.New(d)

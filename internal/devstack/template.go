@@ -85,7 +85,20 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		}
 		params[name] = v
 		typed[name] = v
-		if p.Type == "Number" {
+		if p.Type == "CommaDelimitedList" {
+			// Ref to a list parameter is the list, as CloudFormation makes it.
+			list := []any{}
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					list = append(list, item)
+				}
+			}
+			typed[name] = list
+		}
+		if p.Type == "Number" && v == "" && p.Default == nil {
+			// Required and not given: template tests read it without deploying.
+			typed[name] = ""
+		} else if p.Type == "Number" {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return nil, fmt.Errorf("parameter %s: %q is not a number", name, v)
