@@ -25,6 +25,10 @@ var devEnvOverrides = map[string]string{
 	"HERALD_SMS_SEND_RATE":     "SmsSendRate",
 	"HERALD_PUSH_SEND_RATE":    "PushSendRate",
 	"HERALD_BULK_QUOTA_SHARE":  "BulkQuotaShare",
+	// The campaign fan-out's write budget (notifications/s; default 0: unpaced).
+	"HERALD_CAMPAIGN_FANOUT_RATE": "CampaignFanOutRate",
+	// The scheduler's release budget (deliveries/s; default 0: 800 per due partition).
+	"HERALD_RELEASE_RATE": "SchedulerReleaseRate",
 	// Origins (comma-separated) whose pages may call the API from a browser;
 	// the console's own origin is always added.
 	"HERALD_CORS_ORIGINS": "CorsAllowedOrigins",

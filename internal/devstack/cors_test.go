@@ -176,4 +176,9 @@ func TestLocalOverridesAddTheConsoleOrigin(t *testing.T) {
 	if got := localOverrides(nil, "", "127.0.0.1:3000")["CorsAllowedOrigins"]; got != "http://127.0.0.1:3000" {
 		t.Errorf("without: %q", got)
 	}
+	// The required send rates: 0 (no pacing) unless given.
+	o := localOverrides(map[string]string{"EmailSendRate": "14"}, "", "127.0.0.1:3000")
+	if o["EmailSendRate"] != "14" || o["SmsSendRate"] != "0" || o["PushSendRate"] != "0" {
+		t.Errorf("send rates %q %q %q", o["EmailSendRate"], o["SmsSendRate"], o["PushSendRate"])
+	}
 }

@@ -284,6 +284,14 @@ func localOverrides(overrides map[string]string, pushList, addr string) map[stri
 	if _, ok := out["JwtIssuer"]; !ok {
 		out["JwtIssuer"] = "http://" + addr
 	}
+	// Send rates are required on AWS; locally they, and the campaign's
+	// fan-out rate, default to 0 (no pacing) unless given
+	// (HERALD_EMAIL_SEND_RATE…, HERALD_CAMPAIGN_FANOUT_RATE, a test's override).
+	for _, p := range []string{"EmailSendRate", "SmsSendRate", "PushSendRate", "CampaignFanOutRate", "SchedulerReleaseRate"} {
+		if _, ok := out[p]; !ok {
+			out[p] = "0"
+		}
+	}
 	// The console's own origin (its demo inbox) always; HERALD_CORS_ORIGINS
 	// (the override) adds the app's.
 	origins := "http://" + addr

@@ -33,6 +33,11 @@ type Template struct {
 	// SystemLogLevel is Globals.Function.LoggingConfig.SystemLogLevel
 	// (goformation's Globals do not carry it).
 	SystemLogLevel string
+	// Resolved is the whole template as plain JSON values after parameter
+	// resolution, before normalize sets aside what goformation's schema
+	// does not know (WarmThroughput, RouteSettings…): for readers such as the
+	// capacity model.
+	Resolved map[string]any
 }
 
 var placeholder = regexp.MustCompile(`\$\{(ref|getatt):([A-Za-z0-9]+)(?:\.([A-Za-z0-9.]+))?\}`)
@@ -149,6 +154,10 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
 	}
+	var whole map[string]any
+	if err := json.Unmarshal(resolved, &whole); err != nil {
+		return nil, fmt.Errorf("resolve template: %w", err)
+	}
 	resolved, err = normalize(resolved)
 	if err != nil {
 		return nil, err
@@ -157,7 +166,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load template: %w", err)
 	}
-	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel}, nil
+	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel, Resolved: whole}, nil
 }
 
 // parameter is a template parameter with the constraints CloudFormation
@@ -213,8 +222,10 @@ func ptrString(f *float64) string {
 // normalize prepares resolved JSON for goformation's typed model: numeric
 // environment values (a Ref to a Number parameter) become strings, as
 // CloudFormation makes them, and SAM properties newer than goformation's
-// schema (HttpApi Auth.EnableIamAuthorizer, AccessLogSettings) are set aside:
-// the runner plays neither IAM authorization nor access logs.
+// schema (HttpApi Auth.EnableIamAuthorizer, AccessLogSettings,
+// RouteSettings; the table's and indexes' WarmThroughput) are set aside: the
+// runner plays neither IAM authorization, access logs, throttles nor warm
+// throughput (Template.Resolved keeps them).
 func normalize(doc []byte) ([]byte, error) {
 	var t map[string]any
 	if err := json.Unmarshal(doc, &t); err != nil {
@@ -239,6 +250,16 @@ func normalize(doc []byte) ([]byte, error) {
 				delete(auth, "EnableIamAuthorizer")
 			}
 			delete(props, "AccessLogSettings")
+			delete(props, "RouteSettings")
+		}
+		if res["Type"] == "AWS::DynamoDB::Table" {
+			delete(props, "WarmThroughput")
+			gsis, _ := props["GlobalSecondaryIndexes"].([]any)
+			for _, g := range gsis {
+				if g, ok := g.(map[string]any); ok {
+					delete(g, "WarmThroughput")
+				}
+			}
 		}
 	}
 	if g, ok := t["Globals"].(map[string]any); ok {

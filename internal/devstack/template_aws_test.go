@@ -701,3 +701,34 @@ func TestDeployWalkthrough(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentedCfnLintIsMakes: the deploy walkthrough's cfn-lint command is
+// the one `make aws-lint` (and so make aws-check) runs, word for word.
+func TestDocumentedCfnLintIsMakes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipe, ok := strings.Cut(string(makefile), "\naws-lint:\n\t")
+	if !ok {
+		t.Fatal("Makefile has no aws-lint target")
+	}
+	recipe, _, _ = strings.Cut(recipe, "\n")
+	made := strings.Replace(recipe, "$(CFN_LINT)", "cfn-lint", 1)
+	_, section, _ := strings.Cut(string(readme), "\n## Deploying to AWS\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var documented []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "cfn-lint ") {
+			cmd, _, _ := strings.Cut(line, "#")
+			documented = append(documented, strings.TrimSpace(cmd))
+		}
+	}
+	if len(documented) != 1 || documented[0] != made {
+		t.Errorf("README deploy walkthrough runs %q, make aws-lint runs %q", documented, made)
+	}
+}

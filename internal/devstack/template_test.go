@@ -120,10 +120,10 @@ func TestTemplateInvariants(t *testing.T) {
 			src := aws.ToString(m.EventSourceArn)
 			if strings.Contains(src, "StreamArn") {
 				if fn != "RelayFunction" || !aws.ToBool(m.BisectBatchOnFunctionError) || m.MaximumRetryAttempts == nil ||
-					*m.MaximumRetryAttempts < 0 || m.MaximumRecordAgeInSeconds == nil || *m.MaximumRecordAgeInSeconds < 0 ||
+					*m.MaximumRetryAttempts < 0 || m.MaximumRecordAgeInSeconds == nil || *m.MaximumRecordAgeInSeconds != -1 ||
 					m.DestinationConfig == nil || m.DestinationConfig.OnFailure == nil ||
 					aws.ToString(m.DestinationConfig.OnFailure.Destination) != "${getatt:RelayDLQ.Arn}" || m.FilterCriteria == nil {
-					t.Errorf("%s: stream mapping must bisect, bound retries and age, filter, and fail to the relay DLQ", id)
+					t.Errorf("%s: stream mapping must bisect, bound retries, never discard a record for its age (MaximumRecordAgeInSeconds -1: a backlog is relayed late), filter, and fail to the relay DLQ", id)
 				}
 				if !strings.Contains(aws.ToString(m.FilterCriteria.Filters[0].Pattern), `"INSERT"`) {
 					t.Errorf("%s: filter must select INSERT", id)
