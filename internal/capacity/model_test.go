@@ -158,7 +158,7 @@ func TestProfileCreatesWriteTheProfilesIndex(t *testing.T) {
 // template's defaults (and the profile's send rate for the required ones).
 func TestLimitsComeFromTheTemplate(t *testing.T) {
 	l := repoLimits(t)
-	if l.Batch[domain.PriorityLow] != 10 || l.MaxConcurrency[domain.PriorityLow] != 5 || l.Batch[domain.PriorityHigh] != 10 {
+	if l.Batch[domain.PriorityLow] != 4 || l.MaxConcurrency[domain.PriorityLow] != 7 || l.Batch[domain.PriorityHigh] != 10 {
 		t.Errorf("channel mappings %v %v", l.Batch, l.MaxConcurrency)
 	}
 	if l.SendRate[domain.ChannelEmail] != 500 || l.BulkSharePercent != 60 {
@@ -173,7 +173,7 @@ func TestLimitsComeFromTheTemplate(t *testing.T) {
 	if l.WarmWrite["table"] != 30000 || l.warm("gsi1", true) != NewTableWarmWriteUnitsPerSecond {
 		t.Errorf("warm throughput %v", l.WarmWrite)
 	}
-	if len(l.Reserved) < 3 || l.Reserved["EmailFunction"] != 40 || l.MappingConcurrency["EmailFunction"] != 20+8+5 {
+	if len(l.Reserved) != 4 || l.Reserved["EmailFunction"] != 40 || l.MappingConcurrency["EmailFunction"] != 20+8+7 || l.Reserved["RelayHighFunction"] != 10 {
 		t.Errorf("reserved %v, mappings %v", l.Reserved, l.MappingConcurrency)
 	}
 	if len(l.StreamRecordAge) == 0 || len(l.QueueRetention) != 11 {
