@@ -518,6 +518,83 @@ func TestTemplateOperations(t *testing.T) {
 		}
 	})
 
+	t.Run("capacity: the table and each index throttled, normal and low queue age, SES reputation, SMS, API 5xx and 429", func(t *testing.T) {
+		// Throttle events of the table and of every index it declares.
+		want := []string{""}
+		for _, table := range tm.GetAllDynamoDBTableResources() {
+			for _, g := range table.GlobalSecondaryIndexes {
+				want = append(want, g.IndexName)
+			}
+		}
+		if len(want) < 5 {
+			t.Errorf("indexes %v", want[1:])
+		}
+		for _, index := range want {
+			found := ""
+			for id, a := range alarms {
+				read, write := false, false
+				for _, q := range a.Metrics {
+					if q.MetricStat == nil || aws.ToString(q.MetricStat.Metric.Namespace) != "AWS/DynamoDB" {
+						continue
+					}
+					gsi := ""
+					for _, d := range q.MetricStat.Metric.Dimensions {
+						if d.Name == "GlobalSecondaryIndexName" {
+							gsi = d.Value
+						}
+					}
+					if gsi != index {
+						continue
+					}
+					read = read || aws.ToString(q.MetricStat.Metric.MetricName) == "ReadThrottleEvents"
+					write = write || aws.ToString(q.MetricStat.Metric.MetricName) == "WriteThrottleEvents"
+				}
+				if read && write {
+					found = id
+				}
+			}
+			if found == "" {
+				t.Errorf("no throttle alarm (read and write throttle events) on %q", index)
+				continue
+			}
+			notifies(found)
+		}
+		// Every normal and low work queue: the age of its oldest message.
+		for id := range tm.GetAllSQSQueueResources() {
+			if !strings.HasSuffix(id, "NormalQueue") && !strings.HasSuffix(id, "LowQueue") {
+				continue
+			}
+			found := ""
+			for aid, a := range alarms {
+				if aws.ToString(a.MetricName) == "ApproximateAgeOfOldestMessage" && len(a.Dimensions) == 1 && a.Dimensions[0].Value == "${getatt:"+id+".QueueName}" {
+					found = aid
+				}
+			}
+			if found == "" {
+				t.Errorf("no queue age alarm on %s", id)
+				continue
+			}
+			notifies(found)
+		}
+		for _, m := range []struct{ ns, name string }{{"AWS/SES", "Reputation.BounceRate"}, {"AWS/SES", "Reputation.ComplaintRate"},
+			{"AWS/SNS", "SMSSuccessRate"}, {"AWS/SNS", "SMSMonthToDateSpentUSD"}, {"AWS/ApiGateway", "5xx"}, {"Herald/HttpApi", "Throttled429"}} {
+			found := ""
+			for id, a := range alarms {
+				if aws.ToString(a.Namespace) == m.ns && aws.ToString(a.MetricName) == m.name {
+					found = id
+				}
+			}
+			if found == "" {
+				t.Errorf("no alarm on %s %s", m.ns, m.name)
+				continue
+			}
+			notifies(found)
+		}
+		if !strings.Contains(string(raw), "MetricName: Throttled429") || !strings.Contains(string(raw), `FilterPattern: '{ $.status = "429" }'`) {
+			t.Error("429s are not counted from the access log")
+		}
+	})
+
 	t.Run("alarms read metrics the code emits", func(t *testing.T) {
 		for id, a := range alarms {
 			if aws.ToString(a.Namespace) == metrics.DefaultNamespace && !isMetric(aws.ToString(a.MetricName)) {
