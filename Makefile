@@ -1,7 +1,7 @@
 # Herald — build, test and run locally.
 #   make dev        the whole system on this machine (emulators + functions)
 #   make test       unit, template and end-to-end tests (-race), then aws-check's checks
-#   make aws-check  cfn-lint + IAM conformance of the e2e suite's AWS calls
+#   make aws-check  cfn-lint, AWS's control-plane rules (scripts/controlplane), IAM conformance of the e2e suite's AWS calls
 # sam build calls the build-<LogicalId> targets (BuildMethod: makefile).
 
 SHELL := /bin/bash
@@ -108,6 +108,7 @@ aws-check: python-deps aws-lint
 
 aws-lint:
 	$(CFN_LINT) template.yaml
+	$(GO) run ./scripts/controlplane
 
 # -cover: with make test's records of every package, no call may be made
 # only by a package aws-check leaves out.

@@ -139,7 +139,7 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l.SendRate[domain.ChannelPush] = param("PushSendRate")
 	l.BulkSharePercent = param("BulkQuotaShare")
 
-	resources, _ := tm.Resolved["Resources"].(map[string]any)
+	resources, _ := tm.Document["Resources"].(map[string]any)
 	props := func(id string) map[string]any {
 		r, _ := resources[id].(map[string]any)
 		p, _ := r["Properties"].(map[string]any)

@@ -171,6 +171,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.Template, err = LoadTemplate(cfg.Template,
 			localOverrides(overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
 	}
+	if err == nil && cfg.Root != "" {
+		err = CheckRelease(cfg.Root, cfg.Template, s.log)
+	}
 	if err == nil {
 		s.IAM, err = s.newIAM(ctx)
 	}
