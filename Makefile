@@ -1,14 +1,14 @@
 # Herald — build, test and run locally.
 #   make dev        the whole system on this machine (emulators + functions)
 #   make test       unit, template and end-to-end tests (-race), then aws-check's checks
-#   make aws-check  cfn-lint + IAM conformance of the e2e suite's AWS calls
+#   make aws-check  cfn-lint, AWS's control-plane rules (scripts/controlplane), IAM conformance of the e2e suite's AWS calls
 # sam build calls the build-<LogicalId> targets (BuildMethod: makefile).
 
 SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api relay email sms push scheduler feedback campaign
 # The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
-FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
+FUNCTION_IDS := ApiFunction RelayFunction RelayHighFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
@@ -67,6 +67,9 @@ build-ApiFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 build-RelayFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
+# The high-priority relay runs the same code with its own stream mapping.
+build-RelayHighFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
 build-EmailFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/email
 build-SmsFunction:
@@ -105,6 +108,7 @@ aws-check: python-deps aws-lint
 
 aws-lint:
 	$(CFN_LINT) template.yaml
+	$(GO) run ./scripts/controlplane
 
 # -cover: with make test's records of every package, no call may be made
 # only by a package aws-check leaves out.

@@ -28,13 +28,19 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&p.PeakPerSecond, "peak", p.PeakPerSecond, "campaign notifications per second")
 	fs.Float64Var(&p.AveragePerSecond, "average", p.AveragePerSecond, "average notifications per second")
 	fs.Float64Var(&p.DeferredShare, "deferred", p.DeferredShare, "share of the traffic deferred to one instant")
+	fs.Float64Var(&p.ProviderRatePerSecond, "send-rate", p.ProviderRatePerSecond, "each channel's provider send rate (the EmailSendRate, SmsSendRate and PushSendRate parameters)")
+	template := fs.String("template", "template.yaml", "the template whose parameter defaults and resources set the limits")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("capacity takes no arguments")
 	}
-	res, err := capacity.Run(p)
+	limits, err := capacity.LoadLimits(*template, p)
+	if err != nil {
+		return err
+	}
+	res, err := capacity.Run(p, limits)
 	if err != nil {
 		return err
 	}
@@ -68,6 +74,19 @@ func printCapacity(w io.Writer, res capacity.Result) {
 			fmt.Fprintf(w, "  concurrency %-18s %6.0f\n", fn, pk.LambdaConcurrency[fn])
 		}
 		fmt.Fprintf(w, "  SQS %.0f requests/s, HTTP API %.0f requests/s\n", pk.SQSRequestsPerSecond, pk.APIRequestsPerSecond)
+		fmt.Fprintf(w, "  table %.0f WRU/s, %.0f RRU/s (per-table quota %d / %d)\n", pk.TableWriteUnitsPerSecond, pk.TableReadUnitsPerSecond,
+			capacity.TableWriteUnitsPerSecondQuota, capacity.TableReadUnitsPerSecondQuota)
+		for _, idx := range slices.Sorted(maps.Keys(pk.IndexWriteUnitsPerSecond)) {
+			fmt.Fprintf(w, "  index %-6s %8.0f WRU/s %8.0f RRU/s\n", idx, pk.IndexWriteUnitsPerSecond[idx], pk.IndexReadUnitsPerSecond[idx])
+		}
+	}
+	fmt.Fprintf(w, "campaign: %d recipients drain in %.2f h (quota-bound minimum %.2f h); a lot of 1,000 takes %.1f s\n",
+		res.Profile.CampaignUsers, res.CampaignDrainHours, res.CampaignDrainMinimumHours, res.CampaignLotSeconds)
+	fmt.Fprintf(w, "write units/s (table and indexes): average second %.0f; a running campaign %.0f whatever its pace, plus %.2f per campaign notification per second\n",
+		res.AverageWriteUnitsPerSecond, res.CampaignFixedWriteUnitsPerSecond, res.WriteUnitsPerCampaignNotification)
+	for _, c := range slices.Sorted(maps.Keys(res.CampaignDrain)) {
+		d := res.CampaignDrain[c]
+		fmt.Fprintf(w, "  %-6s %9.0f recipients at %6.1f/s (bulk share %6.1f/s): %.2f h\n", c, d.Recipients, d.PerSecond, d.QuotaPerSecond, d.Hours)
 	}
 	fmt.Fprintf(w, "max partition: %.1f WCU/s, %.1f RCU/s (limits %d / %d)\n", res.MaxPartitionWriteUnitsPerSecond, res.MaxPartitionReadUnitsPerSecond,
 		capacity.PartitionWriteUnitsPerSecond, capacity.PartitionReadUnitsPerSecond)

@@ -28,6 +28,13 @@ var devEnvOverrides = map[string]string{
 	// Campaign lots recount every 30 s in AWS; a local campaign shows done
 	// within seconds instead (devDefaults).
 	"HERALD_CAMPAIGN_RECONCILE_DELAY": "CampaignReconcileDelay",
+	// The campaign fan-out's write budget (notifications/s; default 0: unpaced).
+	"HERALD_CAMPAIGN_FANOUT_RATE": "CampaignFanOutRate",
+	// The scheduler's release budget (deliveries/s; default 0: 800 per due partition).
+	"HERALD_RELEASE_RATE": "SchedulerReleaseRate",
+	// Origins (comma-separated) whose pages may call the API from a browser;
+	// the console's own origin is always added.
+	"HERALD_CORS_ORIGINS": "CorsAllowedOrigins",
 }
 
 // devDefaults are the template parameters herald dev sets differently from

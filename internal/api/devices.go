@@ -42,8 +42,6 @@ type deviceRequest struct {
 	App      string `json:"app"`
 }
 
-
-
 type deviceCreated struct {
 	DeviceID string `json:"deviceId"`
 }

@@ -114,6 +114,16 @@ type Deps struct {
 	ReconcileDelay time.Duration
 	// Concurrency bounds the notifications a lot creates at once; 0 means 16.
 	Concurrency int
+	// FanOutRate is the write budget of the campaign fan-out: notifications
+	// per second all lots together may create (the template's
+	// CampaignFanOutRate). With MaxConcurrency (the campaign mapping's
+	// MaximumConcurrency) each lot paces its creations to its share,
+	// FanOutRate / (MaxConcurrency × ParallelMessages): however many lots run
+	// at once, the sum stays within the budget. 0 means unpaced.
+	FanOutRate     float64
+	MaxConcurrency int
+	// Sleep waits d or until ctx ends (nil: a timer).
+	Sleep func(ctx context.Context, d time.Duration) error
 	// PlanPage is how many chunks a plan step reads per query; 0 means 100.
 	PlanPage int
 	// ScanSegments is how many parallel scan segments a segment-"all"
@@ -137,8 +147,8 @@ const (
 	// planReserve is the time a plan step keeps back before its deadline to
 	// send its continuation.
 	planReserve = 10 * time.Second
-	// maxParallelMessages bounds the messages of one batch handled at once.
-	maxParallelMessages = 4
+	// ParallelMessages bounds the messages of one batch handled at once.
+	ParallelMessages = 4
 )
 
 // Handler is the campaign Lambda handler.
@@ -155,6 +165,9 @@ type Handler struct {
 	planPage     int
 	scanSegments int
 	pendingLimit time.Duration
+	// lotRate is notifications per second one lot may create (0: unpaced).
+	lotRate float64
+	sleep   func(ctx context.Context, d time.Duration) error
 }
 
 // New wires the campaign handler.
@@ -179,6 +192,13 @@ func New(d Deps) *Handler {
 	if h.scanSegments <= 0 || h.scanSegments > domain.MaxScanSegments {
 		h.scanSegments = DefaultScanSegments
 	}
+	if d.FanOutRate > 0 && d.MaxConcurrency > 0 {
+		h.lotRate = d.FanOutRate / float64(d.MaxConcurrency*ParallelMessages)
+	}
+	h.sleep = d.Sleep
+	if h.sleep == nil {
+		h.sleep = sleepCtx
+	}
 	return h
 }
 
@@ -190,7 +210,7 @@ var errMalformed = errors.New("malformed campaign message")
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	defer h.metrics.Flush(ctx)
 	failed := make([]bool, len(ev.Records))
-	sem := make(chan struct{}, maxParallelMessages)
+	sem := make(chan struct{}, ParallelMessages)
 	var wg sync.WaitGroup
 	for i, msg := range ev.Records {
 		sem <- struct{}{}
@@ -423,8 +443,31 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 	return h.afterRecord(ctx, m, lot)
 }
 
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// LotSeconds is how long a lot of n notifications takes at least at its
+// share of the fan-out rate (0 when unpaced).
+func (h *Handler) LotSeconds(n int) float64 {
+	if h.lotRate <= 0 {
+		return 0
+	}
+	return float64(n) / h.lotRate
+}
+
 // createNotifications creates the notification of every recipient of ids
-// that has a profile, at most h.concurrency at once, and fills lot: the
+// that has a profile, at most h.concurrency at once, the k-th no earlier
+// than k / lotRate seconds after the first (the fan-out's write budget),
+// and fills lot: the
 // notified recipients are pending, the others skipped (no profile, or listed
 // in another chunk whose lot created theirs).
 func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, typ *catalog.Type, chunk string, ids []string, lot *domain.CampaignLot) error {
@@ -435,7 +478,8 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 	now := h.now()
 	notified := make([]bool, len(ids))
 	var firstErr atomic.Pointer[error]
-	var next atomic.Int64
+	var next, paced atomic.Int64
+	start := time.Now()
 	var wg sync.WaitGroup
 	for range min(h.concurrency, len(ids)) {
 		wg.Go(func() {
@@ -446,6 +490,16 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 				}
 				if !profiles[ids[i]] {
 					continue
+				}
+				if h.lotRate > 0 {
+					k := paced.Add(1) - 1
+					due := time.Duration(float64(k) / h.lotRate * float64(time.Second))
+					if wait := due - time.Since(start); wait > 0 {
+						if err := h.sleep(ctx, wait); err != nil {
+							firstErr.CompareAndSwap(nil, &err)
+							return
+						}
+					}
 				}
 				n := NotificationFor(c, typ, chunk, ids[i], now)
 				stored, err := h.store.CreateNotification(ctx, n)

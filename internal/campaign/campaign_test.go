@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -428,5 +429,55 @@ func TestCancelledSegmentCampaignStopsScanning(t *testing.T) {
 	}
 	if got.FinishedAt.IsZero() || got.Status != domain.CampaignCancelled || got.Recipients != domain.MaxChunkRecipients || got.Counts.Dropped != got.Recipients {
 		t.Fatalf("cancelled segment campaign %+v, want the first page's %d recipients dropped and finished", got, domain.MaxChunkRecipients)
+	}
+}
+
+// TestLotPacesToItsShareOfTheFanOutRate: with CampaignFanOutRate 2,000/s and
+// 5 concurrent invocations (× ParallelMessages lots each), a lot creates its
+// notifications at 100/s: the k-th no earlier than k/100 s after the first.
+// Unpaced (no rate) it never waits.
+func TestLotPacesToItsShareOfTheFanOutRate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rate float64
+		want int // sleeps
+	}{{"paced", 2000, 49}, {"unpaced", 0, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+			c := runningCampaign(st)
+			var ids []string
+			for i := range 50 {
+				u := fmt.Sprintf("u%02d", i)
+				st.profiles[u] = true
+				ids = append(ids, u)
+			}
+			st.addChunk(c, domain.ChunkKey(0), ids...)
+			var mu sync.Mutex
+			var waits []time.Duration
+			h := New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FanOutRate: tc.rate, MaxConcurrency: 5,
+				Sleep: func(_ context.Context, d time.Duration) error {
+					mu.Lock()
+					defer mu.Unlock()
+					waits = append(waits, d)
+					return nil
+				}})
+			if resp := handle(t, h, domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: domain.ChunkKey(0)}); len(resp.BatchItemFailures) > 0 || st.creates != 50 {
+				t.Fatalf("lot: %+v, %d created", resp, st.creates)
+			}
+			if len(waits) != tc.want {
+				t.Fatalf("%d waits, want %d", len(waits), tc.want)
+			}
+			if tc.rate == 0 {
+				return
+			}
+			if got := h.LotSeconds(1000); got != 10 {
+				t.Errorf("a lot of 1,000 takes %v s, want 10 at 100/s", got)
+			}
+			longest := slices.Max(waits)
+			if longest < 450*time.Millisecond || longest > 490*time.Millisecond {
+				t.Errorf("the 50th notification waited %s, want ~490ms (49/100 s after the first)", longest)
+			}
+		})
 	}
 }

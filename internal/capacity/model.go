@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heraldhq/herald/internal/campaign"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 )
@@ -35,21 +36,17 @@ type Profile struct {
 	// ProfileCreatesPerSecond: new users' profiles written each second
 	// (each also writes its entry in the profiles index, gsi4).
 	ProfileCreatesPerSecond float64
+	// ProviderRatePerSecond is each channel's provider quota: the value of
+	// the required EmailSendRate, SmsSendRate and PushSendRate parameters.
+	ProviderRatePerSecond float64
 }
 
 // DefaultProfile is the issue's profile.
 func DefaultProfile() Profile {
 	return Profile{PerDay: 50e6, AveragePerSecond: 600, PeakPerSecond: 20000, PeakMinutes: 10, CampaignUsers: 10e6,
 		DeferredShare: 0.30, SMSShare: 0.05, PushShare: 0.40, Users: 10e6, ZipfS: 1.1, BatchIntakeShare: 0, LambdaConcurrency: 1000,
-		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20, ProfileCreatesPerSecond: 50}
+		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20, ProfileCreatesPerSecond: 50, ProviderRatePerSecond: 500}
 }
-
-// AWS limits the model checks.
-const (
-	PartitionWriteUnitsPerSecond = 1000
-	PartitionReadUnitsPerSecond  = 3000
-	HTTPAPIRequestsPerSecond     = 10000
-)
 
 // Assumptions about the functions in AWS (not measurable on this machine:
 // the emulators are far slower than DynamoDB, SES and SNS).
@@ -71,9 +68,14 @@ const (
 	logBytesEMF         = 320
 )
 
-// channelBatch is the event source mapping's batch size per priority
-// (template.yaml: 10, 10, LowBatchSize 2).
-var channelBatch = map[domain.Priority]float64{domain.PriorityHigh: 10, domain.PriorityNormal: 10, domain.PriorityLow: 2}
+// Route keys of the API requests the model makes.
+const (
+	routeNotify   = "POST /v1/notifications"
+	routeBatch    = "POST /v1/notifications/batch"
+	routePutUser  = "PUT /v1/users/{userId}"
+	routeUpload   = "POST /v1/campaigns/{id}/recipients"
+	routeUnsubGet = "GET /v1/unsubscribe"
+)
 
 // Kind is one notification kind the model prices.
 type Kind struct {
@@ -120,10 +122,16 @@ func Kinds() []Kind {
 type tally struct {
 	write, read map[string]map[string]float64 // table|index → key → units
 	usage       Usage
+	routes      map[string]float64 // API requests by route key
+}
+
+func (t *tally) api(route string, n float64) {
+	t.usage.APIRequests += n
+	t.routes[route] += n
 }
 
 func newTally() *tally {
-	return &tally{write: map[string]map[string]float64{}, read: map[string]map[string]float64{},
+	return &tally{write: map[string]map[string]float64{}, read: map[string]map[string]float64{}, routes: map[string]float64{},
 		usage: Usage{WriteUnits: map[string]float64{}, ReadUnits: map[string]float64{}, Invocations: map[string]float64{}, GBSeconds: map[string]float64{}}}
 }
 
@@ -172,10 +180,12 @@ type model struct {
 	now   time.Time
 	rng   *rand.Rand
 	seq   int
+	// batch is the channel mappings' BatchSize per priority (the template's).
+	batch map[domain.Priority]float64
 }
 
-func newModel() *model {
-	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14))}
+func newModel(batch map[domain.Priority]float64) *model {
+	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch}
 }
 
 func (m *model) id() string {
@@ -203,10 +213,10 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		// A lot's share (campaignFanOut counts the lot's own reads and writes).
 		t.invoke("CampaignFunction", 1.0/domain.MaxChunkRecipients, campaignSecondsPerLot)
 	case k.Batch:
-		t.usage.APIRequests += 1.0 / 100
+		t.api(routeBatch, 1.0/100)
 		t.invoke("ApiFunction", 1.0/100, apiSecondsPerRequest+100*apiSecondsPerBatchItem)
 	default:
-		t.usage.APIRequests++
+		t.api(routeNotify, 1)
 		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
 	}
 	t.usage.LogBytes += logBytesAcceptLine + logBytesEMF/map[bool]float64{false: 1, true: 100}[k.Batch]
@@ -254,7 +264,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 // send is the work message's way: queue, worker load, claim, provider,
 // outcome.
 func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.ItemKeys, user string, c domain.Channel) {
-	batch := channelBatch[k.Priority]
+	batch := m.batch[k.Priority]
 	t.usage.SQSRequests += 1.0/sendsPerBatchCall + 2/batch // send; receive and delete per batch
 	fn := map[domain.Channel]string{domain.ChannelEmail: "EmailFunction", domain.ChannelSMS: "SmsFunction", domain.ChannelPush: "PushFunction"}[c]
 	t.invoke(fn, 1/batch, workerSecondsPerBatch)
@@ -277,13 +287,9 @@ func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.Ite
 	}
 }
 
-// releasePerPartition is the scheduler's pace per due partition
-// (internal/scheduler: maxRate).
-const releasePerPartition = 800
-
 // release is the scheduler releasing one deferred delivery; perShard counts
 // this second's releases per due partition, which the scheduler paces.
-func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard map[int]int) error {
+func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard map[int]int, releasePerPartition int) error {
 	id := m.id()
 	for perShard[dynamo.DuePartitionOf(due, id, k.Channels[0]).Shard] >= releasePerPartition {
 		id = m.id()
@@ -323,7 +329,7 @@ func (m *model) createProfiles(t *tally, n float64) error {
 		if err != nil {
 			return err
 		}
-		t.usage.APIRequests++
+		t.api(routePutUser, 1)
 		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
 		t.w("table", k.PK, dynamo.WriteUnits(k.Size))
 		for idx, pk := range k.Index {
@@ -406,7 +412,7 @@ func (m *model) campaignFanOut(t *tally, p Profile, recipientsPerSecond float64)
 		if err != nil {
 			return err
 		}
-		t.usage.APIRequests++
+		t.api(routeUpload, 1)
 		t.invoke("ApiFunction", 1, apiSecondsPerRequest)
 		t.w("table", marker.PK, 2*dynamo.WriteUnits(marker.Size))
 		t.w("table", chunkIDs.PK, 2*dynamo.WriteUnits(chunkIDs.Size))
@@ -415,9 +421,10 @@ func (m *model) campaignFanOut(t *tally, p Profile, recipientsPerSecond float64)
 	return nil
 }
 
-// CostOf prices one notification of kind k.
-func CostOf(k Kind, p Prices) (Usage, Cost, error) {
-	m := newModel()
+// CostOf prices one notification of kind k with the channel mappings'
+// batch sizes per priority (Limits.Batch).
+func CostOf(k Kind, p Prices, batch map[domain.Priority]float64) (Usage, Cost, error) {
+	m := newModel(batch)
 	t := newTally()
 	const n = 200
 	for i := range n {
@@ -454,10 +461,21 @@ type Peak struct {
 	// Busiest partition key's units per second, by "table" or index.
 	WriteUnits map[string]PartitionLoad `json:"writeUnits"`
 	ReadUnits  map[string]PartitionLoad `json:"readUnits"`
+	// Whole-table (and per index) units per second, against the per-table
+	// quota and the warm throughput.
+	TableWriteUnitsPerSecond float64            `json:"tableWriteUnitsPerSecond"`
+	TableReadUnitsPerSecond  float64            `json:"tableReadUnitsPerSecond"`
+	IndexWriteUnitsPerSecond map[string]float64 `json:"indexWriteUnitsPerSecond"`
+	IndexReadUnitsPerSecond  map[string]float64 `json:"indexReadUnitsPerSecond"`
+	// CampaignNotificationsPerSecond: the campaign's fan-out this second
+	// (the profile's peak, paced to CampaignFanOutRate).
+	CampaignNotificationsPerSecond float64 `json:"campaignNotificationsPerSecond"`
 	// LambdaConcurrency by function (arrivals × duration, Little's law).
 	LambdaConcurrency    map[string]float64 `json:"lambdaConcurrency"`
 	SQSRequestsPerSecond float64            `json:"sqsRequestsPerSecond"`
 	APIRequestsPerSecond float64            `json:"apiRequestsPerSecond"`
+	// APIRequestsByRoute against each route's throttle.
+	APIRequestsByRoute map[string]float64 `json:"apiRequestsByRoute"`
 }
 
 // PartitionLoad is the busiest key and its units per second.
@@ -466,15 +484,56 @@ type PartitionLoad struct {
 	Units float64 `json:"units"`
 }
 
+// Check is one limit the model compares a figure with.
+type Check struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	// Max: Value must not exceed Limit (else at least Limit).
+	Max bool `json:"max"`
+	OK  bool `json:"ok"`
+}
+
+// Drain is a campaign's drain per channel.
+type Drain struct {
+	Recipients float64 `json:"recipients"`
+	// PerSecond is what the low-priority pollers, the bulk share of the
+	// send rate and the fan-out allow together; QuotaPerSecond the bulk
+	// share alone.
+	PerSecond      float64 `json:"perSecond"`
+	QuotaPerSecond float64 `json:"quotaPerSecond"`
+	Hours          float64 `json:"hours"`
+	MinimumHours   float64 `json:"minimumHours"`
+}
+
 // Result is the model's answer.
 type Result struct {
-	Profile                         Profile            `json:"profile"`
-	Peaks                           []Peak             `json:"seconds"`
-	MaxPartitionWriteUnitsPerSecond float64            `json:"maxPartitionWriteUnitsPerSecond"`
-	MaxPartitionReadUnitsPerSecond  float64            `json:"maxPartitionReadUnitsPerSecond"`
-	LimitsExceeded                  []string           `json:"limitsExceeded"`
-	CostPerMillionUSD               map[string]float64 `json:"costPerMillionUSD"`
-	ProviderFeePerMillionUSD        map[string]float64 `json:"providerFeePerMillionUSD"`
+	Profile                         Profile `json:"profile"`
+	Limits                          Limits  `json:"limits"`
+	Peaks                           []Peak  `json:"seconds"`
+	MaxPartitionWriteUnitsPerSecond float64 `json:"maxPartitionWriteUnitsPerSecond"`
+	MaxPartitionReadUnitsPerSecond  float64 `json:"maxPartitionReadUnitsPerSecond"`
+	TableWriteUnitsPerSecond        float64 `json:"tableWriteUnitsPerSecond"`
+	TableReadUnitsPerSecond         float64 `json:"tableReadUnitsPerSecond"`
+	// WriteUnitsPerCampaignNotification: the table's (and indexes') write
+	// units one more campaign notification per second costs; a peak of P/s
+	// unpaced needs P × this on top of the average second (README).
+	WriteUnitsPerCampaignNotification float64 `json:"writeUnitsPerCampaignNotification"`
+	// CampaignFixedWriteUnitsPerSecond: a running campaign's cost whatever
+	// its pace (reconciles of every pending lot, uploads to a draft);
+	// AverageWriteUnitsPerSecond the average second's (table and indexes).
+	CampaignFixedWriteUnitsPerSecond float64          `json:"campaignFixedWriteUnitsPerSecond"`
+	AverageWriteUnitsPerSecond       float64          `json:"averageWriteUnitsPerSecond"`
+	CampaignDrainHours               float64          `json:"campaignDrainHours"`
+	CampaignDrainMinimumHours        float64          `json:"campaignDrainMinimumHours"`
+	CampaignDrain                    map[string]Drain `json:"campaignDrain"`
+	// CampaignLotSeconds: how long one lot of 1,000 takes at its share of
+	// the fan-out rate (against the campaign function's timeout).
+	CampaignLotSeconds       float64            `json:"campaignLotSeconds"`
+	Checks                   []Check            `json:"checks"`
+	LimitsExceeded           []string           `json:"limitsExceeded"`
+	CostPerMillionUSD        map[string]float64 `json:"costPerMillionUSD"`
+	ProviderFeePerMillionUSD map[string]float64 `json:"providerFeePerMillionUSD"`
 	// StoragePerMillionUSD is DynamoDB storage over the retention period,
 	// beside the cost like the provider fee.
 	StoragePerMillionUSD map[string]float64 `json:"storagePerMillionUSD"`
@@ -482,16 +541,30 @@ type Result struct {
 	Prices               Prices             `json:"prices"`
 }
 
-// Run runs the model: the cost of each kind, and three seconds of the
-// profile (an average second; a second of the campaign with the day's
-// deferrals landing in the due index; the 08:00 release at full speed while
-// the average traffic continues), each simulated notification by
-// notification through the real key and item builders.
-func Run(p Profile) (Result, error) {
-	res := Result{Profile: p, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
-		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}}
+// check records a check and, when it fails, the limit exceeded.
+func (res *Result) check(name string, value, limit float64, max bool, msg string) {
+	ok := value <= limit
+	if !max {
+		ok = value >= limit
+	}
+	res.Checks = append(res.Checks, Check{Name: name, Value: round2(value), Limit: round2(limit), Max: max, OK: ok})
+	if !ok {
+		res.LimitsExceeded = append(res.LimitsExceeded, msg)
+	}
+}
+
+// Run runs the model with the template's limits: the cost of each kind, and
+// three seconds of the profile (an average second; a second of the campaign,
+// paced to the fan-out rate, with the day's deferrals landing in the due
+// index; the 08:00 release at full speed while the average traffic
+// continues), each simulated notification by notification through the real
+// key and item builders; then the campaign's drain time and the limits that
+// are not per second (reserved concurrency, retention, stream record age).
+func Run(p Profile, l Limits) (Result, error) {
+	res := Result{Profile: p, Limits: l, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
+		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{}}
 	for _, k := range Kinds() {
-		_, c, err := CostOf(k, ListPrices)
+		_, c, err := CostOf(k, ListPrices, l.Batch)
 		if err != nil {
 			return res, err
 		}
@@ -518,18 +591,25 @@ func Run(p Profile) (Result, error) {
 		}
 		return k
 	}
-	m := newModel()
+	m := newModel(l.Batch)
 	zipf := rand.NewZipf(m.rng, p.ZipfS, 1, uint64(p.Users-1))
 	eight := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
-	// Release rate: every shard of the 08:00 bucket at the scheduler's pace.
-	releasePerSecond := math.Min(float64(dynamo.DueShards)*releasePerPartition, p.PerDay*p.DeferredShare)
+	// Release rate: every shard of the 08:00 bucket at the scheduler's pace
+	// (its share of SchedulerReleaseRate).
+	releasePerPartition := l.partitionReleaseRate()
+	releasePerSecond := math.Min(float64(dynamo.DueShards*releasePerPartition), p.PerDay*p.DeferredShare)
+	// The campaign's fan-out is paced to CampaignFanOutRate (batch intake is not).
+	campaignRate := p.PeakPerSecond
+	if p.BatchIntakeShare < 1 {
+		campaignRate = math.Min(p.PeakPerSecond, p.PeakPerSecond*p.BatchIntakeShare+l.CampaignFanOutRate)
+	}
 	scenarios := []struct {
 		name                   string
 		campaign, releases     float64
 		deferredShareOfCampain float64
 	}{
 		{name: "average second", campaign: 0},
-		{name: "campaign second (20,000/s low, 30% deferred to 08:00)", campaign: p.PeakPerSecond, deferredShareOfCampain: p.DeferredShare},
+		{name: fmt.Sprintf("campaign second (%.0f/s low, 30%% deferred to 08:00)", campaignRate), campaign: campaignRate, deferredShareOfCampain: p.DeferredShare},
 		{name: "08:00 release of the deferred share", releases: releasePerSecond},
 	}
 	for _, sc := range scenarios {
@@ -560,12 +640,14 @@ func Run(p Profile) (Result, error) {
 		}
 		perShard := map[int]int{}
 		for i := range int(sc.releases) {
-			if err := m.release(t, mix(m.rng, true), fmt.Sprintf("r%d", i), eight, perShard); err != nil {
+			if err := m.release(t, mix(m.rng, true), fmt.Sprintf("r%d", i), eight, perShard, releasePerPartition); err != nil {
 				return res, err
 			}
 		}
 		pk := Peak{Scenario: sc.name, WriteUnits: busiest(t.write), ReadUnits: busiest(t.read), LambdaConcurrency: map[string]float64{},
-			SQSRequestsPerSecond: round2(t.usage.SQSRequests), APIRequestsPerSecond: round2(t.usage.APIRequests)}
+			SQSRequestsPerSecond: round2(t.usage.SQSRequests), APIRequestsPerSecond: round2(t.usage.APIRequests),
+			IndexWriteUnitsPerSecond: map[string]float64{}, IndexReadUnitsPerSecond: map[string]float64{}, APIRequestsByRoute: map[string]float64{},
+			CampaignNotificationsPerSecond: sc.campaign}
 		total := 0.0
 		for fn, gbs := range t.usage.GBSeconds {
 			c := math.Ceil(gbs / apiMemoryGB)
@@ -584,15 +666,148 @@ func Run(p Profile) (Result, error) {
 				res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f RCU/s > %d", sc.name, where, l.Key, l.Units, PartitionReadUnitsPerSecond))
 			}
 		}
+		// Table and indexes as a whole: the per-table quota, and the warm
+		// throughput a new stack's table has (its WarmThroughput).
+		for _, where := range slices.Sorted(maps.Keys(t.usage.WriteUnits)) {
+			u := round2(t.usage.WriteUnits[where])
+			if where == "table" {
+				pk.TableWriteUnitsPerSecond = u
+			} else {
+				pk.IndexWriteUnitsPerSecond[where] = u
+			}
+			res.check(sc.name+": "+where+" write units/s vs per-table quota", u, TableWriteUnitsPerSecondQuota, true,
+				fmt.Sprintf("%s: %s takes %.0f write units/s > the per-table quota %d (raise the quota)", sc.name, where, u, TableWriteUnitsPerSecondQuota))
+			res.check(sc.name+": "+where+" write units/s vs warm throughput", u, l.warm(where, true), true,
+				fmt.Sprintf("%s: %s takes %.0f write units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", sc.name, where, u, l.warm(where, true)))
+		}
+		for _, where := range slices.Sorted(maps.Keys(t.usage.ReadUnits)) {
+			u := round2(t.usage.ReadUnits[where])
+			if where == "table" {
+				pk.TableReadUnitsPerSecond = u
+			} else {
+				pk.IndexReadUnitsPerSecond[where] = u
+			}
+			res.check(sc.name+": "+where+" read units/s vs per-table quota", u, TableReadUnitsPerSecondQuota, true,
+				fmt.Sprintf("%s: %s takes %.0f read units/s > the per-table quota %d (raise the quota)", sc.name, where, u, TableReadUnitsPerSecondQuota))
+			res.check(sc.name+": "+where+" read units/s vs warm throughput", u, l.warm(where, false), true,
+				fmt.Sprintf("%s: %s takes %.0f read units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", sc.name, where, u, l.warm(where, false)))
+		}
+		res.TableWriteUnitsPerSecond = math.Max(res.TableWriteUnitsPerSecond, pk.TableWriteUnitsPerSecond)
+		res.TableReadUnitsPerSecond = math.Max(res.TableReadUnitsPerSecond, pk.TableReadUnitsPerSecond)
 		if total > float64(p.LambdaConcurrency) {
 			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: Lambda concurrency %.0f > account limit %d", sc.name, total, p.LambdaConcurrency))
 		}
-		if t.usage.APIRequests > HTTPAPIRequestsPerSecond {
-			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: HTTP API %.0f requests/s > %d", sc.name, t.usage.APIRequests, HTTPAPIRequestsPerSecond))
+		// API throttling: each route's demand with headroom under its
+		// throttle; the whole API under the account's.
+		for _, route := range slices.Sorted(maps.Keys(t.routes)) {
+			n := round2(t.routes[route])
+			pk.APIRequestsByRoute[route] = n
+			res.check(sc.name+": "+route+" requests/s × headroom vs route throttle", n*apiHeadroom, l.routeLimit(route), true,
+				fmt.Sprintf("%s: %s takes %.0f requests/s, its throttle %.0f/s leaves less than ×%.0f headroom (ApiThrottlingRateLimit)", sc.name, route, n, l.routeLimit(route), apiHeadroom))
 		}
+		res.check(sc.name+": HTTP API requests/s vs account throttle", t.usage.APIRequests, HTTPAPIRequestsPerSecond, true,
+			fmt.Sprintf("%s: HTTP API %.0f requests/s > %d", sc.name, t.usage.APIRequests, HTTPAPIRequestsPerSecond))
 		res.Peaks = append(res.Peaks, pk)
 	}
+	// What one more campaign notification per second costs the table and
+	// its indexes (its items, deliveries, claims and outcomes, its lot's
+	// share), and what a running campaign costs whatever its pace (every
+	// pending lot's reconciles, uploads to a draft).
+	one := newTally()
+	for i := range domain.MaxChunkRecipients {
+		var due time.Time
+		if m.rng.Float64() < p.DeferredShare {
+			due = eight
+		}
+		k := mix(m.rng, true)
+		k.Batch, k.Campaign = false, peakCampaign
+		if err := m.notify(one, k, fmt.Sprintf("one%d", i), due); err != nil {
+			return res, err
+		}
+	}
+	lotOnly := p
+	lotOnly.CampaignUsers, lotOnly.CampaignChunkUploadsPerSecond = 0, 0
+	if err := m.campaignFanOut(one, lotOnly, domain.MaxChunkRecipients); err != nil {
+		return res, err
+	}
+	sum := func(m map[string]float64) float64 {
+		s := 0.0
+		for _, u := range m {
+			s += u
+		}
+		return s
+	}
+	res.WriteUnitsPerCampaignNotification = round2(sum(one.usage.WriteUnits) / domain.MaxChunkRecipients)
+	if len(res.Peaks) > 1 {
+		all := func(pk Peak) float64 { return pk.TableWriteUnitsPerSecond + sum(pk.IndexWriteUnitsPerSecond) }
+		res.CampaignFixedWriteUnitsPerSecond = round2(all(res.Peaks[1]) - all(res.Peaks[0]) - campaignRate*res.WriteUnitsPerCampaignNotification)
+		res.AverageWriteUnitsPerSecond = round2(all(res.Peaks[0]))
+	}
+	res.checkLimits(p, l)
 	return res, nil
+}
+
+// checkLimits: the unsubscribe routes' low throttle, the campaign's drain and
+// lot time, the work queues' retention against the drain, reserved
+// concurrency, and the stream mappings' record age.
+func (res *Result) checkLimits(p Profile, l Limits) {
+	for _, route := range []string{routeUnsubGet, "POST /v1/unsubscribe"} {
+		res.check(route+" throttle stays below the default route throttle", l.routeLimit(route), l.RouteRateLimit, true,
+			fmt.Sprintf("%s: throttle %.0f/s is not below the API's %.0f/s: it protects nothing", route, l.routeLimit(route), l.RouteRateLimit))
+	}
+	res.check("route burst vs account burst", l.RouteBurstLimit, HTTPAPIBurst, true,
+		fmt.Sprintf("route burst %.0f > the account's %d", l.RouteBurstLimit, HTTPAPIBurst))
+
+	// Drain: per channel, the campaign's recipients over what the low
+	// pollers, the bulk share and the fan-out let through; channels drain
+	// in parallel. The minimum is the bulk share alone.
+	shares := map[domain.Channel]float64{domain.ChannelSMS: p.SMSShare, domain.ChannelPush: p.PushShare, domain.ChannelEmail: 1 - p.SMSShare - p.PushShare}
+	pollers := l.MaxConcurrency[domain.PriorityLow] * l.Batch[domain.PriorityLow] / workerSecondsPerBatch
+	for _, c := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, domain.ChannelPush} {
+		n := float64(p.CampaignUsers) * shares[c]
+		quota := l.SendRate[c] * l.BulkSharePercent / 100
+		rate := math.Min(quota, pollers)
+		rate = math.Min(rate, l.CampaignFanOutRate*shares[c])
+		d := Drain{Recipients: n, PerSecond: round2(rate), QuotaPerSecond: round2(quota), Hours: round2(n / rate / 3600), MinimumHours: round2(n / quota / 3600)}
+		res.CampaignDrain[string(c)] = d
+		res.CampaignDrainHours = math.Max(res.CampaignDrainHours, d.Hours)
+		res.CampaignDrainMinimumHours = math.Max(res.CampaignDrainMinimumHours, d.MinimumHours)
+	}
+	res.check("campaignDrainHours within 10% of the quota-bound minimum", res.CampaignDrainHours, res.CampaignDrainMinimumHours*drainTolerance, true,
+		fmt.Sprintf("a %d-recipient campaign drains in %.1f h, more than 10%% over the %.1f h its bulk share of the send rates allows (raise LowBatchSize / LowMaximumConcurrency / CampaignFanOutRate)",
+			p.CampaignUsers, res.CampaignDrainHours, res.CampaignDrainMinimumHours))
+	// A lot paces its 1,000 notifications to its share of the fan-out
+	// rate (CampaignMaximumConcurrency invocations × their parallel
+	// messages): it must finish well within the function's timeout.
+	perLot := l.CampaignFanOutRate / (l.CampaignMaxConcurrency * campaign.ParallelMessages)
+	res.CampaignLotSeconds = round2(domain.MaxChunkRecipients / perLot)
+	res.check("campaign lot seconds vs half the campaign function's timeout", res.CampaignLotSeconds, l.CampaignTimeoutSeconds/2, true,
+		fmt.Sprintf("a lot takes %.0f s at %.1f notifications/s, over half the campaign function's %.0f s timeout (raise CampaignFanOutRate or lower CampaignMaximumConcurrency)",
+			res.CampaignLotSeconds, perLot, l.CampaignTimeoutSeconds))
+	// Work queues keep a message longer than the longest planned backlog.
+	for _, q := range slices.Sorted(maps.Keys(l.QueueRetention)) {
+		res.check(q+" retention vs twice the campaign's drain", l.QueueRetention[q], res.CampaignDrainHours*3600*retentionOverDrain, false,
+			fmt.Sprintf("%s keeps messages %.0f h, less than twice the campaign's %.1f h drain: a backlog would expire unseen", q, l.QueueRetention[q]/3600, res.CampaignDrainHours))
+		res.check(q+" retention vs the SQS maximum", l.QueueRetention[q], SQSMaxRetentionSeconds, true,
+			fmt.Sprintf("%s: retention %.0f s > SQS's %d", q, l.QueueRetention[q], SQSMaxRetentionSeconds))
+	}
+	// Reserved concurrency: every function with mappings gets at least
+	// their MaximumConcurrency, and the sum leaves Lambda's 100 unreserved.
+	sum := 0.0
+	for _, fn := range slices.Sorted(maps.Keys(l.Reserved)) {
+		sum += l.Reserved[fn]
+		if need, ok := l.MappingConcurrency[fn]; ok {
+			res.check(fn+" reserved concurrency vs its mappings' MaximumConcurrency", l.Reserved[fn], need, false,
+				fmt.Sprintf("%s: reserved concurrency %.0f < its mappings' MaximumConcurrency %.0f: its pollers would be throttled", fn, l.Reserved[fn], need))
+		}
+	}
+	res.check("reserved concurrency sum vs the account's pool less 100 unreserved", sum, float64(p.LambdaConcurrency-LambdaUnreservedConcurrencyMinimum), true,
+		fmt.Sprintf("reserved concurrency %.0f leaves fewer than %d of the account's %d unreserved", sum, LambdaUnreservedConcurrencyMinimum, p.LambdaConcurrency))
+	// Stream records: never discarded for their age.
+	for _, id := range slices.Sorted(maps.Keys(l.StreamRecordAge)) {
+		res.check(id+" MaximumRecordAgeInSeconds is -1 (a backlog is relayed late, never discarded)", l.StreamRecordAge[id], -1, true,
+			fmt.Sprintf("%s: MaximumRecordAgeInSeconds %.0f discards every record of a longer lag to the DLQ", id, l.StreamRecordAge[id]))
+	}
 }
 
 func busiest(units map[string]map[string]float64) map[string]PartitionLoad {

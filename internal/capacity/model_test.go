@@ -6,12 +6,16 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // measured is a cost benchmark run (internal/e2e/cost, COST_OUT), checked in.
 type measured struct {
 	Date string          `json:"date"`
 	Cost map[string]Cost `json:"costPerMillionUSD"`
+	// ChannelBatch: the mappings' batch sizes of the measured run.
+	ChannelBatch map[domain.Priority]float64 `json:"channelBatch"`
 }
 
 // TestModelAgreesWithMeasuredCost keeps the model honest: its cost per
@@ -27,13 +31,16 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
+	if len(m.ChannelBatch) != 3 {
+		t.Fatalf("%s: channelBatch %v: the run's batch sizes per priority are not recorded", m.Date, m.ChannelBatch)
+	}
 	for _, k := range Kinds() {
 		got, ok := m.Cost[k.Name]
 		if !ok {
 			t.Errorf("%s: not measured (%s)", k.Name, m.Date)
 			continue
 		}
-		_, c, err := CostOf(k, ListPrices)
+		_, c, err := CostOf(k, ListPrices, m.ChannelBatch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,11 +56,21 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 	}
 }
 
+// repoLimits are the repository template's limits for the default profile.
+func repoLimits(t *testing.T) Limits {
+	t.Helper()
+	l, err := LoadLimits("../../template.yaml", DefaultProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 func TestProfilePassesEveryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 50,000 notifications")
 	}
-	res, err := Run(DefaultProfile())
+	res, err := Run(DefaultProfile(), repoLimits(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +80,11 @@ func TestProfilePassesEveryLimit(t *testing.T) {
 	if res.MaxPartitionWriteUnitsPerSecond <= 0 || res.MaxPartitionWriteUnitsPerSecond > PartitionWriteUnitsPerSecond {
 		t.Errorf("max partition WCU/s %v", res.MaxPartitionWriteUnitsPerSecond)
 	}
-	// The due index takes the deferred share of the campaign on its shards.
+	// The due index takes the deferred share of the campaign (paced to
+	// 2,000/s) on its shards.
 	campaign := res.Peaks[1]
-	if due := campaign.WriteUnits["gsi3"]; due.Units < 100 || due.Units > 400 {
-		t.Errorf("busiest due partition %+v at 6,000 deferrals/s over 32 shards, want ~190", due)
+	if due := campaign.WriteUnits["gsi3"]; due.Units < 10 || due.Units > 60 {
+		t.Errorf("busiest due partition %+v at 600 deferrals/s over 32 shards, want ~20", due)
 	}
 	raw, _ := json.MarshalIndent(res, "", "  ")
 	t.Logf("%s", raw)
@@ -81,7 +99,8 @@ func TestLimitDetection(t *testing.T) {
 	p := DefaultProfile()
 	p.PeakPerSecond, p.DeferredShare = 40000, 1 // 40,000 deferrals/s: 1,250 per shard
 	p.AveragePerSecond = 0
-	res, err := Run(p)
+	p.BatchIntakeShare = 1 // through the batch route: not paced by the campaign function
+	res, err := Run(p, repoLimits(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +117,7 @@ func TestCampaignKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates notifications")
 	}
-	res, err := Run(DefaultProfile())
+	res, err := Run(DefaultProfile(), repoLimits(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +130,7 @@ func TestCampaignKeys(t *testing.T) {
 	}
 	p := DefaultProfile()
 	p.CampaignReconcileSeconds = 5
-	if res, err = Run(p); err != nil {
+	if res, err = Run(p, repoLimits(t)); err != nil {
 		t.Fatal(err)
 	}
 	flagged := false
@@ -126,11 +145,121 @@ func TestCampaignKeys(t *testing.T) {
 // TestProfileCreatesWriteTheProfilesIndex: each new profile writes its own
 // keys-only gsi4 entry (1 WCU), which the segment-"all" scan reads.
 func TestProfileCreatesWriteTheProfilesIndex(t *testing.T) {
-	m, tl := newModel(), newTally()
+	m, tl := newModel(repoLimits(t).Batch), newTally()
 	if err := m.createProfiles(tl, 10); err != nil {
 		t.Fatal(err)
 	}
 	if tl.usage.WriteUnits["gsi4"] != 10 || len(tl.write["gsi4"]) != 10 || tl.usage.WriteUnits["table"] != 10 {
 		t.Fatalf("10 profiles wrote %v units (%d gsi4 keys)", tl.usage.WriteUnits, len(tl.write["gsi4"]))
+	}
+}
+
+// TestLimitsComeFromTheTemplate: the values the model checks are the
+// template's defaults (and the profile's send rate for the required ones).
+func TestLimitsComeFromTheTemplate(t *testing.T) {
+	l := repoLimits(t)
+	if l.Batch[domain.PriorityLow] != 4 || l.MaxConcurrency[domain.PriorityLow] != 7 || l.Batch[domain.PriorityHigh] != 10 {
+		t.Errorf("channel mappings %v %v", l.Batch, l.MaxConcurrency)
+	}
+	if l.SendRate[domain.ChannelEmail] != 500 || l.BulkSharePercent != 60 {
+		t.Errorf("send rate %v, bulk share %v", l.SendRate, l.BulkSharePercent)
+	}
+	if l.RouteRateLimit != 1500 || l.routeLimit("POST /v1/unsubscribe") != 50 || l.routeLimit(routeNotify) != 1500 {
+		t.Errorf("route throttles %v, %v", l.RouteRateLimit, l.Routes)
+	}
+	if l.CampaignFanOutRate != 2000 || l.CampaignMaxConcurrency != 10 || l.CampaignTimeoutSeconds != 60 || l.SchedulerReleaseRate != 3200 {
+		t.Errorf("campaign %v/s × %v, timeout %v, release %v", l.CampaignFanOutRate, l.CampaignMaxConcurrency, l.CampaignTimeoutSeconds, l.SchedulerReleaseRate)
+	}
+	if l.WarmWrite["table"] != 30000 || l.warm("gsi1", true) != NewTableWarmWriteUnitsPerSecond {
+		t.Errorf("warm throughput %v", l.WarmWrite)
+	}
+	if len(l.Reserved) != 4 || l.Reserved["EmailFunction"] != 40 || l.MappingConcurrency["EmailFunction"] != 20+8+7 || l.Reserved["RelayHighFunction"] != 10 {
+		t.Errorf("reserved %v, mappings %v", l.Reserved, l.MappingConcurrency)
+	}
+	if len(l.StreamRecordAge) == 0 || len(l.QueueRetention) != 11 {
+		t.Errorf("stream mappings %v, work queues %v", l.StreamRecordAge, l.QueueRetention)
+	}
+	for id, age := range l.StreamRecordAge {
+		if age != -1 {
+			t.Errorf("%s: MaximumRecordAgeInSeconds %v", id, age)
+		}
+	}
+}
+
+// TestSeedProfileFigures: the deterministic figures of the seed profile
+// with the template's defaults (docs/capacity.md and the README quote them).
+func TestSeedProfileFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	res, err := Run(DefaultProfile(), repoLimits(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5.5 M emails at 60 % of 500/s: 5.09 h, the pollers do not slow it.
+	if res.CampaignDrainMinimumHours != 5.09 || res.CampaignDrainHours > res.CampaignDrainMinimumHours*1.1 {
+		t.Errorf("drain %v h, minimum %v h", res.CampaignDrainHours, res.CampaignDrainMinimumHours)
+	}
+	if res.CampaignLotSeconds != 20 {
+		t.Errorf("lot %v s, want 1,000 at 2,000/(10×4) per second: 20 s", res.CampaignLotSeconds)
+	}
+	campaign := res.Peaks[1]
+	if campaign.CampaignNotificationsPerSecond != 2000 || campaign.TableWriteUnitsPerSecond <= res.Peaks[0].TableWriteUnitsPerSecond ||
+		campaign.TableWriteUnitsPerSecond > 30000 || res.TableWriteUnitsPerSecond != campaign.TableWriteUnitsPerSecond {
+		t.Errorf("campaign second %v/s: table %v WRU/s (max %v)", campaign.CampaignNotificationsPerSecond, campaign.TableWriteUnitsPerSecond, res.TableWriteUnitsPerSecond)
+	}
+	if res.WriteUnitsPerCampaignNotification < 4 || res.WriteUnitsPerCampaignNotification > 9 {
+		t.Errorf("%v write units per campaign notification", res.WriteUnitsPerCampaignNotification)
+	}
+	names := map[string]bool{}
+	for _, c := range res.Checks {
+		names[c.Name] = true
+		if !c.OK {
+			t.Errorf("check %+v", c)
+		}
+	}
+	for _, want := range []string{"campaignDrainHours within 10% of the quota-bound minimum", "average second: POST /v1/notifications requests/s × headroom vs route throttle",
+		"campaign second (2000/s low, 30% deferred to 08:00): table write units/s vs per-table quota", "EmailFunction reserved concurrency vs its mappings' MaximumConcurrency",
+		"EmailLowQueue retention vs twice the campaign's drain", "RelayStreamMapping MaximumRecordAgeInSeconds is -1 (a backlog is relayed late, never discarded)"} {
+		if !names[want] {
+			t.Errorf("no check %q", want)
+		}
+	}
+}
+
+// TestOldDefaultsFail: the template's defaults before this model checked
+// them each break a check (they fail the seed profile).
+func TestOldDefaultsFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Limits)
+		want   string
+	}{
+		{"low batch 2 × 2 pollers", func(l *Limits) { l.Batch[domain.PriorityLow], l.MaxConcurrency[domain.PriorityLow] = 2, 2 }, "drains in 22.9 h"},
+		{"100 requests/s per route", func(l *Limits) { l.RouteRateLimit = 100 }, "POST /v1/notifications takes 600 requests/s"},
+		{"records discarded after an hour", func(l *Limits) { l.StreamRecordAge["RelayStreamMapping"] = 3600 }, "MaximumRecordAgeInSeconds 3600"},
+		{"fan-out unpaced at the 20,000/s peak", func(l *Limits) { l.CampaignFanOutRate = 20000; l.CampaignMaxConcurrency = 100 }, "> the per-table quota 40000"},
+		{"no warm throughput", func(l *Limits) { delete(l.WarmWrite, "table") }, "> its warm throughput 4000"},
+		{"reserved beyond the pool", func(l *Limits) { l.Reserved["EmailFunction"] = 950 }, "fewer than 100"},
+		{"retention shorter than the drain", func(l *Limits) { l.QueueRetention["EmailLowQueue"] = 3600 }, "EmailLowQueue keeps messages 1 h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := repoLimits(t)
+			tc.change(&l)
+			res, err := Run(DefaultProfile(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range res.LimitsExceeded {
+				found = found || strings.Contains(e, tc.want)
+			}
+			if !found {
+				t.Errorf("no limit exceeded naming %q: %v", tc.want, res.LimitsExceeded)
+			}
+		})
 	}
 }

@@ -36,6 +36,8 @@ type gateway struct {
 	log     *slog.Logger
 	now     func() time.Time
 	invoke  func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
+	// cors is the API's CorsConfiguration (nil: none, as without one on AWS).
+	cors *CORS
 }
 
 type compiledRoute struct {
@@ -91,6 +93,13 @@ func (g *gateway) match(method, path string) (*compiledRoute, map[string]string)
 const maxPayload = 10 << 20 // API Gateway's request payload limit
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.cors != nil {
+		if isPreflight(r) {
+			g.cors.preflight(w, r)
+			return
+		}
+		w = &corsWriter{ResponseWriter: w, cors: g.cors, req: r}
+	}
 	route, params := g.match(r.Method, r.URL.Path)
 	if route == nil {
 		writeGatewayError(w, http.StatusNotFound, "Not Found")
@@ -178,6 +187,30 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeLambdaResponse(w, resp)
+}
+
+// corsWriter adds the CORS headers to every response the gateway writes
+// (the function's, and the gateway's own refusals).
+type corsWriter struct {
+	http.ResponseWriter
+	cors    *CORS
+	req     *http.Request
+	written bool
+}
+
+func (c *corsWriter) WriteHeader(status int) {
+	if !c.written {
+		c.written = true
+		c.cors.decorate(c.ResponseWriter.Header(), c.req)
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *corsWriter) Write(b []byte) (int, error) {
+	if !c.written {
+		c.WriteHeader(http.StatusOK)
+	}
+	return c.ResponseWriter.Write(b)
 }
 
 func writeLambdaResponse(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {

@@ -176,6 +176,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.Template, err = LoadTemplate(cfg.Template,
 			localOverrides(overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
 	}
+	if err == nil && cfg.Root != "" {
+		err = CheckRelease(cfg.Root, cfg.Template, s.log)
+	}
 	if err == nil {
 		s.IAM, err = s.newIAM(ctx)
 	}
@@ -327,6 +330,21 @@ func localOverrides(overrides map[string]string, pushList, addr string) map[stri
 	if _, ok := out["JwtIssuer"]; !ok {
 		out["JwtIssuer"] = "http://" + addr
 	}
+	// Send rates are required on AWS; locally they, and the campaign's
+	// fan-out rate, default to 0 (no pacing) unless given
+	// (HERALD_EMAIL_SEND_RATE…, HERALD_CAMPAIGN_FANOUT_RATE, a test's override).
+	for _, p := range []string{"EmailSendRate", "SmsSendRate", "PushSendRate", "CampaignFanOutRate", "SchedulerReleaseRate"} {
+		if _, ok := out[p]; !ok {
+			out[p] = "0"
+		}
+	}
+	// The console's own origin (its demo inbox) always; HERALD_CORS_ORIGINS
+	// (the override) adds the app's.
+	origins := "http://" + addr
+	if o := strings.Trim(out["CorsAllowedOrigins"], ", "); o != "" {
+		origins = o + "," + origins
+	}
+	out["CorsAllowedOrigins"] = origins
 	return out
 }
 
@@ -406,7 +424,7 @@ func (s *Stack) wire() error {
 	s.running, s.cancel = ctx, cancel
 	sqsHandlers := map[string]SQSHandler{}
 	timeouts := map[string]time.Duration{}
-	var streamHandler StreamHandler
+	streamHandlers := map[string]StreamHandler{}
 	for _, fn := range s.Template.Functions() {
 		d, err := s.deps(fn, cat)
 		if err != nil {
@@ -425,14 +443,14 @@ func (s *Stack) wire() error {
 			}
 			s.jwt.routes(s.mux)
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
-				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
+				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID), cors: s.Template.Cors()}
 			s.mux.Handle("/", gw)
-		case "RelayFunction":
+		case "RelayFunction", "RelayHighFunction": // one code, one stream mapping each
 			h, err := relayfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
-			streamHandler = h.Handle
+			streamHandlers[fn.LogicalID] = h.Handle
 		case "FeedbackFunction":
 			h, err := feedbackfn.New(d)
 			if err != nil {
@@ -466,7 +484,7 @@ func (s *Stack) wire() error {
 			sqsHandlers[fn.LogicalID] = h
 		}
 	}
-	return s.startMappings(ctx, sqsHandlers, streamHandler, timeouts)
+	return s.startMappings(ctx, sqsHandlers, streamHandlers, timeouts)
 }
 
 // channelFunctions build the SQS-triggered functions by logical id.
@@ -514,7 +532,7 @@ func (s *Stack) localEnv(id string) map[string]string {
 	return nil
 }
 
-func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandler StreamHandler, timeouts map[string]time.Duration) error {
+func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandlers map[string]StreamHandler, timeouts map[string]time.Duration) error {
 	for id, m := range s.Template.GetAllLambdaEventSourceMappingResources() {
 		fnRef := strings.TrimSuffix(strings.TrimPrefix(m.FunctionName, "${ref:"), "}")
 		source, err := s.Resources.Resolve(aws.ToString(m.EventSourceArn))
@@ -543,7 +561,8 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 			mapping.run(ctx, &s.wg)
 			continue
 		}
-		if streamHandler == nil || fnRef != "RelayFunction" {
+		streamHandler, ok := streamHandlers[fnRef]
+		if !ok {
 			return fmt.Errorf("mapping %s: no stream function %s", id, fnRef)
 		}
 		sm := &streamMapping{name: id, streamARN: source, batchSize: batch, startLatest: aws.ToString(m.StartingPosition) == "LATEST",

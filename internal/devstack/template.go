@@ -2,7 +2,9 @@ package devstack
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os"
 	"regexp"
@@ -14,6 +16,8 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/heraldhq/herald/internal/devstack/controlplane"
 )
 
 // Local pseudo parameters: the emulators' account and region.
@@ -33,6 +37,14 @@ type Template struct {
 	// SystemLogLevel is Globals.Function.LoggingConfig.SystemLogLevel
 	// (goformation's Globals do not carry it).
 	SystemLogLevel string
+	// Resolved is the resolved template as JSON, as the control-plane
+	// check reads it.
+	Resolved []byte
+	// Document is the whole template as plain JSON values after parameter
+	// resolution, before normalize sets aside what goformation's schema
+	// does not know (WarmThroughput, RouteSettings…): for readers such as the
+	// capacity model.
+	Document map[string]any
 }
 
 var placeholder = regexp.MustCompile(`\$\{(ref|getatt):([A-Za-z0-9]+)(?:\.([A-Za-z0-9.]+))?\}`)
@@ -85,7 +97,20 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		}
 		params[name] = v
 		typed[name] = v
-		if p.Type == "Number" {
+		if p.Type == "CommaDelimitedList" {
+			// Ref to a list parameter is the list, as CloudFormation makes it.
+			list := []any{}
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					list = append(list, item)
+				}
+			}
+			typed[name] = list
+		}
+		if p.Type == "Number" && v == "" && p.Default == nil {
+			// Required and not given: template tests read it without deploying.
+			typed[name] = ""
+		} else if p.Type == "Number" {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				return nil, fmt.Errorf("parameter %s: %q is not a number", name, v)
@@ -136,15 +161,23 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
 	}
+	var whole map[string]any
+	if err := json.Unmarshal(resolved, &whole); err != nil {
+		return nil, fmt.Errorf("resolve template: %w", err)
+	}
 	resolved, err = normalize(resolved)
 	if err != nil {
+		return nil, err
+	}
+	// What AWS's control plane would refuse, the local stack refuses too.
+	if err := controlplane.Check(resolved, controlplane.Options{}); err != nil {
 		return nil, err
 	}
 	tmpl, err := goformation.ParseJSONWithOptions(resolved, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
 		return nil, fmt.Errorf("load template: %w", err)
 	}
-	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel}, nil
+	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel, Resolved: resolved, Document: whole}, nil
 }
 
 // parameter is a template parameter with the constraints CloudFormation
@@ -200,8 +233,10 @@ func ptrString(f *float64) string {
 // normalize prepares resolved JSON for goformation's typed model: numeric
 // environment values (a Ref to a Number parameter) become strings, as
 // CloudFormation makes them, and SAM properties newer than goformation's
-// schema (HttpApi Auth.EnableIamAuthorizer, AccessLogSettings) are set aside:
-// the runner plays neither IAM authorization nor access logs.
+// schema (HttpApi Auth.EnableIamAuthorizer, AccessLogSettings,
+// RouteSettings; the table's and indexes' WarmThroughput) are set aside: the
+// runner plays neither IAM authorization, access logs, throttles nor warm
+// throughput (Template.Document keeps them).
 func normalize(doc []byte) ([]byte, error) {
 	var t map[string]any
 	if err := json.Unmarshal(doc, &t); err != nil {
@@ -226,6 +261,16 @@ func normalize(doc []byte) ([]byte, error) {
 				delete(auth, "EnableIamAuthorizer")
 			}
 			delete(props, "AccessLogSettings")
+			delete(props, "RouteSettings")
+		}
+		if res["Type"] == "AWS::DynamoDB::Table" {
+			delete(props, "WarmThroughput")
+			gsis, _ := props["GlobalSecondaryIndexes"].([]any)
+			for _, g := range gsis {
+				if g, ok := g.(map[string]any); ok {
+					delete(g, "WarmThroughput")
+				}
+			}
 		}
 	}
 	if g, ok := t["Globals"].(map[string]any); ok {
@@ -365,4 +410,29 @@ func httpRoute(p *serverless.Function_Properties) (Route, bool) {
 		r.Scopes = v.Auth.AuthorizationScopes
 	}
 	return r, true
+}
+
+// CheckRelease checks the stack update from the released template (the
+// commit RELEASED names, read from root's git history) to the template at
+// path: the update rules of internal/devstack/controlplane. A tree without
+// the marker or git history is not checked (log says so).
+func CheckRelease(root, path string, log *slog.Logger) error {
+	released, rev, err := controlplane.ReleasedTemplate(root)
+	if errors.Is(err, controlplane.ErrNoRelease) {
+		if log != nil {
+			log.Warn("stack update rules not checked", "reason", err.Error())
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	next, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read template: %w", err)
+	}
+	if err := controlplane.CheckUpdate(released, next); err != nil {
+		return fmt.Errorf("update from the released template (%s): %w", rev, err)
+	}
+	return nil
 }

@@ -365,6 +365,58 @@ func TestAlarmTopicEncryption(t *testing.T) {
 	if !granted["kms:Decrypt"] || !granted["kms:GenerateDataKey*"] {
 		t.Errorf("%s: the key policy must let cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*, grants %v", m[1], granted)
 	}
+	checkServiceGrantConditions(t, m[1], k.Properties["KeyPolicy"], "cloudwatch.amazonaws.com", false)
+}
+
+// checkServiceGrantConditions: every statement of a key policy granting
+// service is conditioned on this account (aws:SourceAccount), and, with
+// sourceArn, on one of its resources (aws:SourceArn).
+func checkServiceGrantConditions(t *testing.T, key string, keyPolicy any, service string, sourceArn bool) {
+	t.Helper()
+	var policy struct {
+		Statement []struct {
+			Effect    string
+			Principal map[string]any
+			Condition map[string]map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(jsonString(keyPolicy)), &policy); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range policy.Statement {
+		if s.Effect != "Allow" || jsonString(s.Principal["Service"]) != service {
+			continue
+		}
+		n++
+		account := jsonString(s.Condition["StringEquals"]["aws:SourceAccount"])
+		if account != `{"Ref":"AWS::AccountId"}` {
+			t.Errorf("%s: the grant to %s has no aws:SourceAccount condition on this account (%s)", key, service, account)
+		}
+		if arn := s.Condition["StringLike"]["aws:SourceArn"]; sourceArn && arn == nil {
+			t.Errorf("%s: the grant to %s has no aws:SourceArn condition", key, service)
+		}
+	}
+	if n == 0 {
+		t.Errorf("%s: no grant to %s", key, service)
+	}
+}
+
+// TestFeedbackTopicEncryption: the SES feedback topic carries email
+// addresses: it is encrypted with a key of this stack that SES may use,
+// for this account's configuration set only.
+func TestFeedbackTopicEncryption(t *testing.T) {
+	_, doc := unresolvedTemplate(t)
+	key := jsonString(doc.Resources["FeedbackTopic"].Properties["KmsMasterKeyId"])
+	m := regexp.MustCompile(`^\{"Ref":"(\w+)"\}$`).FindStringSubmatch(key)
+	if m == nil || doc.Resources[m[1]].Type != "AWS::KMS::Key" {
+		t.Fatalf("FeedbackTopic KmsMasterKeyId %s: want a key of this stack (an AWS-managed key cannot be granted to SES)", key)
+	}
+	k := doc.Resources[m[1]]
+	if k.Properties["EnableKeyRotation"] != true {
+		t.Errorf("%s: key rotation off", m[1])
+	}
+	checkServiceGrantConditions(t, m[1], k.Properties["KeyPolicy"], "ses.amazonaws.com", true)
 }
 
 // TestDeletionPolicies: what survives `sam delete` (docs/decisions.md).
@@ -382,8 +434,15 @@ func TestDeletionPolicies(t *testing.T) {
 		default:
 			continue
 		}
-		if r.DeletionPolicy != want || r.UpdateReplacePolicy != want {
-			t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want %s", id, r.DeletionPolicy, r.UpdateReplacePolicy, want)
+		// Retained, except when the stack's first deploy fails: then nothing
+		// holds data yet, and nothing is left behind (RetainExceptOnCreate
+		// exists for DeletionPolicy only).
+		deletion := want
+		if want == "Retain" {
+			deletion = "RetainExceptOnCreate"
+		}
+		if r.DeletionPolicy != deletion || r.UpdateReplacePolicy != want {
+			t.Errorf("%s: DeletionPolicy %q UpdateReplacePolicy %q, want %s and %s", id, r.DeletionPolicy, r.UpdateReplacePolicy, deletion, want)
 		}
 	}
 }
@@ -687,7 +746,7 @@ func TestDeployWalkthrough(t *testing.T) {
 	for name, o := range tm.Outputs {
 		value := jsonString(o)
 		for id, r := range doc.Resources {
-			if r.DeletionPolicy == "Retain" && strings.Contains(value, "${ref:"+id+"}") {
+			if strings.HasPrefix(r.DeletionPolicy, "Retain") && strings.Contains(value, "${ref:"+id+"}") {
 				outputs = append(outputs, name)
 			}
 		}
@@ -787,5 +846,36 @@ func TestDeployWalkthroughSmokeAndPolicy(t *testing.T) {
 	}
 	if iam < 10 {
 		t.Fatalf("template has %d IAM routes: route parsing broke", iam)
+	}
+}
+
+// TestDocumentedCfnLintIsMakes: the deploy walkthrough's cfn-lint command is
+// the one `make aws-lint` (and so make aws-check) runs, word for word.
+func TestDocumentedCfnLintIsMakes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipe, ok := strings.Cut(string(makefile), "\naws-lint:\n\t")
+	if !ok {
+		t.Fatal("Makefile has no aws-lint target")
+	}
+	recipe, _, _ = strings.Cut(recipe, "\n")
+	made := strings.Replace(recipe, "$(CFN_LINT)", "cfn-lint", 1)
+	_, section, _ := strings.Cut(string(readme), "\n## Deploying to AWS\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var documented []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "cfn-lint ") {
+			cmd, _, _ := strings.Cut(line, "#")
+			documented = append(documented, strings.TrimSpace(cmd))
+		}
+	}
+	if len(documented) != 1 || documented[0] != made {
+		t.Errorf("README deploy walkthrough runs %q, make aws-lint runs %q", documented, made)
 	}
 }

@@ -119,11 +119,12 @@ func TestTemplateInvariants(t *testing.T) {
 			}
 			src := aws.ToString(m.EventSourceArn)
 			if strings.Contains(src, "StreamArn") {
-				if fn != "RelayFunction" || !aws.ToBool(m.BisectBatchOnFunctionError) || m.MaximumRetryAttempts == nil ||
-					*m.MaximumRetryAttempts < 0 || m.MaximumRecordAgeInSeconds == nil || *m.MaximumRecordAgeInSeconds < 0 ||
+				// The bulk and the high-priority relay, one mapping each.
+				if (fn != "RelayFunction" && fn != "RelayHighFunction") || !aws.ToBool(m.BisectBatchOnFunctionError) || m.MaximumRetryAttempts == nil ||
+					*m.MaximumRetryAttempts < 0 || m.MaximumRecordAgeInSeconds == nil || *m.MaximumRecordAgeInSeconds != -1 ||
 					m.DestinationConfig == nil || m.DestinationConfig.OnFailure == nil ||
 					aws.ToString(m.DestinationConfig.OnFailure.Destination) != "${getatt:RelayDLQ.Arn}" || m.FilterCriteria == nil {
-					t.Errorf("%s: stream mapping must bisect, bound retries and age, filter, and fail to the relay DLQ", id)
+					t.Errorf("%s: stream mapping must bisect, bound retries, never discard a record for its age (MaximumRecordAgeInSeconds -1: a backlog is relayed late), filter, and fail to the relay DLQ", id)
 				}
 				if !strings.Contains(aws.ToString(m.FilterCriteria.Filters[0].Pattern), `"INSERT"`) {
 					t.Errorf("%s: filter must select INSERT", id)
@@ -514,6 +515,83 @@ func TestTemplateOperations(t *testing.T) {
 				continue
 			}
 			notifies(found)
+		}
+	})
+
+	t.Run("capacity: the table and each index throttled, normal and low queue age, SES reputation, SMS, API 5xx and 429", func(t *testing.T) {
+		// Throttle events of the table and of every index it declares.
+		want := []string{""}
+		for _, table := range tm.GetAllDynamoDBTableResources() {
+			for _, g := range table.GlobalSecondaryIndexes {
+				want = append(want, g.IndexName)
+			}
+		}
+		if len(want) < 5 {
+			t.Errorf("indexes %v", want[1:])
+		}
+		for _, index := range want {
+			found := ""
+			for id, a := range alarms {
+				read, write := false, false
+				for _, q := range a.Metrics {
+					if q.MetricStat == nil || aws.ToString(q.MetricStat.Metric.Namespace) != "AWS/DynamoDB" {
+						continue
+					}
+					gsi := ""
+					for _, d := range q.MetricStat.Metric.Dimensions {
+						if d.Name == "GlobalSecondaryIndexName" {
+							gsi = d.Value
+						}
+					}
+					if gsi != index {
+						continue
+					}
+					read = read || aws.ToString(q.MetricStat.Metric.MetricName) == "ReadThrottleEvents"
+					write = write || aws.ToString(q.MetricStat.Metric.MetricName) == "WriteThrottleEvents"
+				}
+				if read && write {
+					found = id
+				}
+			}
+			if found == "" {
+				t.Errorf("no throttle alarm (read and write throttle events) on %q", index)
+				continue
+			}
+			notifies(found)
+		}
+		// Every normal and low work queue: the age of its oldest message.
+		for id := range tm.GetAllSQSQueueResources() {
+			if !strings.HasSuffix(id, "NormalQueue") && !strings.HasSuffix(id, "LowQueue") {
+				continue
+			}
+			found := ""
+			for aid, a := range alarms {
+				if aws.ToString(a.MetricName) == "ApproximateAgeOfOldestMessage" && len(a.Dimensions) == 1 && a.Dimensions[0].Value == "${getatt:"+id+".QueueName}" {
+					found = aid
+				}
+			}
+			if found == "" {
+				t.Errorf("no queue age alarm on %s", id)
+				continue
+			}
+			notifies(found)
+		}
+		for _, m := range []struct{ ns, name string }{{"AWS/SES", "Reputation.BounceRate"}, {"AWS/SES", "Reputation.ComplaintRate"},
+			{"AWS/SNS", "SMSSuccessRate"}, {"AWS/SNS", "SMSMonthToDateSpentUSD"}, {"AWS/ApiGateway", "5xx"}, {"Herald/HttpApi", "Throttled429"}} {
+			found := ""
+			for id, a := range alarms {
+				if aws.ToString(a.Namespace) == m.ns && aws.ToString(a.MetricName) == m.name {
+					found = id
+				}
+			}
+			if found == "" {
+				t.Errorf("no alarm on %s %s", m.ns, m.name)
+				continue
+			}
+			notifies(found)
+		}
+		if !strings.Contains(string(raw), "MetricName: Throttled429") || !strings.Contains(string(raw), `FilterPattern: '{ $.status = "429" }'`) {
+			t.Error("429s are not counted from the access log")
 		}
 	})
 

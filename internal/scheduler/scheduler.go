@@ -99,12 +99,25 @@ type Deps struct {
 	// Metrics counts released deliveries as Enqueued (by channel and
 	// priority), flushed once per invocation; nil records nothing.
 	Metrics metrics.Recorder
+	// PartitionReleaseRate is one release invocation's (one due
+	// partition's) share of the release's write budget, in deliveries per
+	// second (the template's SchedulerReleaseRate / the due shards); 0 or
+	// more than MaxPartitionReleaseRate means MaxPartitionReleaseRate.
+	PartitionReleaseRate float64
 }
+
+// MaxPartitionReleaseRate is the most deliveries one release invocation
+// releases per second: each release deletes one index entry, and a
+// partition takes at most 1,000 writes/s (with the relay's deferrals into it).
+const MaxPartitionReleaseRate = 800
 
 // New wires a scheduler.
 func New(d Deps) *Handler {
 	h := &Handler{store: d.Store, pub: d.Publisher, releases: d.Releases, visibility: d.Visibility, now: d.Now, log: d.Log, pageSize: 100, concurrency: 32,
-		maxRate: 800, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics}
+		maxRate: MaxPartitionReleaseRate, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics}
+	if d.PartitionReleaseRate > 0 {
+		h.maxRate = min(d.PartitionReleaseRate, MaxPartitionReleaseRate)
+	}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}

@@ -371,6 +371,16 @@ func TestHandleReleaseMessages(t *testing.T) {
 	}
 }
 
+// TestReleaseRateIsTheWriteBudgetsShare: a partition's pace is its share of
+// SchedulerReleaseRate, never more than the due partition's own bound.
+func TestReleaseRateIsTheWriteBudgetsShare(t *testing.T) {
+	for _, tc := range []struct{ rate, want float64 }{{0, MaxPartitionReleaseRate}, {100, 100}, {5000, MaxPartitionReleaseRate}} {
+		if h := New(Deps{PartitionReleaseRate: tc.rate}); h.maxRate != tc.want {
+			t.Errorf("PartitionReleaseRate %v: pace %v, want %v", tc.rate, h.maxRate, tc.want)
+		}
+	}
+}
+
 func TestReleasePacing(t *testing.T) {
 	st := &memStore{deliveries: map[string]*domain.Delivery{}}
 	for i := range 300 {

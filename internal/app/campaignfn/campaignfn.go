@@ -29,6 +29,14 @@ const ReconcileDelayEnv = "CAMPAIGN_RECONCILE_DELAY"
 // campaign reads the profiles in (1–1000; empty: campaign.DefaultScanSegments).
 const ScanSegmentsEnv = "CAMPAIGN_SCAN_SEGMENTS"
 
+// FanOutRateEnv is the fan-out's write budget in notifications per second
+// (all lots together; empty or 0: unpaced) and MaxConcurrencyEnv the campaign
+// mapping's MaximumConcurrency, which divides it among the lots.
+const (
+	FanOutRateEnv     = "CAMPAIGN_FANOUT_RATE"
+	MaxConcurrencyEnv = "CAMPAIGN_MAX_CONCURRENCY"
+)
+
 // New wires the campaign function: it sends its own next steps to the
 // campaign queue (CAMPAIGN_QUEUE_URL).
 func New(d app.Deps) (*campaign.Handler, error) {
@@ -55,7 +63,18 @@ func New(d app.Deps) (*campaign.Handler, error) {
 			return nil, fmt.Errorf("%s %q: want 1 to %d", ScanSegmentsEnv, v, domain.MaxScanSegments)
 		}
 	}
+	var rate float64
+	conc := 0
+	if v := d.Getenv(FanOutRateEnv); v != "" && v != "0" {
+		if rate, err = strconv.ParseFloat(v, 64); err != nil || rate <= 0 {
+			return nil, fmt.Errorf("%s %q: want a non-negative number of notifications per second (0: unpaced)", FanOutRateEnv, v)
+		}
+		if conc, err = strconv.Atoi(d.Getenv(MaxConcurrencyEnv)); err != nil || conc < 1 {
+			return nil, fmt.Errorf("%s %q: want the campaign mapping's MaximumConcurrency with %s", MaxConcurrencyEnv, d.Getenv(MaxConcurrencyEnv), FanOutRateEnv)
+		}
+	}
 	client := sqs.NewFromConfig(d.AWS)
 	return campaign.New(campaign.Deps{Store: st, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
-		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, Metrics: d.Recorder(), ReconcileDelay: delay, ScanSegments: segments}), nil
+		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, Metrics: d.Recorder(), ReconcileDelay: delay, ScanSegments: segments,
+		FanOutRate: rate, MaxConcurrency: conc}), nil
 }

@@ -2,6 +2,9 @@
 package schedulerfn
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/app"
@@ -16,6 +19,11 @@ var (
 	_ scheduler.ReleaseQueue = (*queue.Releases)(nil)
 	_ scheduler.Visibility   = (*queue.Visibility)(nil)
 )
+
+// ReleaseRateEnv is the release's write budget: deliveries per second all
+// due partitions together (empty or 0: each partition at
+// scheduler.MaxPartitionReleaseRate).
+const ReleaseRateEnv = "SCHEDULER_RELEASE_RATE"
 
 // New wires the scheduler function: its tick sends release messages to the
 // release queue (RELEASE_QUEUE_URL); its releases publish released
@@ -34,8 +42,15 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	var rate float64
+	if v := d.Getenv(ReleaseRateEnv); v != "" {
+		if rate, err = strconv.ParseFloat(v, 64); err != nil || rate < 0 {
+			return nil, fmt.Errorf("%s %q: want a non-negative number of deliveries per second", ReleaseRateEnv, v)
+		}
+	}
 	client := sqs.NewFromConfig(d.AWS)
 	pub := queue.NewPublisher(client, urls)
 	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
-	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder()}), nil
+	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder(),
+		PartitionReleaseRate: rate / dynamo.DueShards}), nil
 }

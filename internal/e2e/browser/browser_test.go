@@ -43,7 +43,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Second})
+	app, err := openAppOrigins()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "browser:", err)
+		os.Exit(1)
+	}
+	// The app's origin (TestKitFromAnotherOrigin) is listed, as
+	// HERALD_CORS_ORIGINS lists it for make dev; the console's own origin
+	// is added by the runner.
+	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Second, Overrides: map[string]string{"CorsAllowedOrigins": app}})
 }
 
 // chromium finds the browser or skips (fails under HERALD_REQUIRE_BROWSER).

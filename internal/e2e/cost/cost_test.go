@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -108,6 +109,9 @@ type Measured struct {
 	Usage     map[string]capacity.Usage `json:"usage"`
 	Cost      map[string]capacity.Cost  `json:"costPerMillionUSD"`
 	PerSample int                       `json:"notificationsPerScenario"`
+	// ChannelBatch is the channel mappings' BatchSize per priority the run
+	// had (the model prices with the same, capacity.TestModelAgreesWithMeasuredCost).
+	ChannelBatch map[domain.Priority]float64 `json:"channelBatch"`
 }
 
 func BenchmarkCost(b *testing.B) {
@@ -115,6 +119,15 @@ func BenchmarkCost(b *testing.B) {
 	const n = 100
 	out := Measured{Date: time.Now().UTC().Format(time.DateOnly), Prices: capacity.ListPrices, Usage: map[string]capacity.Usage{}, Cost: map[string]capacity.Cost{}, PerSample: n}
 	memory, traced := map[string]int{}, map[string]bool{}
+	root, err := stacktest.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	limits, err := capacity.LoadLimits(filepath.Join(root, "template.yaml"), capacity.DefaultProfile())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out.ChannelBatch = limits.Batch
 	for _, fn := range st.Template.Functions() {
 		memory[fn.LogicalID] = fn.MemorySize
 		traced[fn.LogicalID] = fn.Tracing == "Active"

@@ -1,0 +1,399 @@
+// Package controlplane checks a template against the rules AWS's control
+// plane enforces on Herald's resource types when CloudFormation creates or
+// updates them (Lambda CreateEventSourceMapping / CreateFunction /
+// PutFunctionConcurrency, SQS CreateQueue / SetQueueAttributes, DynamoDB
+// CreateTable / UpdateTable, API Gateway HTTP API CORS), and the DynamoDB
+// Streams reader limit. The local runner (herald dev), the template tests
+// and `make aws-check` (scripts/controlplane) call the same Check, so a
+// template AWS would refuse is refused locally with AWS's message.
+//
+// The rules and the API reference pages they come from are listed in
+// docs/decisions.md ("The local run refuses what the control plane refuses").
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// DefaultAccountConcurrency is Lambda's default concurrent executions quota
+// per account and region. The reserved concurrency rule assumes it unless the
+// caller passes the account's own figure (Options.AccountConcurrency).
+const DefaultAccountConcurrency = 1000
+
+// MinUnreservedConcurrency is what PutFunctionConcurrency leaves unreserved.
+const MinUnreservedConcurrency = 100
+
+// Options are the account's figures the rules depend on.
+type Options struct {
+	// AccountConcurrency is the account's concurrent executions quota
+	// (0: DefaultAccountConcurrency).
+	AccountConcurrency int
+}
+
+// Violation is one broken rule: Rule names it (stable, for tests and
+// docs), Message is the error AWS answers with.
+type Violation struct {
+	Rule     string
+	Resource string
+	Message  string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s [%s]: %s", v.Resource, v.Rule, v.Message)
+}
+
+// Error is every violation of a template.
+type Error struct{ Violations []Violation }
+
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Violations))
+	for i, v := range e.Violations {
+		lines[i] = v.String()
+	}
+	return "template refused by AWS's control plane rules (docs/decisions.md):\n  " + strings.Join(lines, "\n  ")
+}
+
+// Has reports whether rule is among the violations.
+func (e *Error) Has(rule string) bool {
+	for _, v := range e.Violations {
+		if v.Rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// Rule names.
+const (
+	RuleMappingConflict       = "esm-one-per-source-and-function"
+	RuleStreamReaders         = "stream-two-readers-per-shard"
+	RuleSQSVisibility         = "esm-sqs-visibility-at-least-function-timeout"
+	RuleSQSBatchWindow        = "esm-sqs-batch-over-10-needs-window"
+	RuleStartingPosition      = "esm-stream-starting-position"
+	RuleBatchSize             = "esm-batch-size-range"
+	RuleBatchWindow           = "esm-batching-window-range"
+	RuleRecordAge             = "esm-maximum-record-age-range"
+	RuleRetryAttempts         = "esm-maximum-retry-attempts-range"
+	RuleParallelization       = "esm-parallelization-factor-range"
+	RuleFilterCount           = "esm-filter-count"
+	RuleMaximumConcurrency    = "esm-sqs-maximum-concurrency-range"
+	RuleStreamOnlyOnSQS       = "esm-stream-settings-on-sqs"
+	RuleFunctionTimeout       = "lambda-timeout-range"
+	RuleFunctionMemory        = "lambda-memory-range"
+	RuleUnreservedConcurrency = "lambda-unreserved-concurrency"
+	RuleQueueVisibility       = "sqs-visibility-timeout-range"
+	RuleQueueRetention        = "sqs-retention-range"
+	RuleQueueDelay            = "sqs-delay-range"
+	RuleQueueWait             = "sqs-receive-wait-range"
+	RuleQueueMessageSize      = "sqs-maximum-message-size-range"
+	RuleMaxReceiveCount       = "sqs-max-receive-count-range"
+	RuleDLQSameType           = "sqs-dlq-same-type"
+	RuleGSICount              = "dynamodb-gsi-count"
+	RuleGSIUpdate             = "dynamodb-one-gsi-change-per-update"
+	RuleCorsWildcardCreds     = "httpapi-cors-wildcard-with-credentials"
+	RuleCorsMaxAge            = "httpapi-cors-max-age-range"
+)
+
+var (
+	refRe    = regexp.MustCompile(`^\$\{ref:([A-Za-z0-9]+)\}$`)
+	getAttRe = regexp.MustCompile(`^\$\{getatt:([A-Za-z0-9]+)\.([A-Za-z0-9.]+)\}$`)
+)
+
+type resource struct {
+	Type       string         `json:"Type"`
+	Properties map[string]any `json:"Properties"`
+}
+
+type doc struct {
+	Globals   map[string]map[string]any `json:"Globals"`
+	Resources map[string]resource       `json:"Resources"`
+}
+
+// Check applies every rule to a template resolved as the local runner
+// resolves it (parameters to their values, Ref and GetAtt of resources to
+// "${ref:Name}" and "${getatt:Name.Attr}"), as JSON.
+func Check(resolved []byte, opts Options) error {
+	var d doc
+	if err := json.Unmarshal(resolved, &d); err != nil {
+		return fmt.Errorf("control plane check: %w", err)
+	}
+	if opts.AccountConcurrency == 0 {
+		opts.AccountConcurrency = DefaultAccountConcurrency
+	}
+	c := &checker{d: d}
+	c.functions(opts)
+	c.queues()
+	c.mappings()
+	c.tables()
+	c.httpAPIs()
+	if len(c.v) == 0 {
+		return nil
+	}
+	sort.SliceStable(c.v, func(i, j int) bool { return c.v[i].Resource < c.v[j].Resource })
+	return &Error{Violations: c.v}
+}
+
+type checker struct {
+	d doc
+	v []Violation
+}
+
+func (c *checker) add(id, rule, format string, args ...any) {
+	c.v = append(c.v, Violation{Rule: rule, Resource: id, Message: fmt.Sprintf(format, args...)})
+}
+
+// num reads a number property (a literal, or a Ref to a Number parameter,
+// which the resolution leaves as a number or a numeric string).
+func num(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case string:
+		f, err := strconv.ParseFloat(n, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func boolean(v any) bool {
+	switch b := v.(type) {
+	case bool:
+		return b
+	case string:
+		return strings.EqualFold(b, "true")
+	}
+	return false
+}
+
+func (c *checker) ids(typ string) []string {
+	var out []string
+	for id, r := range c.d.Resources {
+		if r.Type == typ {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// functionTimeout is a function's effective timeout in seconds (SAM's
+// Globals, else Lambda's default of 3).
+func (c *checker) functionTimeout(id string) float64 {
+	if t, ok := num(c.d.Resources[id].Properties["Timeout"]); ok {
+		return t
+	}
+	if t, ok := num(c.d.Globals["Function"]["Timeout"]); ok {
+		return t
+	}
+	return 3
+}
+
+func (c *checker) functions(opts Options) {
+	reserved := 0.0
+	for _, id := range append(c.ids("AWS::Serverless::Function"), c.ids("AWS::Lambda::Function")...) {
+		p := c.d.Resources[id].Properties
+		// CreateFunction: Timeout 1–900 seconds, MemorySize 128–10240 MB.
+		if t := c.functionTimeout(id); t < 1 || t > 900 {
+			c.add(id, RuleFunctionTimeout, "ValidationException: 1 validation error detected: Value '%g' at 'timeout' failed to satisfy constraint: Member must have value less than or equal to 900 and greater than or equal to 1", t)
+		}
+		mem, ok := num(p["MemorySize"])
+		if !ok {
+			mem, ok = num(c.d.Globals["Function"]["MemorySize"])
+		}
+		if ok && (mem < 128 || mem > 10240) {
+			c.add(id, RuleFunctionMemory, "ValidationException: 1 validation error detected: Value '%g' at 'memorySize' failed to satisfy constraint: Member must have value less than or equal to 10240 and greater than or equal to 128", mem)
+		}
+		if r, ok := num(p["ReservedConcurrentExecutions"]); ok {
+			reserved += r
+		}
+	}
+	// PutFunctionConcurrency keeps at least 100 executions unreserved.
+	if limit := float64(opts.AccountConcurrency); reserved > limit-MinUnreservedConcurrency {
+		c.add("(functions)", RuleUnreservedConcurrency,
+			"InvalidParameterValueException: Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [%d]. (reserved in the template: %g of an assumed account quota of %d)",
+			MinUnreservedConcurrency, reserved, opts.AccountConcurrency)
+	}
+}
+
+func (c *checker) isFifo(id string) bool {
+	return boolean(c.d.Resources[id].Properties["FifoQueue"])
+}
+
+func (c *checker) queues() {
+	ranges := []struct {
+		prop, rule string
+		lo, hi     float64
+	}{
+		{"VisibilityTimeout", RuleQueueVisibility, 0, 43200},
+		{"MessageRetentionPeriod", RuleQueueRetention, 60, 1209600},
+		{"DelaySeconds", RuleQueueDelay, 0, 900},
+		{"ReceiveMessageWaitTimeSeconds", RuleQueueWait, 0, 20},
+		{"MaximumMessageSize", RuleQueueMessageSize, 1024, 1048576},
+	}
+	for _, id := range c.ids("AWS::SQS::Queue") {
+		p := c.d.Resources[id].Properties
+		for _, r := range ranges {
+			if v, ok := num(p[r.prop]); ok && (v < r.lo || v > r.hi) {
+				c.add(id, r.rule, "InvalidAttributeValue: Invalid value for the parameter %s. (%g is outside %g–%g)", r.prop, v, r.lo, r.hi)
+			}
+		}
+		rp, _ := p["RedrivePolicy"].(map[string]any)
+		if rp == nil {
+			continue
+		}
+		if n, ok := num(rp["maxReceiveCount"]); !ok || n < 1 || n > 1000 {
+			c.add(id, RuleMaxReceiveCount, "InvalidParameterValue: Value %v for parameter RedrivePolicy is invalid. Reason: Invalid value for maxReceiveCount: %v, valid values are from 1 to 1000 both inclusive.", rp["maxReceiveCount"], rp["maxReceiveCount"])
+		}
+		if m := getAttRe.FindStringSubmatch(fmt.Sprint(rp["deadLetterTargetArn"])); m != nil {
+			if _, ok := c.d.Resources[m[1]]; ok && c.isFifo(m[1]) != c.isFifo(id) {
+				c.add(id, RuleDLQSameType, "InvalidParameterValue: Value %v for parameter RedrivePolicy is invalid. Reason: Dead-letter target must be the same type of queue as the source queue (%s).", rp, m[1])
+			}
+		}
+	}
+}
+
+type mapping struct {
+	id, function, source string
+	sourceID, sourceAttr string
+	props                map[string]any
+}
+
+func (c *checker) mappings() {
+	var ms []mapping
+	for _, id := range c.ids("AWS::Lambda::EventSourceMapping") {
+		p := c.d.Resources[id].Properties
+		m := mapping{id: id, function: fmt.Sprint(p["FunctionName"]), source: fmt.Sprint(p["EventSourceArn"]), props: p}
+		if g := getAttRe.FindStringSubmatch(m.source); g != nil {
+			m.sourceID, m.sourceAttr = g[1], g[2]
+		}
+		ms = append(ms, m)
+	}
+	seen := map[[2]string]string{}
+	readers := map[string][]string{}
+	for _, m := range ms {
+		fn := m.function
+		if r := refRe.FindStringSubmatch(fn); r != nil {
+			fn = r[1]
+		}
+		key := [2]string{m.source, fn}
+		if first, dup := seen[key]; dup {
+			c.add(m.id, RuleMappingConflict, "ResourceConflictException: The event source arn (%s) and function (%s) provided mapping already exists. Please update or delete the existing mapping (%s).", m.source, fn, first)
+		} else {
+			seen[key] = m.id
+		}
+		src := c.d.Resources[m.sourceID]
+		stream := m.sourceAttr == "StreamArn" || strings.Contains(m.source, ":dynamodb:") || strings.Contains(m.source, ":kinesis:")
+		sqs := src.Type == "AWS::SQS::Queue" || strings.Contains(m.source, ":sqs:")
+		if stream {
+			readers[m.source] = append(readers[m.source], m.id)
+			c.streamMapping(m)
+		}
+		if sqs {
+			c.sqsMapping(m, fn)
+		}
+		if v, ok := num(m.props["MaximumBatchingWindowInSeconds"]); ok && (v < 0 || v > 300) {
+			c.add(m.id, RuleBatchWindow, "ValidationException: 1 validation error detected: Value '%g' at 'maximumBatchingWindowInSeconds' failed to satisfy constraint: Member must have value less than or equal to 300 and greater than or equal to 0", v)
+		}
+		if fc, ok := m.props["FilterCriteria"].(map[string]any); ok {
+			if fs, _ := fc["Filters"].([]any); len(fs) > 5 {
+				c.add(m.id, RuleFilterCount, "InvalidParameterValueException: The number of filters (%d) exceeds the limit of 5 filters per event source mapping.", len(fs))
+			}
+		}
+	}
+	for src, ids := range readers {
+		if len(ids) > 2 {
+			c.add(strings.Join(ids, ", "), RuleStreamReaders, "LimitExceededException: More than 2 processes are reading from the same streams shard at the same time (%d mappings of %s). Exceeding this limit may result in request throttling.", len(ids), src)
+		}
+	}
+}
+
+func (c *checker) streamMapping(m mapping) {
+	p := m.props
+	if sp, _ := p["StartingPosition"].(string); sp == "" {
+		c.add(m.id, RuleStartingPosition, "InvalidParameterValueException: StartingPosition is required for a DynamoDB Streams or Kinesis event source (TRIM_HORIZON, LATEST or AT_TIMESTAMP).")
+	} else if sp != "TRIM_HORIZON" && sp != "LATEST" && sp != "AT_TIMESTAMP" {
+		c.add(m.id, RuleStartingPosition, "ValidationException: Value '%s' at 'startingPosition' failed to satisfy constraint: Member must satisfy enum value set: [LATEST, AT_TIMESTAMP, TRIM_HORIZON]", sp)
+	}
+	if v, ok := num(p["BatchSize"]); ok && (v < 1 || v > 10000) {
+		c.add(m.id, RuleBatchSize, "InvalidParameterValueException: BatchSize %g is out of bounds: a DynamoDB Streams event source takes 1 to 10000.", v)
+	}
+	if v, ok := num(p["MaximumRecordAgeInSeconds"]); ok && v != -1 && (v < 60 || v > 604800) {
+		c.add(m.id, RuleRecordAge, "ValidationException: MaximumRecordAgeInSeconds %g: must be -1 (infinite) or between 60 and 604800.", v)
+	}
+	if v, ok := num(p["MaximumRetryAttempts"]); ok && (v < -1 || v > 10000) {
+		c.add(m.id, RuleRetryAttempts, "ValidationException: Value '%g' at 'maximumRetryAttempts' failed to satisfy constraint: Member must have value less than or equal to 10000 and greater than or equal to -1", v)
+	}
+	if v, ok := num(p["ParallelizationFactor"]); ok && (v < 1 || v > 10) {
+		c.add(m.id, RuleParallelization, "ValidationException: Value '%g' at 'parallelizationFactor' failed to satisfy constraint: Member must have value less than or equal to 10 and greater than or equal to 1", v)
+	}
+}
+
+func (c *checker) sqsMapping(m mapping, fn string) {
+	p := m.props
+	batch, hasBatch := num(p["BatchSize"])
+	fifo := m.sourceID != "" && c.isFifo(m.sourceID)
+	switch {
+	case hasBatch && fifo && (batch < 1 || batch > 10):
+		c.add(m.id, RuleBatchSize, "InvalidParameterValueException: BatchSize %g is out of bounds: a FIFO queue event source takes 1 to 10.", batch)
+	case hasBatch && (batch < 1 || batch > 10000):
+		c.add(m.id, RuleBatchSize, "InvalidParameterValueException: BatchSize %g is out of bounds: an SQS event source takes 1 to 10000.", batch)
+	}
+	if w, ok := num(p["MaximumBatchingWindowInSeconds"]); hasBatch && batch > 10 && (!ok || w < 1) {
+		c.add(m.id, RuleSQSBatchWindow, "InvalidParameterValueException: Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10")
+	}
+	if q, ok := c.d.Resources[m.sourceID]; ok && q.Type == "AWS::SQS::Queue" {
+		vis, ok := num(q.Properties["VisibilityTimeout"])
+		if !ok {
+			vis = 30 // SQS's default
+		}
+		if _, isFn := c.d.Resources[fn]; isFn {
+			if t := c.functionTimeout(fn); vis < t {
+				c.add(m.id, RuleSQSVisibility, "InvalidParameterValueException: Queue visibility timeout: %g seconds is less than Function timeout: %g seconds", vis, t)
+			}
+		}
+	}
+	if sc, ok := p["ScalingConfig"].(map[string]any); ok {
+		if v, ok := num(sc["MaximumConcurrency"]); ok && (v < 2 || v > 1000) {
+			c.add(m.id, RuleMaximumConcurrency, "ValidationException: Value '%g' at 'scalingConfig.maximumConcurrency' failed to satisfy constraint: Member must have value less than or equal to 1000 and greater than or equal to 2", v)
+		}
+	}
+	for _, k := range []string{"StartingPosition", "BisectBatchOnFunctionError", "MaximumRecordAgeInSeconds", "MaximumRetryAttempts", "ParallelizationFactor", "DestinationConfig", "TumblingWindowInSeconds"} {
+		if _, ok := p[k]; ok {
+			c.add(m.id, RuleStreamOnlyOnSQS, "InvalidParameterValueException: Unsupported %s parameter for the SQS event source (a stream-only setting).", k)
+		}
+	}
+}
+
+func (c *checker) tables() {
+	for _, id := range c.ids("AWS::DynamoDB::Table") {
+		gsis, _ := c.d.Resources[id].Properties["GlobalSecondaryIndexes"].([]any)
+		if len(gsis) > 20 {
+			c.add(id, RuleGSICount, "LimitExceededException: Subscriber limit exceeded: a table has at most 20 global secondary indexes (%d).", len(gsis))
+		}
+	}
+}
+
+func (c *checker) httpAPIs() {
+	for _, id := range append(c.ids("AWS::Serverless::HttpApi"), c.ids("AWS::ApiGatewayV2::Api")...) {
+		cors, _ := c.d.Resources[id].Properties["CorsConfiguration"].(map[string]any)
+		if cors == nil {
+			continue
+		}
+		if boolean(cors["AllowCredentials"]) {
+			origins, _ := cors["AllowOrigins"].([]any)
+			for _, o := range origins {
+				if o == "*" {
+					c.add(id, RuleCorsWildcardCreds, "BadRequestException: allow-credentials is not supported with a wildcard (*) in allow-origins.")
+				}
+			}
+		}
+		if v, ok := num(cors["MaxAge"]); ok && (v < -1 || v > 86400) {
+			c.add(id, RuleCorsMaxAge, "BadRequestException: MaxAge %g is out of range: -1 to 86400 seconds.", v)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package controlplane
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/awslabs/goformation/v7/intrinsics"
+)
+
+// ReleaseFile, at the repository's root, names the commit whose
+// template.yaml is the last released one (deployed): the stack update a new
+// template makes is checked against it. A committed file rather than a git
+// tag, so that it travels with any clone or submission of the branch.
+const ReleaseFile = "RELEASED"
+
+var commitRe = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// ErrNoRelease: the tree has no release marker or no git history to read
+// the released template from.
+var ErrNoRelease = errors.New("no released template to compare with")
+
+// ReleasedCommit reads the commit named in root/RELEASED: the first line
+// that is not blank or a # comment.
+func ReleasedCommit(root string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(root, ReleaseFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s is missing", ErrNoRelease, ReleaseFile)
+	}
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !commitRe.MatchString(line) {
+			return "", fmt.Errorf("%s: %q is not a commit id", ReleaseFile, line)
+		}
+		return line, nil
+	}
+	return "", fmt.Errorf("%s names no commit", ReleaseFile)
+}
+
+// ReleasedTemplate returns template.yaml as of the released commit
+// (`git show <commit>:template.yaml` in root). Without git or a .git
+// directory (an exported tree) it returns ErrNoRelease; a commit missing
+// from the clone (a shallow clone) is an error saying so.
+func ReleasedTemplate(root string) ([]byte, string, error) {
+	rev, err := ReleasedCommit(root)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		return nil, rev, fmt.Errorf("%w: %s is not a git checkout", ErrNoRelease, root)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, rev, fmt.Errorf("%w: git is not installed", ErrNoRelease)
+	}
+	cmd := exec.Command("git", "show", rev+":template.yaml")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, rev, fmt.Errorf("read the released template (%s names %s; a shallow clone needs `git fetch --unshallow`): %v: %s",
+			ReleaseFile, rev, err, strings.TrimSpace(stderr.String()))
+	}
+	return out, rev, nil
+}
+
+// GSIs lists each DynamoDB table's global secondary index names in raw
+// template YAML (names are literals in Herald's template).
+func GSIs(raw []byte) (map[string][]string, error) {
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return nil, fmt.Errorf("parse template: %w", err)
+	}
+	var d struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct {
+				GlobalSecondaryIndexes []struct{ IndexName any }
+			}
+		}
+	}
+	if err := json.Unmarshal(plain, &d); err != nil {
+		return nil, fmt.Errorf("parse template: %w", err)
+	}
+	out := map[string][]string{}
+	for id, r := range d.Resources {
+		if r.Type != "AWS::DynamoDB::Table" {
+			continue
+		}
+		names := []string{}
+		for _, g := range r.Properties.GlobalSecondaryIndexes {
+			names = append(names, fmt.Sprint(g.IndexName))
+		}
+		sort.Strings(names)
+		out[id] = names
+	}
+	return out, nil
+}
+
+// CheckUpdate applies the rules of a stack update from the released
+// template to next: DynamoDB's UpdateTable creates or deletes one global
+// secondary index per call, and CloudFormation refuses an update of a table
+// that creates or deletes more than one.
+func CheckUpdate(released, next []byte) error {
+	before, err := GSIs(released)
+	if err != nil {
+		return fmt.Errorf("released template: %w", err)
+	}
+	after, err := GSIs(next)
+	if err != nil {
+		return err
+	}
+	var v []Violation
+	ids := make([]string, 0, len(after))
+	for id := range after {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		old, existed := before[id]
+		if !existed {
+			continue // a new table is created with all its indexes at once
+		}
+		added, removed := diff(after[id], old), diff(old, after[id])
+		if len(added)+len(removed) > 1 {
+			v = append(v, Violation{Rule: RuleGSIUpdate, Resource: id, Message: fmt.Sprintf(
+				"Cannot perform more than one GSI creation or deletion in a single update (against the released template: creates %v, deletes %v; release one index change at a time)", added, removed)})
+		}
+	}
+	if len(v) > 0 {
+		return &Error{Violations: v}
+	}
+	return nil
+}
+
+func diff(a, b []string) []string {
+	out := []string{}
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			found = found || x == y
+		}
+		if !found {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/devstack/controlplane"
+)
+
+// breakTemplate is template.yaml with the first match of re replaced by
+// repl; the test fails when the anchor is gone, so a later template change
+// cannot turn a rule's test into one that passes for the wrong reason.
+func breakTemplate(t *testing.T, raw string, re, repl string) string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	loc := rx.FindStringSubmatchIndex(raw)
+	if loc == nil {
+		t.Fatalf("template.yaml has no %q to break", re)
+	}
+	out := rx.ExpandString(nil, repl, raw, loc)
+	return raw[:loc[0]] + string(out) + raw[loc[1]:]
+}
+
+// TestTemplateControlPlaneRules breaks a copy of template.yaml once per rule
+// AWS's control plane enforces on Herald's resources and sees the template
+// refused, naming the rule, with AWS's message; the template as committed
+// passes (every other template test loads it through the same check).
+func TestTemplateControlPlaneRules(t *testing.T) {
+	rawBytes, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := string(rawBytes)
+	if _, err := ParseTemplate(rawBytes, nil); err != nil {
+		t.Fatalf("the committed template is refused: %v", err)
+	}
+	manyGSIs := ""
+	for i := range 17 {
+		manyGSIs += fmt.Sprintf("        - IndexName: extra%d\n          KeySchema: [{AttributeName: pk, KeyType: HASH}]\n          Projection: {ProjectionType: KEYS_ONLY}\n", i)
+	}
+	manyFilters := strings.Repeat("          - Pattern: '{\"eventName\":[\"REMOVE\"]}'\n", 4)
+	for _, tc := range []struct {
+		rule, re, repl, message string
+	}{
+		{controlplane.RuleMappingConflict, `FunctionName: !Ref RelayHighFunction`, `FunctionName: !Ref RelayFunction`,
+			"ResourceConflictException: The event source arn (${getatt:Table.StreamArn}) and function (RelayFunction) provided mapping already exists"},
+		{controlplane.RuleStreamReaders, `(?m)^  # -+ channel workers\n`,
+			"  ThirdStreamMapping:\n    Type: AWS::Lambda::EventSourceMapping\n    Properties:\n      FunctionName: !Ref EmailFunction\n      EventSourceArn: !GetAtt Table.StreamArn\n      StartingPosition: LATEST\n      FunctionResponseTypes: [ReportBatchItemFailures]\n$0",
+			"More than 2 processes are reading from the same streams shard at the same time"},
+		{controlplane.RuleSQSVisibility, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: )\d+`, `${1}20`,
+			"InvalidParameterValueException: Queue visibility timeout: 20 seconds is less than Function timeout: 30 seconds"},
+		{controlplane.RuleSQSBatchWindow, `(EmailHighMapping:\n(?:    .*\n)*?      BatchSize: )\d+`, `${1}50`,
+			"Maximum batch window in seconds must be greater than 0 if maximum batch size is greater than 10"},
+		{controlplane.RuleStartingPosition, `(?m)^      StartingPosition: \w+\n`, ``, "StartingPosition is required"},
+		{controlplane.RuleStartingPosition, `(?m)^(      StartingPosition: )\w+`, `${1}EARLIEST`, "startingPosition"},
+		{controlplane.RuleBatchSize, `(RelayStreamMapping:\n(?:    .*\n)*?      BatchSize: )\d+`, `${1}10001`, "BatchSize 10001 is out of bounds"},
+		{controlplane.RuleBatchSize, `(EmailHighMapping:\n(?:    .*\n)*?      BatchSize: )\d+`, "${1}10001\n      MaximumBatchingWindowInSeconds: 1", "BatchSize 10001 is out of bounds"},
+		{controlplane.RuleBatchWindow, `(?m)^(      MaximumBatchingWindowInSeconds: )\d+`, `${1}301`, "maximumBatchingWindowInSeconds"},
+		{controlplane.RuleRecordAge, `(?m)^(      MaximumRecordAgeInSeconds: )-?\d+`, `${1}30`, "MaximumRecordAgeInSeconds 30"},
+		{controlplane.RuleRetryAttempts, `(?m)^(      MaximumRetryAttempts: )-?\d+`, `${1}10001`, "maximumRetryAttempts"},
+		{controlplane.RuleParallelization, `(?m)^      StartingPosition: \w+\n`, "$0      ParallelizationFactor: 11\n", "parallelizationFactor"},
+		{controlplane.RuleFilterCount, `(RelayStreamMapping:\n(?:    .*\n)*?        Filters:\n)`, "${1}" + manyFilters, "exceeds the limit of 5 filters"},
+		{controlplane.RuleMaximumConcurrency, `MaximumConcurrency: !Ref HighMaximumConcurrency`, `MaximumConcurrency: 1`, "scalingConfig.maximumConcurrency"},
+		{controlplane.RuleStreamOnlyOnSQS, `(EmailHighMapping:\n(?:    .*\n)*?      BatchSize: \d+\n)`, "${1}      BisectBatchOnFunctionError: true\n", "Unsupported BisectBatchOnFunctionError parameter for the SQS event source"},
+		{controlplane.RuleFunctionTimeout, `(RelayFunction:\n(?:    .*\n)*?      Timeout: )\d+`, `${1}901`, "at 'timeout'"},
+		{controlplane.RuleFunctionMemory, `(?m)^(    MemorySize: )\d+`, `${1}64`, "at 'memorySize'"},
+		{controlplane.RuleUnreservedConcurrency, `(RelayFunction:\n(?:    .*\n)*?      Timeout: \d+\n)`, "${1}      ReservedConcurrentExecutions: 901\n",
+			"decreases account's UnreservedConcurrentExecution below its minimum value of [100]"},
+		{controlplane.RuleQueueVisibility, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: )\d+`, `${1}43201`, "Invalid value for the parameter VisibilityTimeout"},
+		{controlplane.RuleQueueRetention, `(?m)^(      MessageRetentionPeriod: )\d+`, `${1}1209601`, "Invalid value for the parameter MessageRetentionPeriod"},
+		{controlplane.RuleQueueDelay, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: \d+\n)`, "${1}      DelaySeconds: 901\n", "DelaySeconds"},
+		{controlplane.RuleQueueWait, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: \d+\n)`, "${1}      ReceiveMessageWaitTimeSeconds: 21\n", "ReceiveMessageWaitTimeSeconds"},
+		{controlplane.RuleQueueMessageSize, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: \d+\n)`, "${1}      MaximumMessageSize: 512\n", "MaximumMessageSize"},
+		{controlplane.RuleMaxReceiveCount, `(EmailHighQueue:\n(?:    .*\n)*?        maxReceiveCount: )\S+`, `${1}1001`, "valid values are from 1 to 1000"},
+		{controlplane.RuleDLQSameType, `(EmailDLQ:\n(?:    .*\n)*?    Properties:\n)`, "${1}      FifoQueue: true\n", "Dead-letter target must be the same type of queue"},
+		{controlplane.RuleGSICount, `(?m)^(      GlobalSecondaryIndexes:\n)`, "${1}" + manyGSIs, "at most 20 global secondary indexes"},
+		{controlplane.RuleCorsWildcardCreds, `(\n        )AllowOrigins: !Ref CorsAllowedOrigins\n`,
+			"${1}AllowOrigins: [\"*\"]${1}AllowCredentials: true\n", "allow-credentials is not supported with a wildcard"},
+		{controlplane.RuleCorsMaxAge, `(CorsConfiguration:\n(?:        .*\n)*?        )MaxAge: 600\n`,
+			"${1}MaxAge: 86401\n", "MaxAge 86401 is out of range"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			broken := breakTemplate(t, raw, tc.re, tc.repl)
+			_, err := ParseTemplate([]byte(broken), nil)
+			var cpErr *controlplane.Error
+			if !errors.As(err, &cpErr) {
+				t.Fatalf("broken template loaded (err %v); want it refused for %s", err, tc.rule)
+			}
+			if !cpErr.Has(tc.rule) || !strings.Contains(err.Error(), tc.message) || !strings.Contains(err.Error(), tc.rule) {
+				t.Errorf("refused with\n%v\nwant rule %s and %q", err, tc.rule, tc.message)
+			}
+		})
+	}
+}
+
+// TestTemplateUpdateFromRelease: more than one GSI created or deleted in a
+// table's update from the released template is refused, one is not; the
+// release marker names a commit whose template this clone has.
+func TestTemplateUpdateFromRelease(t *testing.T) {
+	released, rev, err := controlplane.ReleasedTemplate("../..")
+	if err != nil {
+		t.Fatalf("released template: %v", err)
+	}
+	current, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.CheckUpdate(released, current); err != nil {
+		t.Fatalf("the committed template does not update from the release %s: %v", rev, err)
+	}
+	index := func(name string) string {
+		return fmt.Sprintf("        - IndexName: %s\n          KeySchema: [{AttributeName: pk, KeyType: HASH}]\n          Projection: {ProjectionType: KEYS_ONLY}\n", name)
+	}
+	one := breakTemplate(t, string(released), `(?m)^(      GlobalSecondaryIndexes:\n)`, "${1}"+index("gsiNew"))
+	if err := controlplane.CheckUpdate(released, []byte(one)); err != nil {
+		t.Errorf("one GSI added refused: %v", err)
+	}
+	two := breakTemplate(t, one, `(?m)^(      GlobalSecondaryIndexes:\n)`, "${1}"+index("gsiNewer"))
+	err = controlplane.CheckUpdate(released, []byte(two))
+	var cpErr *controlplane.Error
+	if !errors.As(err, &cpErr) || !cpErr.Has(controlplane.RuleGSIUpdate) || !strings.Contains(err.Error(), "Cannot perform more than one GSI creation or deletion in a single update") {
+		t.Errorf("two GSIs added: %v; want %s", err, controlplane.RuleGSIUpdate)
+	}
+	// One added and one deleted is two changes too.
+	swapped := breakTemplate(t, one, `(?m)^        - IndexName: gsi4\n`, "        - IndexName: gsi4renamed\n")
+	if err := controlplane.CheckUpdate(released, []byte(swapped)); !errors.As(err, &cpErr) || !cpErr.Has(controlplane.RuleGSIUpdate) {
+		t.Errorf("a GSI added and one renamed: %v; want %s", err, controlplane.RuleGSIUpdate)
+	}
+}
+
+// TestStartRefusesWhatAWSRefuses: herald dev's loading path (Start) returns
+// the control-plane error for a template Lambda would refuse, before any
+// emulator starts; and for one whose update from the release CloudFormation
+// would refuse.
+func TestStartRefusesWhatAWSRefuses(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, re, repl, want string
+	}{
+		{"two mappings of the stream to one function", `FunctionName: !Ref RelayHighFunction`, `FunctionName: !Ref RelayFunction`,
+			"ResourceConflictException: The event source arn"},
+		{"two GSIs created in one update", `(?m)^(      GlobalSecondaryIndexes:\n)`,
+			"${1}        - IndexName: a1\n          KeySchema: [{AttributeName: pk, KeyType: HASH}]\n          Projection: {ProjectionType: KEYS_ONLY}\n" +
+				"        - IndexName: a2\n          KeySchema: [{AttributeName: pk, KeyType: HASH}]\n          Projection: {ProjectionType: KEYS_ONLY}\n",
+			"Cannot perform more than one GSI creation or deletion in a single update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			if err := os.WriteFile(path, []byte(breakTemplate(t, string(raw), tc.re, tc.repl)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st, err := Start(context.Background(), Config{Root: "../..", Template: path, APIAddr: "127.0.0.1:0"})
+			if err == nil {
+				st.Stop()
+				t.Fatal("the stack started")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start = %v; want %q", err, tc.want)
+			}
+		})
+	}
+}

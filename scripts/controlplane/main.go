@@ -1,0 +1,59 @@
+// Command controlplane checks template.yaml against the rules AWS's control
+// plane enforces (internal/devstack/controlplane), then the stack update from
+// the released template (RELEASED) to it. make aws-lint runs it, so make test
+// and make aws-check do.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/controlplane"
+)
+
+func main() {
+	root := flag.String("root", ".", "repository root (template.yaml, RELEASED, .git)")
+	template := flag.String("template", "", "template to check (default ROOT/template.yaml)")
+	account := flag.Int("account-concurrency", controlplane.DefaultAccountConcurrency, "the account's Lambda concurrent executions quota")
+	flag.Parse()
+	if err := run(*root, *template, *account); err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		os.Exit(1)
+	}
+}
+
+func run(root, template string, account int) error {
+	if template == "" {
+		template = filepath.Join(root, "template.yaml")
+	}
+	// LoadTemplate applies the rules with Lambda's default account quota.
+	tm, err := devstack.LoadTemplate(template, nil)
+	if err != nil {
+		return err
+	}
+	if account != controlplane.DefaultAccountConcurrency {
+		if err := controlplane.Check(tm.Resolved, controlplane.Options{AccountConcurrency: account}); err != nil {
+			return err
+		}
+	}
+	released, rev, err := controlplane.ReleasedTemplate(root)
+	if err != nil {
+		if errors.Is(err, controlplane.ErrNoRelease) {
+			return fmt.Errorf("%w (make aws-check needs the released template)", err)
+		}
+		return err
+	}
+	next, err := os.ReadFile(template)
+	if err != nil {
+		return err
+	}
+	if err := controlplane.CheckUpdate(released, next); err != nil {
+		return fmt.Errorf("update from the released template (%s): %w", rev, err)
+	}
+	fmt.Printf("controlplane: %s passes AWS's control-plane rules and updates from the released template (%s)\n", template, rev[:12])
+	return nil
+}
