@@ -126,6 +126,14 @@ type Delivery struct {
 	LastError         string    // classified error text, never PII
 	ProviderMessageID string
 	DigestID          string // digest this delivery joined or leads
+	// Notification fields copied onto the delivery when it is created, so
+	// that a delivery event is built from the delivery's own stream image
+	// (no read of the notification per event). Empty on deliveries created
+	// before they were kept.
+	Caller     string
+	Type       string
+	CampaignID string
+	ResourceID string
 }
 
 // DeliveryKey names one delivery: a notification on a channel.

@@ -31,6 +31,10 @@ type deliveryItem struct {
 	LastError         string `dynamodbav:"lastError,omitempty"`
 	ProviderMessageID string `dynamodbav:"providerMessageId,omitempty"`
 	DigestID          string `dynamodbav:"digestId,omitempty"`
+	Caller            string `dynamodbav:"caller,omitempty"`
+	Type              string `dynamodbav:"type,omitempty"`
+	CampaignID        string `dynamodbav:"campaignId,omitempty"`
+	ResourceID        string `dynamodbav:"resourceId,omitempty"`
 	TTL               int64  `dynamodbav:"ttl,omitempty"`
 	GSI3PK            string `dynamodbav:"gsi3pk,omitempty"`
 	GSI3SK            string `dynamodbav:"gsi3sk,omitempty"`
@@ -43,6 +47,7 @@ func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil),
 		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
+		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
 		TTL: d.UpdatedAt.Add(s.retention).Unix(),
 	}
 	if d.Status == domain.StatusDeferred && !d.DueAt.IsZero() {
@@ -62,6 +67,7 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
 		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil),
 		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,
+		Caller: it.Caller, Type: it.Type, CampaignID: it.CampaignID, ResourceID: it.ResourceID,
 	}
 }
 
