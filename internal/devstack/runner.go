@@ -2,7 +2,6 @@ package devstack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +35,7 @@ import (
 	"github.com/heraldhq/herald/internal/app/schedulerfn"
 	"github.com/heraldhq/herald/internal/app/smsfn"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/eventpattern"
 	"github.com/heraldhq/herald/internal/devstack/iam"
 	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/devstack/smssink"
@@ -520,8 +520,8 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 		}
 		if m.FilterCriteria != nil {
 			for _, f := range m.FilterCriteria.Filters {
-				var p map[string]any
-				if err := json.Unmarshal([]byte(aws.ToString(f.Pattern)), &p); err != nil {
+				p, err := eventpattern.Compile(aws.ToString(f.Pattern))
+				if err != nil {
 					return fmt.Errorf("mapping %s filter: %w", id, err)
 				}
 				sm.filters = append(sm.filters, p)
