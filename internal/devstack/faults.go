@@ -68,8 +68,8 @@ func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
 // Set makes the next times provider calls of ch fail in mode; times ≤ 0
 // means until Set(ch, FaultOff, 0).
 func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
-	if _, err := domain.ParseChannel(string(ch)); err != nil {
-		return err
+	if _, err := domain.ParseChannel(string(ch)); err != nil && ch != EventsChannel {
+		return fmt.Errorf("%w (or events: the event bus's PutEvents)", err)
 	}
 	switch mode {
 	case FaultTransient, FaultPermanent, FaultOff:
@@ -187,7 +187,7 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 }
 
 // faultsRoute serves POST /_dev/faults
-// {"channel":"email|sms|push","mode":"transient|permanent|off","times":N}.
+// {"channel":"email|sms|push|events","mode":"transient|permanent|off","times":N}.
 func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Channel string    `json:"channel"`
@@ -197,7 +197,7 @@ func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || body.Times < 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push","mode":"transient|permanent|off","times":N (omit: until off)}`})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|events","mode":"transient|permanent|off","times":N (omit: until off)}`})
 		return
 	}
 	if err := s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times); err != nil {

@@ -95,6 +95,8 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// Bus plays the template's event bus and its rules (nil without one).
+	Bus *EventBus
 	// IAM checks every AWS call a function makes against that function's
 	// role as the SAM transform produces it, and records the calls.
 	IAM *iam.Enforcer
@@ -217,6 +219,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.SMS = smssink.New(s.Clock.Now)
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
+	if s.Bus, err = s.newEventBus(); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	if err := s.wire(); err != nil {
 		ln.Close()
 		return nil, err

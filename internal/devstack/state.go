@@ -23,6 +23,6 @@ func (s *Stack) LocalState() ops.LocalState {
 func (s *Stack) endpoints() map[string]string {
 	return map[string]string{
 		"DYNAMODB": s.Emulators.DynamoDB, "DYNAMODB_STREAMS": s.Emulators.DynamoDB, "SQS": s.Emulators.SQS,
-		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns",
+		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns", "EVENTBRIDGE": s.APIURL + "/_dev/eventbridge",
 	}
 }

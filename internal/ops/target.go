@@ -215,7 +215,8 @@ func (t Target) DLQ(arg string) (DLQ, error) {
 // RelayEnv is the environment the relay function runs with, for re-running
 // it from the command line.
 func (t Target) RelayEnv() map[string]string {
-	env := map[string]string{"TABLE_NAME": t.Table}
+	// Re-planning hands the relay notification records only: no events.
+	env := map[string]string{"TABLE_NAME": t.Table, "DELIVERY_EVENTS": "none"}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			env[queue.EnvName(c, p)] = t.Work[domain.QueueName(c, p)]
