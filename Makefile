@@ -8,7 +8,7 @@ SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api relay email sms push scheduler feedback campaign
 # The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
-FUNCTION_IDS := ApiFunction RelayFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
+FUNCTION_IDS := ApiFunction RelayFunction RelayHighFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
@@ -66,6 +66,9 @@ FORCE:
 build-ApiFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/api
 build-RelayFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
+# The high-priority relay runs the same code with its own stream mapping.
+build-RelayHighFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/relay
 build-EmailFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/email

@@ -22,6 +22,7 @@ func TestSampleEventsRoundTrip(t *testing.T) {
 	samples := map[string]func() any{
 		"api-create-notification.json":   func() any { return new(events.APIGatewayV2HTTPRequest) },
 		"relay-stream-insert.json":       func() any { return new(events.DynamoDBEvent) },
+		"relayhigh-stream-insert.json":   func() any { return new(events.DynamoDBEvent) },
 		"email-work-message.json":        func() any { return new(events.SQSEvent) },
 		"sms-work-message.json":          func() any { return new(events.SQSEvent) },
 		"push-work-message.json":         func() any { return new(events.SQSEvent) },

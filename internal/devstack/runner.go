@@ -369,7 +369,7 @@ func (s *Stack) wire() error {
 	s.running, s.cancel = ctx, cancel
 	sqsHandlers := map[string]SQSHandler{}
 	timeouts := map[string]time.Duration{}
-	var streamHandler StreamHandler
+	streamHandlers := map[string]StreamHandler{}
 	for _, fn := range s.Template.Functions() {
 		d, err := s.deps(fn, cat)
 		if err != nil {
@@ -390,12 +390,12 @@ func (s *Stack) wire() error {
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID)}
 			s.mux.Handle("/", gw)
-		case "RelayFunction":
+		case "RelayFunction", "RelayHighFunction": // one code, one stream mapping each
 			h, err := relayfn.New(d)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
-			streamHandler = h.Handle
+			streamHandlers[fn.LogicalID] = h.Handle
 		case "FeedbackFunction":
 			h, err := feedbackfn.New(d)
 			if err != nil {
@@ -429,7 +429,7 @@ func (s *Stack) wire() error {
 			sqsHandlers[fn.LogicalID] = h
 		}
 	}
-	return s.startMappings(ctx, sqsHandlers, streamHandler, timeouts)
+	return s.startMappings(ctx, sqsHandlers, streamHandlers, timeouts)
 }
 
 // channelFunctions build the SQS-triggered functions by logical id.
@@ -477,7 +477,7 @@ func (s *Stack) localEnv(id string) map[string]string {
 	return nil
 }
 
-func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandler StreamHandler, timeouts map[string]time.Duration) error {
+func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHandler, streamHandlers map[string]StreamHandler, timeouts map[string]time.Duration) error {
 	for id, m := range s.Template.GetAllLambdaEventSourceMappingResources() {
 		fnRef := strings.TrimSuffix(strings.TrimPrefix(m.FunctionName, "${ref:"), "}")
 		source, err := s.Resources.Resolve(aws.ToString(m.EventSourceArn))
@@ -506,7 +506,8 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 			mapping.run(ctx, &s.wg)
 			continue
 		}
-		if streamHandler == nil || fnRef != "RelayFunction" {
+		streamHandler, ok := streamHandlers[fnRef]
+		if !ok {
 			return fmt.Errorf("mapping %s: no stream function %s", id, fnRef)
 		}
 		sm := &streamMapping{name: id, streamARN: source, batchSize: batch, startLatest: aws.ToString(m.StartingPosition) == "LATEST",

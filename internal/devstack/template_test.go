@@ -119,7 +119,8 @@ func TestTemplateInvariants(t *testing.T) {
 			}
 			src := aws.ToString(m.EventSourceArn)
 			if strings.Contains(src, "StreamArn") {
-				if fn != "RelayFunction" || !aws.ToBool(m.BisectBatchOnFunctionError) || m.MaximumRetryAttempts == nil ||
+				// The bulk and the high-priority relay, one mapping each.
+				if (fn != "RelayFunction" && fn != "RelayHighFunction") || !aws.ToBool(m.BisectBatchOnFunctionError) || m.MaximumRetryAttempts == nil ||
 					*m.MaximumRetryAttempts < 0 || m.MaximumRecordAgeInSeconds == nil || *m.MaximumRecordAgeInSeconds < 0 ||
 					m.DestinationConfig == nil || m.DestinationConfig.OnFailure == nil ||
 					aws.ToString(m.DestinationConfig.OnFailure.Destination) != "${getatt:RelayDLQ.Arn}" || m.FilterCriteria == nil {

@@ -638,8 +638,9 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 	if len(out) < 1000 || !strings.Contains(out, `"function":"ApiFunction"`) {
 		t.Fatalf("the capture holds %d bytes: is it working?", len(out))
 	}
-	// The scan covers every function that handled the run's personal data.
-	for _, fn := range []string{"ApiFunction", "RelayFunction", "EmailFunction", "PushFunction", "CampaignFunction", "SchedulerFunction"} {
+	// The scan covers every function that handled the run's personal data
+	// (its notifications are high priority: the high-priority relay plans them).
+	for _, fn := range []string{"ApiFunction", "RelayHighFunction", "EmailFunction", "PushFunction", "CampaignFunction", "SchedulerFunction"} {
 		if !strings.Contains(out, `"function":"`+fn+`"`) {
 			t.Errorf("no log line of %s: the scan does not cover it", fn)
 		}

@@ -24,7 +24,7 @@ func notifyEmail(t *testing.T) string {
 }
 
 // TestRunFailsWithoutAPermission runs notifications through the stack whose
-// template lacks the relay's dynamodb:BatchGetItem and the email function's
+// template lacks the high-priority relay's dynamodb:BatchGetItem and the email function's
 // ses:SendEmail: the relay's stream batch fails with AccessDeniedException
 // naming the action, and no email goes out. With BatchGetItem given back
 // (policies from a template lacking only ses:SendEmail) the relay plans the
@@ -34,10 +34,10 @@ func TestRunFailsWithoutAPermission(t *testing.T) {
 
 	addr := notifyEmail(t)
 	stacktest.Eventually(t, 20*time.Second, "the relay denied dynamodb:BatchGetItem", func() bool {
-		return denied(st.IAM, "RelayFunction", "dynamodb:BatchGetItem")
+		return denied(st.IAM, "RelayHighFunction", "dynamodb:BatchGetItem")
 	})
 	stacktest.Eventually(t, 5*time.Second, "the relay's failure in its log", func() bool {
-		return strings.Contains(logs.String(), "api error AccessDeniedException: User: arn:aws:sts::000000000000:assumed-role/herald-RelayFunctionRole/RelayFunction is not authorized to perform: dynamodb:BatchGetItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table/herald-Table")
+		return strings.Contains(logs.String(), "api error AccessDeniedException: User: arn:aws:sts::000000000000:assumed-role/herald-RelayHighFunctionRole/RelayHighFunction is not authorized to perform: dynamodb:BatchGetItem on resource: arn:aws:dynamodb:us-east-1:000000000000:table/herald-Table")
 	})
 	if n := len(stacktest.EmailsTo(t, addr)); n != 0 {
 		t.Errorf("%d emails sent although the relay could not plan the delivery", n)
@@ -53,7 +53,7 @@ func TestRunFailsWithoutAPermission(t *testing.T) {
 		return denied(st.IAM, "EmailFunction", "ses:SendEmail")
 	})
 	stacktest.Eventually(t, 5*time.Second, "the email function's failure in its log", func() bool {
-		return strings.Contains(logs.String(), "RelayFunction is not authorized") &&
+		return strings.Contains(logs.String(), "RelayHighFunction is not authorized") &&
 			strings.Contains(logs.String(), "assumed-role/herald-EmailFunctionRole/EmailFunction is not authorized to perform: ses:SendEmail on resource: arn:aws:ses:us-east-1:000000000000:identity/example.com")
 	})
 	time.Sleep(500 * time.Millisecond)

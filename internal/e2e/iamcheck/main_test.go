@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	both, err := weakened(dir, [2]string{"RelayFunction", "dynamodb:BatchGetItem"}, [2]string{"EmailFunction", "ses:SendEmail"})
+	both, err := weakened(dir, [2]string{"RelayHighFunction", "dynamodb:BatchGetItem"}, [2]string{"EmailFunction", "ses:SendEmail"})
 	if err == nil {
 		noSendEmail, err = weakened(dir, [2]string{"EmailFunction", "ses:SendEmail"})
 	}
