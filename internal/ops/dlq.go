@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/events"
 )
 
 // SQSAPI is the subset of the SQS client the commands use.
@@ -61,6 +62,8 @@ type Operator struct {
 	Store     Store
 	Streams   StreamsAPI
 	Replanner Replanner
+	// Events publishes parked events again (events DLQ redrive).
+	Events events.Bus
 	// Now and Sleep default to the real clock; tests replace them.
 	Now   func() time.Time
 	Sleep func(context.Context, time.Duration) error
@@ -298,6 +301,8 @@ type Parked struct {
 	StillDue  *bool                `json:"stillDue,omitempty"`
 	// Campaign DLQ messages: the step and its campaign's status.
 	Campaign *CampaignStep `json:"campaign,omitempty"`
+	// Events DLQ messages: the parked event (its id, type and status).
+	Event *ParkedEvent `json:"event,omitempty"`
 }
 
 // ErrEmpty reports an empty DLQ.
@@ -337,6 +342,8 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 			if err := o.describeCampaignMessage(ctx, statuses, m, &p); err != nil {
 				return q, nil, err
 			}
+		case q.Name == EventsDLQName:
+			describeEventMessage(m, &p)
 		case q.Channel == "":
 			o.describeRelayMessage(ctx, m, &p)
 		default:
