@@ -25,6 +25,7 @@ var devEnvOverrides = map[string]string{
 	"HERALD_SMS_SEND_RATE":     "SmsSendRate",
 	"HERALD_PUSH_SEND_RATE":    "PushSendRate",
 	"HERALD_BULK_QUOTA_SHARE":  "BulkQuotaShare",
+	"HERALD_DELIVERY_EVENTS":   "DeliveryEvents",
 }
 
 // devLogFile holds the functions' and emulators' logs unless `herald dev -v`.
@@ -48,7 +49,9 @@ func runDev(ctx context.Context, args []string) error {
 	if port == "" {
 		port = "3000"
 	}
-	overrides := map[string]string{}
+	// Locally every delivery event is published (the console lists them),
+	// unless HERALD_DELIVERY_EVENTS names another value.
+	overrides := map[string]string{"DeliveryEvents": "all"}
 	for env, param := range devEnvOverrides {
 		if v := os.Getenv(env); v != "" {
 			overrides[param] = v
