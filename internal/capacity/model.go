@@ -230,7 +230,8 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		if k.Limited {
 			t.w("table", dynamo.RateLimitPK(user, c), 1)
 		}
-		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusQueued, UpdatedAt: m.now}
+		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusQueued, UpdatedAt: m.now,
+			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
 		if !deferTo.IsZero() {
 			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonQuietHours, deferTo
 		}
@@ -295,7 +296,8 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 		return err
 	}
 	for _, c := range k.Channels {
-		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusDeferred, DueAt: due, UpdatedAt: m.now}
+		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusDeferred, DueAt: due, UpdatedAt: m.now,
+			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
 		dk, err := m.store.DeliveryItemKeys(d)
 		if err != nil {
 			return err
@@ -479,7 +481,13 @@ type Result struct {
 	// beside the cost like the provider fee.
 	StoragePerMillionUSD map[string]float64 `json:"storagePerMillionUSD"`
 	Cost                 map[string]Cost    `json:"cost"`
-	Prices               Prices             `json:"prices"`
+	// EventsPerMillionUSD is what delivery events add per million
+	// notifications of each kind, by DeliveryEvents mode (none, failures:
+	// nothing on the nominal path, all); EventsPerMillionFailuresUSD what
+	// failures add per million failed deliveries under failures or all.
+	EventsPerMillionUSD         map[string]map[string]float64 `json:"eventsPerMillionUSD"`
+	EventsPerMillionFailuresUSD float64                       `json:"eventsPerMillionFailuresUSD"`
+	Prices                      Prices                        `json:"prices"`
 }
 
 // Run runs the model: the cost of each kind, and three seconds of the
@@ -489,7 +497,8 @@ type Result struct {
 // notification through the real key and item builders.
 func Run(p Profile) (Result, error) {
 	res := Result{Profile: p, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
-		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}}
+		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{},
+		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices)}
 	for _, k := range Kinds() {
 		_, c, err := CostOf(k, ListPrices)
 		if err != nil {
@@ -499,6 +508,7 @@ func Run(p Profile) (Result, error) {
 		res.ProviderFeePerMillionUSD[k.Name] = round2(c.ProviderFee)
 		res.StoragePerMillionUSD[k.Name] = round2(c.Storage)
 		res.Cost[k.Name] = c
+		res.EventsPerMillionUSD[k.Name] = EventsPerMillion(k, ListPrices)
 	}
 	kinds := Kinds()
 	mix := func(r *rand.Rand, low bool) Kind {
