@@ -94,6 +94,11 @@ func printCapacity(w io.Writer, res capacity.Result) {
 	for _, k := range slices.Sorted(maps.Keys(res.CostPerMillionUSD)) {
 		fmt.Fprintf(w, "  %-24s %7.2f   (+ fee %.2f, + storage %.2f)\n", k, res.CostPerMillionUSD[k], res.ProviderFeePerMillionUSD[k], res.StoragePerMillionUSD[k])
 	}
+	fmt.Fprintf(w, "delivery events (DeliveryEvents), $ per million notifications added: none / failures / all (failures: + %.2f per million failed deliveries):\n", res.EventsPerMillionFailuresUSD)
+	for _, k := range slices.Sorted(maps.Keys(res.EventsPerMillionUSD)) {
+		e := res.EventsPerMillionUSD[k]
+		fmt.Fprintf(w, "  %-24s %7.2f / %.2f / %.2f\n", k, e["none"], e["failures"], e["all"])
+	}
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

@@ -35,13 +35,18 @@ var devEnvOverrides = map[string]string{
 	// Origins (comma-separated) whose pages may call the API from a browser;
 	// the console's own origin is always added.
 	"HERALD_CORS_ORIGINS": "CorsAllowedOrigins",
+	// Which delivery events are published (none, failures, all); locally all,
+	// so the console lists them (devDefaults).
+	"HERALD_DELIVERY_EVENTS": "DeliveryEvents",
 }
 
 // devDefaults are the template parameters herald dev sets differently from
 // the template's defaults when the matching variable is unset: a short
-// campaign recount, so a local campaign reaches done in seconds.
+// campaign recount, so a local campaign reaches done in seconds, and every
+// delivery event published.
 var devDefaults = map[string]string{
 	"CampaignReconcileDelay": "2s",
+	"DeliveryEvents":         "all",
 }
 
 // devOverrides returns the template parameters herald dev runs with: the

@@ -240,7 +240,8 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		if k.Limited {
 			t.w("table", dynamo.RateLimitPK(user, c), 1)
 		}
-		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusQueued, UpdatedAt: m.now}
+		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusQueued, UpdatedAt: m.now,
+			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
 		if !deferTo.IsZero() {
 			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonQuietHours, deferTo
 		}
@@ -301,7 +302,8 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 		return err
 	}
 	for _, c := range k.Channels {
-		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusDeferred, DueAt: due, UpdatedAt: m.now}
+		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusDeferred, DueAt: due, UpdatedAt: m.now,
+			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
 		dk, err := m.store.DeliveryItemKeys(d)
 		if err != nil {
 			return err
@@ -538,7 +540,13 @@ type Result struct {
 	// beside the cost like the provider fee.
 	StoragePerMillionUSD map[string]float64 `json:"storagePerMillionUSD"`
 	Cost                 map[string]Cost    `json:"cost"`
-	Prices               Prices             `json:"prices"`
+	// EventsPerMillionUSD is what delivery events add per million
+	// notifications of each kind, by DeliveryEvents mode (none, failures:
+	// nothing on the nominal path, all); EventsPerMillionFailuresUSD what
+	// failures add per million failed deliveries under failures or all.
+	EventsPerMillionUSD         map[string]map[string]float64 `json:"eventsPerMillionUSD"`
+	EventsPerMillionFailuresUSD float64                       `json:"eventsPerMillionFailuresUSD"`
+	Prices                      Prices                        `json:"prices"`
 }
 
 // check records a check and, when it fails, the limit exceeded.
@@ -562,7 +570,8 @@ func (res *Result) check(name string, value, limit float64, max bool, msg string
 // are not per second (reserved concurrency, retention, stream record age).
 func Run(p Profile, l Limits) (Result, error) {
 	res := Result{Profile: p, Limits: l, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
-		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{}}
+		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{},
+		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices)}
 	for _, k := range Kinds() {
 		_, c, err := CostOf(k, ListPrices, l.Batch)
 		if err != nil {
@@ -572,6 +581,7 @@ func Run(p Profile, l Limits) (Result, error) {
 		res.ProviderFeePerMillionUSD[k.Name] = round2(c.ProviderFee)
 		res.StoragePerMillionUSD[k.Name] = round2(c.Storage)
 		res.Cost[k.Name] = c
+		res.EventsPerMillionUSD[k.Name] = EventsPerMillion(k, ListPrices)
 	}
 	kinds := Kinds()
 	mix := func(r *rand.Rand, low bool) Kind {

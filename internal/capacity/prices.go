@@ -31,6 +31,8 @@ type Prices struct {
 	// Provider fees, shown beside Herald's own cost.
 	SESEmail float64 `json:"sesEmail"`
 	SNSSMSUS float64 `json:"snsSmsUS"`
+	// EventBridge custom events (PutEvents), per 64 KB chunk of an entry.
+	EventBridgeEvent float64 `json:"eventBridgeEvent"`
 }
 
 // ListPrices are the prices every figure in docs/capacity.md uses.
@@ -47,6 +49,7 @@ var ListPrices = Prices{
 	StorageGBMonth:    0.25,
 	SESEmail:          0.10 / 1000,
 	SNSSMSUS:          0.00581,
+	EventBridgeEvent:  1.00 / 1e6,
 }
 
 // PlatformLogBytesPerInvocation is what Lambda itself writes per invocation

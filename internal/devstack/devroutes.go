@@ -50,6 +50,10 @@ func (s *Stack) routeDev() {
 	s.mux.Handle("/_dev/sms", s.SMS.ListHandler())
 	s.mux.Handle("/_dev/mobile-push", s.SMS.MobileHandler())
 	s.mux.HandleFunc("POST /_dev/faults", s.faultsRoute)
+	if s.Bus != nil {
+		s.mux.Handle("/_dev/eventbridge", s.Bus)
+	}
+	s.mux.HandleFunc("GET /_dev/events", s.eventsRoute)
 	s.mux.HandleFunc("POST /_dev/ses-events", s.sesEventsRoute)
 	s.mux.HandleFunc("GET /_dev/calls", func(w http.ResponseWriter, r *http.Request) {
 		if fn := r.URL.Query().Get("function"); fn != "" { // e.g. ?function=ApiFunction

@@ -81,8 +81,8 @@ func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
 // Set makes the next times provider calls of ch fail in mode; times ≤ 0
 // means until Set(ch, FaultOff, 0).
 func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
-	if _, err := domain.ParseChannel(string(ch)); err != nil && ch != FaultMobile {
-		return fmt.Errorf("channel %q: want email, sms, push or mobile", ch)
+	if _, err := domain.ParseChannel(string(ch)); err != nil && ch != FaultMobile && ch != EventsChannel {
+		return fmt.Errorf("channel %q: want email, sms, push, mobile or events (the event bus's PutEvents)", ch)
 	}
 	switch mode {
 	case FaultTransient, FaultPermanent, FaultOff:
@@ -209,7 +209,7 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 }
 
 // faultsRoute serves POST /_dev/faults
-// {"channel":"email|sms|push|mobile","mode":"transient|permanent|off","times":N}.
+// {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|off","times":N}.
 func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Channel string    `json:"channel"`
@@ -219,7 +219,7 @@ func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || body.Times < 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile","mode":"transient|permanent|off","times":N (omit: until off)}`})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|off","times":N (omit: until off)}`})
 		return
 	}
 	if err := s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times); err != nil {

@@ -64,6 +64,12 @@ func CreateResources(ctx context.Context, t *Template, db *dynamodb.Client, q *s
 	for id := range t.Resources {
 		r.values["ref:"+id] = prefix + id
 	}
+	// An event bus is named by its Name property (Ref gives the name).
+	for id, b := range t.GetAllEventsEventBusResources() {
+		r.values["ref:"+id] = b.Name
+		r.values["getatt:"+id+".Name"] = b.Name
+		r.values["getatt:"+id+".Arn"] = "arn:aws:events:" + LocalRegion + ":" + LocalAccountID + ":event-bus/" + b.Name
+	}
 	if db != nil {
 		if err := createTables(ctx, t, db, prefix, r); err != nil {
 			return nil, err

@@ -2,7 +2,6 @@ package devstack
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +35,7 @@ import (
 	"github.com/heraldhq/herald/internal/app/schedulerfn"
 	"github.com/heraldhq/herald/internal/app/smsfn"
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/devstack/eventpattern"
 	"github.com/heraldhq/herald/internal/devstack/iam"
 	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/devstack/smssink"
@@ -95,6 +95,8 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// Bus plays the template's event bus and its rules (nil without one).
+	Bus *EventBus
 	// IAM checks every AWS call a function makes against that function's
 	// role as the SAM transform produces it, and records the calls.
 	IAM *iam.Enforcer
@@ -234,6 +236,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
 	s.Faults.SNS = s.SMS
+	if s.Bus, err = s.newEventBus(); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	if err := s.wire(); err != nil {
 		ln.Close()
 		return nil, err
@@ -582,8 +588,8 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 		}
 		if m.FilterCriteria != nil {
 			for _, f := range m.FilterCriteria.Filters {
-				var p map[string]any
-				if err := json.Unmarshal([]byte(aws.ToString(f.Pattern)), &p); err != nil {
+				p, err := eventpattern.Compile(aws.ToString(f.Pattern))
+				if err != nil {
 					return fmt.Errorf("mapping %s filter: %w", id, err)
 				}
 				sm.filters = append(sm.filters, p)

@@ -13,8 +13,13 @@ func (s *Stack) LocalState() ops.LocalState {
 	for id, q := range s.Resources.Queues {
 		queues[id] = q.URL
 	}
+	bus := ""
+	if s.Bus != nil {
+		bus = s.Bus.Name
+	}
 	return ops.LocalState{
-		PID: os.Getpid(), APIURL: s.APIURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
+		EventBus: bus,
+		PID:      os.Getpid(), APIURL: s.APIURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
 		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir,
 	}
 }
@@ -23,6 +28,6 @@ func (s *Stack) LocalState() ops.LocalState {
 func (s *Stack) endpoints() map[string]string {
 	return map[string]string{
 		"DYNAMODB": s.Emulators.DynamoDB, "DYNAMODB_STREAMS": s.Emulators.DynamoDB, "SQS": s.Emulators.SQS,
-		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns",
+		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns", "EVENTBRIDGE": s.APIURL + "/_dev/eventbridge",
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/heraldhq/herald/internal/devstack/eventpattern"
 	"github.com/heraldhq/herald/internal/ops"
 )
 
@@ -41,7 +42,7 @@ type streamMapping struct {
 	maxRetries   int // -1: infinite
 	maxRecordAge time.Duration
 	reportItems  bool
-	filters      []map[string]any
+	filters      []*eventpattern.Pattern
 	onFailureURL string
 	timeout      time.Duration
 	handler      StreamHandler
@@ -327,64 +328,10 @@ func (m *streamMapping) matches(r events.DynamoDBEventRecord) bool {
 	if err != nil {
 		return false
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return false
-	}
 	for _, f := range m.filters {
-		if matchPattern(f, doc) {
+		if ok, _ := f.Match(raw); ok {
 			return true
 		}
 	}
 	return false
-}
-
-// matchPattern implements the subset of Lambda event filtering Herald uses:
-// nested objects, and arrays of allowed values — exact values (strings,
-// numbers, bools), {"anything-but": [values]} (present and none of them) and
-// {"exists": bool}; a value matches when any element of its array does.
-func matchPattern(pattern map[string]any, doc map[string]any) bool {
-	for k, want := range pattern {
-		got, ok := doc[k]
-		switch w := want.(type) {
-		case map[string]any:
-			sub, isMap := got.(map[string]any)
-			if !ok || !isMap || !matchPattern(w, sub) {
-				return false
-			}
-		case []any:
-			if !slices.ContainsFunc(w, func(rule any) bool { return matchRule(rule, got, ok) }) {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// matchRule is one element of a pattern's array against a value (present
-// tells a missing key from a null).
-func matchRule(rule, got any, present bool) bool {
-	op, isOp := rule.(map[string]any)
-	if !isOp {
-		return present && fmt.Sprint(rule) == fmt.Sprint(got)
-	}
-	if len(op) != 1 {
-		return false
-	}
-	if exists, ok := op["exists"].(bool); ok {
-		return exists == present
-	}
-	if but, ok := op["anything-but"]; ok {
-		excluded, isList := but.([]any)
-		if !isList {
-			excluded = []any{but}
-		}
-		if !present {
-			return false
-		}
-		return !slices.ContainsFunc(excluded, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(got) })
-	}
-	return false // an operator Herald does not use: match nothing, loudly in tests
 }

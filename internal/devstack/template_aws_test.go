@@ -491,7 +491,12 @@ func TestSamLocalEnv(t *testing.T) {
 					continue
 				}
 				// (An empty value is a choice: no configuration set.)
-				if m := ref.FindStringSubmatch(tv); m != nil && v != "" && !strings.Contains(v, "herald-"+m[1]+"-") {
+				if m := ref.FindStringSubmatch(tv); m != nil && v != "" && tm.GetAllEventsEventBusResources()[m[1]] != nil {
+					// A bus is named by its Name property, not by the stack.
+					if want := tm.GetAllEventsEventBusResources()[m[1]].Name; v != want {
+						t.Errorf("env.json %s.%s = %q: the template names the bus %s %q", section, k, v, m[1], want)
+					}
+				} else if m != nil && v != "" && !strings.Contains(v, "herald-"+m[1]+"-") {
 					t.Errorf("env.json %s.%s = %q: the template refers to %s, LocalStack names it herald-%s-<suffix>", section, k, v, m[1], m[1])
 				}
 			}

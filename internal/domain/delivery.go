@@ -130,6 +130,14 @@ type Delivery struct {
 	// delivery's web subscriptions and devices, by id) that their provider
 	// accepted; a retry sends only to the others.
 	SentTargets []string
+	// Notification fields copied onto the delivery when it is created, so
+	// that a delivery event is built from the delivery's own stream image
+	// (no read of the notification per event). Empty on deliveries created
+	// before they were kept.
+	Caller     string
+	Type       string
+	CampaignID string
+	ResourceID string
 }
 
 // DeliveryKey names one delivery: a notification on a channel.

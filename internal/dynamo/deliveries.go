@@ -33,9 +33,14 @@ type deliveryItem struct {
 	DigestID          string `dynamodbav:"digestId,omitempty"`
 	// SentTargets: the targets of a push delivery its providers accepted.
 	SentTargets []string `dynamodbav:"sentTargets,stringset,omitempty"`
-	TTL         int64    `dynamodbav:"ttl,omitempty"`
-	GSI3PK      string   `dynamodbav:"gsi3pk,omitempty"`
-	GSI3SK      string   `dynamodbav:"gsi3sk,omitempty"`
+	// The notification's fields delivery events carry (copied at creation).
+	Caller     string `dynamodbav:"caller,omitempty"`
+	Type       string `dynamodbav:"type,omitempty"`
+	CampaignID string `dynamodbav:"campaignId,omitempty"`
+	ResourceID string `dynamodbav:"resourceId,omitempty"`
+	TTL        int64  `dynamodbav:"ttl,omitempty"`
+	GSI3PK     string `dynamodbav:"gsi3pk,omitempty"`
+	GSI3SK     string `dynamodbav:"gsi3sk,omitempty"`
 }
 
 func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
@@ -45,6 +50,7 @@ func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil),
 		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
+		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
 		TTL: d.UpdatedAt.Add(s.retention).Unix(),
 	}
 	if d.Status == domain.StatusDeferred && !d.DueAt.IsZero() {
@@ -65,6 +71,7 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil),
 		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,
 		SentTargets: it.SentTargets,
+		Caller:      it.Caller, Type: it.Type, CampaignID: it.CampaignID, ResourceID: it.ResourceID,
 	}
 }
 

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -69,4 +70,38 @@ func fromStreamValue(v events.DynamoDBAttributeValue) (types.AttributeValue, err
 		return &types.AttributeValueMemberM{Value: m}, nil
 	}
 	return nil, fmt.Errorf("unsupported stream attribute type %v", v.DataType())
+}
+
+// DecodeStreamDelivery decodes a stream record's image into a delivery; it
+// returns (nil, nil) when the item is not a delivery.
+func DecodeStreamDelivery(image map[string]events.DynamoDBAttributeValue) (*domain.Delivery, error) {
+	if len(image) == 0 || !strings.HasPrefix(streamString(image, "sk"), deliveryPrefix) || !strings.HasPrefix(streamString(image, "pk"), notificationPrefix) {
+		return nil, nil
+	}
+	av, err := FromStreamImage(image)
+	if err != nil {
+		return nil, err
+	}
+	return decodeDelivery(av)
+}
+
+// DecodeStreamCampaign decodes a stream record's image into a campaign (its
+// META item); it returns (nil, nil) when the item is not one.
+func DecodeStreamCampaign(image map[string]events.DynamoDBAttributeValue) (*domain.Campaign, error) {
+	if len(image) == 0 || streamString(image, "sk") != campaignSK || !strings.HasPrefix(streamString(image, "pk"), campaignPrefix) {
+		return nil, nil
+	}
+	av, err := FromStreamImage(image)
+	if err != nil {
+		return nil, err
+	}
+	return decodeCampaign(av)
+}
+
+func streamString(image map[string]events.DynamoDBAttributeValue, name string) string {
+	v, ok := image[name]
+	if !ok || v.DataType() != events.DataTypeString {
+		return ""
+	}
+	return v.String()
 }

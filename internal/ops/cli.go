@@ -26,10 +26,12 @@ const DLQUsage = `Usage:
                                                     (relay: re-run the relay's planning;
                                                     release: back to the release queue, --id MESSAGE_ID;
                                                     campaign: steps back to the campaign queue unchanged,
-                                                    --id MESSAGE_ID or CAMPAIGN_ID)
+                                                    --id MESSAGE_ID or CAMPAIGN_ID;
+                                                    events: published on the event bus again,
+                                                    --id MESSAGE_ID, EVENT_ID or NOTIFICATION_ID)
   herald dlq purge <queue> --yes                    delete every message of a DLQ
 
-<queue> is email, sms, push, relay, release, campaign or feedback (or the queue's name).
+<queue> is email, sms, push, relay, release, campaign, feedback or events (or the queue's name).
 The feedback DLQ (SES events the feedback function failed on) is listed, shown
 and purged, not redriven: replay its events as docs/runbook.md says.
 
@@ -163,7 +165,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if n == 0 {
 			return nil, usageError("%s takes no arguments, got %s", fs.Name(), strings.Join(pos, " "))
 		}
-		return nil, usageError("%s takes a queue: email, sms, push, relay, release, campaign or feedback", fs.Name())
+		return nil, usageError("%s takes a queue: email, sms, push, relay, release, campaign, feedback or events", fs.Name())
 	}
 	return pos, nil
 }
@@ -288,6 +290,14 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 				}
 				row("function error", f.ErrorCode)
 			}
+		case q.Name == EventsDLQName:
+			fmt.Fprintf(tw, "message %s\n", p.MessageID)
+			if e := p.Event; e != nil {
+				row("event", e.EventID+" ("+e.DetailType+")")
+				row("notification", e.NotificationID)
+				row("campaign", e.CampaignID)
+				row("state", strings.Trim(e.Channel+" "+e.Status, " "))
+			}
 		case q.Channel != "":
 			fmt.Fprintf(tw, "notification %s\n", dash(p.NotificationID))
 			row("message", p.MessageID)
@@ -361,7 +371,7 @@ func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOpt
 		}
 		var parts []string
 		for _, a := range []Action{ActionRequeue, ActionMove, ActionReplan, ActionRelease, ActionResend, ActionLeave} {
-			if n := res.Count(a); n > 0 || (a == ActionRequeue && res.Queue.Name != ReleaseDLQName && res.Queue.Name != CampaignDLQName) || (a == ActionResend && res.Queue.Name == CampaignDLQName) {
+			if n := res.Count(a); n > 0 || (a == ActionRequeue && res.Queue.Name != ReleaseDLQName && res.Queue.Name != CampaignDLQName && res.Queue.Name != EventsDLQName) || (a == ActionResend && (res.Queue.Name == CampaignDLQName || res.Queue.Name == EventsDLQName)) {
 				parts = append(parts, fmt.Sprintf("%d %s", n, actionWords[a][verb]))
 			}
 		}

@@ -18,12 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/relayfn"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/events/awsbus"
 )
 
 // Where selects a deployment: a CloudFormation stack, or a local stack state
@@ -182,10 +184,14 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	return &Operator{
+	op := &Operator{
 		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Streams: dynamodbstreams.NewFromConfig(cfg),
 		Replanner: RelayReplanner{Handle: relay.Handle, Record: store.NotificationInsertRecord},
-	}, nil
+	}
+	if t.EventBus != "" {
+		op.Events = &awsbus.Bus{API: eventbridge.NewFromConfig(cfg), BusName: t.EventBus}
+	}
+	return op, nil
 }
 
 // RelayReplanner re-runs the relay's planning for a notification: the

@@ -14,6 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/events"
 )
 
 // SQSAPI is the subset of the SQS client the commands use.
@@ -61,6 +62,8 @@ type Operator struct {
 	Store     Store
 	Streams   StreamsAPI
 	Replanner Replanner
+	// Events publishes parked events again (events DLQ redrive).
+	Events events.Bus
 	// Now and Sleep default to the real clock; tests replace them.
 	Now   func() time.Time
 	Sleep func(context.Context, time.Duration) error
@@ -302,6 +305,8 @@ type Parked struct {
 	Campaign *CampaignStep `json:"campaign,omitempty"`
 	// Feedback DLQ messages: the SES events of the failed invocation.
 	Feedback *FeedbackEvent `json:"feedback,omitempty"`
+	// Events DLQ messages: the parked event (its id, type and status).
+	Event *ParkedEvent `json:"event,omitempty"`
 }
 
 // ErrEmpty reports an empty DLQ.
@@ -343,6 +348,8 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 			}
 		case q.Name == FeedbackDLQName:
 			describeFeedbackMessage(m, &p)
+		case q.Name == EventsDLQName:
+			describeEventMessage(m, &p)
 		case q.Channel == "":
 			o.describeRelayMessage(ctx, m, &p)
 		default:

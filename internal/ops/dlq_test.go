@@ -34,7 +34,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 7 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 8 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
 		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" || tg.Campaign != "https://sqs.eu-west-1.amazonaws.com/1/prod-CampaignQueue-AbC" {
 		t.Fatalf("target %+v", tg)
 	}
@@ -43,6 +43,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 		{"https://sqs.eu-west-1.amazonaws.com/1/prod-EmailDLQ-AbC", "email"},
 		{"release", "release"}, {"ReleaseDLQ", "release"},
 		{"campaign", "campaign"}, {"CampaignDLQ", "campaign"}, {"prod-CampaignDLQ-AbC", "campaign"},
+		{"events", "events"}, {"EventsDLQ", "events"},
 	}
 	for _, l := range lookups {
 		q, err := tg.DLQ(l.arg)

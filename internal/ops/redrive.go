@@ -70,6 +70,7 @@ type RedriveItem struct {
 	Reason string `json:"reason,omitempty"`
 	// Campaign is a campaign DLQ message's step.
 	Campaign *CampaignStep `json:"campaign,omitempty"`
+	Event    *ParkedEvent  `json:"event,omitempty"`
 	Action   Action        `json:"action"`
 	Note     string        `json:"note,omitempty"`
 	// Done is true once the action happened (never in a dry run).
@@ -146,7 +147,7 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 	if err != nil {
 		return res, err
 	}
-	if depth == 0 && (q.Channel != "" || q.Name == ReleaseDLQName || q.Name == CampaignDLQName || len(opts.IDs) == 0) {
+	if depth == 0 && (q.Channel != "" || q.Name == ReleaseDLQName || q.Name == CampaignDLQName || q.Name == EventsDLQName || len(opts.IDs) == 0) {
 		return res, fmt.Errorf("%s DLQ (%s) %w: nothing to redrive", q.Name, q.QueueName(), ErrEmpty)
 	}
 	switch {
@@ -156,6 +157,8 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 		return o.redriveRelease(ctx, q, opts, res)
 	case q.Name == CampaignDLQName:
 		return o.redriveCampaign(ctx, q, opts, res)
+	case q.Name == EventsDLQName:
+		return o.redriveEvents(ctx, q, opts, res)
 	case q.Channel == "":
 		return o.redriveRelay(ctx, q, opts, res)
 	}

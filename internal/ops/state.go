@@ -25,6 +25,8 @@ type LocalState struct {
 	Table     string            `json:"table"`
 	// Queues maps template logical ids to local queue URLs.
 	Queues map[string]string `json:"queues"`
+	// EventBus is the local event bus's name ("" without one).
+	EventBus string `json:"eventBus,omitempty"`
 	// Logs is the file holding the functions' and emulators' logs ("" when
 	// they go to the terminal); DataDir the HERALD_DEV_DATA directory ("":
 	// state in memory).
@@ -99,6 +101,7 @@ func (st LocalState) Target() (Target, error) {
 	if err != nil {
 		return Target{}, fmt.Errorf("local stack state: %w", err)
 	}
+	t.EventBus = st.EventBus
 	return t, nil
 }
 

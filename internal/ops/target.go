@@ -62,6 +62,10 @@ const FeedbackDLQName = "feedback"
 // campaignQueueLogicalID is the queue campaign steps are redriven to.
 const campaignQueueLogicalID = "CampaignQueue"
 
+// EventsDLQName is the name of the events DLQ: delivery and campaign events
+// PutEvents refused after the relay's retries.
+const EventsDLQName = "events"
+
 // dlqs are the dead-letter queues template.yaml declares, in display order.
 var dlqs = []DLQ{
 	{Name: "email", LogicalID: "EmailDLQ", Channel: domain.ChannelEmail},
@@ -71,7 +75,12 @@ var dlqs = []DLQ{
 	{Name: ReleaseDLQName, LogicalID: "ReleaseDLQ"},
 	{Name: CampaignDLQName, LogicalID: "CampaignDLQ"},
 	{Name: FeedbackDLQName, LogicalID: "FeedbackDLQ"},
+	{Name: EventsDLQName, LogicalID: "EventsDLQ"},
 }
+
+// optionalDLQs may be absent from a deployment description (one made before
+// they existed); the commands then do not list them.
+var optionalDLQs = map[string]bool{"EventsDLQ": true}
 
 // WorkQueueLogicalID is a work queue's logical id in template.yaml
 // (email, high → EmailHighQueue).
@@ -99,6 +108,9 @@ type Target struct {
 	// Campaign is the campaign queue (where a campaign DLQ redrive sends its
 	// steps back).
 	Campaign string
+	// EventBus is the event bus's name (where an events DLQ redrive
+	// publishes); "" when the description does not name it.
+	EventBus string
 }
 
 // TargetFromURLs builds a target from queue URLs keyed by template logical id
@@ -118,6 +130,9 @@ func TargetFromURLs(table string, byLogicalID map[string]string) (Target, error)
 	}
 	for _, q := range dlqs {
 		q.URL = byLogicalID[q.LogicalID]
+		if q.URL == "" && optionalDLQs[q.LogicalID] {
+			continue
+		}
 		if q.URL == "" {
 			missing = append(missing, q.LogicalID)
 		}
@@ -147,7 +162,9 @@ func TargetFromOutputs(outputs map[string]string) (Target, error) {
 			urls[id] = v
 		}
 	}
-	return TargetFromURLs(outputs["TableName"], urls)
+	t, err := TargetFromURLs(outputs["TableName"], urls)
+	t.EventBus = outputs["EventBusName"]
+	return t, err
 }
 
 // DLQEnvName is the environment variable naming a DLQ's URL (EMAIL_DLQ_URL).
@@ -188,6 +205,7 @@ func TargetFromEnv(getenv func(string) string) (t Target, ok bool, err error) {
 	if err != nil {
 		return Target{}, true, fmt.Errorf("environment: %w", err)
 	}
+	t.EventBus = getenv("EVENT_BUS_NAME")
 	return t, true, nil
 }
 
@@ -222,7 +240,8 @@ func (t Target) DLQ(arg string) (DLQ, error) {
 // RelayEnv is the environment the relay function runs with, for re-running
 // it from the command line.
 func (t Target) RelayEnv() map[string]string {
-	env := map[string]string{"TABLE_NAME": t.Table}
+	// Re-planning hands the relay notification records only: no events.
+	env := map[string]string{"TABLE_NAME": t.Table, "DELIVERY_EVENTS": "none"}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			env[queue.EnvName(c, p)] = t.Work[domain.QueueName(c, p)]

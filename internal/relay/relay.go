@@ -69,6 +69,14 @@ type Publisher interface {
 	Publish(ctx context.Context, items []domain.WorkItem) []error
 }
 
+// EventSink publishes the events of the records that are not new
+// notifications (delivery and campaign state changes); it returns the
+// indexes (into its argument) of the records to retry, which it reports only
+// when their events could neither be published nor parked.
+type EventSink interface {
+	Handle(ctx context.Context, recs []events.DynamoDBEventRecord) []int
+}
+
 // DecodeFunc turns a stream image into a notification, or nil when the item is
 // not a notification.
 type DecodeFunc func(map[string]events.DynamoDBAttributeValue) (*domain.Notification, error)
@@ -84,6 +92,7 @@ type Handler struct {
 	limits      policy.Limits
 	concurrency int
 	metrics     metrics.Recorder
+	events      EventSink
 }
 
 // Deps are the relay's collaborators and settings. Store, Publisher, Decode,
@@ -105,12 +114,16 @@ type Deps struct {
 	// by channel, priority and reason), flushed once per invocation; nil
 	// records nothing.
 	Metrics metrics.Recorder
+	// Events receives every record that is not a new notification (the
+	// bulk mapping's filter lets delivery and campaign state changes
+	// through); nil ignores them.
+	Events EventSink
 }
 
 // New wires a relay handler.
 func New(d Deps) *Handler {
 	h := &Handler{store: d.Store, pub: d.Publisher, decode: d.Decode, catalog: d.Catalog, now: d.Now, log: d.Log,
-		limits: d.Limits, concurrency: d.Concurrency, metrics: d.Metrics}
+		limits: d.Limits, concurrency: d.Concurrency, metrics: d.Metrics, events: d.Events}
 	if h.limits.Window == 0 {
 		h.limits = policy.DefaultLimits()
 	}
@@ -147,6 +160,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	// Decode, and group the notifications by recipient in stream order.
 	var groups [][]job
 	groupOf := map[string]int{}
+	var others []int // records that are not new notifications: events
 	for i, rec := range recs {
 		n, err := h.decodeRecord(rec)
 		if err != nil {
@@ -155,6 +169,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			continue
 		}
 		if n == nil {
+			others = append(others, i)
 			continue
 		}
 		typ, ok := h.catalog.Lookup(n.Type)
@@ -171,6 +186,22 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 		groups[g] = append(groups[g], job{record: i, n: n, typ: typ, needsProfile: policy.NeedsProfile(n, typ)})
 	}
+
+	// Events are published alongside the relay's work, never in its way.
+	eventsDone := make(chan struct{})
+	go func() {
+		defer close(eventsDone)
+		if h.events == nil || len(others) == 0 {
+			return
+		}
+		sub := make([]events.DynamoDBEventRecord, len(others))
+		for k, i := range others {
+			sub[k] = recs[i]
+		}
+		for _, k := range h.events.Handle(ctx, sub) {
+			failed[others[k]].Store(true)
+		}
+	}()
 
 	st, err := h.readBatch(ctx, groups)
 	if err != nil {
@@ -223,6 +254,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		})
 	}
 
+	<-eventsDone
 	var resp events.DynamoDBEventResponse
 	for i := range failed {
 		if failed[i].Load() {
@@ -346,6 +378,7 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 		del := &domain.Delivery{
 			NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID, Priority: n.Priority,
 			Status: d.Status, Reason: d.Reason, DueAt: d.DueAt, UpdatedAt: now,
+			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID,
 		}
 		if err := h.resolve(ctx, n, d, del, now); err != nil {
 			return nil, fmt.Errorf("notification %s %s: %w", n.ID, d.Channel, err)

@@ -156,6 +156,9 @@ class Resolver:
             return f"https://sqs.{self.a.region}.amazonaws.com/{self.a.account}/{self.name(lid)}"
         if t == "AWS::SNS::Topic":
             return self.arn("sns", self.name(lid))
+        if t == "AWS::Events::EventBus":
+            # Ref is the bus's name (its Name property).
+            return self.value(res["Properties"]["Name"])
         if t == "AWS::SecretsManager::Secret":
             # Secrets Manager appends six random characters to the name.
             return self.arn("secretsmanager", f"secret:{self.name(lid)}-Abc123")
@@ -175,6 +178,8 @@ class Resolver:
             ("AWS::SNS::Topic", "TopicArn"): lambda: self.arn("sns", n),
             ("AWS::IAM::Role", "Arn"): lambda: self.arn("iam", f"role/{n}", region=False),
             ("AWS::Lambda::Function", "Arn"): lambda: self.arn("lambda", f"function:{n}"),
+            ("AWS::Events::EventBus", "Arn"): lambda: self.arn("events", f"event-bus/{self.ref(lid)}"),
+            ("AWS::Events::EventBus", "Name"): lambda: self.ref(lid),
         }
         f = table.get((t, attr))
         if f is None:

@@ -2,10 +2,13 @@
 package relayfn
 
 import (
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/events"
+	"github.com/heraldhq/herald/internal/events/awsbus"
 	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/relay"
@@ -14,10 +17,13 @@ import (
 var (
 	_ relay.Store     = (*dynamo.Store)(nil)
 	_ relay.Publisher = (*queue.Publisher)(nil)
+	_ relay.EventSink = (*events.Stream)(nil)
 )
 
 // New wires the stream relay function: it publishes work messages to the
-// nine queues named in the environment.
+// nine queues named in the environment and, unless DELIVERY_EVENTS is none,
+// the delivery and campaign events of the other records its mapping passes
+// on the bus EVENT_BUS_NAME (parking what fails in EVENTS_DLQ_URL).
 func New(d app.Deps) (*relay.Handler, error) {
 	if err := d.RequireCatalog(); err != nil {
 		return nil, err
@@ -30,11 +36,44 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub := queue.NewPublisher(sqs.NewFromConfig(d.AWS), urls)
+	sqsClient := sqs.NewFromConfig(d.AWS)
+	pub := queue.NewPublisher(sqsClient, urls)
 	limits, err := policy.LimitsFromEnv(d.Getenv)
 	if err != nil {
 		return nil, err
 	}
+	sink, err := eventSink(d, sqsClient)
+	if err != nil {
+		return nil, err
+	}
 	return relay.New(relay.Deps{Store: st, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
-		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder()}), nil
+		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink}), nil
+}
+
+// eventSink wires the events publisher; nil when DELIVERY_EVENTS is none.
+func eventSink(d app.Deps, sqsClient *sqs.Client) (relay.EventSink, error) {
+	env, err := d.Require("DELIVERY_EVENTS")
+	if err != nil {
+		return nil, err
+	}
+	mode, err := events.ParseMode(env["DELIVERY_EVENTS"])
+	if err != nil {
+		return nil, err
+	}
+	if mode == events.ModeNone {
+		return nil, nil
+	}
+	if env, err = d.Require("EVENT_BUS_NAME", "EVENTS_DLQ_URL"); err != nil {
+		return nil, err
+	}
+	return &events.Stream{
+		Mode:   mode,
+		Decode: events.Decoder{Delivery: dynamo.DecodeStreamDelivery, Campaign: dynamo.DecodeStreamCampaign},
+		Publisher: &events.Publisher{
+			Bus: &awsbus.Bus{API: eventbridge.NewFromConfig(d.AWS), BusName: env["EVENT_BUS_NAME"]},
+			DLQ: &awsbus.DLQ{API: sqsClient, QueueURL: env["EVENTS_DLQ_URL"]},
+			Log: d.Log,
+		},
+		Log: d.Log,
+	}, nil
 }

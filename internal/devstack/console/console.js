@@ -94,6 +94,14 @@ function renderSMS(list) {
     el('tr', {}, el('td', {}, time(m.at)), el('td', {}, m.to), el('td', {}, el('pre', {}, m.text)))));
 }
 
+function renderEvents(body) {
+  const list = body.events || [];
+  $('#events-count').textContent = '(' + list.length + ')';
+  $('#events tbody').replaceChildren(...list.slice(-50).reverse().map((e) =>
+    el('tr', {}, el('td', {}, time(e.at)), el('td', {}, e['detail-type']),
+      el('td', {}, el('pre', {}, JSON.stringify(e.detail, null, 1))), el('td', {}, (e.matchedRules || []).join(', ') || '—'))));
+}
+
 function renderPushes(list) {
   $('#push-count').textContent = '(' + list.length + ')';
   $('#pushes tbody').replaceChildren(...list.map((m) =>
@@ -121,7 +129,7 @@ function renderQueues(list) {
 
 // ---- faults
 function renderFaults(state) {
-  const rows = ['email', 'sms', 'push', 'mobile'].map((ch) => {
+  const rows = ['email', 'sms', 'push', 'mobile', 'events'].map((ch) => {
     const s = state[ch] || { mode: 'off' };
     const now = s.mode === 'off' ? pill('off', 'ok') : pill(s.mode + (s.remaining < 0 ? ' until off' : ' ×' + s.remaining), 'bad');
     const form = el('form', { class: 'fault', 'data-channel': ch });
@@ -152,6 +160,7 @@ async function refresh() {
     ['/_dev/notifications?limit=25', renderNotifications],
     ['/_dev/emails', renderEmails],
     ['/_dev/sms', renderSMS],
+    ['/_dev/events', renderEvents],
     ['/_dev/push', renderPushes],
     ['/_dev/mobile-push', renderMobile],
     ['/_dev/queues', renderQueues],

@@ -74,6 +74,7 @@ var deniedStatus = map[string]struct {
 	"SESv2":            {"AccessDeniedException", http.StatusForbidden},
 	"SSM":              {"AccessDeniedException", http.StatusBadRequest},
 	"Secrets Manager":  {"AccessDeniedException", http.StatusBadRequest},
+	"EventBridge":      {"AccessDeniedException", http.StatusBadRequest},
 }
 
 // Call is one (function, action, resource) the enforcer saw.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -24,6 +25,7 @@ var servicePrefixes = map[string]string{
 	"SNS":              "sns",
 	"SSM":              "ssm",
 	"Secrets Manager":  "secretsmanager",
+	"EventBridge":      "events",
 }
 
 // Describe says what IAM authorizes for one SDK operation: one request per
@@ -95,6 +97,25 @@ func Describe(serviceID, operation string, input any, region, account string) ([
 				out = append(out, Request{Action: "dynamodb:UpdateItem", Resource: table(it.Update.TableName)})
 			case it.Delete != nil:
 				out = append(out, Request{Action: "dynamodb:DeleteItem", Resource: table(it.Delete.TableName)})
+			}
+		}
+		return out, nil
+
+	// ---------------------------------------------------------------- EventBridge
+	case *eventbridge.PutEventsInput:
+		// One request per event bus the entries name (no name: the
+		// account's default bus).
+		var out []Request
+		for _, e := range in.Entries {
+			bus := deref(e.EventBusName)
+			if bus == "" {
+				bus = "default"
+			}
+			if !strings.HasPrefix(bus, "arn:") {
+				bus = "arn:aws:events:" + region + ":" + account + ":event-bus/" + bus
+			}
+			if !slices.ContainsFunc(out, func(r Request) bool { return r.Resource == bus }) {
+				out = append(out, Request{Action: action, Resource: bus})
 			}
 		}
 		return out, nil

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
@@ -47,6 +49,12 @@ func TestDescribe(t *testing.T) {
 		}}, []Request{
 			{Action: "dynamodb:ConditionCheckItem", Resource: tbl}, {Action: "dynamodb:PutItem", Resource: tbl},
 			{Action: "dynamodb:UpdateItem", Resource: tbl}, {Action: "dynamodb:DeleteItem", Resource: tbl}}},
+		{"EventBridge", "PutEvents", &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{
+			{EventBusName: aws.String("herald")}, {EventBusName: aws.String("herald")},
+			{EventBusName: aws.String("arn:aws:events:us-east-1:000000000000:event-bus/other")}, {}}},
+			[]Request{{Action: "events:PutEvents", Resource: "arn:aws:events:us-east-1:000000000000:event-bus/herald"},
+				{Action: "events:PutEvents", Resource: "arn:aws:events:us-east-1:000000000000:event-bus/other"},
+				{Action: "events:PutEvents", Resource: "arn:aws:events:us-east-1:000000000000:event-bus/default"}}},
 		{"SQS", "SendMessage", &sqs.SendMessageInput{QueueUrl: queueURL},
 			[]Request{{Action: "sqs:SendMessage", Resource: q}}},
 		{"SQS", "SendMessageBatch", &sqs.SendMessageBatchInput{QueueUrl: aws.String("https://sqs.us-east-1.amazonaws.com/000000000000/herald-EmailHighQueue")},
