@@ -34,8 +34,11 @@ func TestMain(m *testing.M) {
 	}
 	stacktest.Main(m, devstack.Config{
 		ScheduleInterval: time.Hour,
-		Overrides:        map[string]string{"BackoffBase": "1s", "BackoffCap": "2s"},
-		Logs:             w,
+		// EmailRateLimit 0 (unlimited, not the default 5 a minute): a relay
+		// redrive must plan with the deployed relay's limits
+		// (TestRelayRedriveUsesTheDeployedLimits).
+		Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "EmailRateLimit": "0"},
+		Logs:      w,
 	})
 }
 
