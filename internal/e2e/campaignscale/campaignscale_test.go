@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
@@ -30,11 +28,6 @@ const (
 	// reads): the stack shares two cores with everything else.
 	parallel = 12
 )
-
-func store(t testing.TB) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
 
 // heraldClient is the Go client for the stack's API as the dev caller,
 // retrying 5xx, 429 and network errors for up to ~30 s with the same
@@ -125,7 +118,7 @@ func sendAlert(hc *client.Client, s *dynamo.Store, user string, timeout time.Dur
 // ~2 min against the 100 s the 20/s bulk slots allow, checks ~15 s); at load
 // average 16, 5 minutes (the campaign at 7.5/s), so done may take 8.
 func TestCampaignToTwoThousandUsers(t *testing.T) {
-	s := store(t)
+	s := stacktest.Store(t)
 	hc := heraldClient(t)
 	ctx := context.Background()
 	run := stacktest.UniqueID("cs")

@@ -36,7 +36,7 @@ func parkExhausted(t *testing.T, addr string) string {
 		"sendAt":    st.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 	})
 	delivery(t, id, domain.ChannelEmail, "the delivery deferred", status(domain.StatusDeferred, domain.ReasonScheduled))
-	s := store(t)
+	s := stacktest.Store(t)
 	now := st.Clock.Now()
 	steps := []domain.Change{{To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}}}
 	for range 3 {
@@ -224,7 +224,7 @@ func TestRelayDLQRedrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store(t).PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
+	if err := stacktest.Store(t).PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
 		t.Fatal(err)
 	}
 	streamARN, err := st.Resources.Resolve("${getatt:Table.StreamArn}")
@@ -293,7 +293,7 @@ func TestRelayRedriveUsesTheDeployedLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := store(t)
+	s := stacktest.Store(t)
 	if err := s.PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
 		t.Fatal(err)
 	}
