@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
 )
 
 // fakeStore is an in-memory table with the same conditional semantics as the
@@ -24,7 +25,7 @@ import (
 type fakeStore struct {
 	mu            sync.Mutex
 	notifications map[string]*domain.Notification
-	deliveries    map[string]map[domain.Channel]*domain.Delivery
+	deliveries    *storetest.MemDeliveries
 	users         map[string]*domain.User
 	subs          map[string]map[string]domain.PushSubscription
 	prefs         map[string]domain.Preferences
@@ -34,7 +35,7 @@ type fakeStore struct {
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{
-		notifications: map[string]*domain.Notification{}, deliveries: map[string]map[domain.Channel]*domain.Delivery{},
+		notifications: map[string]*domain.Notification{}, deliveries: storetest.NewMemDeliveries(nil),
 		users: map[string]*domain.User{}, subs: map[string]map[string]domain.PushSubscription{}, prefs: map[string]domain.Preferences{},
 	}
 }
@@ -72,14 +73,8 @@ func (f *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) 
 	if !ok {
 		return nil, nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
 	}
-	var ds []domain.Delivery
-	for _, c := range domain.Channels {
-		if d, ok := f.deliveries[id][c]; ok {
-			ds = append(ds, *d)
-		}
-	}
 	cp := *n
-	return &cp, ds, nil
+	return &cp, f.deliveries.Of(id), nil
 }
 
 func (f *fakeStore) CancelNotification(_ context.Context, id, caller string) (*domain.Notification, error) {
@@ -100,45 +95,22 @@ func (f *fakeStore) CancelNotification(_ context.Context, id, caller string) (*d
 	return &cp, nil
 }
 
-func (f *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+// Transition is the shared in-memory table's (storetest.MemDeliveries),
+// which runs the store contract with the DynamoDB adapter.
+func (f *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
 		return nil, f.fail
 	}
-	d, ok := f.deliveries[id][ch]
-	if !ok {
-		return nil, fmt.Errorf("delivery %s/%s: %w", id, ch, domain.ErrConflict)
+	d, err := f.deliveries.Transition(ctx, id, ch, c)
+	if err == nil {
+		f.writes++
 	}
-	from := c.From
-	if len(from) == 0 {
-		from = domain.SourcesOf(c.To)
-	}
-	allowed := false
-	for _, s := range from {
-		if !domain.CanTransition(s, c.To) {
-			return nil, domain.ErrInvalidTransition{From: s, To: c.To}
-		}
-		allowed = allowed || s == d.Status
-	}
-	if !allowed {
-		cp := *d
-		return &cp, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
-	}
-	d.Status, d.Reason, d.UpdatedAt = c.To, c.Reason, time.Now()
-	f.writes++
-	cp := *d
-	return &cp, nil
+	return d, err
 }
 
-func (f *fakeStore) addDelivery(d domain.Delivery) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.deliveries[d.NotificationID] == nil {
-		f.deliveries[d.NotificationID] = map[domain.Channel]*domain.Delivery{}
-	}
-	f.deliveries[d.NotificationID][d.Channel] = &d
-}
+func (f *fakeStore) addDelivery(d domain.Delivery) { f.deliveries.Put(d) }
 
 func (f *fakeStore) GetUser(_ context.Context, id string) (*domain.User, error) {
 	f.mu.Lock()
@@ -375,3 +347,9 @@ func decodeBody[T any](t testing.TB, body string) T {
 }
 
 const validInvoice = `{"type":"invoice.payment_failed","recipient":{"userId":"u1","email":"u1@example.com"},"data":{"invoiceUrl":"https://example.com/i/9"}}`
+
+// delivery is the stored delivery (the zero one when there is none).
+func (f *fakeStore) delivery(id string, ch domain.Channel) domain.Delivery {
+	d, _ := f.deliveries.Get(id, ch)
+	return d
+}

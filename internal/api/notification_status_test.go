@@ -79,7 +79,7 @@ func TestCancelDropsWhatIsNotSentYet(t *testing.T) {
 		t.Errorf("push = %+v", d)
 	}
 	// The other notification is untouched.
-	if s := ta.store.deliveries[other][domain.ChannelEmail].Status; s != domain.StatusRetrying {
+	if s := ta.store.delivery(other, domain.ChannelEmail).Status; s != domain.StatusRetrying {
 		t.Errorf("other notification's delivery = %s", s)
 	}
 	// Cancelling again answers the same and writes nothing new.
@@ -96,7 +96,7 @@ func TestCancelEveryUnsentState(t *testing.T) {
 		id := ta.accepted(t, validInvoice, "k")
 		ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: s})
 		ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
-		if d := ta.store.deliveries[id][domain.ChannelEmail]; d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled {
+		if d := ta.store.delivery(id, domain.ChannelEmail); d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled {
 			t.Errorf("%s → %s/%s, want dropped/cancelled", s, d.Status, d.Reason)
 		}
 	}
@@ -105,7 +105,7 @@ func TestCancelEveryUnsentState(t *testing.T) {
 		id := ta.accepted(t, validInvoice, "k")
 		ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: s})
 		ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
-		if d := ta.store.deliveries[id][domain.ChannelEmail]; d.Status != s {
+		if d := ta.store.delivery(id, domain.ChannelEmail); d.Status != s {
 			t.Errorf("%s changed to %s", s, d.Status)
 		}
 	}

@@ -34,11 +34,15 @@ type localSecrets struct {
 	UnsubscribeSecret string            `json:"unsubscribeSecret"`
 }
 
-// loadSecrets returns the data directory's secrets, creating them on first
-// use; without a directory, fresh ones.
+// loadSecrets returns the data directory's secrets, creating them (and the
+// directory, private, with its parents) on first use; without a directory,
+// fresh ones. Start calls it before anything else uses the directory.
 func loadSecrets(dataDir string) (localSecrets, error) {
 	path := filepath.Join(dataDir, secretsFile)
 	if dataDir != "" {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return localSecrets{}, fmt.Errorf("data directory (HERALD_DEV_DATA): %w", err)
+		}
 		raw, err := os.ReadFile(path)
 		if err == nil {
 			var s localSecrets

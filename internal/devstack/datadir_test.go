@@ -25,6 +25,22 @@ func TestLoadSecrets(t *testing.T) {
 			t.Fatalf("want two distinct complete secrets, got %+v and %+v", a.VAPID.PublicKey, b.VAPID.PublicKey)
 		}
 	})
+	// HERALD_DEV_DATA=.herald/data on a fresh checkout: the directory (and
+	// its parents) do not exist yet.
+	t.Run("a data directory that does not exist is created", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), ".herald", "data")
+		a, err := loadSecrets(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("data directory %v, %v; want a private directory", fi, err)
+		}
+		b, err := loadSecrets(dir)
+		if err != nil || a != b {
+			t.Fatalf("second load: %v, same secrets %v", err, a == b)
+		}
+	})
 	t.Run("with a data directory, the same across restarts, private", func(t *testing.T) {
 		dir := t.TempDir()
 		a, err := loadSecrets(dir)

@@ -7,7 +7,8 @@ import (
 )
 
 // LocalState describes the running stack for `herald dlq` and other tools:
-// the endpoints the functions use, the table and every queue.
+// the endpoints the functions use, the table, every queue and the relay
+// function's environment.
 func (s *Stack) LocalState() ops.LocalState {
 	queues := map[string]string{}
 	for id, q := range s.Resources.Queues {
@@ -20,8 +21,24 @@ func (s *Stack) LocalState() ops.LocalState {
 	return ops.LocalState{
 		EventBus: bus,
 		PID:      os.Getpid(), APIURL: s.APIURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
-		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir,
+		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir, RelayEnv: s.relayEnv(),
 	}
+}
+
+// relayEnv is the environment the runner gives the relay function (the
+// configuration a relay DLQ redrive builds the relay with); nil when the
+// template has no relay function or its environment does not resolve.
+func (s *Stack) relayEnv() map[string]string {
+	for _, fn := range s.Template.Functions() {
+		if fn.LogicalID == ops.RelayFunctionLogicalID {
+			env, err := s.functionEnv(fn)
+			if err != nil {
+				return nil
+			}
+			return env
+		}
+	}
+	return nil
 }
 
 // endpoints are the stack's service endpoints by AWS_ENDPOINT_URL_ suffix.

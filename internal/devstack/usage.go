@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -25,6 +26,8 @@ type Usage struct {
 	invocations map[string]*Invocations
 	logBytes    map[string]*atomic.Int64
 	capacity    map[string]float64 // "<read|write> <table|index name>"
+	// capacityByOp is the same by operation: "<read|write> <Operation> <name>".
+	capacityByOp map[string]float64
 	// waits are SendMessage → handler start per event source mapping.
 	waits map[string][]time.Duration
 }
@@ -37,7 +40,7 @@ type Invocations struct {
 
 // NewUsage returns empty counters.
 func NewUsage() *Usage {
-	return &Usage{invocations: map[string]*Invocations{}, logBytes: map[string]*atomic.Int64{}, capacity: map[string]float64{}, waits: map[string][]time.Duration{}}
+	return &Usage{invocations: map[string]*Invocations{}, logBytes: map[string]*atomic.Int64{}, capacity: map[string]float64{}, capacityByOp: map[string]float64{}, waits: map[string][]time.Duration{}}
 }
 
 // recordWaits files how long each message of a batch waited in its queue,
@@ -104,21 +107,21 @@ type UsageSnapshot struct {
 	// Capacity is consumed DynamoDB capacity units by "read <name>" and
 	// "write <name>", name being the table or an index.
 	Capacity map[string]float64 `json:"capacity"`
+	// CapacityByOperation is Capacity by "read <Operation> <name>" and
+	// "write <Operation> <name>" (Operation as in the DynamoDB API: PutItem).
+	CapacityByOperation map[string]float64 `json:"capacityByOperation"`
 }
 
 // Snapshot copies the counters.
 func (u *Usage) Snapshot() UsageSnapshot {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	s := UsageSnapshot{Invocations: map[string]Invocations{}, LogBytes: map[string]int64{}, Capacity: map[string]float64{}}
+	s := UsageSnapshot{Invocations: map[string]Invocations{}, LogBytes: map[string]int64{}, Capacity: maps.Clone(u.capacity), CapacityByOperation: maps.Clone(u.capacityByOp)}
 	for k, v := range u.invocations {
 		s.Invocations[k] = *v
 	}
 	for k, v := range u.logBytes {
 		s.LogBytes[k] = v.Load()
-	}
-	for k, v := range u.capacity {
-		s.Capacity[k] = v
 	}
 	return s
 }
@@ -132,6 +135,7 @@ func (u *Usage) Reset() {
 		n.Store(0)
 	}
 	u.capacity = map[string]float64{}
+	u.capacityByOp = map[string]float64{}
 }
 
 // readOperations consume read capacity; every other DynamoDB operation
@@ -153,9 +157,14 @@ func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
 			if out.Result == nil {
 				return out, md, err
 			}
+			op := awsmiddleware.GetOperationName(ctx)
 			kind := "write "
-			if readOperations[awsmiddleware.GetOperationName(ctx)] {
+			if readOperations[op] {
 				kind = "read "
+			}
+			add := func(name string, v float64) {
+				u.capacity[kind+name] += v
+				u.capacityByOp[kind+op+" "+name] += v
 			}
 			var consumed []types.ConsumedCapacity
 			switch f := reflect.ValueOf(out.Result).Elem().FieldByName("ConsumedCapacity"); {
@@ -167,14 +176,13 @@ func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
 			}
 			u.mu.Lock()
 			for _, c := range consumed {
-				table := "table"
 				if c.Table != nil {
-					u.capacity[kind+table] += units(c.Table)
+					add("table", units(c.Table))
 				} else if len(c.GlobalSecondaryIndexes) == 0 && c.CapacityUnits != nil {
-					u.capacity[kind+table] += *c.CapacityUnits
+					add("table", *c.CapacityUnits)
 				}
 				for name, idx := range c.GlobalSecondaryIndexes {
-					u.capacity[kind+name] += units(&idx)
+					add(name, units(&idx))
 				}
 			}
 			u.mu.Unlock()

@@ -18,8 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/policy"
 )
 
 type fakeStacks struct {
@@ -37,6 +40,24 @@ func (f *fakeStacks) DescribeStacks(_ context.Context, in *cloudformation.Descri
 		outs = append(outs, cfntypes.Output{OutputKey: aws.String(k), OutputValue: aws.String(v)})
 	}
 	return &cloudformation.DescribeStacksOutput{Stacks: []cfntypes.Stack{{Outputs: outs}}}, nil
+}
+
+// DescribeStackResource names the stack's relay function.
+func (f *fakeStacks) DescribeStackResource(_ context.Context, in *cloudformation.DescribeStackResourceInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourceOutput, error) {
+	return &cloudformation.DescribeStackResourceOutput{StackResourceDetail: &cfntypes.StackResourceDetail{
+		LogicalResourceId: in.LogicalResourceId, PhysicalResourceId: aws.String(aws.ToString(in.StackName) + "-" + aws.ToString(in.LogicalResourceId) + "-X1"),
+	}}, nil
+}
+
+// fakeFunctions serves deployed functions' environments by name.
+type fakeFunctions map[string]map[string]string
+
+func (f fakeFunctions) GetFunctionConfiguration(_ context.Context, in *lambda.GetFunctionConfigurationInput, _ ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error) {
+	env, ok := f[aws.ToString(in.FunctionName)]
+	if !ok {
+		return nil, errors.New("ResourceNotFoundException: Function not found: " + aws.ToString(in.FunctionName))
+	}
+	return &lambda.GetFunctionConfigurationOutput{Environment: &lambdatypes.EnvironmentResponse{Variables: env}}, nil
 }
 
 type failingCreds struct{}
@@ -68,7 +89,14 @@ func TestResolver(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := LocalState{PID: 4242, APIURL: "http://127.0.0.1:3000", Region: "us-east-1", Table: "herald-Table",
-		Endpoints: map[string]string{"SQS": "http://127.0.0.1:9324", "DYNAMODB": "http://127.0.0.1:8000"}, Queues: map[string]string{}}
+		Endpoints: map[string]string{"SQS": "http://127.0.0.1:9324", "DYNAMODB": "http://127.0.0.1:8000"}, Queues: map[string]string{},
+		RelayEnv: map[string]string{"RATE_LIMIT_EMAIL": "2", "RATE_LIMIT_WINDOW": "2m"}}
+	// The deployed relay functions' environments, with limits other than the
+	// defaults: a redrive must plan with them.
+	functions := fakeFunctions{
+		"prod-RelayFunction-X1": {"TABLE_NAME": "tbl", "RATE_LIMIT_EMAIL": "1", "RATE_LIMIT_WINDOW": "1h"},
+		"stg-RelayFunction-X1":  {"TABLE_NAME": "tbl", "RATE_LIMIT_EMAIL": "7", "RATE_LIMIT_WINDOW": "10m"},
+	}
 	for k, v := range testOutputs() {
 		if id, ok := strings.CutSuffix(k, "Url"); ok {
 			st.Queues[id] = v
@@ -91,17 +119,20 @@ func TestResolver(t *testing.T) {
 		wantErr   error
 		wantStack string
 		wantSet   string
+		// wantLimit is the email limit and window the redrive's relay plans with.
+		wantLimit int
+		wantWin   time.Duration
 	}{
-		{name: "stack flag", where: Where{Stack: "prod"}, wd: sub, alive: true, creds: goodCreds, stack: testOutputs(), wantDesc: "stack prod", wantStack: "prod"},
-		{name: "HERALD_STACK", env: map[string]string{"HERALD_STACK": "stg"}, wd: sub, creds: goodCreds, stack: testOutputs(), wantDesc: "stack stg", wantStack: "stg"},
+		{name: "stack flag", where: Where{Stack: "prod"}, wd: sub, alive: true, creds: goodCreds, stack: testOutputs(), wantDesc: "stack prod", wantStack: "prod", wantLimit: 1, wantWin: time.Hour},
+		{name: "HERALD_STACK", env: map[string]string{"HERALD_STACK": "stg"}, wd: sub, creds: goodCreds, stack: testOutputs(), wantDesc: "stack stg", wantStack: "stg", wantLimit: 7, wantWin: 10 * time.Minute},
 		{name: "unknown stack", where: Where{Stack: "nope"}, wd: sub, creds: goodCreds, wantDesc: ""},
 		{name: "no credentials", where: Where{Stack: "prod"}, wd: sub, creds: failingCreds{}, stack: testOutputs(), wantErr: ErrNoCredentials},
 		{name: "environment", env: map[string]string{"TABLE_NAME": "tbl", "EMAIL_DLQ_URL": emailDLQ, "SMS_DLQ_URL": smsDLQ, "PUSH_DLQ_URL": pushDLQ, "RELAY_DLQ_URL": relayDLQ,
 			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue, "CAMPAIGN_DLQ_URL": campaignDLQ, "CAMPAIGN_QUEUE_URL": campaignQ, "FEEDBACK_DLQ_URL": feedbackDLQ,
 			"EMAIL_HIGH_QUEUE_URL": "a", "EMAIL_NORMAL_QUEUE_URL": "a", "EMAIL_LOW_QUEUE_URL": "a", "SMS_HIGH_QUEUE_URL": "a", "SMS_NORMAL_QUEUE_URL": "a",
-			"SMS_LOW_QUEUE_URL": "a", "PUSH_HIGH_QUEUE_URL": "a", "PUSH_NORMAL_QUEUE_URL": "a", "PUSH_LOW_QUEUE_URL": "a"}, wd: sub, creds: goodCreds, wantDesc: "environment"},
-		{name: "local state found upwards", wd: sub, alive: true, creds: goodCreds, wantDesc: "local stack http://127.0.0.1:3000", wantSet: "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324"},
-		{name: "state flag", where: Where{State: statePath}, wd: "/", alive: true, creds: goodCreds, wantDesc: "local stack", wantSet: "AWS_REGION=us-east-1"},
+			"SMS_LOW_QUEUE_URL": "a", "PUSH_HIGH_QUEUE_URL": "a", "PUSH_NORMAL_QUEUE_URL": "a", "PUSH_LOW_QUEUE_URL": "a", "RATE_LIMIT_EMAIL": "3", "RATE_LIMIT_WINDOW": "30s"}, wd: sub, creds: goodCreds, wantDesc: "environment", wantLimit: 3, wantWin: 30 * time.Second},
+		{name: "local state found upwards", wd: sub, alive: true, creds: goodCreds, wantDesc: "local stack http://127.0.0.1:3000", wantSet: "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324", wantLimit: 2, wantWin: 2 * time.Minute},
+		{name: "state flag", where: Where{State: statePath}, wd: "/", alive: true, creds: goodCreds, wantDesc: "local stack", wantSet: "AWS_REGION=us-east-1", wantLimit: 2, wantWin: 2 * time.Minute},
 		{name: "stale state", wd: sub, alive: false, creds: goodCreds, wantErr: ErrStaleState},
 		{name: "nothing", wd: t.TempDir(), creds: goodCreds, wantErr: ErrNoTarget},
 	}
@@ -117,7 +148,9 @@ func TestResolver(t *testing.T) {
 				LoadConfig: func(context.Context) (aws.Config, error) {
 					return aws.Config{Region: "eu-west-1", Credentials: tt.creds}, nil
 				},
-				Stacks: func(aws.Config) StacksAPI { return stacks },
+				Stacks:         func(aws.Config) StacksAPI { return stacks },
+				StackResources: func(aws.Config) StackResourcesAPI { return stacks },
+				Functions:      func(aws.Config) FunctionsAPI { return functions },
 			}
 			_, tg, desc, err := r.Resolve(context.Background(), tt.where)
 			if tt.wantErr != nil {
@@ -137,6 +170,11 @@ func TestResolver(t *testing.T) {
 			}
 			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 7 || tg.Release == "" || tg.Campaign == "" || stacks.asked != tt.wantStack {
 				t.Errorf("desc %q, target %+v, asked stack %q", desc, tg, stacks.asked)
+			}
+			// The relay a redrive re-runs is configured as the deployed one.
+			limits, err := policy.LimitsFromEnv(relayDeps(aws.Config{}, tg, nil, nil).Getenv)
+			if err != nil || limits.For(domain.ChannelEmail) != tt.wantLimit || limits.Window != tt.wantWin {
+				t.Errorf("redrive relay limits %+v, %v; want email %d per %v (the deployed relay's)", limits, err, tt.wantLimit, tt.wantWin)
 			}
 			if tt.wantSet != "" {
 				k, v, _ := strings.Cut(tt.wantSet, "=")

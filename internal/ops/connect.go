@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/app"
@@ -42,6 +43,22 @@ type StacksAPI interface {
 
 var _ StacksAPI = (*cloudformation.Client)(nil)
 
+// StackResourcesAPI finds a stack resource's physical id (the relay
+// function's name).
+type StackResourcesAPI interface {
+	DescribeStackResource(context.Context, *cloudformation.DescribeStackResourceInput, ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourceOutput, error)
+}
+
+// FunctionsAPI reads a deployed function's configuration (its environment).
+type FunctionsAPI interface {
+	GetFunctionConfiguration(context.Context, *lambda.GetFunctionConfigurationInput, ...func(*lambda.Options)) (*lambda.GetFunctionConfigurationOutput, error)
+}
+
+var (
+	_ StackResourcesAPI = (*cloudformation.Client)(nil)
+	_ FunctionsAPI      = (*lambda.Client)(nil)
+)
+
 // Resolver finds the deployment the commands act on. Its fields are the
 // process's environment; tests replace them.
 type Resolver struct {
@@ -49,9 +66,11 @@ type Resolver struct {
 	Setenv func(string, string) error
 	Getwd  func() (string, error)
 	// Alive reports whether a process exists (stale state detection).
-	Alive      func(pid int) bool
-	LoadConfig func(context.Context) (aws.Config, error)
-	Stacks     func(aws.Config) StacksAPI
+	Alive          func(pid int) bool
+	LoadConfig     func(context.Context) (aws.Config, error)
+	Stacks         func(aws.Config) StacksAPI
+	StackResources func(aws.Config) StackResourcesAPI
+	Functions      func(aws.Config) FunctionsAPI
 }
 
 // DefaultResolver uses the process environment and the AWS SDK.
@@ -62,7 +81,9 @@ func DefaultResolver() Resolver {
 		LoadConfig: func(ctx context.Context) (aws.Config, error) {
 			return config.LoadDefaultConfig(ctx)
 		},
-		Stacks: func(cfg aws.Config) StacksAPI { return cloudformation.NewFromConfig(cfg) },
+		Stacks:         func(cfg aws.Config) StacksAPI { return cloudformation.NewFromConfig(cfg) },
+		StackResources: func(cfg aws.Config) StackResourcesAPI { return cloudformation.NewFromConfig(cfg) },
+		Functions:      func(cfg aws.Config) FunctionsAPI { return lambda.NewFromConfig(cfg) },
 	}
 }
 
@@ -165,11 +186,40 @@ func (r Resolver) fromStack(ctx context.Context, cfg aws.Config, stack string) (
 	if err != nil {
 		return Target{}, fmt.Errorf("stack %s outputs: %w", stack, err)
 	}
+	if t.Relay, err = r.relayConfig(ctx, cfg, stack); err != nil {
+		return Target{}, err
+	}
 	return t, nil
 }
 
-// Connect builds an Operator with real AWS clients for t. log receives the
-// relay's logs when the relay DLQ is redriven (nil discards them).
+// relayConfig reads the environment of the stack's deployed relay function
+// (cloudformation:DescribeStackResource, lambda:GetFunctionConfiguration).
+func (r Resolver) relayConfig(ctx context.Context, cfg aws.Config, stack string) (map[string]string, error) {
+	res, err := r.StackResources(cfg).DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{
+		StackName: aws.String(stack), LogicalResourceId: aws.String(RelayFunctionLogicalID),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stack %s: %s: %w", stack, RelayFunctionLogicalID, err)
+	}
+	if res.StackResourceDetail == nil || aws.ToString(res.StackResourceDetail.PhysicalResourceId) == "" {
+		return nil, fmt.Errorf("stack %s has no %s", stack, RelayFunctionLogicalID)
+	}
+	name := aws.ToString(res.StackResourceDetail.PhysicalResourceId)
+	fc, err := r.Functions(cfg).GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("relay function %s configuration: %w", name, err)
+	}
+	env := map[string]string{}
+	if fc.Environment != nil {
+		maps.Copy(env, fc.Environment.Variables)
+	}
+	return env, nil
+}
+
+// Connect builds an Operator with real AWS clients for t. The relay a relay
+// DLQ redrive re-runs is built as the function is (relayfn.New) with the
+// deployed function's environment (t.RelayEnv). log receives the relay's
+// logs when the relay DLQ is redriven (nil discards them).
 func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -179,8 +229,7 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := t.RelayEnv()
-	relay, err := relayfn.New(app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: time.Now, Log: log, Catalog: cat})
+	relay, err := relayfn.New(relayDeps(cfg, t, log, cat))
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
@@ -194,10 +243,18 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 	return op, nil
 }
 
+// relayDeps are the relay's dependencies for a redrive: the deployed
+// function's environment (t.RelayEnv) and the operator's AWS configuration.
+func relayDeps(cfg aws.Config, t Target, log *slog.Logger, cat *catalog.Catalog) app.Deps {
+	env := t.RelayEnv()
+	return app.Deps{AWS: cfg, Getenv: func(k string) string { return env[k] }, Now: time.Now, Log: log, Catalog: cat}
+}
+
 // RelayReplanner re-runs the relay's planning for a notification: the
 // notification's current item becomes a one-record INSERT batch for the
 // relay handler. Safe to repeat: the relay creates each delivery at most once
-// and sends a work message only while the delivery is still planned.
+// (a conditional put), and re-sends a work message only for a delivery still
+// queued and unclaimed, whose duplicate the worker's claim discards.
 type RelayReplanner struct {
 	Handle func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error)
 	Record func(ctx context.Context, id string) (events.DynamoDBEventRecord, error)

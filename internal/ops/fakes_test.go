@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
 )
 
 // clock is a fake clock; sleeping advances it.
@@ -301,7 +302,7 @@ func (f *fakeSQS) ListMessageMoveTasks(_ context.Context, in *sqs.ListMessageMov
 type fakeStore struct {
 	mu            sync.Mutex
 	notifications map[string]*domain.Notification
-	deliveries    map[string]map[domain.Channel]*domain.Delivery
+	deliveries    *storetest.MemDeliveries
 	transitions   []string
 	failTo        map[domain.Status]error
 	// due lists the due partitions that still hold deliveries due (HasDue).
@@ -316,22 +317,19 @@ type fakeStore struct {
 var _ Store = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{notifications: map[string]*domain.Notification{}, deliveries: map[string]map[domain.Channel]*domain.Delivery{}}
+	return &fakeStore{notifications: map[string]*domain.Notification{}, deliveries: storetest.NewMemDeliveries(nil)}
 }
 
 func (s *fakeStore) add(n *domain.Notification, ds ...domain.Delivery) {
 	s.notifications[n.ID] = n
-	s.deliveries[n.ID] = map[domain.Channel]*domain.Delivery{}
-	for i := range ds {
-		d := ds[i]
-		s.deliveries[n.ID][d.Channel] = &d
+	for _, d := range ds {
+		s.deliveries.Put(d)
 	}
 }
 
 func (s *fakeStore) delivery(id string, c domain.Channel) domain.Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return *s.deliveries[id][c]
+	d, _ := s.deliveries.Get(id, c)
+	return d
 }
 
 func (s *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
@@ -341,14 +339,8 @@ func (s *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) 
 	if !ok {
 		return nil, nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
 	}
-	var ds []domain.Delivery
-	for _, c := range domain.Channels {
-		if d, ok := s.deliveries[id][c]; ok {
-			ds = append(ds, *d)
-		}
-	}
 	cp := *n
-	return &cp, ds, nil
+	return &cp, s.deliveries.Of(id), nil
 }
 
 func (s *fakeStore) HasDue(_ context.Context, p domain.DuePartition, _ time.Time) (bool, error) {
@@ -371,32 +363,21 @@ func (s *fakeStore) GetCampaign(_ context.Context, id string) (*domain.Campaign,
 	return &domain.Campaign{ID: id, Status: st, Type: "newsletter", Data: map[string]any{"secret": "private text"}}, nil
 }
 
-func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+// Transition applies c to the shared in-memory table
+// (storetest.MemDeliveries, which runs the store contract with the DynamoDB
+// adapter) and records the edges taken; failTo injects failures.
+func (s *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.failTo[c.To]; err != nil {
 		return nil, err
 	}
-	d, ok := s.deliveries[id][ch]
-	if !ok {
-		return nil, domain.ErrConflict
+	before, _ := s.deliveries.Get(id, ch)
+	d, err := s.deliveries.Transition(ctx, id, ch, c)
+	if err == nil {
+		s.transitions = append(s.transitions, fmt.Sprintf("%s/%s %s→%s", id, ch, before.Status, c.To))
 	}
-	for _, f := range c.From {
-		if !domain.CanTransition(f, c.To) {
-			return nil, domain.ErrInvalidTransition{From: f, To: c.To}
-		}
-	}
-	if !slices.Contains(c.From, d.Status) {
-		cp := *d
-		return &cp, domain.ErrConflict
-	}
-	s.transitions = append(s.transitions, fmt.Sprintf("%s/%s %s→%s", id, ch, d.Status, c.To))
-	d.Status, d.Reason = c.To, c.Reason
-	if c.LastError != "" {
-		d.LastError = c.LastError
-	}
-	cp := *d
-	return &cp, nil
+	return d, err
 }
 
 // fakeStreams serves one shard's records by sequence number.

@@ -32,6 +32,10 @@ type LocalState struct {
 	// state in memory).
 	Logs    string `json:"logs,omitempty"`
 	DataDir string `json:"dataDir,omitempty"`
+	// RelayEnv is the environment the runner gives the relay function (the
+	// template's values resolved locally, with the stack's overrides), so
+	// that a relay DLQ redrive builds the relay as the runner does.
+	RelayEnv map[string]string `json:"relayEnv,omitempty"`
 }
 
 // WriteState writes st to root/.herald/dev.json and returns the path.
@@ -102,6 +106,7 @@ func (st LocalState) Target() (Target, error) {
 		return Target{}, fmt.Errorf("local stack state: %w", err)
 	}
 	t.EventBus = st.EventBus
+	t.Relay = st.RelayEnv
 	return t, nil
 }
 

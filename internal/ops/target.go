@@ -8,11 +8,13 @@ package ops
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/queue"
 )
 
@@ -111,6 +113,11 @@ type Target struct {
 	// EventBus is the event bus's name (where an events DLQ redrive
 	// publishes); "" when the description does not name it.
 	EventBus string
+	// Relay is the environment the deployed relay function runs with (its
+	// rate limits, window, retention, …): a relay DLQ redrive builds the
+	// relay with it, as Lambda does. Resolve fills it; nil leaves only the
+	// table and queue settings (RelayEnv).
+	Relay map[string]string
 }
 
 // TargetFromURLs builds a target from queue URLs keyed by template logical id
@@ -206,6 +213,7 @@ func TargetFromEnv(getenv func(string) string) (t Target, ok bool, err error) {
 		return Target{}, true, fmt.Errorf("environment: %w", err)
 	}
 	t.EventBus = getenv("EVENT_BUS_NAME")
+	t.Relay = relayEnvFromProcess(getenv)
 	return t, true, nil
 }
 
@@ -237,14 +245,36 @@ func (t Target) DLQ(arg string) (DLQ, error) {
 	return DLQ{}, &UnknownQueueError{Arg: arg, Known: known}
 }
 
+// RelayFunctionLogicalID is the relay function's logical id in template.yaml.
+const RelayFunctionLogicalID = "RelayFunction"
+
 // RelayEnv is the environment the relay function runs with, for re-running
-// it from the command line.
+// it from the command line: the deployed function's (Relay), over the
+// table and work queues of t.
 func (t Target) RelayEnv() map[string]string {
 	// Re-planning hands the relay notification records only: no events.
 	env := map[string]string{"TABLE_NAME": t.Table, "DELIVERY_EVENTS": "none"}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			env[queue.EnvName(c, p)] = t.Work[domain.QueueName(c, p)]
+		}
+	}
+	maps.Copy(env, t.Relay)
+	return env
+}
+
+// relayEnvFromProcess is the relay's configuration when the deployment is
+// described by environment variables: the relay's own settings, read from
+// the same environment.
+func relayEnvFromProcess(getenv func(string) string) map[string]string {
+	names := []string{"RATE_LIMIT_WINDOW", "RETENTION_DAYS", "LOG_LEVEL"}
+	for _, c := range domain.Channels {
+		names = append(names, policy.LimitEnv(c))
+	}
+	env := map[string]string{}
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			env[n] = v
 		}
 	}
 	return env

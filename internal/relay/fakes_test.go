@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
 )
 
 // memStore is an in-memory relay.Store with the table's conditional
@@ -21,7 +22,7 @@ import (
 type memStore struct {
 	mu           sync.Mutex
 	profiles     map[string]*domain.RecipientProfile
-	deliveries   map[string]domain.Delivery
+	deliveries   *storetest.MemDeliveries
 	counters     map[string][]string // user#channel#window → counted ids
 	heads        map[string]digestHead
 	members      map[string][]string // leader → member ids
@@ -43,7 +44,7 @@ type digestHead struct {
 
 func newMemStore() *memStore {
 	return &memStore{
-		profiles: map[string]*domain.RecipientProfile{}, deliveries: map[string]domain.Delivery{},
+		profiles: map[string]*domain.RecipientProfile{}, deliveries: storetest.NewMemDeliveries(nil),
 		counters: map[string][]string{}, heads: map[string]digestHead{}, members: map[string][]string{},
 		profileReads: map[string]int{}, failCreate: map[string]error{}, failTransition: map[string]int{},
 		failProfile: map[string]error{}, batchUsers: map[string]int{},
@@ -54,12 +55,10 @@ func dkey(id string, c domain.Channel) string { return id + "/" + string(c) }
 
 // claimQueued plays the workers: every queued delivery is claimed.
 func (s *memStore) claimQueued() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, d := range s.deliveries {
+	for _, d := range s.deliveries.All() {
 		if d.Status == domain.StatusQueued {
 			d.Status = domain.StatusSending
-			s.deliveries[k] = d
+			s.deliveries.Put(d)
 		}
 	}
 }
@@ -87,7 +86,7 @@ func (s *memStore) ReadPlanning(_ context.Context, keys []domain.DeliveryKey, us
 	}
 	existing := map[domain.DeliveryKey]domain.Delivery{}
 	for _, k := range keys {
-		if d, ok := s.deliveries[dkey(k.NotificationID, k.Channel)]; ok {
+		if d, ok := s.deliveries.Get(k.NotificationID, k.Channel); ok {
 			existing[k] = d
 		}
 	}
@@ -103,42 +102,28 @@ func (s *memStore) ReadPlanning(_ context.Context, keys []domain.DeliveryKey, us
 	return existing, profiles, nil
 }
 
-func (s *memStore) CreateDelivery(_ context.Context, d *domain.Delivery) (*domain.Delivery, error) {
+// CreateDelivery and Transition are the shared in-memory table's
+// (storetest.MemDeliveries, which runs the store contract with the DynamoDB
+// adapter), with failures to inject.
+func (s *memStore) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.failCreate[d.NotificationID]; err != nil {
+	err := s.failCreate[d.NotificationID]
+	s.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	k := dkey(d.NotificationID, d.Channel)
-	if existing, ok := s.deliveries[k]; ok {
-		return &existing, fmt.Errorf("create %s: %w", k, domain.ErrConflict)
-	}
-	s.deliveries[k] = *d
-	return d, nil
+	return s.deliveries.CreateDelivery(ctx, d)
 }
 
-func (s *memStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+func (s *memStore) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.failTransition[id] > 0 {
 		s.failTransition[id]--
+		s.mu.Unlock()
 		return nil, errors.New("injected transition failure")
 	}
-	k := dkey(id, ch)
-	d, ok := s.deliveries[k]
-	from := c.From
-	if len(from) == 0 {
-		from = domain.SourcesOf(c.To)
-	}
-	if !ok || !slices.Contains(from, d.Status) {
-		return nil, fmt.Errorf("transition %s: %w", k, domain.ErrConflict)
-	}
-	d.Status, d.Reason = c.To, c.Reason
-	if !c.KeepDue && c.To != domain.StatusDeferred {
-		d.DueAt = time.Time{}
-	}
-	s.deliveries[k] = d
-	return &d, nil
+	s.mu.Unlock()
+	return s.deliveries.Transition(ctx, id, ch, c)
 }
 
 func (s *memStore) CountDelivery(_ context.Context, userID string, c domain.Channel, windowStart time.Time, _ time.Duration, limit int, id string) (bool, error) {
@@ -179,10 +164,7 @@ func (s *memStore) JoinDigest(_ context.Context, req domain.DigestRequest) (doma
 }
 
 func (s *memStore) delivery(id string, c domain.Channel) (domain.Delivery, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.deliveries[dkey(id, c)]
-	return d, ok
+	return s.deliveries.Get(id, c)
 }
 
 // memPublisher records published work items; it can fail items by id.

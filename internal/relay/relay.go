@@ -4,12 +4,13 @@
 // delivery's first state with a conditional write and puts ids-only work
 // messages on the channel queues.
 //
-// Idempotence rule: a delivery is created as `planned` (or directly in its
-// final skipped/dropped/deferred state); a work message is sent only while the
-// delivery is still `planned`, and the delivery then moves `planned → queued`.
-// A retried stream record finds the delivery past `planned` and sends nothing;
-// a crash between the send and the transition re-sends, and the worker's claim
-// lets only one of the two messages through. The table lookups that precede
+// Idempotence rule: a delivery is created once, with a conditional put, in
+// its state: `queued` when it is to be sent now (or directly skipped, dropped
+// or deferred); the work message is sent after the put. A retried stream
+// record finds the delivery and writes nothing; it sends the message again
+// only while the delivery is still queued (or planned) and unclaimed
+// (awaitsMessage), and the worker's claim lets only one of two messages
+// through. The table lookups that precede
 // the delivery's creation are idempotent per notification too: the rate-limit
 // counter remembers which notifications it counted, and a digest remembers its
 // leader and members (see internal/dynamo), so a retry neither counts twice

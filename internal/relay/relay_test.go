@@ -235,8 +235,8 @@ func TestIgnoresWhatIsNotANewNotification(t *testing.T) {
 	if failed := f.handle(t, modify, remove, delivery, gone); len(failed) > 0 {
 		t.Fatalf("failed %v", failed)
 	}
-	if len(f.pub.sent) > 0 || len(f.store.deliveries) > 0 {
-		t.Errorf("sent %v, deliveries %v", f.pub.sent, f.store.deliveries)
+	if len(f.pub.sent) > 0 || f.store.deliveries.Len() > 0 {
+		t.Errorf("sent %v, deliveries %v", f.pub.sent, f.store.deliveries.All())
 	}
 }
 
@@ -299,8 +299,8 @@ func TestFailedBatchReadRetriesEveryRecord(t *testing.T) {
 	f.user("u1", nil)
 	f.store.failBatchRead = errors.New("injected batch read failure")
 	failed := f.handle(t, insert("1", reservation("n1", "u1", nil)), insert("2", reservation("n2", "u2", nil)))
-	if !slices.Equal(failed, []string{"1", "2"}) || len(f.pub.sent) != 0 || len(f.store.deliveries) != 0 {
-		t.Errorf("failed %v, sent %v, deliveries %v", failed, f.pub.sent, f.store.deliveries)
+	if !slices.Equal(failed, []string{"1", "2"}) || len(f.pub.sent) != 0 || f.store.deliveries.Len() != 0 {
+		t.Errorf("failed %v, sent %v, deliveries %v", failed, f.pub.sent, f.store.deliveries.All())
 	}
 }
 

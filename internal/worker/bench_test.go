@@ -49,8 +49,9 @@ func BenchmarkHandle(b *testing.B) {
 			for b.Loop() {
 				// Reset the fakes (a few map writes; StopTimer would cost more
 				// than it hides).
-				for _, d := range h.store.deliveries {
+				for _, d := range h.store.deliveries.All() {
 					d.Status, d.Attempts, d.LeaseUntil = domain.StatusQueued, 0, time.Time{}
+					h.store.deliveries.Put(d)
 				}
 				h.provider.sent = h.provider.sent[:0]
 				h.store.transitions = h.store.transitions[:0]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
 )
 
 // fakeStore is an in-memory table with the conditional semantics of
@@ -17,14 +18,14 @@ import (
 type fakeStore struct {
 	mu            sync.Mutex
 	notifications map[string]*domain.Notification
-	deliveries    map[string]*domain.Delivery // id/channel
+	deliveries    *storetest.MemDeliveries
 	profiles      map[string]*domain.RecipientProfile
 	loadErr       error
 	transitions   []domain.Change
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{notifications: map[string]*domain.Notification{}, deliveries: map[string]*domain.Delivery{}, profiles: map[string]*domain.RecipientProfile{}}
+	return &fakeStore{notifications: map[string]*domain.Notification{}, deliveries: storetest.NewMemDeliveries(nil), profiles: map[string]*domain.RecipientProfile{}}
 }
 
 func (s *fakeStore) put(n *domain.Notification, ds ...domain.Delivery) {
@@ -33,14 +34,18 @@ func (s *fakeStore) put(n *domain.Notification, ds ...domain.Delivery) {
 	s.notifications[n.ID] = n
 	for _, d := range ds {
 		d.NotificationID = n.ID
-		s.deliveries[n.ID+"/"+string(d.Channel)] = &d
+		s.deliveries.Put(d)
 	}
 }
 
 func (s *fakeStore) delivery(id string, c domain.Channel) domain.Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return *s.deliveries[id+"/"+string(c)]
+	d, _ := s.deliveries.Get(id, c)
+	return d
+}
+
+// edit changes a stored delivery behind the handler's back.
+func (s *fakeStore) edit(id string, c domain.Channel, f func(*domain.Delivery)) {
+	s.deliveries.Edit(id, c, f)
 }
 
 func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
@@ -61,49 +66,14 @@ func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.
 	return &cp, p, nil
 }
 
-func (s *fakeStore) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+// Transition records the change and applies it to the shared in-memory
+// table (storetest.MemDeliveries, which runs the store contract with the
+// DynamoDB adapter).
+func (s *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.transitions = append(s.transitions, c)
-	d, ok := s.deliveries[id+"/"+string(ch)]
-	if !ok {
-		return nil, fmt.Errorf("delivery %s/%s: %w", id, ch, domain.ErrConflict)
-	}
-	from := c.From
-	if len(from) == 0 {
-		from = domain.SourcesOf(c.To)
-	}
-	for _, f := range from {
-		if !domain.CanTransition(f, c.To) {
-			return nil, domain.ErrInvalidTransition{From: f, To: c.To}
-		}
-	}
-	allowed := slices.Contains(from, d.Status) ||
-		(!c.ReclaimExpiredLease.IsZero() && d.Status == domain.StatusSending && d.LeaseUntil.Before(c.ReclaimExpiredLease))
-	if !allowed {
-		cp := *d
-		return &cp, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
-	}
-	d.Status, d.Reason = c.To, c.Reason
-	d.LeaseUntil = time.Time{}
-	if c.To == domain.StatusSending {
-		d.LeaseUntil = c.LeaseUntil
-	}
-	if c.IncrementAttempts {
-		d.Attempts++
-	}
-	if c.RefundAttempt {
-		d.Attempts--
-	}
-	if c.LastError != "" {
-		d.LastError = c.LastError
-	}
-	if c.ProviderMessageID != "" {
-		d.ProviderMessageID = c.ProviderMessageID
-	}
-	d.SentTargets = append(slices.Clone(d.SentTargets), c.AddSentTargets...)
-	cp := *d
-	return &cp, nil
+	s.mu.Unlock()
+	return s.deliveries.Transition(ctx, id, ch, c)
 }
 
 // visibilityCall is one SetVisibility call.

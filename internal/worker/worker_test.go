@@ -170,19 +170,18 @@ func TestHandleOutcomes(t *testing.T) {
 			want:  domain.StatusDropped, reason: domain.ReasonNoContact, visMin: -1},
 		{name: "claim held by a live sender", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusSending,
 			setup: func(h *harness, n *domain.Notification) {
-				h.store.deliveries[n.ID+"/email"].LeaseUntil = fixedAt.Add(time.Minute)
+				h.store.edit(n.ID, domain.ChannelEmail, func(d *domain.Delivery) { d.LeaseUntil = fixedAt.Add(time.Minute) })
 			},
 			want: domain.StatusSending, visMin: -1},
 		{name: "recheck does not overwrite a live sender", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusSending,
 			setup: func(h *harness, n *domain.Notification) {
-				h.store.deliveries[n.ID+"/email"].LeaseUntil = fixedAt.Add(time.Minute)
+				h.store.edit(n.ID, domain.ChannelEmail, func(d *domain.Delivery) { d.LeaseUntil = fixedAt.Add(time.Minute) })
 				n.Status = domain.NotificationCancelled
 			},
 			want: domain.StatusSending, visMin: -1},
 		{name: "expired lease is reclaimed", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusSending,
 			setup: func(h *harness, n *domain.Notification) {
-				d := h.store.deliveries[n.ID+"/email"]
-				d.LeaseUntil, d.Attempts = fixedAt.Add(-time.Second), 1
+				h.store.edit(n.ID, domain.ChannelEmail, func(d *domain.Delivery) { d.LeaseUntil, d.Attempts = fixedAt.Add(-time.Second), 1 })
 			},
 			wantSends: 1, want: domain.StatusSent, attempts: 2, visMin: -1},
 		{name: "transient: retrying with backoff", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued, receives: 3,

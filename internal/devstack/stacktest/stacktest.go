@@ -19,10 +19,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 var current *devstack.Stack
@@ -343,4 +345,19 @@ func PeekQueue(t testing.TB, queueID string) []string {
 		bodies = append(bodies, aws.ToString(m.Body))
 	}
 	return bodies
+}
+
+// Store is a store on the stack's table with the stack's clock (what it
+// stamps agrees with the functions' time when a test moves the clock), for
+// fixtures and checks.
+func Store(t testing.TB) *dynamo.Store {
+	t.Helper()
+	st := Stack(t)
+	return dynamo.New(DB(t), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
+}
+
+// DB is a DynamoDB client on the stack's emulator, for raw reads and writes.
+func DB(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	return dynamodb.NewFromConfig(Stack(t).AWS)
 }

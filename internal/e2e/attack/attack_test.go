@@ -592,7 +592,7 @@ func TestStoredSSRFEndpointIsNeverContacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, endpoint := range []string{"https://127.0.0.1:" + port + "/", "https://localhost:" + port + "/x", "http://127.0.0.1:" + port + "/"} {
-		if err := store(t).AddPushSubscription(context.Background(), user, domain.PushSubscription{
+		if err := stacktest.Store(t).AddPushSubscription(context.Background(), user, domain.PushSubscription{
 			ID: fmt.Sprintf("ssrf-%d", i), Endpoint: endpoint, P256dh: genuine.P256dh, Auth: genuine.Auth, CreatedAt: time.Now(),
 		}); err != nil {
 			t.Fatal(err)
@@ -604,7 +604,7 @@ func TestStoredSSRFEndpointIsNeverContacted(t *testing.T) {
 	if d.Status != domain.StatusDropped || d.Reason != domain.ReasonNoContact {
 		t.Fatalf("delivery %+v, want dropped: no_contact", d)
 	}
-	profile, err := store(t).GetRecipientProfile(context.Background(), user)
+	profile, err := stacktest.Store(t).GetRecipientProfile(context.Background(), user)
 	if err != nil {
 		t.Fatal(err)
 	}

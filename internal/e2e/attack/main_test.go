@@ -31,7 +31,6 @@ import (
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 // logs captures every function's log output for the whole run.
@@ -51,17 +50,12 @@ func TestMain(m *testing.M) {
 	})
 }
 
-func store(t testing.TB) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
-
 // waitDelivery waits for the notification's delivery on c to satisfy cond.
 func waitDelivery(t testing.TB, id string, c domain.Channel, what string, cond func(*domain.Delivery) bool) *domain.Delivery {
 	t.Helper()
 	var got *domain.Delivery
 	stacktest.Eventually(t, settle, what, func() bool {
-		d, err := store(t).GetDelivery(context.Background(), id, c)
+		d, err := stacktest.Store(t).GetDelivery(context.Background(), id, c)
 		if err != nil || !cond(d) {
 			return false
 		}

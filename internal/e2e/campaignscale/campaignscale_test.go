@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
@@ -55,11 +53,6 @@ const (
 	// reads): the stack shares two cores with everything else.
 	parallel = 12
 )
-
-func store(t testing.TB) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
 
 // heraldClient is the Go client for the stack's API as the dev caller,
 // retrying 5xx, 429 and network errors for up to ~30 s with the same
@@ -153,7 +146,7 @@ func sendAlert(hc *client.Client, s *dynamo.Store, user string, timeout time.Dur
 func TestCampaignUnderQuota(t *testing.T) {
 	users, inlineN, chunk0N, alerts := population(t)
 	t.Logf("population %d (%s): inline %d, chunks %d and %d; %d alerts", users, UsersEnv, inlineN, chunk0N, users-inlineN-chunk0N, alerts)
-	s := store(t)
+	s := stacktest.Store(t)
 	hc := heraldClient(t)
 	ctx := context.Background()
 	run := stacktest.UniqueID("cs")

@@ -1,5 +1,6 @@
 // Package cost measures what a notification costs in AWS, per catalog type,
-// on the local stack: every DynamoDB call of every function asks for its
+// on the local stack (and TestCapacityUnitsPerNotification holds the
+// deterministic part, DynamoDB capacity units, to units_test.go's table): every DynamoDB call of every function asks for its
 // consumed capacity per table and index (ReturnConsumedCapacity=INDEXES, a
 // middleware the runner adds only for this benchmark), and the runner counts
 // SQS requests, Lambda invocations with their duration, HTTP API requests
@@ -21,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,8 +41,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if !benchmarking() {
-		os.Exit(m.Run())
+	if !benchmarking() && slices.Contains(os.Args[1:], "-test.run=^$") {
+		os.Exit(m.Run()) // make bench's other packages: no stack
 	}
 	// No periodic scheduler tick in the counts.
 	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Hour, MeasureCapacity: true})
@@ -134,10 +136,10 @@ func BenchmarkCost(b *testing.B) {
 	}
 	// An unmeasured round warms the emulators' JITs, which would otherwise
 	// bill the first scenario's invocations for them.
-	measure(b, st, scenarios[0], 20, memory, traced)
+	_, _ = measure(b, st, scenarios[0], 20, memory, traced)
 	for range b.N {
 		for _, sc := range scenarios {
-			u := measure(b, st, sc, n, memory, traced)
+			u, _ := measure(b, st, sc, n, memory, traced)
 			out.Usage[sc.name] = u
 			c := capacity.ListPrices.PerMillion(u)
 			out.Cost[sc.name] = c
@@ -170,7 +172,7 @@ func breakdown(c capacity.Cost) string {
 // measure sends n notifications of sc to n fresh users (profile with email
 // and phone, and a push subscription when sc wants one), waits until every
 // delivery is final, and returns the usage per notification.
-func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[string]int, traced map[string]bool) capacity.Usage {
+func measure(b testing.TB, st *devstack.Stack, sc scenario, n int, memory map[string]int, traced map[string]bool) (capacity.Usage, map[string]float64) {
 	b.Helper()
 	run := stacktest.UniqueID(strings.ReplaceAll(sc.name, ".", "-"))
 	users := make([]string, n)
@@ -279,7 +281,11 @@ func measure(b *testing.B, st *devstack.Stack, sc scenario, n int, memory map[st
 	for _, inv := range usage.Invocations {
 		u.PlatformLogBytes += per(float64(inv.Count) * capacity.PlatformLogBytes(level))
 	}
-	return u
+	byOp := map[string]float64{}
+	for k, v := range usage.CapacityByOperation {
+		byOp[k] = per(v)
+	}
+	return u, byOp
 }
 
 // randomUUID is a version 4 UUID.
@@ -294,7 +300,7 @@ func randomUUID() string {
 // delivery is final: each item, and its entry in each index it is in (gsi1
 // and gsi2 project every attribute, gsi3 — deferred deliveries only — a few),
 // with DynamoDB's 100 bytes of overhead each. Read outside the counters.
-func storedBytes(b *testing.B, st *devstack.Stack, ids []string) float64 {
+func storedBytes(b testing.TB, st *devstack.Stack, ids []string) float64 {
 	b.Helper()
 	cfg := st.AWS.Copy()
 	cfg.APIOptions = nil // not counted
@@ -326,7 +332,7 @@ func storedBytes(b *testing.B, st *devstack.Stack, ids []string) float64 {
 }
 
 // waitFinal polls until every delivery on the channels is past sending.
-func waitFinal(b *testing.B, st *devstack.Stack, ids []string, channels []domain.Channel, timeout time.Duration) {
+func waitFinal(b testing.TB, st *devstack.Stack, ids []string, channels []domain.Channel, timeout time.Duration) {
 	b.Helper()
 	cfg := st.AWS.Copy()
 	cfg.APIOptions = nil // not counted

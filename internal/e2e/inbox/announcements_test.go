@@ -20,7 +20,7 @@ import (
 // announcement id → ttl.
 func markers(t testing.TB, user string) map[string]string {
 	t.Helper()
-	out, err := db(t).Query(context.Background(), &dynamodb.QueryInput{
+	out, err := stacktest.DB(t).Query(context.Background(), &dynamodb.QueryInput{
 		TableName:                 aws.String(stacktest.Stack(t).Resources.Table),
 		KeyConditionExpression:    aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "ANNREAD#" + user}},

@@ -222,7 +222,7 @@ func TestMissingOrInvalidTokenIs401(t *testing.T) {
 // else the profile's.
 func TestItemsRenderInTheUsersLocale(t *testing.T) {
 	user := stacktest.UniqueID("loc")
-	if err := store(t).PutUser(context.Background(), &domain.User{ID: user, Locale: "ja-JP"}); err != nil {
+	if err := stacktest.Store(t).PutUser(context.Background(), &domain.User{ID: user, Locale: "ja-JP"}); err != nil {
 		t.Fatal(err)
 	}
 	post := func(locale string) string {
@@ -327,7 +327,7 @@ func TestReadAllIsBoundedPerCall(t *testing.T) {
 	base := stacktest.Stack(t).Clock.Now().Add(-time.Minute)
 	insert(t, user, "old", 25, func(i int) time.Time { return base.Add(time.Duration(i) * time.Millisecond) })
 	insert(t, user, "late", 1, func(int) time.Time { return base.Add(time.Hour) })
-	st := store(t)
+	st := stacktest.Store(t)
 	ctx := context.Background()
 	upTo := base.Add(time.Second)
 	for _, want := range []struct {
@@ -368,7 +368,7 @@ func TestPresenceIsAtMostOneWritePerMinute(t *testing.T) {
 	if n := st.Calls.FunctionSnapshot("ApiFunction")["DynamoDB.UpdateItem"]; n > 1 {
 		t.Errorf("%d UpdateItem requests for 100 presence calls, want at most 1", n)
 	}
-	p, err := store(t).GetRecipientProfile(context.Background(), user)
+	p, err := stacktest.Store(t).GetRecipientProfile(context.Background(), user)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,19 +19,10 @@ import (
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/dynamo"
 )
 
 func TestMain(m *testing.M) {
 	stacktest.Main(m, devstack.Config{})
-}
-
-func db(t testing.TB) *dynamodb.Client { return dynamodb.NewFromConfig(stacktest.Stack(t).AWS) }
-
-// store is a second store on the stack's table, for fixtures and checks.
-func store(t testing.TB) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(db(t), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
 }
 
 // asUser calls the API with a fresh token for user.
@@ -137,7 +128,7 @@ func insert(t testing.TB, user, prefix string, n int, created func(i int) time.T
 			CreatedAt: created(i), Status: domain.NotificationAccepted,
 		}
 	}
-	if err := store(t).PutNotifications(context.Background(), ns, 4); err != nil {
+	if err := stacktest.Store(t).PutNotifications(context.Background(), ns, 4); err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -154,7 +145,7 @@ func insertNow(t testing.TB, user string, n int) []string {
 // rawItem reads an item with every attribute, for before/after comparisons.
 func rawItem(t testing.TB, pk, sk string) map[string]types.AttributeValue {
 	t.Helper()
-	out, err := db(t).GetItem(context.Background(), &dynamodb.GetItemInput{
+	out, err := stacktest.DB(t).GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(stacktest.Stack(t).Resources.Table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}},
 	})

@@ -32,18 +32,11 @@ func TestMain(m *testing.M) {
 	stacktest.Main(m, devstack.Config{Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "CampaignReconcileDelay": "2s"}})
 }
 
-func store(t *testing.T) (*dynamo.Store, *dynamodb.Client) {
-	t.Helper()
-	st := stacktest.Stack(t)
-	db := dynamodb.NewFromConfig(st.AWS)
-	return dynamo.New(db, st.Resources.Table), db
-}
-
 // inboxCount counts a user's notifications in the inbox index.
 func inboxCount(t *testing.T, userID string) int {
 	t.Helper()
 	st := stacktest.Stack(t)
-	_, db := store(t)
+	db := stacktest.DB(t)
 	out, err := db.Query(context.Background(), &dynamodb.QueryInput{
 		TableName: aws.String(st.Resources.Table), IndexName: aws.String(dynamo.IndexInbox),
 		KeyConditionExpression:    aws.String("gsi1pk = :pk"),

@@ -48,7 +48,7 @@ func TestUserRoundTrip(t *testing.T) {
 		t.Fatalf("GET = %s", get.Body)
 	}
 	// The relay and workers read the same profile.
-	st, _ := store(t)
+	st := stacktest.Store(t)
 	p, err := st.GetRecipientProfile(context.Background(), user)
 	if err != nil || p.User == nil || p.User.Timezone != "Asia/Tokyo" || p.User.QuietHours.Start != "22:00" {
 		t.Fatalf("profile = %+v, %v", p, err)
@@ -63,7 +63,7 @@ func TestUserRoundTrip(t *testing.T) {
 
 func TestChangingEmailLiftsSuppression(t *testing.T) {
 	user := stacktest.UniqueID("suppressed")
-	st, _ := store(t)
+	st := stacktest.Store(t)
 	ctx := context.Background()
 	// What email feedback records after a hard bounce.
 	if err := st.PutUser(ctx, &domain.User{ID: user, Email: "old@example.com", SuppressedEmail: "old@example.com"}); err != nil {

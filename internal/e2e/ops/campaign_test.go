@@ -47,11 +47,11 @@ func TestCampaignDLQRedrive(t *testing.T) {
 	running, cancelled := create(people), create(people[:1])
 	// Started as the API starts it, but its plan step never ran: it failed and
 	// was parked.
-	c, err := store(t).GetCampaign(ctx, running)
+	c, err := stacktest.Store(t).GetCampaign(ctx, running)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store(t).StartCampaign(ctx, running, c.Caller); err != nil {
+	if _, err := stacktest.Store(t).StartCampaign(ctx, running, c.Caller); err != nil {
 		t.Fatal(err)
 	}
 	if r := stacktest.Do(t, http.MethodDelete, "/v1/campaigns/"+cancelled, nil); r.StatusCode != http.StatusOK {
@@ -121,7 +121,7 @@ func TestCampaignDLQRedrive(t *testing.T) {
 			t.Errorf("user %d: %d emails, want exactly 1", i, n)
 		}
 	}
-	if c, err := store(t).GetCampaign(ctx, cancelled); err != nil || c.Status != domain.CampaignCancelled {
+	if c, err := stacktest.Store(t).GetCampaign(ctx, cancelled); err != nil || c.Status != domain.CampaignCancelled {
 		t.Errorf("cancelled campaign after its step ran: %+v %v", c, err)
 	}
 	if q := depth(t, "campaign"); q.Depth != 1 {

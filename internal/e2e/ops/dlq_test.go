@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/ops"
+	"github.com/heraldhq/herald/internal/policy"
 )
 
 // parkExhausted creates a real notification for addr, held back by sendAt,
@@ -34,7 +36,7 @@ func parkExhausted(t *testing.T, addr string) string {
 		"sendAt":    st.Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 	})
 	delivery(t, id, domain.ChannelEmail, "the delivery deferred", status(domain.StatusDeferred, domain.ReasonScheduled))
-	s := store(t)
+	s := stacktest.Store(t)
 	now := st.Clock.Now()
 	steps := []domain.Change{{To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}}}
 	for range 3 {
@@ -222,7 +224,7 @@ func TestRelayDLQRedrive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store(t).PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
+	if err := stacktest.Store(t).PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
 		t.Fatal(err)
 	}
 	streamARN, err := st.Resources.Resolve("${getatt:Table.StreamArn}")
@@ -263,4 +265,54 @@ func TestRelayDLQRedrive(t *testing.T) {
 	if n := len(stacktest.EmailsTo(t, addr)); n != 1 {
 		t.Errorf("%d emails, want 1", n)
 	}
+}
+
+// TestRelayRedriveUsesTheDeployedLimits: this stack's relay sends emails
+// without a rate limit (EmailRateLimit 0, not the default five a minute). A
+// relay redrive re-plans with the deployed relay's configuration, so a user
+// who already has five emails counted in this minute still gets the
+// re-planned one; a relay built with the defaults would skip it as
+// rate_limited.
+func TestRelayRedriveUsesTheDeployedLimits(t *testing.T) {
+	st := stacktest.Stack(t)
+	ctx := context.Background()
+	user := stacktest.UniqueID("u")
+	addr := "limits-" + stacktest.UniqueID("r") + "@example.com"
+	// No address yet: the relay records skipped: no_contact.
+	id := stacktest.Notify(t, map[string]any{
+		"type": "reservation.approved", "channels": []string{"email"},
+		"recipient": map[string]any{"userId": user}, "data": map[string]any{"reservationUrl": "https://example.com/r/1"},
+	})
+	delivery(t, id, domain.ChannelEmail, "the delivery skipped", status(domain.StatusSkipped, domain.ReasonNoContact))
+	// Undo the relay's work and fix the cause; fill the user's default-sized
+	// email window (this minute and the next, should the minute turn).
+	_, err := dynamodb.NewFromConfig(st.AWS).DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(st.Resources.Table),
+		Key:       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: dynamo.NotificationPK(id)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "D#email"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := stacktest.Store(t)
+	if err := s.PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
+		t.Fatal(err)
+	}
+	def := policy.DefaultLimits()
+	for _, w := range []time.Time{def.WindowStart(time.Now()), def.WindowStart(time.Now()).Add(def.Window)} {
+		for i := range def.For(domain.ChannelEmail) {
+			if ok, err := s.CountDelivery(ctx, user, domain.ChannelEmail, w, def.Window, def.For(domain.ChannelEmail), fmt.Sprintf("earlier-%d", i)); err != nil || !ok {
+				t.Fatalf("count earlier email %d: %v, %v", i, ok, err)
+			}
+		}
+	}
+
+	if out, err := herald(t, "redrive", "relay", "--id", id); err != nil || !strings.Contains(out, "replanned") {
+		t.Fatalf("redrive relay: %v\n%s", err, out)
+	}
+	if d := delivery(t, id, domain.ChannelEmail, "the re-planned delivery settled", func(d domain.Delivery) bool {
+		return d.Status == domain.StatusSent || d.Status == domain.StatusSkipped
+	}); d.Status != domain.StatusSent {
+		t.Fatalf("re-planned delivery %s (%s), want sent: the redrive's relay did not plan with the deployed limits", d.Status, d.Reason)
+	}
+	stacktest.Eventually(t, 20*time.Second, "the email", func() bool { return len(stacktest.EmailsTo(t, addr)) == 1 })
 }

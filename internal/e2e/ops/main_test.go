@@ -15,12 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/ops"
 )
 
@@ -34,14 +31,12 @@ func TestMain(m *testing.M) {
 	}
 	stacktest.Main(m, devstack.Config{
 		ScheduleInterval: time.Hour,
-		Overrides:        map[string]string{"BackoffBase": "1s", "BackoffCap": "2s"},
-		Logs:             w,
+		// EmailRateLimit 0 (unlimited, not the default 5 a minute): a relay
+		// redrive must plan with the deployed relay's limits
+		// (TestRelayRedriveUsesTheDeployedLimits).
+		Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "EmailRateLimit": "0"},
+		Logs:      w,
 	})
-}
-
-func store(t *testing.T) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table)
 }
 
 // herald runs `herald dlq args…` in-process, finding the stack the way the
@@ -75,7 +70,7 @@ func delivery(t *testing.T, id string, c domain.Channel, what string, cond func(
 	t.Helper()
 	var got domain.Delivery
 	stacktest.Eventually(t, 20*time.Second, what, func() bool {
-		_, ds, err := store(t).GetNotificationWithDeliveries(context.Background(), id)
+		_, ds, err := stacktest.Store(t).GetNotificationWithDeliveries(context.Background(), id)
 		if err != nil {
 			return false
 		}

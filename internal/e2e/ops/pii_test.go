@@ -34,7 +34,7 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store(t).AddPushSubscription(ctx, user, domain.PushSubscription{
+	if err := stacktest.Store(t).AddPushSubscription(ctx, user, domain.PushSubscription{
 		ID: "sub-" + canary, Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: time.Now(),
 	}); err != nil {
 		t.Fatal(err)

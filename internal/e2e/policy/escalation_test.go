@@ -178,7 +178,7 @@ func TestCampaignMentionFollowsTheEscalation(t *testing.T) {
 		unreadUser:    domain.CampaignNotificationID(sent, unreadUser),
 		cancelledUser: domain.CampaignNotificationID(cancelled, cancelledUser),
 	}
-	_, s := store(t)
+	s := stacktest.Store(t)
 	for u, id := range ids {
 		// The fan-out (campaign queue, lot, relay) takes longer than one
 		// intake on a loaded machine.

@@ -37,15 +37,9 @@ func onlyBenchmarks() bool {
 	return slices.Contains(os.Args[1:], "-test.run=^$")
 }
 
-func store(t testing.TB) (*devstack.Stack, *dynamo.Store) {
-	t.Helper()
-	st := stacktest.Stack(t)
-	return st, dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
-
 func putUser(t testing.TB, u domain.User) {
 	t.Helper()
-	_, s := store(t)
+	s := stacktest.Store(t)
 	if err := s.PutUser(context.Background(), &u); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +61,7 @@ func putPrefs(t testing.TB, userID string, prefs map[string]map[string]bool) {
 // addPushSubscription subscribes a browser of the local push service for the user.
 func addPushSubscription(t testing.TB, userID string) string {
 	t.Helper()
-	st, s := store(t)
+	st, s := stacktest.Stack(t), stacktest.Store(t)
 	id, sub, err := st.Push.NewSubscription("")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +76,7 @@ func addPushSubscription(t testing.TB, userID string) string {
 
 func delivery(t testing.TB, id string, c domain.Channel) (domain.Delivery, bool) {
 	t.Helper()
-	_, s := store(t)
+	s := stacktest.Store(t)
 	_, ds, err := s.GetNotificationWithDeliveries(context.Background(), id)
 	if err != nil {
 		t.Fatalf("read notification %s: %v", id, err)

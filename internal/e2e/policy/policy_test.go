@@ -20,7 +20,7 @@ func TestPreferenceOffSkipsTheEmailButKeepsTheInAppItem(t *testing.T) {
 	if d.Reason != domain.ReasonPreference {
 		t.Errorf("reason %q, want preference", d.Reason)
 	}
-	_, s := store(t)
+	s := stacktest.Store(t)
 	n, err := s.GetNotification(context.Background(), id)
 	if err != nil || n.Recipient.UserID != user {
 		t.Fatalf("in-app item: %+v, %v", n, err)
@@ -162,7 +162,7 @@ func TestFiveCommentsInAWindowBecomeOneDigest(t *testing.T) {
 			t.Errorf("member %s: %+v", id, d)
 		}
 	}
-	_, s := store(t)
+	s := stacktest.Store(t)
 	for _, id := range ids { // every in-app item remains
 		if _, err := s.GetNotification(context.Background(), id); err != nil {
 			t.Errorf("in-app item %s: %v", id, err)

@@ -64,7 +64,7 @@ func workQueueURLs(st *devstack.Stack) queue.URLs {
 // conditional states decide, so no second queue message goes out and the
 // user gets each message once.
 func TestStreamRetryOfTheSameBatchSendsNoSecondMessage(t *testing.T) {
-	st, s := store(t)
+	st, s := stacktest.Stack(t), stacktest.Store(t)
 	user := uniqueUser(t)
 	addr := user + "@example.com"
 	putUser(t, domain.User{ID: user, Email: addr})

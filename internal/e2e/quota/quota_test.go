@@ -20,11 +20,6 @@ import (
 	"github.com/heraldhq/herald/internal/policy"
 )
 
-func store(t testing.TB) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
-
 // email is one message captured by the SES emulator, with its receive time
 // (Unix seconds).
 type email struct {
@@ -73,7 +68,7 @@ type sendTimes struct {
 // timeout.
 func sentWithin(t testing.TB, id string, start time.Time, timeout time.Duration) sendTimes {
 	t.Helper()
-	s := store(t)
+	s := stacktest.Store(t)
 	var queuedAt time.Time
 	for time.Since(start) < timeout {
 		d, err := s.GetDelivery(context.Background(), id, domain.ChannelEmail)
@@ -131,7 +126,7 @@ func TestBulkPacedHighFlows(t *testing.T) {
 	}
 	wg.Wait()
 
-	s := store(t)
+	s := stacktest.Store(t)
 	stacktest.Eventually(t, 120*time.Second, "every bulk email sent", func() bool {
 		for _, id := range bulkIDs {
 			d, err := s.GetDelivery(context.Background(), id, domain.ChannelEmail)

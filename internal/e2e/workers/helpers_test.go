@@ -20,11 +20,6 @@ import (
 
 const settle = 20 * time.Second
 
-func store(t testing.TB) *dynamo.Store {
-	st := stacktest.Stack(t)
-	return dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
-}
-
 // reservation is a normal-priority, non-mandatory notification on channels.
 func reservation(user string, channels []string, recipient map[string]any) map[string]any {
 	r := map[string]any{"userId": user}
@@ -42,7 +37,7 @@ func otp(user, phone string) map[string]any {
 
 func delivery(t testing.TB, id string, ch domain.Channel) *domain.Delivery {
 	t.Helper()
-	d, err := store(t).GetDelivery(context.Background(), id, ch)
+	d, err := stacktest.Store(t).GetDelivery(context.Background(), id, ch)
 	if err != nil {
 		t.Fatalf("get delivery %s/%s: %v", id, ch, err)
 	}
@@ -55,7 +50,7 @@ func waitStatus(t testing.TB, id string, ch domain.Channel, status domain.Status
 	var d *domain.Delivery
 	stacktest.Eventually(t, settle, fmt.Sprintf("delivery %s/%s %s", id, ch, status), func() bool {
 		var err error
-		d, err = store(t).GetDelivery(context.Background(), id, ch)
+		d, err = stacktest.Store(t).GetDelivery(context.Background(), id, ch)
 		return err == nil && d.Status == status
 	})
 	return d
@@ -90,7 +85,7 @@ func queued(t testing.TB, user string, ch domain.Channel, recipient map[string]a
 	body["sendAt"] = stacktest.Stack(t).Clock.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	id := stacktest.Notify(t, body)
 	waitStatus(t, id, ch, domain.StatusDeferred)
-	if _, err := store(t).Transition(context.Background(), id, ch, domain.Change{To: domain.StatusQueued, From: []domain.Status{domain.StatusDeferred}}); err != nil {
+	if _, err := stacktest.Store(t).Transition(context.Background(), id, ch, domain.Change{To: domain.StatusQueued, From: []domain.Status{domain.StatusDeferred}}); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -30,7 +30,7 @@ func TestLoadWorkReadsTheSameOnEveryPath(t *testing.T) {
 	waitStatus(t, id, domain.ChannelEmail, domain.StatusSent)
 	waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
 
-	s := store(t)
+	s := stacktest.Store(t)
 	for _, ch := range []domain.Channel{domain.ChannelEmail, domain.ChannelPush} {
 		want, wantP, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: id, Channel: ch}) // two reads in turn
 		if err != nil {

@@ -40,7 +40,7 @@ func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 	if page.StatusCode != http.StatusOK || !strings.Contains(string(page.Body), "<form") {
 		t.Fatalf("GET unsubscribe = %d %s", page.StatusCode, page.Body)
 	}
-	if p, _ := store(t).GetRecipientProfile(context.Background(), user); len(p.Preferences) != 0 {
+	if p, _ := stacktest.Store(t).GetRecipientProfile(context.Background(), user); len(p.Preferences) != 0 {
 		t.Fatalf("GET changed preferences: %v", p.Preferences)
 	}
 	done := stacktest.Do(t, http.MethodPost, u.RequestURI(), "List-Unsubscribe=One-Click", "Content-Type: application/x-www-form-urlencoded")
@@ -71,7 +71,7 @@ func TestEmailDeliversWithOneClickUnsubscribe(t *testing.T) {
 	// The next email of that type is not sent.
 	next := stacktest.Notify(t, reservation(user, []string{"email"}, map[string]any{"email": addr}))
 	stacktest.Eventually(t, settle, "the next email skipped", func() bool {
-		d, err := store(t).GetDelivery(context.Background(), next, domain.ChannelEmail)
+		d, err := stacktest.Store(t).GetDelivery(context.Background(), next, domain.ChannelEmail)
 		return err == nil && d.Reason == domain.ReasonPreference && (d.Status == domain.StatusSkipped || d.Status == domain.StatusDropped)
 	})
 	if n := len(emailsTo(t, addr)); n != 1 {
@@ -227,7 +227,7 @@ func TestGoneSubscriptionIsDeleted(t *testing.T) {
 	if st.Push.ReceivedCount(expired.SinkID) != 0 {
 		t.Error("the expired subscription received a push")
 	}
-	p, err := store(t).GetRecipientProfile(context.Background(), user)
+	p, err := stacktest.Store(t).GetRecipientProfile(context.Background(), user)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,9 +252,9 @@ func TestRecheckDropsCancelledAndExpired(t *testing.T) {
 		reason domain.Reason
 	}{
 		{"cancelled", func(t *testing.T, id string) {
-			n, err := store(t).GetNotification(context.Background(), id)
+			n, err := stacktest.Store(t).GetNotification(context.Background(), id)
 			if err == nil {
-				_, err = store(t).CancelNotification(context.Background(), id, n.Caller)
+				_, err = stacktest.Store(t).CancelNotification(context.Background(), id, n.Caller)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -354,7 +354,7 @@ func TestEmailFeedback(t *testing.T) {
 		t.Fatalf("Bounce event = %d %s", resp.StatusCode, resp.Body)
 	}
 	wantOutcome(t, delivery(t, first, domain.ChannelEmail), domain.StatusBounced, domain.ReasonNone, 1)
-	if p, _ := store(t).GetRecipientProfile(context.Background(), user); p.User == nil || p.User.SuppressedEmail != addr || p.User.Email != addr {
+	if p, _ := stacktest.Store(t).GetRecipientProfile(context.Background(), user); p.User == nil || p.User.SuppressedEmail != addr || p.User.Email != addr {
 		t.Fatalf("profile after a hard bounce: %+v", p.User)
 	}
 	// A duplicate event changes nothing and succeeds.
@@ -391,7 +391,7 @@ func TestEmailFeedback(t *testing.T) {
 		t.Fatalf("Complaint event = %d %s", resp.StatusCode, resp.Body)
 	}
 	wantOutcome(t, delivery(t, third, domain.ChannelEmail), domain.StatusComplained, domain.ReasonNone, 1)
-	if p, _ := store(t).GetRecipientProfile(context.Background(), other); p.User == nil || p.User.SuppressedEmail != otherAddr {
+	if p, _ := stacktest.Store(t).GetRecipientProfile(context.Background(), other); p.User == nil || p.User.SuppressedEmail != otherAddr {
 		t.Fatalf("profile after a complaint: %+v", p.User)
 	}
 }

@@ -1,0 +1,44 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
+)
+
+// The adapter is the reference of the store contract every fake also runs.
+func TestStoreContractDeliveries(t *testing.T) {
+	storetest.DeliveryContract(t, func(t *testing.T) storetest.DeliveryHarness {
+		s, _, _ := newStore(t)
+		return storetest.DeliveryHarness{
+			Store: s, Create: s.CreateDelivery,
+			Seed: func(t testing.TB, d domain.Delivery) {
+				t.Helper()
+				if _, err := s.CreateDelivery(context.Background(), &d); err != nil {
+					t.Fatalf("seed %+v: %v", d, err)
+				}
+			},
+			Get: func(t testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) {
+				t.Helper()
+				d, err := s.GetDelivery(context.Background(), id, ch)
+				if errors.Is(err, domain.ErrNotFound) {
+					return domain.Delivery{}, false
+				}
+				if err != nil {
+					t.Fatalf("get %s/%s: %v", id, ch, err)
+				}
+				return *d, true
+			},
+		}
+	})
+}
+
+func TestStoreContractNotifications(t *testing.T) {
+	storetest.NotificationContract(t, func(t *testing.T) storetest.NotificationHarness {
+		s, _, _ := newStore(t)
+		return storetest.NotificationHarness{Create: s.CreateNotification, Get: s.GetNotificationWithDeliveries, Cancel: s.CancelNotification}
+	})
+}

@@ -1,0 +1,120 @@
+package cost
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+)
+
+// unitsPerNotification is what one notification of each kind consumes in
+// DynamoDB capacity units, by "<read|write> <Operation> <table|index>", on
+// DynamoDB Local with the runner's functions (the cost benchmark's
+// scenarios). The figures are deterministic: item sizes do not vary between
+// notifications of a kind (UUID-shaped user ids, fixed-width times). A
+// change that adds or grows a read or write fails
+// TestCapacityUnitsPerNotification; when the change is meant, update the
+// figures here (and re-record internal/capacity/testdata/measured.json with
+// make bench, and the figures in docs/benchmarks.md).
+var unitsPerNotification = map[string]map[string]float64{
+	"email": {
+		"read BatchGetItem table": 3,
+		"write PutItem table":     2, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 3,
+	},
+	"email-batch": {
+		"read BatchGetItem table": 3,
+		"write PutItem table":     2, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 3,
+	},
+	"sms": {
+		"read BatchGetItem table": 2,
+		"write PutItem table":     2, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 2,
+	},
+	"sms-batch": {
+		"read BatchGetItem table": 2,
+		"write PutItem table":     2, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 2,
+	},
+	"push": {
+		"read GetItem table": 1, "read Query table": 2,
+		"write PutItem table": 2, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 3,
+	},
+	"push-batch": {
+		"read GetItem table": 1, "read Query table": 2,
+		"write PutItem table": 2, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 3,
+	},
+	"reservation.approved": {
+		"read BatchGetItem table": 2, "read GetItem table": 1, "read Query table": 2,
+		"write PutItem table": 3, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 6,
+	},
+	"invoice.payment_failed": {
+		"read BatchGetItem table": 2, "read GetItem table": 1, "read Query table": 2,
+		"write PutItem table": 3, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 4,
+	},
+	"security.login_alert": {
+		"read BatchGetItem table": 5,
+		"write PutItem table":     3, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 4,
+	},
+	"reservation.approved-nopush": {
+		"read BatchGetItem table": 2, "read Query table": 1,
+		"write PutItem table": 3, "write PutItem gsi1": 1, "write PutItem gsi2": 1,
+		"write UpdateItem table": 3,
+	},
+}
+
+// TestCapacityUnitsPerNotification sends a few notifications of every kind
+// and compares the capacity units each consumed, per operation, with
+// unitsPerNotification.
+func TestCapacityUnitsPerNotification(t *testing.T) {
+	st := stacktest.Stack(t)
+	const n = 4
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			_, got := measure(t, st, sc, n, nil, nil)
+			maps.DeleteFunc(got, func(_ string, v float64) bool { return v == 0 }) // a call that read nothing
+			want, ok := unitsPerNotification[sc.name]
+			if !ok {
+				t.Errorf("kind %s has no figures in unitsPerNotification; measured:\n%s", sc.name, figures(got))
+				return
+			}
+			for _, k := range slices.Sorted(maps.Keys(joinKeys(got, want))) {
+				if got[k] != want[k] {
+					t.Errorf("kind %s, %s: %g units per notification, want %g", sc.name, k, got[k], want[k])
+				}
+			}
+			if t.Failed() {
+				t.Logf("kind %s measured (for unitsPerNotification):\n%s", sc.name, figures(got))
+			}
+		})
+	}
+}
+
+func joinKeys(a, b map[string]float64) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// figures prints units as unitsPerNotification's entries.
+func figures(u map[string]float64) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(u)) {
+		fmt.Fprintf(&b, "\t\t%q: %g,\n", k, u[k])
+	}
+	return b.String()
+}

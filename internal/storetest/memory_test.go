@@ -1,0 +1,17 @@
+package storetest_test
+
+import (
+	"testing"
+
+	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
+)
+
+func TestMemDeliveriesContract(t *testing.T) {
+	storetest.DeliveryContract(t, func(t *testing.T) storetest.DeliveryHarness {
+		m := storetest.NewMemDeliveries(nil)
+		return storetest.DeliveryHarness{Store: m, Create: m.CreateDelivery,
+			Seed: func(_ testing.TB, d domain.Delivery) { m.Put(d) },
+			Get:  func(_ testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) { return m.Get(id, ch) }}
+	})
+}
