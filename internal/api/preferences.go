@@ -68,11 +68,22 @@ func (h *Handler) getPreferences(ctx context.Context, req *request) response {
 	if p != nil {
 		return problemResponse(p)
 	}
+	v, resp := h.readPreferences(ctx, userID)
+	if v == nil {
+		return resp
+	}
+	return response{status: http.StatusOK, body: v}
+}
+
+// readPreferences reads the user's effective matrix (the service and the
+// user's own route alike); on failure the view is nil and the response is
+// the problem.
+func (h *Handler) readPreferences(ctx context.Context, userID string) (*preferencesView, response) {
 	prefs, err := h.preferences.GetPreferences(ctx, userID)
 	if err != nil {
-		return h.storeError(ctx, "get preferences", err, nil)
+		return nil, h.storeError(ctx, "get preferences", err, nil)
 	}
-	return response{status: http.StatusOK, body: h.effectivePreferences(userID, prefs)}
+	return h.effectivePreferences(userID, prefs), response{}
 }
 
 // putPreferences merges overrides. Overriding a mandatory type is accepted
@@ -84,12 +95,29 @@ func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 	if p != nil {
 		return problemResponse(p)
 	}
+	v, resp := h.mergePreferences(ctx, userID, &pr, false)
+	if v == nil {
+		return resp
+	}
+	return response{status: http.StatusOK, body: v}
+}
+
+// mergePreferences checks and merges a decoded PUT body for userID (the
+// service and the user's own route alike). refuseMandatoryOff refuses
+// turning a mandatory type's channel off (422 mandatory_type) instead of
+// storing an override without effect.
+func (h *Handler) mergePreferences(ctx context.Context, userID string, pr *preferencesRequest, refuseMandatoryOff bool) (*preferencesView, response) {
 	if pr.Preferences == nil {
-		return problemResponse(fieldProblem(http.StatusBadRequest, "missing_field", "/preferences", "preferences is required"))
+		return nil, problemResponse(fieldProblem(http.StatusBadRequest, "missing_field", "/preferences", "preferences is required"))
 	}
 	changes, p := h.preferenceChanges(pr.Preferences)
 	if p != nil {
-		return problemResponse(p)
+		return nil, problemResponse(p)
+	}
+	if refuseMandatoryOff {
+		if p := h.mandatoryOff(changes); p != nil {
+			return nil, problemResponse(p)
+		}
 	}
 	var prefs domain.Preferences
 	var err error
@@ -99,10 +127,28 @@ func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 		prefs, err = h.preferences.MergePreferences(ctx, userID, changes)
 	}
 	if err != nil {
-		return h.storeError(ctx, "merge preferences", err, nil)
+		return nil, h.storeError(ctx, "merge preferences", err, nil)
 	}
 	h.log.InfoContext(ctx, "preferences merged", "userId", userID, "types", len(changes), "outcome", "merged")
-	return response{status: http.StatusOK, body: h.effectivePreferences(userID, prefs)}
+	return h.effectivePreferences(userID, prefs), response{}
+}
+
+// mandatoryOff reports the first change, in a stable order, that turns a
+// mandatory type's channel off.
+func (h *Handler) mandatoryOff(changes map[string]map[domain.Channel]*bool) *Problem {
+	for _, name := range slices.Sorted(maps.Keys(changes)) {
+		typ, _ := h.catalog.Lookup(name)
+		if !typ.Mandatory {
+			continue
+		}
+		for _, c := range slices.Sorted(maps.Keys(changes[name])) {
+			if on := changes[name][c]; on != nil && !*on {
+				return fieldProblem(http.StatusUnprocessableEntity, "mandatory_type",
+					"/preferences/"+escapePointer(name)+"/"+escapePointer(string(c)), "this type is mandatory: it cannot be turned off")
+			}
+		}
+	}
+	return nil
 }
 
 // preferenceChanges validates the requested overrides in a stable order.

@@ -39,6 +39,11 @@ func (h *Handler) routeTable() map[string]route {
 		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
 		"POST /v1/users/{userId}/presence":           h.postPresence,
 
+		// The user's own preference center (user token; the user is the
+		// token's subject, there is no userId in the path).
+		"GET /v1/me/preferences": h.getMyPreferences,
+		"PUT /v1/me/preferences": h.putMyPreferences,
+
 		// Web Push configuration for browsers (user token).
 		"GET /v1/push/config": h.pushConfig,
 

@@ -71,6 +71,8 @@ type Type struct {
 }
 
 type localeTemplates struct {
+	// label is the type's name shown to end users (the preference center).
+	label string
 	email *emailTemplates
 	sms   *tmpl
 	push  *linkTemplates
@@ -198,6 +200,21 @@ func (t *Type) ResolveLocale(locale string) string {
 	return DefaultLocale
 }
 
+// maxLabelLength bounds a type's user-facing label.
+const maxLabelLength = 80
+
+// Label is the type's name for end users in the best locale for `locale`
+// (the locale's `label:`, else the default locale's, else the type name).
+func (t *Type) Label(locale string) string {
+	if lt := t.locales[t.ResolveLocale(locale)]; lt != nil && lt.label != "" {
+		return lt.label
+	}
+	if lt := t.locales[DefaultLocale]; lt != nil && lt.label != "" {
+		return lt.label
+	}
+	return t.Name
+}
+
 // ErrNoTemplate: the type has no template for that kind.
 var ErrNoTemplate = errors.New("no template")
 
@@ -265,6 +282,7 @@ type fileType struct {
 }
 
 type fileLocaleTmpl struct {
+	Label  string      `yaml:"label"`
 	Email  *fileEmail  `yaml:"email"`
 	SMS    *fileSMS    `yaml:"sms"`
 	Push   *fileLink   `yaml:"push"`
@@ -355,7 +373,10 @@ func parseType(raw []byte) (*Type, error) {
 }
 
 func (t *Type) parseLocale(f fileLocaleTmpl) (*localeTemplates, error) {
-	lt := &localeTemplates{}
+	lt := &localeTemplates{label: strings.TrimSpace(f.Label)}
+	if len(lt.label) > maxLabelLength {
+		return nil, fmt.Errorf("label is longer than %d bytes", maxLabelLength)
+	}
 	var err error
 	for _, ch := range t.Channels {
 		switch ch {

@@ -137,3 +137,28 @@ func must(c *Catalog, err error) *Catalog {
 	}
 	return c
 }
+
+func TestLabel(t *testing.T) {
+	c := MustLoad()
+	typ, _ := c.Lookup("security.login_alert")
+	for locale, want := range map[string]string{"en": "Sign-in alerts", "ja": "ログイン通知", "ja-JP": "ログイン通知", "fr": "Sign-in alerts", "": "Sign-in alerts"} {
+		if got := typ.Label(locale); got != want {
+			t.Errorf("Label(%q) = %q, want %q", locale, got, want)
+		}
+	}
+	for _, name := range c.Names() {
+		typ, _ := c.Lookup(name)
+		for _, l := range []string{"en", "ja"} {
+			if typ.Label(l) == name {
+				t.Errorf("%s has no %s label", name, l)
+			}
+		}
+	}
+	bare, err := parseType([]byte("type: x.y\nchannels: [push]\npriority: low\ntemplates:\n  en:\n    push: {title: t, body: b}\n    inapp: {title: t, body: b}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bare.Label("ja"); got != "x.y" {
+		t.Errorf("unlabelled type's label = %q", got)
+	}
+}

@@ -226,7 +226,7 @@ func TestTemplateInvariants(t *testing.T) {
 			}
 		}
 		for _, r := range tm.Routes() {
-			user := strings.Contains(r.Path, "/inbox") || r.Path == "/v1/push/config" || strings.HasSuffix(r.Path, "/presence")
+			user := strings.Contains(r.Path, "/inbox") || r.Path == "/v1/push/config" || strings.HasSuffix(r.Path, "/presence") || strings.HasPrefix(r.Path, "/v1/me/")
 			if user && r.Auth != "UserJwt" {
 				t.Errorf("%s: user route must use the UserJwt authorizer", r.Key())
 			}

@@ -231,7 +231,7 @@ async function setupInbox(user) {
   for (const id of ['#inbox-of', '#inbox-hint', '#inbox-row']) $(id).hidden = false;
   $('#inbox-user').textContent = user;
   document.querySelector('#user-form input').value = user;
-  const [{ HeraldPush }] = await Promise.all([import('/_dev/kit/herald-push.js'), import('/_dev/kit/herald-inbox.js')]);
+  const [{ HeraldPush }] = await Promise.all([import('/_dev/kit/herald-push.js'), import('/_dev/kit/herald-inbox.js'), import('/_dev/kit/herald-preferences.js')]);
   let cached = { token: '', until: 0 };
   const getToken = async () => {
     if (Date.now() < cached.until) return cached.token;
@@ -243,6 +243,9 @@ async function setupInbox(user) {
   inbox.setAttribute('api-base', location.origin);
   inbox.setAttribute('user-id', user);
   inbox.tokenProvider = getToken;
+  const prefs = $('#preferences');
+  prefs.setAttribute('api-base', location.origin);
+  prefs.tokenProvider = getToken;
 
   const status = $('#push-status');
   // The app's backend would register the subscription with Herald's service
