@@ -62,6 +62,9 @@ type Store interface {
 	// JoinDigest opens or joins the digest of a key; asking again for the same
 	// notification gives the same role.
 	JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error)
+	// ArmWatch records the notification's in-flight watch (domain.Watch)
+	// for the channels whose messages go out; it adds to one that exists.
+	ArmWatch(ctx context.Context, w domain.Watch) error
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -368,6 +371,17 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 		h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
 			"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)
 		h.countPlanned(ctx, del)
+	}
+	if len(out) > 0 {
+		// The watch before the messages: whatever becomes of a message (a
+		// purged queue, a crash), the scheduler finds its delivery.
+		w := domain.Watch{NotificationID: n.ID, UserID: n.Recipient.UserID, Priority: n.Priority, DueAt: now.Add(domain.StuckAfter(n.Priority))}
+		for _, p := range out {
+			w.Channels = append(w.Channels, p.item.Message.Channel)
+		}
+		if err := h.store.ArmWatch(ctx, w); err != nil {
+			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
+		}
 	}
 	return out, nil
 }

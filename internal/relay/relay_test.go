@@ -538,3 +538,26 @@ func TestEscalationDelaysThroughTheDueIndexAndCountsTheLimit(t *testing.T) {
 		t.Errorf("sent %v, want the three pushes only", f.pub.sent)
 	}
 }
+
+// TestArmsOneWatchPerNotificationForItsSentChannels: the scheduler's
+// in-flight watch covers exactly the channels whose messages went out.
+func TestArmsOneWatchPerNotificationForItsSentChannels(t *testing.T) {
+	f := newFixture(t)
+	f.user("u1", nil)
+	if failed := f.handle(t, insert("1", reservation("n1", "u1", nil))); len(failed) > 0 {
+		t.Fatalf("failed records %v", failed)
+	}
+	w, ok := f.store.watches["n1"]
+	slices.Sort(w.Channels)
+	if !ok || !slices.Equal(w.Channels, []domain.Channel{domain.ChannelEmail, domain.ChannelPush}) || w.UserID != "u1" ||
+		!w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityNormal))) {
+		t.Fatalf("watch = %+v (%v), want email and push due after StuckAfter", w, ok)
+	}
+	// A notification with nothing sent at once (scheduled) gets none.
+	if failed := f.handle(t, insert("2", reservation("n2", "u1", func(n *domain.Notification) { n.SendAt = now.Add(time.Hour) }))); len(failed) > 0 {
+		t.Fatalf("failed records %v", failed)
+	}
+	if w, ok := f.store.watches["n2"]; ok {
+		t.Fatalf("scheduled notification watched: %+v", w)
+	}
+}
