@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/domain")
+	"github.com/heraldhq/herald/internal/domain"
+)
 
 // TestWatchLifecycle: armed watches merge channels and sit in the due index
 // (listed beside deferred deliveries), load with the deliveries, re-arm and
