@@ -72,3 +72,42 @@ func (d *Delivery) StuckSince() time.Time {
 	}
 	return d.UpdatedAt
 }
+
+// StuckDelivery is one delivery a watch finds stuck: in flight past its lease
+// and backoff plus a grace, or never claimed.
+type StuckDelivery struct {
+	NotificationID string
+	Channel        Channel
+	Priority       Priority
+	// Status is the delivery's status; "" when no delivery item exists (a
+	// channel sent at once that was never claimed).
+	Status Status
+	// Since is when the delivery last made progress (zero: never claimed).
+	Since time.Time
+	// Age is how long it has waited (since the watch was armed when it was
+	// never claimed).
+	Age time.Duration
+}
+
+// Stuck lists the watched channels stuck as of now, given the notification's
+// deliveries by channel.
+func (w *Watch) Stuck(ds map[Channel]*Delivery, now time.Time) []StuckDelivery {
+	var out []StuckDelivery
+	after := StuckAfter(w.Priority)
+	for _, c := range w.Channels {
+		d := ds[c]
+		switch {
+		case d == nil:
+			// Armed at DueAt - StuckAfter × 2^Checks at the latest; the
+			// first arming is what the age is counted from.
+			since := w.DueAt.Add(-after)
+			if now.Sub(since) >= after {
+				out = append(out, StuckDelivery{NotificationID: w.NotificationID, Channel: c, Priority: w.Priority, Age: now.Sub(since)})
+			}
+		case d.Status.InFlight() && now.Sub(d.StuckSince()) >= after:
+			out = append(out, StuckDelivery{NotificationID: w.NotificationID, Channel: c, Priority: w.Priority, Status: d.Status,
+				Since: d.StuckSince(), Age: now.Sub(d.StuckSince())})
+		}
+	}
+	return out
+}

@@ -28,6 +28,11 @@ const DLQUsage = `Usage:
                                                     campaign: steps back to the campaign queue unchanged,
                                                     --id MESSAGE_ID or CAMPAIGN_ID)
   herald dlq purge <queue> --yes                    delete every message of a DLQ
+  herald dlq stuck [--json]                         deliveries planned, queued, sending or retrying
+                                                    past their lease and backoff plus a grace
+                                                    (work message lost), with their age; the
+                                                    scheduler sends each again, or fails it lost
+                                                    past its notification's expiry
 
 <queue> is email, sms, push, relay, release or campaign (or the queue's name).
 
@@ -128,6 +133,11 @@ func (c CLI) run(ctx context.Context, args []string) error {
 			return err
 		}
 		return c.redrive(ctx, w, pos[0], opts, *asJSON)
+	case "stuck":
+		if _, err := parse(fs, args, 0); err != nil {
+			return err
+		}
+		return c.stuck(ctx, w, *asJSON)
 	case "purge":
 		yes := fs.Bool("yes", false, "confirm: delete every message")
 		pos, err := parse(fs, args, 1)

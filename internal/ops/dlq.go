@@ -61,6 +61,8 @@ type Operator struct {
 	Store     Store
 	Streams   StreamsAPI
 	Replanner Replanner
+	// Watches lists stuck deliveries (`herald dlq stuck`).
+	Watches Watches
 	// Now and Sleep default to the real clock; tests replace them.
 	Now   func() time.Time
 	Sleep func(context.Context, time.Duration) error

@@ -79,41 +79,8 @@ func (h *Handler) checkWatches(ctx context.Context, ws []domain.Watch) (int, err
 	return 0, errors.Join(errs...)
 }
 
-// Stuck is one delivery a watch found stuck: in flight past its lease and
-// backoff plus a grace, or never claimed.
-type Stuck struct {
-	NotificationID string
-	Channel        domain.Channel
-	Priority       domain.Priority
-	// Status is the delivery's status; "" when no delivery item exists (a
-	// channel sent at once that was never claimed).
-	Status domain.Status
-	// Since is when the delivery last made progress (zero: never claimed).
-	Since time.Time
-	// Age is how long it has been stuck (since the watch's arming when it
-	// was never claimed).
-	Age time.Duration
-}
-
-// Stuck lists the stuck channels of a watch as of now, without acting.
-func StuckOf(w *domain.Watch, ds map[domain.Channel]*domain.Delivery, now time.Time) []Stuck {
-	var out []Stuck
-	after := domain.StuckAfter(w.Priority)
-	for _, c := range w.Channels {
-		d := ds[c]
-		switch {
-		case d == nil:
-			since := w.DueAt.Add(-after)
-			if now.Sub(since) >= after {
-				out = append(out, Stuck{NotificationID: w.NotificationID, Channel: c, Priority: w.Priority, Age: now.Sub(since)})
-			}
-		case d.Status.InFlight() && now.Sub(d.StuckSince()) >= after:
-			out = append(out, Stuck{NotificationID: w.NotificationID, Channel: c, Priority: w.Priority, Status: d.Status,
-				Since: d.StuckSince(), Age: now.Sub(d.StuckSince())})
-		}
-	}
-	return out
-}
+// Stuck is one delivery a watch found stuck (domain.StuckDelivery).
+type Stuck = domain.StuckDelivery
 
 // CheckWatch checks one due watch: each watched channel whose delivery is
 // stuck gets its work message again (the worker's claim keeps it
@@ -128,7 +95,7 @@ func (h *Handler) CheckWatch(ctx context.Context, due domain.Watch) ([]Stuck, er
 	}
 	now := h.now()
 	after := domain.StuckAfter(w.Priority)
-	stuck := StuckOf(w, ds, now)
+	stuck := w.Stuck(ds, now)
 	var next time.Time
 	later := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
