@@ -1,26 +1,69 @@
 package domain
 
-import "time"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
 
-// Watch is a notification's in-flight watch: an entry of the due index that
-// comes due when every channel sent at once should have ended. The scheduler
-// then reads the notification's deliveries: a channel still planned, queued,
-// sending or retrying past its lease and backoff plus a grace has lost its
-// work message (a purged queue, a retention expiry, a crash) and is sent
-// again — the worker's claim keeps that exactly-once — or, past the
-// notification's expiry, ended failed: lost. A watched channel with no
-// delivery item was never claimed. The watch is keyed by notification, so a
-// notification costs one watch whatever its channels (docs/decisions.md).
+// Watch is an in-flight watch: one entry of the due index per batch of work
+// messages (a relay invocation's, a release page's, per priority), listing
+// the notification × channel pairs whose messages went out. When it comes
+// due the scheduler reads those deliveries: one still planned, queued,
+// sending or retrying past its lease and backoff plus a grace (StuckAfter)
+// has lost its work message (a purged queue, a retention expiry, a crash)
+// and is sent again — the worker's claim keeps that exactly-once — or, past
+// its notification's expiry, ended failed: lost. A pair with no delivery
+// item was never claimed. One watch per batch, not per notification, keeps
+// the cost per notification to a share of one small write and one read of
+// its delivery (docs/decisions.md).
 type Watch struct {
-	NotificationID string
-	UserID         string
-	Priority       Priority
-	// Channels are the channels whose work messages went out.
-	Channels []Channel
-	DueAt    time.Time
+	ID       string
+	Priority Priority
+	Entries  []WatchEntry
+	// ArmedAt is when the messages went out; DueAt when the watch is next
+	// checked.
+	ArmedAt time.Time
+	DueAt   time.Time
 	// Checks counts the checks that found a delivery stuck and sent its
-	// message again; the next check waits StuckAfter × 2^Checks.
+	// message again; the wait before the next doubles each time.
 	Checks int
+}
+
+// WatchEntry is one watched delivery.
+type WatchEntry struct {
+	NotificationID string
+	Channel        Channel
+	UserID         string
+}
+
+// Key is the entry's delivery key.
+func (e WatchEntry) Key() DeliveryKey {
+	return DeliveryKey{NotificationID: e.NotificationID, Channel: e.Channel}
+}
+
+// NewWatches groups the work items about to be sent into one watch per
+// priority, due after StuckAfter.
+func NewWatches(items []WorkItem, now time.Time) []Watch {
+	var out []Watch
+	at := map[Priority]int{}
+	for _, it := range items {
+		i, ok := at[it.Priority]
+		if !ok {
+			i = len(out)
+			at[it.Priority] = i
+			out = append(out, Watch{ID: NewWatchID(), Priority: it.Priority, ArmedAt: now, DueAt: now.Add(StuckAfter(it.Priority))})
+		}
+		out[i].Entries = append(out[i].Entries, WatchEntry{NotificationID: it.Message.NotificationID, Channel: it.Message.Channel, UserID: it.Message.UserID})
+	}
+	return out
+}
+
+// NewWatchID is a random watch id.
+func NewWatchID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // ReasonLost ends a delivery whose work message was lost and whose
@@ -29,10 +72,11 @@ const ReasonLost Reason = "lost"
 
 // StuckAfter is how long a delivery may stay planned, queued, sending or
 // retrying without a change before its work message is presumed lost: the
-// longest legitimate wait (the queue's visibility timeout, the backoff cap,
-// the queue's backlog at that priority) plus a grace. A low-priority
-// campaign's backlog legitimately waits hours, so low waits longest; a
-// message presumed lost that was only late is absorbed by the claim.
+// longest legitimate wait (the queue's visibility timeout, the backoff cap —
+// 15 min by default —, the queue's backlog at that priority) plus a grace.
+// A low-priority campaign's backlog legitimately waits hours, so low waits
+// longest; a message presumed lost that was only late is absorbed by the
+// claim.
 func StuckAfter(p Priority) time.Duration {
 	switch p {
 	case PriorityHigh:
@@ -46,7 +90,9 @@ func StuckAfter(p Priority) time.Duration {
 // MaxStuckWait caps the doubling wait between checks of a stuck delivery.
 const MaxStuckWait = 24 * time.Hour
 
-// NextCheck is when a watch that found a delivery stuck checks again.
+// NextCheck is when a watch that sent a stuck delivery again for the
+// (checks+1)-th time checks again: StuckAfter × 2^checks, at most
+// MaxStuckWait.
 func NextCheck(now time.Time, p Priority, checks int) time.Time {
 	d := StuckAfter(p)
 	for range min(checks, 10) {
@@ -73,40 +119,33 @@ func (d *Delivery) StuckSince() time.Time {
 	return d.UpdatedAt
 }
 
-// StuckDelivery is one delivery a watch finds stuck: in flight past its lease
-// and backoff plus a grace, or never claimed.
+// StuckDelivery is one delivery a watch finds stuck.
 type StuckDelivery struct {
-	NotificationID string
-	Channel        Channel
-	Priority       Priority
+	WatchEntry
+	Priority Priority
 	// Status is the delivery's status; "" when no delivery item exists (a
 	// channel sent at once that was never claimed).
 	Status Status
-	// Since is when the delivery last made progress (zero: never claimed).
+	// Since is when the delivery last made progress (the watch's arming
+	// when it was never claimed).
 	Since time.Time
-	// Age is how long it has waited (since the watch was armed when it was
-	// never claimed).
-	Age time.Duration
+	Age   time.Duration
 }
 
-// Stuck lists the watched channels stuck as of now, given the notification's
-// deliveries by channel.
-func (w *Watch) Stuck(ds map[Channel]*Delivery, now time.Time) []StuckDelivery {
+// Stuck lists the watched deliveries stuck as of now, given the deliveries
+// read (absent: no item).
+func (w *Watch) Stuck(ds map[DeliveryKey]*Delivery, now time.Time) []StuckDelivery {
 	var out []StuckDelivery
 	after := StuckAfter(w.Priority)
-	for _, c := range w.Channels {
-		d := ds[c]
+	for _, e := range w.Entries {
+		d := ds[e.Key()]
 		switch {
 		case d == nil:
-			// Armed at DueAt - StuckAfter × 2^Checks at the latest; the
-			// first arming is what the age is counted from.
-			since := w.DueAt.Add(-after)
-			if now.Sub(since) >= after {
-				out = append(out, StuckDelivery{NotificationID: w.NotificationID, Channel: c, Priority: w.Priority, Age: now.Sub(since)})
+			if now.Sub(w.ArmedAt) >= after {
+				out = append(out, StuckDelivery{WatchEntry: e, Priority: w.Priority, Since: w.ArmedAt, Age: now.Sub(w.ArmedAt)})
 			}
 		case d.Status.InFlight() && now.Sub(d.StuckSince()) >= after:
-			out = append(out, StuckDelivery{NotificationID: w.NotificationID, Channel: c, Priority: w.Priority, Status: d.Status,
-				Since: d.StuckSince(), Age: now.Sub(d.StuckSince())})
+			out = append(out, StuckDelivery{WatchEntry: e, Priority: w.Priority, Status: d.Status, Since: d.StuckSince(), Age: now.Sub(d.StuckSince())})
 		}
 	}
 	return out

@@ -77,11 +77,11 @@ func (s *Store) HasDue(ctx context.Context, p domain.DuePartition, now time.Time
 }
 
 // ListDue returns up to limit entries of partition p due at or before now,
-// oldest first: deferred deliveries and in-flight watches (domain.Watch). The
+// oldest first: deferred deliveries and in-flight watches (domain.Watch: id,
+// priority and due time; the entries stay in the table). The
 // index projects only what a release needs (notification, channel, user,
 // priority, due time); a delivery's Status is left empty (the release's
-// conditional transition decides), a watch carries no channels (its check
-// reads them).
+// conditional transition decides).
 func (s *Store) ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
 	return s.listDue(ctx, p, now, limit)
 }
@@ -110,10 +110,9 @@ func (s *Store) listDue(ctx context.Context, p domain.DuePartition, now time.Tim
 	res := make([]domain.Delivery, 0, len(out.Items))
 	var ws []domain.Watch
 	for _, av := range out.Items {
-		if stringAttr(av, "sk") == watchSK {
-			w := decodeWatch(av)
-			w.DueAt = parseTime(strings.SplitN(stringAttr(av, "gsi3sk"), "#", 2)[0])
-			ws = append(ws, *w)
+		if pk := stringAttr(av, "pk"); strings.HasPrefix(pk, watchPrefix) {
+			ws = append(ws, domain.Watch{ID: strings.TrimPrefix(pk, watchPrefix), Priority: domain.Priority(stringAttr(av, "priority")),
+				DueAt: parseTime(strings.SplitN(stringAttr(av, "gsi3sk"), "#", 2)[0])})
 			continue
 		}
 		d, err := decodeDelivery(av)

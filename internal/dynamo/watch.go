@@ -3,136 +3,155 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// watchSK is a notification's in-flight watch (domain.Watch): one small item
-// in the notification's partition, in the due index (gsi3) while it waits.
-// It does not start with the delivery prefix, so readers of deliveries never
-// see it; it does start with "D", so one Query (begins_with "D") reads the
-// deliveries and the watch without the notification.
-const watchSK = "DWATCH"
+// An in-flight watch (domain.Watch) is one item, pk W#<id>, in the due index
+// (gsi3) under DUE#<bucket>#<shard> like a deferred delivery. The index
+// projects its priority; the entries stay in the table.
+const (
+	watchPrefix = "W#"
+	watchSK     = "WATCH"
+)
 
-// watchChannel is the channel the watch's due partition is hashed with.
+// watchChannel is what a watch's due shard is hashed with beside its id.
 const watchChannel domain.Channel = "watch"
 
-// ArmWatch records that the work messages of channels went out for a
-// notification: the watch comes due at due. A watch that exists keeps its
-// channels and gains these (ADD to a set), and moves to the new due time.
+type watchEntryItem struct {
+	N string `dynamodbav:"n"`
+	C string `dynamodbav:"c"`
+	U string `dynamodbav:"u,omitempty"`
+}
+
+type watchItem struct {
+	PK       string           `dynamodbav:"pk"`
+	SK       string           `dynamodbav:"sk"`
+	Kind     string           `dynamodbav:"kind"`
+	Priority string           `dynamodbav:"priority"`
+	Entries  []watchEntryItem `dynamodbav:"entries"`
+	ArmedAt  string           `dynamodbav:"armedAt"`
+	DueAt    string           `dynamodbav:"dueAt"`
+	Checks   int              `dynamodbav:"checks"`
+	TTL      int64            `dynamodbav:"ttl"`
+	GSI3PK   string           `dynamodbav:"gsi3pk"`
+	GSI3SK   string           `dynamodbav:"gsi3sk"`
+}
+
+func (s *Store) toWatchItem(w domain.Watch) watchItem {
+	it := watchItem{PK: watchPrefix + w.ID, SK: watchSK, Kind: "watch", Priority: string(w.Priority),
+		ArmedAt: formatTime(w.ArmedAt), DueAt: formatTime(w.DueAt), Checks: w.Checks, TTL: w.DueAt.Add(s.retention).Unix(),
+		GSI3PK: DuePartitionKey(DuePartitionOf(w.DueAt, w.ID, watchChannel)), GSI3SK: dueSortKey(w.DueAt, w.ID, watchChannel)}
+	for _, e := range w.Entries {
+		it.Entries = append(it.Entries, watchEntryItem{N: e.NotificationID, C: string(e.Channel), U: e.UserID})
+	}
+	return it
+}
+
+func decodeWatch(av map[string]types.AttributeValue) (*domain.Watch, error) {
+	var it watchItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal watch: %w", err)
+	}
+	w := &domain.Watch{ID: it.PK[min(len(it.PK), len(watchPrefix)):], Priority: domain.Priority(it.Priority),
+		ArmedAt: parseTime(it.ArmedAt), DueAt: parseTime(it.DueAt), Checks: it.Checks}
+	for _, e := range it.Entries {
+		w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: e.N, Channel: domain.Channel(e.C), UserID: e.U})
+	}
+	return w, nil
+}
+
+// ArmWatch writes a new watch (one PutItem; its due-index entry).
 func (s *Store) ArmWatch(ctx context.Context, w domain.Watch) error {
-	if len(w.Channels) == 0 {
+	if len(w.Entries) == 0 {
 		return nil
 	}
-	chs := make([]string, len(w.Channels))
-	for i, c := range w.Channels {
-		chs[i] = string(c)
-	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.table),
-		Key:       key(NotificationPK(w.NotificationID), watchSK),
-		UpdateExpression: aws.String("SET kind = :kind, notificationId = :id, userId = :user, priority = :prio, dueAt = :due, " +
-			"gsi3pk = :pk, gsi3sk = :sk, #ttl = :ttl ADD channels :chs"),
-		ExpressionAttributeNames: map[string]string{"#ttl": "ttl"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":kind": str("watch"), ":id": str(w.NotificationID), ":user": str(w.UserID), ":prio": str(string(w.Priority)),
-			":due": str(formatTime(w.DueAt)), ":pk": str(DuePartitionKey(DuePartitionOf(w.DueAt, w.NotificationID, watchChannel))),
-			":sk": str(dueSortKey(w.DueAt, w.NotificationID, watchChannel)), ":ttl": num(w.DueAt.Add(s.retention).Unix()),
-			":chs": &types.AttributeValueMemberSS{Value: chs},
-		},
-	})
+	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
 	if err != nil {
-		return fmt.Errorf("arm watch %s: %w", w.NotificationID, err)
+		return fmt.Errorf("marshal watch: %w", err)
+	}
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: av}); err != nil {
+		return fmt.Errorf("arm watch %s: %w", w.ID, err)
 	}
 	return nil
 }
 
-// LoadWatch reads a notification's watch and its deliveries in one strongly
-// consistent Query (not the notification: the deliveries and the watch share
-// the "D" prefix). No watch: nil.
-func (s *Store) LoadWatch(ctx context.Context, id string) (*domain.Watch, map[domain.Channel]*domain.Delivery, error) {
-	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:              aws.String(s.table),
-		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :d)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": str(NotificationPK(id)), ":d": str("D"),
-		},
-		ConsistentRead: aws.Bool(true),
+// LoadWatch reads a watch (strongly consistent); nil when it has ended.
+func (s *Store) LoadWatch(ctx context.Context, id string) (*domain.Watch, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(watchPrefix+id, watchSK), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("load watch %s: %w", id, err)
+		return nil, fmt.Errorf("load watch %s: %w", id, err)
 	}
-	var w *domain.Watch
-	ds := map[domain.Channel]*domain.Delivery{}
-	for _, av := range out.Items {
-		switch sk := stringAttr(av, "sk"); {
-		case sk == watchSK:
-			w = decodeWatch(av)
-		case strings.HasPrefix(sk, deliveryPrefix):
-			d, err := decodeDelivery(av)
-			if err != nil {
-				return nil, nil, err
-			}
-			ds[d.Channel] = d
-		}
+	if len(out.Item) == 0 {
+		return nil, nil
 	}
-	return w, ds, nil
+	return decodeWatch(out.Item)
 }
 
-func decodeWatch(av map[string]types.AttributeValue) *domain.Watch {
-	w := &domain.Watch{
-		NotificationID: stringAttr(av, "notificationId"), UserID: stringAttr(av, "userId"),
-		Priority: domain.Priority(stringAttr(av, "priority")), DueAt: parseTime(stringAttr(av, "dueAt")),
-	}
-	if ss, ok := av["channels"].(*types.AttributeValueMemberSS); ok {
-		for _, c := range ss.Value {
-			w.Channels = append(w.Channels, domain.Channel(c))
+// WatchedDeliveries reads the deliveries of keys (eventually consistent,
+// 100 a call): a watch's check needs only whether each has moved on in the
+// last StuckAfter. Keys with no item are absent from the map.
+func (s *Store) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
+	seen := map[domain.DeliveryKey]bool{}
+	var ks []map[string]types.AttributeValue
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			ks = append(ks, key(NotificationPK(k.NotificationID), deliveryPrefix+string(k.Channel)))
 		}
-		slices.Sort(w.Channels)
 	}
-	if n, ok := av["checks"].(*types.AttributeValueMemberN); ok {
-		w.Checks, _ = strconv.Atoi(n.Value)
+	items, err := s.batchGet(ctx, "read watched deliveries", ks, types.KeysAndAttributes{})
+	if err != nil {
+		return nil, err
 	}
-	return w
+	out := make(map[domain.DeliveryKey]*domain.Delivery, len(items))
+	for _, av := range items {
+		d, err := decodeDelivery(av)
+		if err != nil {
+			return nil, err
+		}
+		out[domain.DeliveryKey{NotificationID: d.NotificationID, Channel: d.Channel}] = d
+	}
+	return out, nil
 }
 
-// RearmWatch moves a watch read at w.DueAt to next with checks, unless it was
-// armed again meanwhile (then its new due time stands): one index update.
-func (s *Store) RearmWatch(ctx context.Context, w domain.Watch, next time.Time, checks int) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 key(NotificationPK(w.NotificationID), watchSK),
-		UpdateExpression:    aws.String("SET dueAt = :next, gsi3pk = :pk, gsi3sk = :sk, checks = :checks"),
-		ConditionExpression: aws.String("dueAt = :seen"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":next": str(formatTime(next)), ":seen": str(formatTime(w.DueAt)), ":checks": num(int64(checks)),
-			":pk": str(DuePartitionKey(DuePartitionOf(next, w.NotificationID, watchChannel))),
-			":sk": str(dueSortKey(next, w.NotificationID, watchChannel)),
-		},
+// RearmWatch replaces a watch read at w.DueAt with its remaining entries,
+// due at next after checks checks, unless another check moved it meanwhile.
+func (s *Store) RearmWatch(ctx context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error {
+	seen := w.DueAt
+	w.Entries, w.DueAt, w.Checks = remaining, next, checks
+	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
+	if err != nil {
+		return fmt.Errorf("marshal watch: %w", err)
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.table), Item: av,
+		ConditionExpression:       aws.String("dueAt = :seen"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":seen": str(formatTime(seen))},
 	})
 	if isConditionFailed(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("rearm watch %s: %w", w.NotificationID, err)
+		return fmt.Errorf("rearm watch %s: %w", w.ID, err)
 	}
 	return nil
 }
 
-// EndWatch deletes a watch read at w.DueAt whose channels have all ended,
-// unless it was armed again meanwhile (a channel released since).
+// EndWatch deletes a watch read at w.DueAt whose deliveries have all ended,
+// unless another check moved it meanwhile.
 func (s *Store) EndWatch(ctx context.Context, w domain.Watch) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       key(NotificationPK(w.NotificationID), watchSK),
+		Key:                       key(watchPrefix+w.ID, watchSK),
 		ConditionExpression:       aws.String("dueAt = :seen"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":seen": str(formatTime(w.DueAt))},
 	})
@@ -140,7 +159,7 @@ func (s *Store) EndWatch(ctx context.Context, w domain.Watch) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("end watch %s: %w", w.NotificationID, err)
+		return fmt.Errorf("end watch %s: %w", w.ID, err)
 	}
 	return nil
 }

@@ -2,16 +2,15 @@ package dynamo_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// TestWatchLifecycle: armed watches merge channels and sit in the due index
-// (listed beside deferred deliveries), load with the deliveries, re-arm and
-// end only at the due time they were read at.
+// TestWatchLifecycle: a watch sits in the due index beside deferred
+// deliveries, reads back with its entries, reads its deliveries, and
+// re-arms or ends only at the due time it was read at.
 func TestWatchLifecycle(t *testing.T) {
 	s, _, _ := newStore(t)
 	ctx := context.Background()
@@ -21,72 +20,71 @@ func TestWatchLifecycle(t *testing.T) {
 		Priority: domain.PriorityNormal, Status: domain.StatusQueued, UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS} {
-		if err := s.ArmWatch(ctx, domain.Watch{NotificationID: id, UserID: "u1", Priority: domain.PriorityNormal, Channels: []domain.Channel{c}, DueAt: due}); err != nil {
-			t.Fatal(err)
-		}
+	entries := []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail, UserID: "u1"}, {NotificationID: id, Channel: domain.ChannelSMS, UserID: "u1"}}
+	w := domain.Watch{ID: domain.NewWatchID(), Priority: domain.PriorityNormal, Entries: entries, ArmedAt: t0, DueAt: due}
+	if err := s.ArmWatch(ctx, w); err != nil {
+		t.Fatal(err)
 	}
-	w, ds, err := s.LoadWatch(ctx, id)
-	if err != nil || w == nil || !slices.Equal(w.Channels, []domain.Channel{domain.ChannelEmail, domain.ChannelSMS}) || !w.DueAt.Equal(due) || len(ds) != 1 ||
-		ds[domain.ChannelEmail].Status != domain.StatusQueued {
-		t.Fatalf("LoadWatch = %+v, %v, %v", w, ds, err)
+	got, err := s.LoadWatch(ctx, w.ID)
+	if err != nil || got == nil || len(got.Entries) != 2 || got.Entries[1] != entries[1] || !got.DueAt.Equal(due) || !got.ArmedAt.Equal(t0) || got.Priority != domain.PriorityNormal {
+		t.Fatalf("LoadWatch = %+v, %v", got, err)
+	}
+	ds, err := s.WatchedDeliveries(ctx, []domain.DeliveryKey{entries[0].Key(), entries[1].Key()})
+	if err != nil || len(ds) != 1 || ds[entries[0].Key()].Status != domain.StatusQueued {
+		t.Fatalf("WatchedDeliveries = %+v, %v (the sms has no item)", ds, err)
 	}
 	listed := func(at time.Time) []domain.Watch {
 		t.Helper()
 		var out []domain.Watch
 		for _, p := range s.DuePartitions(at.Add(-2*time.Hour), at) {
-			ds, ws, err := s.ListDue(ctx, p, at, 100)
+			_, ws, err := s.ListDue(ctx, p, at, 100)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, d := range ds {
-				if d.NotificationID == id {
-					t.Fatalf("a watch listed as a delivery: %+v", d)
-				}
-			}
-			for _, w := range ws {
-				if w.NotificationID == id {
-					out = append(out, w)
+			for _, lw := range ws {
+				if lw.ID == w.ID {
+					out = append(out, lw)
 				}
 			}
 		}
 		return out
 	}
-	if got := listed(due.Add(-time.Second)); len(got) != 0 {
-		t.Fatalf("listed before due: %+v", got)
+	if l := listed(due.Add(-time.Second)); len(l) != 0 {
+		t.Fatalf("listed before due: %+v", l)
 	}
-	got := listed(due)
-	if len(got) != 1 || !got[0].DueAt.Equal(due) || got[0].Priority != domain.PriorityNormal || got[0].UserID != "u1" {
-		t.Fatalf("listed at due: %+v", got)
+	if l := listed(due); len(l) != 1 || !l[0].DueAt.Equal(due) || l[0].Priority != domain.PriorityNormal {
+		t.Fatalf("listed at due: %+v", l)
 	}
 	// A re-arm or end with a stale due time changes nothing.
 	next := due.Add(2 * time.Hour)
-	if err := s.RearmWatch(ctx, domain.Watch{NotificationID: id, DueAt: due.Add(time.Minute)}, next, 5); err != nil {
+	stale := *got
+	stale.DueAt = due.Add(time.Minute)
+	if err := s.RearmWatch(ctx, stale, entries[:1], next, 5); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.EndWatch(ctx, domain.Watch{NotificationID: id, DueAt: due.Add(time.Minute)}); err != nil {
+	if err := s.EndWatch(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
-	if w, _, _ := s.LoadWatch(ctx, id); w == nil || !w.DueAt.Equal(due) || w.Checks != 0 {
-		t.Fatalf("stale re-arm or end changed the watch: %+v", w)
+	if again, _ := s.LoadWatch(ctx, w.ID); again == nil || !again.DueAt.Equal(due) || again.Checks != 0 || len(again.Entries) != 2 {
+		t.Fatalf("stale re-arm or end changed the watch: %+v", again)
 	}
-	if err := s.RearmWatch(ctx, *w, next, 1); err != nil {
+	if err := s.RearmWatch(ctx, *got, entries[:1], next, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got := listed(next.Add(-time.Minute)); len(got) != 0 {
-		t.Fatalf("re-armed watch still listed before its new due: %+v", got)
+	if l := listed(next.Add(-time.Minute)); len(l) != 0 {
+		t.Fatalf("re-armed watch still listed before its new due: %+v", l)
 	}
-	if got := listed(next); len(got) != 1 {
-		t.Fatalf("re-armed watch not listed at its new due: %+v", got)
+	if l := listed(next); len(l) != 1 {
+		t.Fatalf("re-armed watch not listed at its new due: %+v", l)
 	}
-	w, _, _ = s.LoadWatch(ctx, id)
-	if w.Checks != 1 {
-		t.Fatalf("checks = %d", w.Checks)
+	got, _ = s.LoadWatch(ctx, w.ID)
+	if got.Checks != 1 || len(got.Entries) != 1 || !got.ArmedAt.Equal(t0) {
+		t.Fatalf("re-armed: %+v", got)
 	}
-	if err := s.EndWatch(ctx, *w); err != nil {
+	if err := s.EndWatch(ctx, *got); err != nil {
 		t.Fatal(err)
 	}
-	if w, _, _ := s.LoadWatch(ctx, id); w != nil {
-		t.Fatalf("ended watch remains: %+v", w)
+	if gone, _ := s.LoadWatch(ctx, w.ID); gone != nil {
+		t.Fatalf("ended watch remains: %+v", gone)
 	}
 }

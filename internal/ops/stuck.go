@@ -18,7 +18,8 @@ import (
 type Watches interface {
 	DuePartitions(from, to time.Time) []domain.DuePartition
 	ListWatchesUntil(ctx context.Context, p domain.DuePartition, until time.Time) ([]domain.Watch, error)
-	LoadWatch(ctx context.Context, id string) (*domain.Watch, map[domain.Channel]*domain.Delivery, error)
+	LoadWatch(ctx context.Context, id string) (*domain.Watch, error)
+	WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error)
 }
 
 // StuckDelivery is one line of `herald dlq stuck`.
@@ -92,12 +93,20 @@ func (o *Operator) stuckIn(ctx context.Context, p domain.DuePartition, now time.
 	}
 	var out []StuckDelivery
 	for _, entry := range ws {
-		w, ds, err := o.Watches.LoadWatch(ctx, entry.NotificationID)
+		w, err := o.Watches.LoadWatch(ctx, entry.ID)
 		if err != nil {
 			return nil, err
 		}
 		if w == nil {
 			continue
+		}
+		keys := make([]domain.DeliveryKey, len(w.Entries))
+		for i, e := range w.Entries {
+			keys[i] = e.Key()
+		}
+		ds, err := o.Watches.WatchedDeliveries(ctx, keys)
+		if err != nil {
+			return nil, err
 		}
 		for _, s := range w.Stuck(ds, now) {
 			out = append(out, StuckDelivery{NotificationID: s.NotificationID, Channel: string(s.Channel), Priority: string(s.Priority),

@@ -34,23 +34,18 @@ type memStore struct {
 	failTransition map[string]int // remaining failures
 	failProfile    map[string]error
 	failBatchRead  error
-	// watches are the armed in-flight watches by notification id.
-	watches map[string]domain.Watch
+	// watches are the armed in-flight watches; failWatch fails ArmWatch.
+	watches   []domain.Watch
+	failWatch error
 }
 
 func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.watches == nil {
-		s.watches = map[string]domain.Watch{}
+	if s.failWatch != nil {
+		return s.failWatch
 	}
-	prev := s.watches[w.NotificationID]
-	for _, c := range prev.Channels {
-		if !slices.Contains(w.Channels, c) {
-			w.Channels = append(w.Channels, c)
-		}
-	}
-	s.watches[w.NotificationID] = w
+	s.watches = append(s.watches, w)
 	return nil
 }
 

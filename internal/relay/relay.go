@@ -62,8 +62,8 @@ type Store interface {
 	// JoinDigest opens or joins the digest of a key; asking again for the same
 	// notification gives the same role.
 	JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error)
-	// ArmWatch records the notification's in-flight watch (domain.Watch)
-	// for the channels whose messages go out; it adds to one that exists.
+	// ArmWatch records an in-flight watch (domain.Watch) over deliveries
+	// whose messages are about to go out.
 	ArmWatch(ctx context.Context, w domain.Watch) error
 }
 
@@ -204,6 +204,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	for _, p := range planned {
 		toSend = append(toSend, p...)
 	}
+	// The watches first (one per priority): whatever becomes of a message
+	// (a purged queue, a crash), the scheduler finds its delivery. A record
+	// whose watch is not recorded sends nothing and is retried.
+	toSend = h.armWatches(ctx, recs, toSend, failed)
 	if len(toSend) > 0 {
 		items := make([]domain.WorkItem, len(toSend))
 		for i, p := range toSend {
@@ -233,6 +237,38 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 	}
 	return resp, nil
+}
+
+// armWatches arms the in-flight watches of the messages about to go out and
+// returns those whose watch is recorded; the records of the others fail.
+func (h *Handler) armWatches(ctx context.Context, recs []events.DynamoDBEventRecord, toSend []pending, failed []atomic.Bool) []pending {
+	if len(toSend) == 0 {
+		return nil
+	}
+	items := make([]domain.WorkItem, len(toSend))
+	for i, p := range toSend {
+		items[i] = p.item
+	}
+	bad := map[domain.Priority]bool{}
+	for _, w := range domain.NewWatches(items, h.now()) {
+		if err := h.store.ArmWatch(ctx, w); err != nil {
+			h.log.ErrorContext(ctx, "arm watch failed", "watch", w.ID, "priority", w.Priority, "error", err)
+			bad[w.Priority] = true
+		}
+	}
+	if len(bad) == 0 {
+		return toSend
+	}
+	var out []pending
+	for _, p := range toSend {
+		if bad[p.item.Priority] {
+			h.recordFailed(ctx, recs[p.record], nil, "watch", fmt.Errorf("watch not recorded"))
+			failed[p.record].Store(true)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // batchState is what planning reads about the whole batch up front.
@@ -371,17 +407,6 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 		h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
 			"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)
 		h.countPlanned(ctx, del)
-	}
-	if len(out) > 0 {
-		// The watch before the messages: whatever becomes of a message (a
-		// purged queue, a crash), the scheduler finds its delivery.
-		w := domain.Watch{NotificationID: n.ID, UserID: n.Recipient.UserID, Priority: n.Priority, DueAt: now.Add(domain.StuckAfter(n.Priority))}
-		for _, p := range out {
-			w.Channels = append(w.Channels, p.item.Message.Channel)
-		}
-		if err := h.store.ArmWatch(ctx, w); err != nil {
-			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
-		}
 	}
 	return out, nil
 }

@@ -539,25 +539,36 @@ func TestEscalationDelaysThroughTheDueIndexAndCountsTheLimit(t *testing.T) {
 	}
 }
 
-// TestArmsOneWatchPerNotificationForItsSentChannels: the scheduler's
-// in-flight watch covers exactly the channels whose messages went out.
-func TestArmsOneWatchPerNotificationForItsSentChannels(t *testing.T) {
+// TestArmsAWatchOverTheSentDeliveriesFirst: the batch's messages are
+// covered by one in-flight watch per priority, armed before they go out; a
+// batch whose watch is not recorded sends nothing and is retried.
+func TestArmsAWatchOverTheSentDeliveriesFirst(t *testing.T) {
 	f := newFixture(t)
 	f.user("u1", nil)
-	if failed := f.handle(t, insert("1", reservation("n1", "u1", nil))); len(failed) > 0 {
+	f.user("u2", nil)
+	if failed := f.handle(t, insert("1", reservation("n1", "u1", nil)), insert("2", reservation("n2", "u2", func(n *domain.Notification) { n.Priority = domain.PriorityLow })),
+		insert("3", reservation("n3", "u1", func(n *domain.Notification) { n.SendAt = now.Add(time.Hour) }))); len(failed) > 0 {
 		t.Fatalf("failed records %v", failed)
 	}
-	w, ok := f.store.watches["n1"]
-	slices.Sort(w.Channels)
-	if !ok || !slices.Equal(w.Channels, []domain.Channel{domain.ChannelEmail, domain.ChannelPush}) || w.UserID != "u1" ||
-		!w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityNormal))) {
-		t.Fatalf("watch = %+v (%v), want email and push due after StuckAfter", w, ok)
+	if len(f.store.watches) != 2 {
+		t.Fatalf("%d watches, want one per priority: %+v", len(f.store.watches), f.store.watches)
 	}
-	// A notification with nothing sent at once (scheduled) gets none.
-	if failed := f.handle(t, insert("2", reservation("n2", "u1", func(n *domain.Notification) { n.SendAt = now.Add(time.Hour) }))); len(failed) > 0 {
-		t.Fatalf("failed records %v", failed)
+	for _, w := range f.store.watches {
+		var got []string
+		for _, e := range w.Entries {
+			got = append(got, e.NotificationID+"/"+string(e.Channel)+"/"+e.UserID)
+		}
+		slices.Sort(got)
+		want := map[domain.Priority][]string{domain.PriorityNormal: {"n1/email/u1", "n1/push/u1"}, domain.PriorityLow: {"n2/email/u2", "n2/push/u2"}}[w.Priority]
+		if !slices.Equal(got, want) || !w.DueAt.Equal(now.Add(domain.StuckAfter(w.Priority))) || !w.ArmedAt.Equal(now) || w.ID == "" {
+			t.Errorf("watch %+v: entries %v, want %v due after StuckAfter(%s)", w, got, want, w.Priority)
+		}
 	}
-	if w, ok := f.store.watches["n2"]; ok {
-		t.Fatalf("scheduled notification watched: %+v", w)
+
+	g := newFixture(t)
+	g.user("u1", nil)
+	g.store.failWatch = errors.New("throttled")
+	if failed := g.handle(t, insert("1", reservation("n1", "u1", nil))); !slices.Equal(failed, []string{"1"}) || len(g.pub.sent) != 0 {
+		t.Fatalf("watch failure: failed %v, sent %d; want the record retried and nothing sent", failed, len(g.pub.sent))
 	}
 }

@@ -30,8 +30,8 @@ type memStore struct {
 	watermark  time.Time
 	// listErr fails every ListDue (a store outage).
 	listErr error
-	// watches are the in-flight watches by notification id; notifications
-	// the notifications a stuck check reads.
+	// watches are the in-flight watches by id; notifications the
+	// notifications a stuck check reads.
 	watches       map[string]*domain.Watch
 	notifications map[string]*domain.Notification
 }
@@ -42,41 +42,40 @@ func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {
 	if s.watches == nil {
 		s.watches = map[string]*domain.Watch{}
 	}
-	if prev, ok := s.watches[w.NotificationID]; ok {
-		for _, c := range prev.Channels {
-			if !slices.Contains(w.Channels, c) {
-				w.Channels = append(w.Channels, c)
-			}
-		}
-		w.Checks = prev.Checks
-	}
-	s.watches[w.NotificationID] = &w
+	s.watches[w.ID] = &w
 	return nil
 }
 
-func (s *memStore) LoadWatch(_ context.Context, id string) (*domain.Watch, map[domain.Channel]*domain.Delivery, error) {
+func (s *memStore) LoadWatch(_ context.Context, id string) (*domain.Watch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, ok := s.watches[id]
 	if !ok {
-		return nil, nil, nil
+		return nil, nil
 	}
 	cp := *w
-	ds := map[domain.Channel]*domain.Delivery{}
-	for _, d := range s.deliveries {
-		if d.NotificationID == id {
-			dc := *d
-			ds[d.Channel] = &dc
-		}
-	}
-	return &cp, ds, nil
+	cp.Entries = slices.Clone(w.Entries)
+	return &cp, nil
 }
 
-func (s *memStore) RearmWatch(_ context.Context, w domain.Watch, next time.Time, checks int) error {
+func (s *memStore) WatchedDeliveries(_ context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.watches[w.NotificationID]; ok && cur.DueAt.Equal(w.DueAt) {
-		cur.DueAt, cur.Checks = next, checks
+	out := map[domain.DeliveryKey]*domain.Delivery{}
+	for _, k := range keys {
+		if d, ok := s.deliveries[key(k.NotificationID, k.Channel)]; ok {
+			cp := *d
+			out[k] = &cp
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) RearmWatch(_ context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.watches[w.ID]; ok && cur.DueAt.Equal(w.DueAt) {
+		cur.Entries, cur.DueAt, cur.Checks = remaining, next, checks
 	}
 	return nil
 }
@@ -84,8 +83,8 @@ func (s *memStore) RearmWatch(_ context.Context, w domain.Watch, next time.Time,
 func (s *memStore) EndWatch(_ context.Context, w domain.Watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.watches[w.NotificationID]; ok && cur.DueAt.Equal(w.DueAt) {
-		delete(s.watches, w.NotificationID)
+	if cur, ok := s.watches[w.ID]; ok && cur.DueAt.Equal(w.DueAt) {
+		delete(s.watches, w.ID)
 	}
 	return nil
 }
@@ -101,17 +100,17 @@ func (s *memStore) GetNotification(_ context.Context, id string) (*domain.Notifi
 }
 
 func watchPartition(w *domain.Watch) domain.DuePartition {
-	return domain.DuePartition{Bucket: w.DueAt.UTC().Truncate(time.Hour), Shard: len(w.NotificationID) % 2}
+	return domain.DuePartition{Bucket: w.DueAt.UTC().Truncate(time.Hour), Shard: len(w.ID) % 2}
 }
 
 func (s *memStore) dueWatches(p domain.DuePartition, now time.Time) []domain.Watch {
 	var out []domain.Watch
 	for _, w := range s.watches {
 		if !w.DueAt.After(now) && watchPartition(w) == p {
-			out = append(out, domain.Watch{NotificationID: w.NotificationID, UserID: w.UserID, Priority: w.Priority, DueAt: w.DueAt})
+			out = append(out, domain.Watch{ID: w.ID, Priority: w.Priority, DueAt: w.DueAt})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].NotificationID < out[j].NotificationID })
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 

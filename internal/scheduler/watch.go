@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,62 +11,46 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
-// WatchStore is what the in-flight watch needs from the table.
+// WatchStore is what the in-flight watches need from the table.
 type WatchStore interface {
 	ArmWatch(ctx context.Context, w domain.Watch) error
-	// LoadWatch reads a notification's watch (nil when none) and its
-	// deliveries by channel.
-	LoadWatch(ctx context.Context, id string) (*domain.Watch, map[domain.Channel]*domain.Delivery, error)
-	RearmWatch(ctx context.Context, w domain.Watch, next time.Time, checks int) error
+	// LoadWatch reads a watch; nil when it has ended.
+	LoadWatch(ctx context.Context, id string) (*domain.Watch, error)
+	// WatchedDeliveries reads deliveries; a key with no item is absent.
+	WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error)
+	RearmWatch(ctx context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error
 	EndWatch(ctx context.Context, w domain.Watch) error
 	GetNotification(ctx context.Context, id string) (*domain.Notification, error)
 }
 
-// armWatches arms one watch per notification of items before their messages
-// go out and returns the items whose watch is recorded (the others stay
-// planned in the due index, where the next tick finds them).
+// armWatches arms the watches of items (one per priority) before their
+// messages go out and returns the items whose watch is recorded (the others
+// stay planned in the due index, where the next tick finds them).
 func (h *Handler) armWatches(ctx context.Context, items []domain.WorkItem) []domain.WorkItem {
-	var order []string
-	byID := map[string]*domain.Watch{}
-	for _, it := range items {
-		w, ok := byID[it.Message.NotificationID]
-		if !ok {
-			w = &domain.Watch{NotificationID: it.Message.NotificationID, UserID: it.Message.UserID, Priority: it.Priority,
-				DueAt: h.now().Add(domain.StuckAfter(it.Priority))}
-			byID[w.NotificationID] = w
-			order = append(order, w.NotificationID)
-		}
-		w.Channels = append(w.Channels, it.Message.Channel)
-	}
-	failed := make([]bool, len(order))
-	h.parallel(len(order), func(i int) {
-		if err := h.store.ArmWatch(ctx, *byID[order[i]]); err != nil {
-			h.log.ErrorContext(ctx, "arm watch failed", "notificationId", order[i], "error", err)
-			failed[i] = true
-		}
-	})
-	bad := map[string]bool{}
-	for i, id := range order {
-		if failed[i] {
-			bad[id] = true
+	ws := domain.NewWatches(items, h.now())
+	failed := map[domain.Priority]bool{}
+	for _, w := range ws {
+		if err := h.store.ArmWatch(ctx, w); err != nil {
+			h.log.ErrorContext(ctx, "arm watch failed", "watch", w.ID, "error", err)
+			failed[w.Priority] = true
 		}
 	}
 	out := items[:0:0]
 	for _, it := range items {
-		if !bad[it.Message.NotificationID] {
+		if !failed[it.Priority] {
 			out = append(out, it)
 		}
 	}
 	return out
 }
 
-// checkWatches checks each due watch (see CheckWatch) and returns how many
-// it checked.
+// checkWatches checks each due watch (CheckWatch) and returns how many it
+// checked.
 func (h *Handler) checkWatches(ctx context.Context, ws []domain.Watch) (int, error) {
 	errs := make([]error, len(ws))
 	var checked atomic.Int64
 	h.parallel(len(ws), func(i int) {
-		if _, err := h.CheckWatch(ctx, ws[i]); err != nil {
+		if _, err := h.CheckWatch(ctx, ws[i].ID); err != nil {
 			errs[i] = err
 			return
 		}
@@ -79,72 +62,91 @@ func (h *Handler) checkWatches(ctx context.Context, ws []domain.Watch) (int, err
 	return 0, errors.Join(errs...)
 }
 
-// Stuck is one delivery a watch found stuck (domain.StuckDelivery).
+// Stuck is one delivery a watch found stuck.
 type Stuck = domain.StuckDelivery
 
-// CheckWatch checks one due watch: each watched channel whose delivery is
-// stuck gets its work message again (the worker's claim keeps it
-// exactly-once) or, past the notification's expiry, ends failed: lost. The
-// watch then ends when every channel has ended, or waits again: until the
-// next channel could be stuck, or — after sending again — twice as long as
-// before. It returns the stuck channels.
-func (h *Handler) CheckWatch(ctx context.Context, due domain.Watch) ([]Stuck, error) {
-	w, ds, err := h.store.LoadWatch(ctx, due.NotificationID)
+// CheckWatch checks one due watch: each watched delivery that is stuck gets
+// its work message again (the worker's claim keeps it exactly-once) or, past
+// its notification's expiry, ends failed: lost. The watch then ends when
+// every delivery has ended (or was deferred again: its release arms a watch
+// of its own), or keeps the others and waits: until the next could be stuck,
+// or — having sent again — StuckAfter × 2^checks. It returns what was stuck.
+func (h *Handler) CheckWatch(ctx context.Context, id string) ([]Stuck, error) {
+	w, err := h.store.LoadWatch(ctx, id)
 	if err != nil || w == nil {
-		return nil, err // no watch: ended by an earlier check
+		return nil, err // ended by an earlier check
+	}
+	keys := make([]domain.DeliveryKey, len(w.Entries))
+	for i, e := range w.Entries {
+		keys[i] = e.Key()
+	}
+	ds, err := h.store.WatchedDeliveries(ctx, keys)
+	if err != nil {
+		return nil, err
 	}
 	now := h.now()
 	after := domain.StuckAfter(w.Priority)
 	stuck := w.Stuck(ds, now)
+	gone := map[domain.DeliveryKey]bool{} // stuck, expired and never claimed: nothing left to watch
+	resent := false
+	if len(stuck) > 0 {
+		if resent, err = h.unstick(ctx, stuck, now, gone); err != nil {
+			return stuck, err
+		}
+	}
 	var next time.Time
 	later := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {
 			next = t
 		}
 	}
-	for _, c := range w.Channels {
-		d := ds[c]
+	if resent {
+		later(domain.NextCheck(now, w.Priority, w.Checks))
+	}
+	var remaining []domain.WatchEntry
+	for _, e := range w.Entries {
+		d := ds[e.Key()]
 		switch {
+		case gone[e.Key()]:
 		case d == nil:
-		case d.Status == domain.StatusDeferred:
-			later(d.DueAt.Add(after)) // released later; its release arms again
-		case d.Status.InFlight() && now.Sub(d.StuckSince()) < after:
-			later(d.StuckSince().Add(after))
+			remaining = append(remaining, e)
+			later(w.ArmedAt.Add(after))
+		case d.Status.InFlight():
+			remaining = append(remaining, e)
+			if since := d.StuckSince(); now.Sub(since) < after {
+				later(since.Add(after))
+			}
 		}
 	}
-	if len(stuck) > 0 {
-		n, err := h.store.GetNotification(ctx, w.NotificationID)
-		if err != nil {
-			return stuck, err
-		}
-		resent, err := h.unstick(ctx, n, stuck, now)
-		if err != nil {
-			return stuck, err
-		}
-		if resent {
-			later(domain.NextCheck(now, w.Priority, w.Checks))
-		}
+	if len(remaining) == 0 {
+		return stuck, h.store.EndWatch(ctx, *w)
 	}
-	switch {
-	case next.IsZero():
-		err = h.store.EndWatch(ctx, *w)
-	default:
-		checks := w.Checks
-		if len(stuck) > 0 {
-			checks++
-		}
-		err = h.store.RearmWatch(ctx, *w, next, checks)
+	checks := w.Checks
+	if resent {
+		checks++
 	}
-	return stuck, err
+	if next.IsZero() || !next.After(now) {
+		next = domain.NextCheck(now, w.Priority, checks) // a delivery failed lost just now, say
+	}
+	return stuck, h.store.RearmWatch(ctx, *w, remaining, next, checks)
 }
 
-// unstick sends the stuck channels' messages again, or fails them when the
-// notification has expired; it reports whether it sent any.
-func (h *Handler) unstick(ctx context.Context, n *domain.Notification, stuck []Stuck, now time.Time) (bool, error) {
+// unstick sends the stuck deliveries' messages again, or fails them when
+// their notification has expired (noting in gone what needs no more
+// watching); it reports whether it sent any.
+func (h *Handler) unstick(ctx context.Context, stuck []Stuck, now time.Time, gone map[domain.DeliveryKey]bool) (bool, error) {
 	var items []domain.WorkItem
-	var mu sync.Mutex
 	var errs []error
 	for _, s := range stuck {
+		n, err := h.store.GetNotification(ctx, s.NotificationID)
+		if errors.Is(err, domain.ErrNotFound) {
+			gone[s.Key()] = true // deleted (retention): nothing to send
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		dims := metrics.Dims{Channel: s.Channel, Priority: s.Priority}
 		h.metrics.Add(ctx, metrics.Stuck, dims, 1)
 		if !n.Expired(now) {
@@ -154,20 +156,20 @@ func (h *Handler) unstick(ctx context.Context, n *domain.Notification, stuck []S
 				"stuckSeconds", int(s.Age.Seconds()))
 			continue
 		}
+		gone[s.Key()] = true
 		if s.Status == "" {
-			continue // never claimed and expired: nothing was recorded, nothing to end
+			continue // never claimed and expired: no item to end
 		}
-		_, err := h.store.Transition(ctx, n.ID, s.Channel, domain.Change{
+		_, err = h.store.Transition(ctx, n.ID, s.Channel, domain.Change{
 			To: domain.StatusFailed, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
 			ReclaimExpiredLease: s.Since.Add(time.Nanosecond), Reason: domain.ReasonLost, LastError: "work message lost",
 		})
 		switch {
 		case errors.Is(err, domain.ErrConflict):
-			// moved on meanwhile
+			delete(gone, s.Key()) // moved on meanwhile: the next check sees where to
 		case err != nil:
-			mu.Lock()
 			errs = append(errs, err)
-			mu.Unlock()
+			delete(gone, s.Key())
 		default:
 			dims.Reason = domain.ReasonLost
 			h.metrics.Add(ctx, metrics.Failed, dims, 1)

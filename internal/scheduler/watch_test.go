@@ -8,15 +8,15 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// stuckStore holds one notification whose email went out at sentAt (queued
-// since) and a watch due now.
+// stuckStore holds one notification whose email is in status since since,
+// watched by watch "w1" armed two hours ago and due a minute ago.
 func stuckStore(id string, status domain.Status, since time.Time, expires time.Time) *memStore {
 	st := &memStore{deliveries: map[string]*domain.Delivery{}, notifications: map[string]*domain.Notification{}}
 	st.deliveries[key(id, domain.ChannelEmail)] = &domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, UserID: "u1",
 		Priority: domain.PriorityNormal, Status: status, UpdatedAt: since}
 	st.notifications[id] = &domain.Notification{ID: id, Recipient: domain.Recipient{UserID: "u1"}, Priority: domain.PriorityNormal, ExpiresAt: expires}
-	_ = st.ArmWatch(context.Background(), domain.Watch{NotificationID: id, UserID: "u1", Priority: domain.PriorityNormal,
-		Channels: []domain.Channel{domain.ChannelEmail}, DueAt: now.Add(-time.Minute)})
+	_ = st.ArmWatch(context.Background(), domain.Watch{ID: "w1", Priority: domain.PriorityNormal,
+		Entries: []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail, UserID: "u1"}}, ArmedAt: now.Add(-2 * time.Hour), DueAt: now.Add(-time.Minute)})
 	return st
 }
 
@@ -30,8 +30,8 @@ func TestTickSendsAStuckDeliveryAgainOnceAndThenEndsItsWatch(t *testing.T) {
 	if len(pub.sent) != 1 || pub.sent[0].Message.NotificationID != "n-stuck" || pub.sent[0].Message.Channel != domain.ChannelEmail || pub.sent[0].Message.UserID != "u1" {
 		t.Fatalf("sent %+v, want the stuck email once", pub.sent)
 	}
-	w := st.watches["n-stuck"]
-	if w == nil || w.Checks != 1 || !w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityNormal))) {
+	w := st.watches["w1"]
+	if w == nil || w.Checks != 1 || !w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityNormal))) || len(w.Entries) != 1 {
 		t.Fatalf("watch after sending again = %+v, want checks 1 due in StuckAfter", w)
 	}
 	// A second tick before the re-armed due time sends nothing more.
@@ -45,8 +45,8 @@ func TestTickSendsAStuckDeliveryAgainOnceAndThenEndsItsWatch(t *testing.T) {
 	if _, err := h.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(pub.sent) != 1 || st.watches["n-stuck"] != nil {
-		t.Fatalf("after sent: %d sent, watch %+v; want 1 and no watch", len(pub.sent), st.watches["n-stuck"])
+	if len(pub.sent) != 1 || st.watches["w1"] != nil {
+		t.Fatalf("after sent: %d sent, watch %+v; want 1 and no watch", len(pub.sent), st.watches["w1"])
 	}
 }
 
@@ -55,14 +55,14 @@ func TestCheckFailsAStuckDeliveryOfAnExpiredNotification(t *testing.T) {
 		st := stuckStore("n-exp", status, now.Add(-2*time.Hour), now.Add(-time.Minute))
 		pub := &memPublisher{}
 		h, _ := newHandler(st, pub)
-		stuck, err := h.CheckWatch(context.Background(), domain.Watch{NotificationID: "n-exp"})
+		stuck, err := h.CheckWatch(context.Background(), "w1")
 		if err != nil || len(stuck) != 1 {
 			t.Fatalf("%s: check = %v, %v", status, stuck, err)
 		}
 		if d := st.deliveries[key("n-exp", domain.ChannelEmail)]; d.Status != domain.StatusFailed || len(pub.sent) != 0 {
 			t.Fatalf("%s: delivery %s, %d sent; want failed, none sent", status, d.Status, len(pub.sent))
 		}
-		if st.watches["n-exp"] != nil {
+		if st.watches["w1"] != nil {
 			t.Fatalf("%s: the watch of an ended delivery stays", status)
 		}
 	}
@@ -71,26 +71,29 @@ func TestCheckFailsAStuckDeliveryOfAnExpiredNotification(t *testing.T) {
 func TestCheckLeavesADeliveryInProgressAlone(t *testing.T) {
 	since := now.Add(-10 * time.Minute)
 	st := stuckStore("n-busy", domain.StatusRetrying, since, time.Time{})
+	// A second entry already sent leaves the watch.
+	st.deliveries[key("n-done", domain.ChannelSMS)] = &domain.Delivery{NotificationID: "n-done", Channel: domain.ChannelSMS, Status: domain.StatusSent, UpdatedAt: since}
+	st.watches["w1"].Entries = append(st.watches["w1"].Entries, domain.WatchEntry{NotificationID: "n-done", Channel: domain.ChannelSMS})
 	pub := &memPublisher{}
 	h, _ := newHandler(st, pub)
-	stuck, err := h.CheckWatch(context.Background(), domain.Watch{NotificationID: "n-busy"})
+	stuck, err := h.CheckWatch(context.Background(), "w1")
 	if err != nil || len(stuck) != 0 || len(pub.sent) != 0 {
 		t.Fatalf("check = %v, %v, sent %d; want nothing stuck, nothing sent", stuck, err, len(pub.sent))
 	}
-	if w := st.watches["n-busy"]; w == nil || !w.DueAt.Equal(since.Add(domain.StuckAfter(domain.PriorityNormal))) || w.Checks != 0 {
-		t.Fatalf("watch = %+v, want due when the delivery could first be stuck", w)
+	w := st.watches["w1"]
+	if w == nil || !w.DueAt.Equal(since.Add(domain.StuckAfter(domain.PriorityNormal))) || w.Checks != 0 || len(w.Entries) != 1 || w.Entries[0].NotificationID != "n-busy" {
+		t.Fatalf("watch = %+v, want only the busy delivery, due when it could first be stuck", w)
 	}
 }
 
-func TestCheckSendsANeverClaimedChannel(t *testing.T) {
+func TestCheckSendsANeverClaimedDelivery(t *testing.T) {
 	st := stuckStore("n-none", domain.StatusQueued, now.Add(-2*time.Hour), time.Time{})
 	delete(st.deliveries, key("n-none", domain.ChannelEmail)) // the claim creates it (none yet)
-	st.watches["n-none"].DueAt = now.Add(-time.Minute)
 	pub := &memPublisher{}
 	h, _ := newHandler(st, pub)
-	stuck, err := h.CheckWatch(context.Background(), domain.Watch{NotificationID: "n-none"})
+	stuck, err := h.CheckWatch(context.Background(), "w1")
 	if err != nil || len(stuck) != 1 || stuck[0].Status != "" || len(pub.sent) != 1 {
-		t.Fatalf("check = %+v, %v, sent %d; want the unclaimed channel sent again", stuck, err, len(pub.sent))
+		t.Fatalf("check = %+v, %v, sent %d; want the unclaimed delivery sent again", stuck, err, len(pub.sent))
 	}
 }
 
@@ -103,9 +106,13 @@ func TestReleaseArmsAWatchBeforeSending(t *testing.T) {
 	if _, err := h.Tick(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	w := st.watches["n-def"]
-	if len(pub.sent) != 1 || w == nil || len(w.Channels) != 1 || w.Channels[0] != domain.ChannelSMS ||
-		!w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityHigh))) {
-		t.Fatalf("sent %d, watch %+v; want the sms watched for StuckAfter(high)", len(pub.sent), w)
+	if len(pub.sent) != 1 || len(st.watches) != 1 {
+		t.Fatalf("sent %d, %d watches; want 1 and 1", len(pub.sent), len(st.watches))
+	}
+	for _, w := range st.watches {
+		if len(w.Entries) != 1 || w.Entries[0] != (domain.WatchEntry{NotificationID: "n-def", Channel: domain.ChannelSMS, UserID: "u1"}) ||
+			!w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityHigh))) {
+			t.Fatalf("watch %+v; want the sms watched for StuckAfter(high)", w)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // before sending), and no message in any queue. The notification is
 // scheduled first, so no message ever exists; its delivery then moves
 // deferred → queued as a release does, and the release's watch is armed.
-func loseWorkMessage(t *testing.T, addr string, expiresIn time.Duration) (string, domain.Priority) {
+func loseWorkMessage(t *testing.T, addr string, expiresIn time.Duration) (id, watch string, prio domain.Priority) {
 	t.Helper()
 	st := stacktest.Stack(t)
 	ctx := context.Background()
@@ -29,17 +29,17 @@ func loseWorkMessage(t *testing.T, addr string, expiresIn time.Duration) (string
 	if expiresIn > 0 {
 		body["expiresAt"] = now.Add(expiresIn).UTC().Format(time.RFC3339)
 	}
-	id := stacktest.Notify(t, body)
+	id = stacktest.Notify(t, body)
 	d := delivery(t, id, domain.ChannelEmail, "the delivery deferred", status(domain.StatusDeferred, domain.ReasonScheduled))
 	s := store(t)
 	if _, err := s.Transition(ctx, id, domain.ChannelEmail, domain.Change{To: domain.StatusQueued, From: []domain.Status{domain.StatusDeferred}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ArmWatch(ctx, domain.Watch{NotificationID: id, UserID: d.UserID, Priority: d.Priority,
-		Channels: []domain.Channel{domain.ChannelEmail}, DueAt: st.Clock.Now().Add(domain.StuckAfter(d.Priority))}); err != nil {
+	ws := domain.NewWatches([]domain.WorkItem{{Message: domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: d.UserID}, Priority: d.Priority}}, st.Clock.Now())
+	if err := s.ArmWatch(ctx, ws[0]); err != nil {
 		t.Fatal(err)
 	}
-	return id, d.Priority
+	return id, ws[0].ID, d.Priority
 }
 
 // stuck lists the stuck deliveries as `herald dlq stuck` does, on the
@@ -78,7 +78,7 @@ func tick(t *testing.T) {
 func TestLostWorkMessageIsSentOnce(t *testing.T) {
 	st := stacktest.Stack(t)
 	addr := "stuck-" + stacktest.UniqueID("s") + "@example.com"
-	id, prio := loseWorkMessage(t, addr, 0)
+	id, watch, prio := loseWorkMessage(t, addr, 0)
 	if d := find(stuck(t), id); d != nil {
 		t.Fatalf("listed stuck before StuckAfter: %+v", d)
 	}
@@ -97,7 +97,7 @@ func TestLostWorkMessageIsSentOnce(t *testing.T) {
 	st.Clock.Advance(domain.NextCheck(time.Time{}, prio, 0).Sub(time.Time{}) + time.Minute)
 	tick(t)
 	stacktest.Eventually(t, 20*time.Second, "the watch ended", func() bool {
-		w, _, err := store(t).LoadWatch(context.Background(), id)
+		w, err := store(t).LoadWatch(context.Background(), watch)
 		return err == nil && w == nil
 	})
 	time.Sleep(time.Second)
@@ -111,7 +111,7 @@ func TestLostWorkMessageIsSentOnce(t *testing.T) {
 func TestLostWorkMessageOfAnExpiredNotificationFails(t *testing.T) {
 	st := stacktest.Stack(t)
 	addr := "stuck-exp-" + stacktest.UniqueID("s") + "@example.com"
-	id, prio := loseWorkMessage(t, addr, 20*time.Minute)
+	id, watch, prio := loseWorkMessage(t, addr, 20*time.Minute)
 	st.Clock.Advance(domain.StuckAfter(prio) + time.Minute)
 	tick(t)
 	d := delivery(t, id, domain.ChannelEmail, "the stuck delivery failed", status(domain.StatusFailed, domain.ReasonLost))
@@ -119,7 +119,7 @@ func TestLostWorkMessageOfAnExpiredNotificationFails(t *testing.T) {
 		t.Errorf("attempts %d, want 0", d.Attempts)
 	}
 	stacktest.Eventually(t, 20*time.Second, "the watch ended", func() bool {
-		w, _, err := store(t).LoadWatch(context.Background(), id)
+		w, err := store(t).LoadWatch(context.Background(), watch)
 		return err == nil && w == nil
 	})
 	if n := len(stacktest.EmailsTo(t, addr)); n != 0 {
