@@ -268,7 +268,7 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 	w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
 	for i := range perWatch {
 		for _, c := range channels[:len(dks)] {
-			w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c, UserID: user})
+			w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
 		}
 	}
 	wk, err := m.store.WatchItemKeys(w)

@@ -34,7 +34,6 @@ type Watch struct {
 type WatchEntry struct {
 	NotificationID string
 	Channel        Channel
-	UserID         string
 }
 
 // Key is the entry's delivery key.
@@ -54,7 +53,7 @@ func NewWatches(items []WorkItem, now time.Time) []Watch {
 			at[it.Priority] = i
 			out = append(out, Watch{ID: NewWatchID(), Priority: it.Priority, ArmedAt: now, DueAt: now.Add(StuckAfter(it.Priority))})
 		}
-		out[i].Entries = append(out[i].Entries, WatchEntry{NotificationID: it.Message.NotificationID, Channel: it.Message.Channel, UserID: it.Message.UserID})
+		out[i].Entries = append(out[i].Entries, WatchEntry{NotificationID: it.Message.NotificationID, Channel: it.Message.Channel})
 	}
 	return out
 }

@@ -27,7 +27,6 @@ const watchChannel domain.Channel = "watch"
 type watchEntryItem struct {
 	N string `dynamodbav:"n"`
 	C string `dynamodbav:"c"`
-	U string `dynamodbav:"u,omitempty"`
 }
 
 type watchItem struct {
@@ -49,7 +48,7 @@ func (s *Store) toWatchItem(w domain.Watch) watchItem {
 		ArmedAt: formatTime(w.ArmedAt), DueAt: formatTime(w.DueAt), Checks: w.Checks, TTL: w.DueAt.Add(s.retention).Unix(),
 		GSI3PK: DuePartitionKey(DuePartitionOf(w.DueAt, w.ID, watchChannel)), GSI3SK: dueSortKey(w.DueAt, w.ID, watchChannel)}
 	for _, e := range w.Entries {
-		it.Entries = append(it.Entries, watchEntryItem{N: e.NotificationID, C: string(e.Channel), U: e.UserID})
+		it.Entries = append(it.Entries, watchEntryItem{N: e.NotificationID, C: string(e.Channel)})
 	}
 	return it
 }
@@ -62,7 +61,7 @@ func decodeWatch(av map[string]types.AttributeValue) (*domain.Watch, error) {
 	w := &domain.Watch{ID: it.PK[min(len(it.PK), len(watchPrefix)):], Priority: domain.Priority(it.Priority),
 		ArmedAt: parseTime(it.ArmedAt), DueAt: parseTime(it.DueAt), Checks: it.Checks}
 	for _, e := range it.Entries {
-		w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: e.N, Channel: domain.Channel(e.C), UserID: e.U})
+		w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: e.N, Channel: domain.Channel(e.C)})
 	}
 	return w, nil
 }

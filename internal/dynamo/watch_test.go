@@ -20,7 +20,7 @@ func TestWatchLifecycle(t *testing.T) {
 		Priority: domain.PriorityNormal, Status: domain.StatusQueued, UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	entries := []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail, UserID: "u1"}, {NotificationID: id, Channel: domain.ChannelSMS, UserID: "u1"}}
+	entries := []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail}, {NotificationID: id, Channel: domain.ChannelSMS}}
 	w := domain.Watch{ID: domain.NewWatchID(), Priority: domain.PriorityNormal, Entries: entries, ArmedAt: t0, DueAt: due}
 	if err := s.ArmWatch(ctx, w); err != nil {
 		t.Fatal(err)

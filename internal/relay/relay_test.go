@@ -556,10 +556,10 @@ func TestArmsAWatchOverTheSentDeliveriesFirst(t *testing.T) {
 	for _, w := range f.store.watches {
 		var got []string
 		for _, e := range w.Entries {
-			got = append(got, e.NotificationID+"/"+string(e.Channel)+"/"+e.UserID)
+			got = append(got, e.NotificationID+"/"+string(e.Channel))
 		}
 		slices.Sort(got)
-		want := map[domain.Priority][]string{domain.PriorityNormal: {"n1/email/u1", "n1/push/u1"}, domain.PriorityLow: {"n2/email/u2", "n2/push/u2"}}[w.Priority]
+		want := map[domain.Priority][]string{domain.PriorityNormal: {"n1/email", "n1/push"}, domain.PriorityLow: {"n2/email", "n2/push"}}[w.Priority]
 		if !slices.Equal(got, want) || !w.DueAt.Equal(now.Add(domain.StuckAfter(w.Priority))) || !w.ArmedAt.Equal(now) || w.ID == "" {
 			t.Errorf("watch %+v: entries %v, want %v due after StuckAfter(%s)", w, got, want, w.Priority)
 		}

@@ -16,7 +16,7 @@ func stuckStore(id string, status domain.Status, since time.Time, expires time.T
 		Priority: domain.PriorityNormal, Status: status, UpdatedAt: since}
 	st.notifications[id] = &domain.Notification{ID: id, Recipient: domain.Recipient{UserID: "u1"}, Priority: domain.PriorityNormal, ExpiresAt: expires}
 	_ = st.ArmWatch(context.Background(), domain.Watch{ID: "w1", Priority: domain.PriorityNormal,
-		Entries: []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail, UserID: "u1"}}, ArmedAt: now.Add(-2 * time.Hour), DueAt: now.Add(-time.Minute)})
+		Entries: []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail}}, ArmedAt: now.Add(-2 * time.Hour), DueAt: now.Add(-time.Minute)})
 	return st
 }
 
@@ -110,7 +110,7 @@ func TestReleaseArmsAWatchBeforeSending(t *testing.T) {
 		t.Fatalf("sent %d, %d watches; want 1 and 1", len(pub.sent), len(st.watches))
 	}
 	for _, w := range st.watches {
-		if len(w.Entries) != 1 || w.Entries[0] != (domain.WatchEntry{NotificationID: "n-def", Channel: domain.ChannelSMS, UserID: "u1"}) ||
+		if len(w.Entries) != 1 || w.Entries[0] != (domain.WatchEntry{NotificationID: "n-def", Channel: domain.ChannelSMS}) ||
 			!w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityHigh))) {
 			t.Fatalf("watch %+v; want the sms watched for StuckAfter(high)", w)
 		}
