@@ -14,8 +14,8 @@ var (
 	// onlyDotsRegexp: the OpenAPI pattern's negative lookahead (?!\.+$),
 	// which RE2 lacks.
 	onlyDotsRegexp = regexp.MustCompile(`^\.+$`)
-	e164Regexp   = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	localeRegexp = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
+	e164Regexp     = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+	localeRegexp   = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
 )
 
 func TestUserIDRefusesOnlyDots(t *testing.T) {
