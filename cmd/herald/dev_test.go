@@ -61,3 +61,24 @@ func TestDevURLs(t *testing.T) {
 		})
 	}
 }
+
+// TestDevLogKeepsThePreviousRun: a start keeps the last run's log as
+// dev.log.1 instead of truncating it.
+func TestDevLogKeepsThePreviousRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev.log")
+	for _, run := range []string{"first run\\n", "second run\\n", "third run\\n"} {
+		f, err := openDevLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(run); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	cur, _ := os.ReadFile(path)
+	prev, _ := os.ReadFile(path + ".1")
+	if string(cur) != "third run\\n" || string(prev) != "second run\\n" {
+		t.Fatalf("dev.log %q, dev.log.1 %q", cur, prev)
+	}
+}
