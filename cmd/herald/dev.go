@@ -69,6 +69,11 @@ func runDev(ctx context.Context, args []string) error {
 			return fmt.Errorf("HERALD_DEV_DATA: %w", err)
 		}
 		dataDir = abs
+		release, err := lockDataDir(dataDir, fmt.Sprintf("pid %d, API http://127.0.0.1:%s", os.Getpid(), port))
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	var logs, emuLogs io.Writer = os.Stdout, os.Stderr
 	logPath := ""

@@ -82,3 +82,23 @@ func TestDevLogKeepsThePreviousRun(t *testing.T) {
 		t.Fatalf("dev.log %q, dev.log.1 %q", cur, prev)
 	}
 }
+
+// TestDataDirLockRefusesASecondDev: a second `herald dev` on the same
+// HERALD_DEV_DATA is refused with the first one's pid and API address; the
+// directory is free again once the first stops.
+func TestDataDirLockRefusesASecondDev(t *testing.T) {
+	dir := t.TempDir()
+	release, err := lockDataDir(dir, "pid 111, API http://127.0.0.1:3000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockDataDir(dir, "pid 222, API http://127.0.0.1:3001"); err == nil || !strings.Contains(err.Error(), "pid 111, API http://127.0.0.1:3000") {
+		t.Fatalf("second lock: %v, want a refusal naming the first", err)
+	}
+	release()
+	again, err := lockDataDir(dir, "pid 333, API http://127.0.0.1:3000")
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	again()
+}
