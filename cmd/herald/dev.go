@@ -101,6 +101,11 @@ func runDev(ctx context.Context, args []string) error {
 			return fmt.Errorf("HERALD_DEV_DATA: %w", err)
 		}
 		dataDir = abs
+		release, err := lockDataDir(dataDir, fmt.Sprintf("pid %d, API http://127.0.0.1:%s", os.Getpid(), port))
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	var logs, emuLogs io.Writer = os.Stdout, os.Stderr
 	logPath := ""
@@ -112,7 +117,7 @@ func runDev(ctx context.Context, args []string) error {
 		if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 			return err
 		}
-		f, err := os.Create(logPath)
+		f, err := openDevLog(logPath)
 		if err != nil {
 			return fmt.Errorf("log file: %w", err)
 		}
@@ -215,4 +220,16 @@ func runDevURLs(args []string, w io.Writer) error {
 	}
 	printURLs(w, st, path)
 	return nil
+}
+
+// openDevLog starts a fresh log at path and keeps the previous run's (a
+// crashed run's log is what one needs next) as path.1, replacing the one
+// before it.
+func openDevLog(path string) (*os.File, error) {
+	if _, err := os.Stat(path); err == nil {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return nil, err
+		}
+	}
+	return os.Create(path)
 }

@@ -84,3 +84,44 @@ func TestDevOverrides(t *testing.T) {
 		}
 	}
 }
+
+// TestDevLogKeepsThePreviousRun: a start keeps the last run's log as
+// dev.log.1 instead of truncating it.
+func TestDevLogKeepsThePreviousRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dev.log")
+	for _, run := range []string{"first run\\n", "second run\\n", "third run\\n"} {
+		f, err := openDevLog(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(run); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	cur, _ := os.ReadFile(path)
+	prev, _ := os.ReadFile(path + ".1")
+	if string(cur) != "third run\\n" || string(prev) != "second run\\n" {
+		t.Fatalf("dev.log %q, dev.log.1 %q", cur, prev)
+	}
+}
+
+// TestDataDirLockRefusesASecondDev: a second `herald dev` on the same
+// HERALD_DEV_DATA is refused with the first one's pid and API address; the
+// directory is free again once the first stops.
+func TestDataDirLockRefusesASecondDev(t *testing.T) {
+	dir := t.TempDir()
+	release, err := lockDataDir(dir, "pid 111, API http://127.0.0.1:3000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockDataDir(dir, "pid 222, API http://127.0.0.1:3001"); err == nil || !strings.Contains(err.Error(), "pid 111, API http://127.0.0.1:3000") {
+		t.Fatalf("second lock: %v, want a refusal naming the first", err)
+	}
+	release()
+	again, err := lockDataDir(dir, "pid 333, API http://127.0.0.1:3000")
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	again()
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -126,7 +125,7 @@ func (h *Handler) createAnnouncement(ctx context.Context, req *request) response
 		return problemResponse(p)
 	}
 	var ar announcementRequest
-	if p := decodeJSON(raw, &ar); p != nil {
+	if p := decodeStrict(raw, &ar); p != nil {
 		return problemResponse(p)
 	}
 	now := h.now()
@@ -160,14 +159,14 @@ func validateAnnouncement(ar *announcementRequest, now time.Time) (*inbox.Announ
 	switch {
 	case strings.TrimSpace(ar.Title) == "":
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/title", "title is required")
-	case utf8.RuneCountInString(ar.Title) > maxAnnouncementTitle || hasControl(ar.Title):
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/title", "title must be at most 200 characters without control characters")
+	case utf8.RuneCountInString(ar.Title) > maxAnnouncementTitle || hasControl(ar.Title) || domain.HasBidiControl(ar.Title):
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/title", "title must be at most 200 characters without control or bidirectional formatting characters")
 	case strings.TrimSpace(ar.Body) == "":
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/body", "body is required")
-	case utf8.RuneCountInString(ar.Body) > maxAnnouncementBody || strings.IndexFunc(ar.Body, controlNotNewline) >= 0:
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/body", "body must be at most 2000 characters without control characters other than line breaks")
+	case utf8.RuneCountInString(ar.Body) > maxAnnouncementBody || strings.IndexFunc(ar.Body, controlNotNewline) >= 0 || domain.HasBidiControl(ar.Body):
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/body", "body must be at most 2000 characters without control characters other than line breaks, nor bidirectional formatting characters")
 	case ar.URL != "" && !absoluteHTTPURL(ar.URL):
-		return nil, fieldProblem(http.StatusBadRequest, "invalid_url", "/url", "url must be an absolute http(s) URL of at most 2048 characters, without user information")
+		return nil, fieldProblem(http.StatusBadRequest, "invalid_url", "/url", "url must be an absolute http(s) URL of at most 2048 characters, with only RFC 3986 characters (percent-encode the rest) and without user information")
 	case ar.ExpiresAt == nil:
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/expiresAt", "expiresAt is required: announcements and their read markers expire")
 	}
@@ -189,13 +188,10 @@ func controlNotNewline(r rune) bool {
 	return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t'
 }
 
+// absoluteHTTPURL is the link rule every stored URL follows
+// (domain.CheckLinkURL), within the announcement's length limit.
 func absoluteHTTPURL(s string) bool {
-	if len(s) > maxAnnouncementURL || hasControl(s) {
-		return false
-	}
-	u, err := url.Parse(s)
-	// No user information: https://bank.example@evil.example/ reads as the bank's link.
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.User == nil
+	return len(s) <= maxAnnouncementURL && domain.CheckLinkURL(s) == ""
 }
 
 // announcementHash is the canonical hash of a request (see requestHash):

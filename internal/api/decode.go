@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -105,6 +104,8 @@ func strictProblem(err error) *Problem {
 	case errors.As(err, &sem) && errors.Is(sem.Err, jsonv2.ErrUnknownName):
 		ptr := string(sem.JSONPointer)
 		return fieldProblem(http.StatusBadRequest, "unknown_field", ptr, fmt.Sprintf("unknown field %q", sem.JSONPointer.LastToken()))
+	case errors.As(err, &sem) && sem.GoType == reflect.TypeFor[time.Time]():
+		return fieldProblem(http.StatusBadRequest, "invalid_time", string(sem.JSONPointer), "times must be RFC 3339, like 2026-12-01T10:00:00Z")
 	case errors.As(err, &sem) && sem.JSONPointer != "":
 		ptr, want := string(sem.JSONPointer), "an array"
 		if !errors.Is(sem.Err, errNullArray) && sem.GoType != nil {
@@ -113,47 +114,6 @@ func strictProblem(err error) *Problem {
 		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, ptr[1:]+" must be "+want)
 	case errors.As(err, &sem):
 		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
-	}
-	return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-}
-
-// decodeJSON decodes one JSON object into v with encoding/json, refusing
-// unknown fields (the announcements route). decodeStrict is stricter (exact
-// keys, no repeats, pointers for nested unknown fields).
-func decodeJSON(body []byte, v any) *Problem {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonProblem(err)
-	}
-	if dec.More() {
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a single JSON object"}
-	}
-	return nil
-}
-
-// jsonProblem turns a decoding error into a 400 naming the field where
-// possible.
-func jsonProblem(err error) *Problem {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var tim *time.ParseError
-	switch {
-	case errors.As(err, &syn):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body must be a JSON object"}
-		}
-		ptr := "/" + strings.ReplaceAll(typ.Field, ".", "/")
-		return fieldProblem(http.StatusBadRequest, "invalid_type", ptr, fmt.Sprintf("%s must be %s", typ.Field, jsonTypeName(typ.Type)))
-	case errors.As(err, &tim):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_time", Detail: "times must be RFC 3339, like 2026-12-01T10:00:00Z"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return fieldProblem(http.StatusBadRequest, "unknown_field", "/"+escapePointer(name), fmt.Sprintf("unknown field %q", name))
-	case errors.Is(err, io.EOF):
-		return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is empty"}
 	}
 	return &Problem{Status: http.StatusBadRequest, Code: "invalid_json", Detail: "body is not valid JSON"}
 }

@@ -742,6 +742,12 @@ func TestCreateAnnouncement(t *testing.T) {
 		{"long title", `{"title":"` + strings.Repeat("x", 201) + `","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_string"},
 		{"unknown field", `{"title":"t","body":"b","expiresAt":"2026-05-08T00:00:00Z","audience":"all"}`, 400, "unknown_field"},
 		{"bad time", `{"title":"t","body":"b","expiresAt":"tomorrow"}`, 400, "invalid_time"},
+		{"duplicate key", `{"title":"t","title":"u","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "duplicate_field"},
+		{"wrong-case key", `{"Title":"t","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "unknown_field"},
+		{"invalid UTF-8", "{\"title\":\"bad\xff\",\"body\":\"b\",\"expiresAt\":\"2026-05-08T00:00:00Z\"}", 400, "invalid_json"},
+		{"url with quote and angle bracket", `{"title":"t","body":"b","url":"https://example.com/\"><img src=x>","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_url"},
+		{"bidi override in title", `{"title":"pay \u202eyad","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_string"},
+		{"bidi isolate in body", `{"title":"t","body":"b \u2067x\u2069","expiresAt":"2026-05-08T00:00:00Z"}`, 400, "invalid_string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

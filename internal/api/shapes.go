@@ -13,17 +13,21 @@ func inSet(c byte, s string) bool { return strings.IndexByte(s, c) >= 0 }
 
 // validUserID: 1-128 of letters, digits and ._:|- — no '@': an email
 // address as a user id would put personal data in every log line and metric
-// that names the user (docs/decisions.md).
+// that names the user (docs/decisions.md) — and not only dots: "." and ".."
+// are path segments, and an id in a URL path (Location:
+// /v1/users/../push-subscriptions/…) must name the user, not a directory.
 func validUserID(s string) bool {
 	if len(s) < 1 || len(s) > 128 {
 		return false
 	}
+	dots := true
 	for i := 0; i < len(s); i++ {
 		if !isAlnum(s[i]) && !inSet(s[i], "._:|-") {
 			return false
 		}
+		dots = dots && s[i] == '.'
 	}
-	return true
+	return !dots
 }
 
 // validE164: "+", a non-zero digit, then 6 to 14 digits (7-15 digits in all).

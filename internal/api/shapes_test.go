@@ -11,9 +11,25 @@ import (
 // The hand-written checks must accept exactly what these expressions accept.
 var (
 	userIDRegexp = regexp.MustCompile(`^[A-Za-z0-9._:|-]{1,128}$`)
-	e164Regexp   = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	localeRegexp = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
+	// onlyDotsRegexp: the OpenAPI pattern's negative lookahead (?!\.+$),
+	// which RE2 lacks.
+	onlyDotsRegexp = regexp.MustCompile(`^\.+$`)
+	e164Regexp     = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+	localeRegexp   = regexp.MustCompile(`^[A-Za-z]{2,3}(-[A-Za-z0-9]{1,8})*$`)
 )
+
+func TestUserIDRefusesOnlyDots(t *testing.T) {
+	for _, s := range []string{".", "..", "..."} {
+		if validUserID(s) {
+			t.Errorf("validUserID(%q) = true", s)
+		}
+	}
+	for _, s := range []string{".a", "a..", "..-", "u.1"} {
+		if !validUserID(s) {
+			t.Errorf("validUserID(%q) = false", s)
+		}
+	}
+}
 
 func TestShapesAgreeWithTheirExpressions(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -43,7 +59,7 @@ func TestShapesAgreeWithTheirExpressions(t *testing.T) {
 				}, s)
 			}
 		}
-		if validUserID(s) != userIDRegexp.MatchString(s) {
+		if validUserID(s) != (userIDRegexp.MatchString(s) && !onlyDotsRegexp.MatchString(s)) {
 			t.Fatalf("validUserID(%q) = %v", s, validUserID(s))
 		}
 		if validE164(s) != e164Regexp.MatchString(s) {

@@ -236,6 +236,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		// DynamoDB Local; AWS bills a missing item's minimum).
 		t.r("table", dynamo.UserPK(user), 1)
 	}
+	var sent []dynamo.ItemKeys // the deliveries whose messages go out now
 	for _, c := range k.Channels {
 		if k.Limited {
 			t.w("table", dynamo.RateLimitPK(user, c), 1)
@@ -258,7 +259,45 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 			continue
 		}
 		m.send(t, k, n, keys, dk, user, c)
+		sent = append(sent, dk)
 	}
+	return m.watch(t, user, k.Priority, k.Channels, sent)
+}
+
+// watch is a notification's share of an in-flight watch (domain.Watch): one
+// per relay batch (or release page) and priority, over the batch's sent
+// deliveries. Armed before the messages go out (one item listing them and
+// its due-index entry), checked by the scheduler once due (a share of a page
+// of the index, a strongly consistent GetItem of the watch, an eventually
+// consistent batch read of each delivery) and deleted there, every delivery
+// having ended.
+func (m *model) watch(t *tally, user string, p domain.Priority, channels []domain.Channel, dks []dynamo.ItemKeys) error {
+	if len(dks) == 0 {
+		return nil
+	}
+	const perWatch = relayRecordsPerBatch // notifications a watch covers
+	w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
+	for i := range perWatch {
+		for _, c := range channels[:len(dks)] {
+			w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+		}
+	}
+	wk, err := m.store.WatchItemKeys(w)
+	if err != nil {
+		return err
+	}
+	due := wk.Index[dynamo.IndexDue]
+	share := 1.0 / perWatch
+	t.w("table", wk.PK, share*dynamo.WriteUnits(wk.Size))
+	t.w(dynamo.IndexDue, due, share*dynamo.WriteUnits(wk.Sparse[dynamo.IndexDue]))
+	t.r(dynamo.IndexDue, due, share*dynamo.ReadUnits(100*wk.Sparse[dynamo.IndexDue], false)/100) // pages of 100
+	t.invoke("SchedulerFunction", share/100, schedulerSecondsPerPage)
+	t.r("table", wk.PK, share*dynamo.ReadUnits(wk.Size, true))
+	for _, dk := range dks {
+		t.r("table", dk.PK, dynamo.ReadUnits(dk.Size+60, false)) // with the outcome's attributes
+	}
+	t.w("table", wk.PK, share*dynamo.WriteUnits(wk.Size))
+	t.w(dynamo.IndexDue, due, share*dynamo.WriteUnits(wk.Sparse[dynamo.IndexDue]))
 	return nil
 }
 
@@ -313,10 +352,13 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 		t.invoke("SchedulerFunction", 1.0/100, schedulerSecondsPerPage)
 		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size)) // deferred → planned (index untouched: not projected)
 		t.usage.SQSRequests += 1.0 / sendsPerBatchCall
-		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))                                 // planned → queued
-		t.w(dynamo.IndexDue, due, dynamo.WriteUnits(dk.Sparse[dynamo.IndexDue]))        // leaves the index
-		m.send(t, Kind{Priority: k.Priority, Channels: k.Channels}, n, nk, dk, user, c) // then as any work message
-		t.usage.SQSRequests -= 1.0 / sendsPerBatchCall                                  // (counted above)
+		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))                                                  // planned → queued
+		t.w(dynamo.IndexDue, due, dynamo.WriteUnits(dk.Sparse[dynamo.IndexDue]))                         // leaves the index
+		m.send(t, Kind{Priority: k.Priority, Channels: k.Channels}, n, nk, dk, user, c)                  // then as any work message
+		t.usage.SQSRequests -= 1.0 / sendsPerBatchCall                                                   // (counted above)
+		if err := m.watch(t, user, k.Priority, []domain.Channel{c}, []dynamo.ItemKeys{dk}); err != nil { // armed by the release
+			return err
+		}
 	}
 	return nil
 }

@@ -3,11 +3,11 @@ package catalog
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // DataError names the variable that makes a notification's data unacceptable.
@@ -63,11 +63,6 @@ func (v Variable) maxLength() int {
 	return defaultMaxLength
 }
 
-// urlChars are the characters RFC 3986 allows in a URI; anything else must be
-// percent-encoded. Keeping URLs to them also bounds their SMS cost (all are
-// GSM-7; '[', ']' and '~' take two septets).
-const urlChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%"
-
 func (v Variable) check(s string) string {
 	max := v.maxLength()
 	if s == "" {
@@ -76,20 +71,15 @@ func (v Variable) check(s string) string {
 	if utf8.RuneCountInString(s) > max {
 		return fmt.Sprintf("longer than %d characters", max)
 	}
+	if domain.HasBidiControl(s) {
+		// Refused, not stripped: a caller's text is stored as sent or not
+		// at all (docs/decisions.md).
+		return "must not contain bidirectional formatting characters (U+202A–U+202E, U+2066–U+2069, …)"
+	}
 	switch v.Kind {
 	case "url":
-		for i := 0; i < len(s); i++ {
-			if strings.IndexByte(urlChars, s[i]) < 0 {
-				return "must be an absolute http(s) URL with only RFC 3986 characters (percent-encode the rest)"
-			}
-		}
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return "must be an absolute http(s) URL"
-		}
-		if u.User != nil {
-			// https://bank.example@evil.example/ reads as the bank's link.
-			return "must not carry user information"
+		if msg := domain.CheckLinkURL(s); msg != "" {
+			return msg
 		}
 	case "code":
 		for _, r := range s {

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-	"unicode/utf8"
 )
 
 func TestShippedCatalogPassesLint(t *testing.T) {
@@ -257,12 +256,26 @@ func TestURLVariablesOnlyTakeRFC3986Characters(t *testing.T) {
 			t.Errorf("%q rejected: %v", u, err)
 		}
 	}
-	for _, u := range []string{"https://example.com/a b", `https://example.com/"<x>"`, "https://例え.jp/", "https://example.com/`", "https://example.com/\x7f"} {
+	for _, u := range []string{"https://example.com/a\u202eb", "https://example.com/a b", `https://example.com/"<x>"`, "https://例え.jp/", "https://example.com/`", "https://example.com/\x7f"} {
 		if err := typ.ValidateData(map[string]any{"invoiceUrl": u}); err == nil {
 			t.Errorf("%q accepted", u)
 		}
 	}
-	if !utf8.ValidString(urlChars) {
-		t.Fatal("urlChars")
+}
+
+// TestTextVariablesRefuseBidiControls: a caller's text shown to a user is
+// refused when it carries bidirectional formatting characters (not stripped).
+func TestTextVariablesRefuseBidiControls(t *testing.T) {
+	typ, _ := MustLoad().Lookup("comment.created")
+	data := func(s string) map[string]any {
+		return map[string]any{"actorLabel": s, "url": "https://example.com/c/1"}
+	}
+	if err := typ.ValidateData(data("Ada")); err != nil {
+		t.Fatalf("plain text refused: %v", err)
+	}
+	for _, r := range []string{"\u202e", "\u202a", "\u2066", "\u2069", "\u200f", "\u061c"} {
+		if err := typ.ValidateData(data("Ada" + r + "evil")); err == nil {
+			t.Errorf("%U accepted", []rune(r)[0])
+		}
 	}
 }

@@ -60,7 +60,9 @@ const (
 var transitions = map[Status][]Status{
 	// planned → sending: the worker may receive the work message before the
 	// relay has recorded queued; the message's existence proves it was sent.
-	StatusPlanned: {StatusQueued, StatusDeferred, StatusSkipped, StatusDropped, StatusSending},
+	// planned → failed: its work message was lost and the notification
+	// expired before the scheduler's watch could send it again (lost).
+	StatusPlanned: {StatusQueued, StatusDeferred, StatusSkipped, StatusDropped, StatusSending, StatusFailed},
 	// deferred → planned: the scheduler releases it (then sends, then queued).
 	StatusDeferred: {StatusPlanned, StatusQueued, StatusDropped, StatusSkipped},
 	// queued/retrying → skipped: the worker's recheck finds the user in the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -76,10 +77,24 @@ func (s *Store) HasDue(ctx context.Context, p domain.DuePartition, now time.Time
 }
 
 // ListDue returns up to limit entries of partition p due at or before now,
-// oldest first. The index projects only what a release needs (notification,
-// channel, user, priority, due time); Status is left empty: the release's
-// conditional transition decides.
-func (s *Store) ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, error) {
+// oldest first: deferred deliveries and in-flight watches (domain.Watch: id,
+// priority and due time; the entries stay in the table). The
+// index projects only what a release needs (notification, channel, user,
+// priority, due time); a delivery's Status is left empty (the release's
+// conditional transition decides).
+func (s *Store) ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
+	return s.listDue(ctx, p, now, limit)
+}
+
+// ListWatchesUntil returns the watches of partition p due at or before until
+// (in the future too: a watch that found a delivery stuck waits there), at
+// most 1,000 entries of the partition: an operator's listing, not a release.
+func (s *Store) ListWatchesUntil(ctx context.Context, p domain.DuePartition, until time.Time) ([]domain.Watch, error) {
+	_, ws, err := s.listDue(ctx, p, until, 1000)
+	return ws, err
+}
+
+func (s *Store) listDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -90,17 +105,23 @@ func (s *Store) ListDue(ctx context.Context, p domain.DuePartition, now time.Tim
 		Limit: aws.Int32(limit),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("query due partition %s: %w", DuePartitionKey(p), err)
+		return nil, nil, fmt.Errorf("query due partition %s: %w", DuePartitionKey(p), err)
 	}
 	res := make([]domain.Delivery, 0, len(out.Items))
+	var ws []domain.Watch
 	for _, av := range out.Items {
+		if pk := stringAttr(av, "pk"); strings.HasPrefix(pk, watchPrefix) {
+			ws = append(ws, domain.Watch{ID: strings.TrimPrefix(pk, watchPrefix), Priority: domain.Priority(stringAttr(av, "priority")),
+				DueAt: parseTime(strings.SplitN(stringAttr(av, "gsi3sk"), "#", 2)[0])})
+			continue
+		}
 		d, err := decodeDelivery(av)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res = append(res, *d)
 	}
-	return res, nil
+	return res, ws, nil
 }
 
 // The scheduler's watermark: every due-index bucket before it is known empty,

@@ -144,3 +144,14 @@ func ReadUnits(size int, consistent bool) float64 {
 	}
 	return u
 }
+
+// WatchItemKeys builds a watch item as ArmWatch stores it and returns its
+// keys and billed sizes (gsi3 projects its priority; the entries stay in the
+// table).
+func (s *Store) WatchItemKeys(w domain.Watch) (ItemKeys, error) {
+	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
+	if err != nil {
+		return ItemKeys{}, fmt.Errorf("marshal watch: %w", err)
+	}
+	return keysOf(av, projections), nil
+}

@@ -296,7 +296,7 @@ func TestDueIndexFollowsTransitions(t *testing.T) {
 		t.Helper()
 		var found []domain.Delivery
 		for _, p := range s.DuePartitions(due, now) {
-			ds, err := s.ListDue(ctx, p, now, 10)
+			ds, _, err := s.ListDue(ctx, p, now, 10)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -78,6 +78,11 @@ const (
 	// CampaignScanPages: pages of profiles a segment-"all" campaign's scan
 	// stored as lots (dims: Priority).
 	CampaignScanPages Name = "CampaignScanPages"
+	// Stuck: a delivery the scheduler's in-flight watch found planned,
+	// queued, sending or retrying past its lease and backoff plus a grace
+	// (its work message lost), counted at each check that finds it (dims:
+	// Channel, Priority; rollup Channel).
+	Stuck Name = "Stuck"
 )
 
 // Unit is a CloudWatch unit.
@@ -129,13 +134,14 @@ var specs = map[Name]spec{
 	CampaignDropped:    {unit: Count},
 	CampaignReconciles: {unit: Count},
 	CampaignScanPages:  {unit: Count},
+	Stuck:              {unit: Count, rollups: [][]string{{DimChannel}}},
 }
 
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
 		Delivered, Bounced, Complained, QuotaDeferred, Throttled,
-		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages}
+		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).

@@ -30,6 +30,11 @@ const DLQUsage = `Usage:
                                                     events: published on the event bus again,
                                                     --id MESSAGE_ID, EVENT_ID or NOTIFICATION_ID)
   herald dlq purge <queue> --yes                    delete every message of a DLQ
+  herald dlq stuck [--json]                         deliveries planned, queued, sending or retrying
+                                                    past their lease and backoff plus a grace
+                                                    (work message lost), with their age; the
+                                                    scheduler sends each again, or fails it lost
+                                                    past its notification's expiry
 
 <queue> is email, sms, push, relay, release, campaign, feedback or events (or the queue's name).
 The feedback DLQ (SES events the feedback function failed on) is listed, shown
@@ -132,6 +137,11 @@ func (c CLI) run(ctx context.Context, args []string) error {
 			return err
 		}
 		return c.redrive(ctx, w, pos[0], opts, *asJSON)
+	case "stuck":
+		if _, err := parse(fs, args, 0); err != nil {
+			return err
+		}
+		return c.stuck(ctx, w, *asJSON)
 	case "purge":
 		yes := fs.Bool("yes", false, "confirm: delete every message")
 		pos, err := parse(fs, args, 1)

@@ -234,7 +234,7 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	op := &Operator{
-		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Streams: dynamodbstreams.NewFromConfig(cfg),
+		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Streams: dynamodbstreams.NewFromConfig(cfg), Watches: store,
 		Replanner: RelayReplanner{Handle: relay.Handle, Record: store.NotificationInsertRecord},
 	}
 	if t.EventBus != "" {

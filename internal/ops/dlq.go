@@ -64,6 +64,8 @@ type Operator struct {
 	Replanner Replanner
 	// Events publishes parked events again (events DLQ redrive).
 	Events events.Bus
+	// Watches lists stuck deliveries (`herald dlq stuck`).
+	Watches Watches
 	// Now and Sleep default to the real clock; tests replace them.
 	Now   func() time.Time
 	Sleep func(context.Context, time.Duration) error

@@ -35,6 +35,19 @@ type memStore struct {
 	failTransition map[string]int // remaining failures
 	failProfile    map[string]error
 	failBatchRead  error
+	// watches are the armed in-flight watches; failWatch fails ArmWatch.
+	watches   []domain.Watch
+	failWatch error
+}
+
+func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failWatch != nil {
+		return s.failWatch
+	}
+	s.watches = append(s.watches, w)
+	return nil
 }
 
 type digestHead struct {

@@ -63,6 +63,9 @@ type Store interface {
 	// JoinDigest opens or joins the digest of a key; asking again for the same
 	// notification gives the same role.
 	JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error)
+	// ArmWatch records an in-flight watch (domain.Watch) over deliveries
+	// whose messages are about to go out.
+	ArmWatch(ctx context.Context, w domain.Watch) error
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -233,6 +236,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	for _, p := range planned {
 		toSend = append(toSend, p...)
 	}
+	// The watches first (one per priority): whatever becomes of a message
+	// (a purged queue, a crash), the scheduler finds its delivery. A record
+	// whose watch is not recorded sends nothing and is retried.
+	toSend = h.armWatches(ctx, recs, toSend, failed)
 	if len(toSend) > 0 {
 		items := make([]domain.WorkItem, len(toSend))
 		for i, p := range toSend {
@@ -263,6 +270,38 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 	}
 	return resp, nil
+}
+
+// armWatches arms the in-flight watches of the messages about to go out and
+// returns those whose watch is recorded; the records of the others fail.
+func (h *Handler) armWatches(ctx context.Context, recs []events.DynamoDBEventRecord, toSend []pending, failed []atomic.Bool) []pending {
+	if len(toSend) == 0 {
+		return nil
+	}
+	items := make([]domain.WorkItem, len(toSend))
+	for i, p := range toSend {
+		items[i] = p.item
+	}
+	bad := map[domain.Priority]bool{}
+	for _, w := range domain.NewWatches(items, h.now()) {
+		if err := h.store.ArmWatch(ctx, w); err != nil {
+			h.log.ErrorContext(ctx, "arm watch failed", "watch", w.ID, "priority", w.Priority, "error", err)
+			bad[w.Priority] = true
+		}
+	}
+	if len(bad) == 0 {
+		return toSend
+	}
+	var out []pending
+	for _, p := range toSend {
+		if bad[p.item.Priority] {
+			h.recordFailed(ctx, recs[p.record], nil, "watch", fmt.Errorf("watch not recorded"))
+			failed[p.record].Store(true)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // batchState is what planning reads about the whole batch up front.

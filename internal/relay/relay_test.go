@@ -538,3 +538,37 @@ func TestEscalationDelaysThroughTheDueIndexAndCountsTheLimit(t *testing.T) {
 		t.Errorf("sent %v, want the three pushes only", f.pub.sent)
 	}
 }
+
+// TestArmsAWatchOverTheSentDeliveriesFirst: the batch's messages are
+// covered by one in-flight watch per priority, armed before they go out; a
+// batch whose watch is not recorded sends nothing and is retried.
+func TestArmsAWatchOverTheSentDeliveriesFirst(t *testing.T) {
+	f := newFixture(t)
+	f.user("u1", nil)
+	f.user("u2", nil)
+	if failed := f.handle(t, insert("1", reservation("n1", "u1", nil)), insert("2", reservation("n2", "u2", func(n *domain.Notification) { n.Priority = domain.PriorityLow })),
+		insert("3", reservation("n3", "u1", func(n *domain.Notification) { n.SendAt = now.Add(time.Hour) }))); len(failed) > 0 {
+		t.Fatalf("failed records %v", failed)
+	}
+	if len(f.store.watches) != 2 {
+		t.Fatalf("%d watches, want one per priority: %+v", len(f.store.watches), f.store.watches)
+	}
+	for _, w := range f.store.watches {
+		var got []string
+		for _, e := range w.Entries {
+			got = append(got, e.NotificationID+"/"+string(e.Channel))
+		}
+		slices.Sort(got)
+		want := map[domain.Priority][]string{domain.PriorityNormal: {"n1/email", "n1/push"}, domain.PriorityLow: {"n2/email", "n2/push"}}[w.Priority]
+		if !slices.Equal(got, want) || !w.DueAt.Equal(now.Add(domain.StuckAfter(w.Priority))) || !w.ArmedAt.Equal(now) || w.ID == "" {
+			t.Errorf("watch %+v: entries %v, want %v due after StuckAfter(%s)", w, got, want, w.Priority)
+		}
+	}
+
+	g := newFixture(t)
+	g.user("u1", nil)
+	g.store.failWatch = errors.New("throttled")
+	if failed := g.handle(t, insert("1", reservation("n1", "u1", nil))); !slices.Equal(failed, []string{"1"}) || len(g.pub.sent) != 0 {
+		t.Fatalf("watch failure: failed %v, sent %d; want the record retried and nothing sent", failed, len(g.pub.sent))
+	}
+}

@@ -37,7 +37,10 @@ type Store interface {
 	// holding from to the one holding to, oldest bucket first.
 	DuePartitions(from, to time.Time) []domain.DuePartition
 	HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error)
-	ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, error)
+	// ListDue lists the partition's due entries: deferred deliveries and
+	// in-flight watches.
+	ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error)
+	WatchStore
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 	ReleaseWatermark(ctx context.Context) (time.Time, error)
 	AdvanceReleaseWatermark(ctx context.Context, t time.Time) error
@@ -262,16 +265,23 @@ func (h *Handler) Release(ctx context.Context, p domain.DuePartition) (int, erro
 			case <-time.After(ahead):
 			}
 		}
-		due, err := h.store.ListDue(ctx, p, h.now(), h.pageSize)
+		due, watches, err := h.store.ListDue(ctx, p, h.now(), h.pageSize)
 		if err != nil {
 			return released, err
 		}
-		if len(due) == 0 {
+		if len(due) == 0 && len(watches) == 0 {
 			return released, nil
 		}
-		n, err := h.releasePage(ctx, due)
-		released += n
-		if err != nil || n == 0 {
+		checked, err := h.checkWatches(ctx, watches)
+		if err != nil {
+			return released, err
+		}
+		n := 0
+		if len(due) > 0 {
+			n, err = h.releasePage(ctx, due)
+			released += n
+		}
+		if err != nil || n+checked == 0 {
 			return released, err
 		}
 	}
@@ -318,6 +328,11 @@ func (h *Handler) releasePage(ctx context.Context, due []domain.Delivery) (int, 
 	if len(items) == 0 {
 		return 0, nil
 	}
+	// The watch first: a crash after the send leaves a watch that finds
+	// the delivery if its message is lost.
+	if items = h.armWatches(ctx, items); len(items) == 0 {
+		return 0, fmt.Errorf("no due delivery could be watched")
+	}
 	sendErrs := h.pub.Publish(ctx, items)
 	var queued atomic.Int64
 	h.parallel(len(items), func(i int) {
@@ -339,6 +354,7 @@ func (h *Handler) releasePage(ctx context.Context, due []domain.Delivery) (int, 
 	if queued.Load() == 0 {
 		return 0, fmt.Errorf("no due delivery could be released")
 	}
+
 	h.log.InfoContext(ctx, "deliveries released", "count", queued.Load())
 	return int(queued.Load()), nil
 }

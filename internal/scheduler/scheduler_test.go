@@ -30,6 +30,88 @@ type memStore struct {
 	watermark  time.Time
 	// listErr fails every ListDue (a store outage).
 	listErr error
+	// watches are the in-flight watches by id; notifications the
+	// notifications a stuck check reads.
+	watches       map[string]*domain.Watch
+	notifications map[string]*domain.Notification
+}
+
+func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watches == nil {
+		s.watches = map[string]*domain.Watch{}
+	}
+	s.watches[w.ID] = &w
+	return nil
+}
+
+func (s *memStore) LoadWatch(_ context.Context, id string) (*domain.Watch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.watches[id]
+	if !ok {
+		return nil, nil
+	}
+	cp := *w
+	cp.Entries = slices.Clone(w.Entries)
+	return &cp, nil
+}
+
+func (s *memStore) WatchedDeliveries(_ context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[domain.DeliveryKey]*domain.Delivery{}
+	for _, k := range keys {
+		if d, ok := s.deliveries[key(k.NotificationID, k.Channel)]; ok {
+			cp := *d
+			out[k] = &cp
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) RearmWatch(_ context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.watches[w.ID]; ok && cur.DueAt.Equal(w.DueAt) {
+		cur.Entries, cur.DueAt, cur.Checks = remaining, next, checks
+	}
+	return nil
+}
+
+func (s *memStore) EndWatch(_ context.Context, w domain.Watch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.watches[w.ID]; ok && cur.DueAt.Equal(w.DueAt) {
+		delete(s.watches, w.ID)
+	}
+	return nil
+}
+
+func (s *memStore) GetNotification(_ context.Context, id string) (*domain.Notification, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.notifications[id]
+	if !ok {
+		return nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+	}
+	return n, nil
+}
+
+func watchPartition(w *domain.Watch) domain.DuePartition {
+	return domain.DuePartition{Bucket: w.DueAt.UTC().Truncate(time.Hour), Shard: len(w.ID) % 2}
+}
+
+func (s *memStore) dueWatches(p domain.DuePartition, now time.Time) []domain.Watch {
+	var out []domain.Watch
+	for _, w := range s.watches {
+		if !w.DueAt.After(now) && watchPartition(w) == p {
+			out = append(out, domain.Watch{ID: w.ID, Priority: w.Priority, DueAt: w.DueAt})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
 }
 
 func key(id string, c domain.Channel) string { return id + "/" + string(c) }
@@ -70,18 +152,19 @@ func (s *memStore) HasDue(_ context.Context, p domain.DuePartition, now time.Tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.probes++
-	return len(s.due(p, now)) > 0, nil
+	return len(s.due(p, now))+len(s.dueWatches(p, now)) > 0, nil
 }
 
-func (s *memStore) ListDue(_ context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, error) {
+func (s *memStore) ListDue(_ context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queries++
 	if s.listErr != nil {
-		return nil, s.listErr
+		return nil, nil, s.listErr
 	}
 	out := s.due(p, now)
-	return out[:min(len(out), int(limit))], nil
+	ws := s.dueWatches(p, now)
+	return out[:min(len(out), int(limit))], ws[:min(len(ws), max(0, int(limit)-len(out)))], nil
 }
 
 func (s *memStore) ReleaseWatermark(context.Context) (time.Time, error) {

@@ -73,7 +73,10 @@ func NewSigner(secret []byte, ttl time.Duration, now func() time.Time) (*Signer,
 	return &Signer{key: append([]byte(nil), secret...), ttl: ttl, now: now}, nil
 }
 
-var b64 = base64.RawURLEncoding
+// b64 is unpadded URL-safe base64, strict: a last character whose unused
+// low bits are not zero is refused, so each token has one encoding (another
+// spelling of the same signature bytes does not verify).
+var b64 = base64.RawURLEncoding.Strict()
 
 // Token signs (userID, notificationType) until now + ttl.
 func (s *Signer) Token(userID, notificationType string) string {

@@ -1,6 +1,8 @@
 package unsubscribe
 
 import (
+	"bytes"
+	"encoding/base64"
 	"errors"
 	"net/url"
 	"strings"
@@ -49,6 +51,7 @@ func TestVerifyRejects(t *testing.T) {
 		{"body swapped", forged, now, ErrInvalid},
 		{"signature not base64", body + ".***", now, ErrInvalid},
 		{"truncated signature", good[:len(good)-2], now, ErrInvalid},
+		{"signature's last character another encoding of the same bytes", noncanonical(t, good), now, ErrInvalid},
 		{"expired", good, now.Add(time.Hour), ErrExpired},
 		{"valid just before expiry", good, now.Add(time.Hour - time.Second), nil},
 	}
@@ -66,4 +69,22 @@ func TestNewSignerRejectsShortSecret(t *testing.T) {
 	if _, err := NewSigner([]byte("short"), 0, nil); err == nil {
 		t.Fatal("accepted a 5-byte secret")
 	}
+}
+
+// noncanonical respells the token's last base64 character with the same
+// data bits and non-zero padding bits: a lenient decoder reads the same
+// signature bytes.
+func noncanonical(t *testing.T, tok string) string {
+	t.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, tok[len(tok)-1])
+	alt := tok[:len(tok)-1] + string(alphabet[last^1])
+	_, sig, _ := strings.Cut(tok, ".")
+	_, altSig, _ := strings.Cut(alt, ".")
+	a, errA := base64.RawURLEncoding.DecodeString(sig)
+	b, errB := base64.RawURLEncoding.DecodeString(altSig)
+	if errA != nil || errB != nil || !bytes.Equal(a, b) || alt == tok {
+		t.Fatalf("respelling is not the same bytes: %v %v", errA, errB)
+	}
+	return alt
 }

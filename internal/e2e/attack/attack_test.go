@@ -303,6 +303,11 @@ func hostileCorpus(t *testing.T) []hostile {
 		// announcements
 		{name: "announcement as text", method: "POST", path: "/v1/announcements", body: `{"title":"x","body":"y"}`, header: text, status: 415, outcome: "unsupported_media_type"},
 		{name: "announcement unknown field", method: "POST", path: "/v1/announcements", body: `{"title":"x","body":"y","html":"<script>"}`, header: jsonHeader(), status: 400, outcome: "unknown_field"},
+		{name: "announcement duplicate key", method: "POST", path: "/v1/announcements", body: `{"title":"x","title":"y","body":"z","expiresAt":"2099-01-01T00:00:00Z"}`, header: jsonHeader(), status: 400, outcome: "duplicate_field"},
+		{name: "announcement wrong-case key", method: "POST", path: "/v1/announcements", body: `{"Title":"x","body":"z","expiresAt":"2099-01-01T00:00:00Z"}`, header: jsonHeader(), status: 400, outcome: "unknown_field"},
+		{name: "announcement invalid UTF-8", method: "POST", path: "/v1/announcements", body: "{\"title\":\"bad\xff\",\"body\":\"z\",\"expiresAt\":\"2099-01-01T00:00:00Z\"}", header: jsonHeader(), status: 400, outcome: "invalid_json"},
+		{name: "announcement url breaking out of an attribute", method: "POST", path: "/v1/announcements", body: `{"title":"x","body":"z","url":"https://example.com/\"><img src=x onerror=alert(1)>","expiresAt":"2099-01-01T00:00:00Z"}`, header: jsonHeader(), status: 400, outcome: "invalid_url"},
+		{name: "announcement bidi override", method: "POST", path: "/v1/announcements", body: `{"title":"invoice \u202efdp.exe","body":"z","expiresAt":"2099-01-01T00:00:00Z"}`, header: jsonHeader(), status: 400, outcome: "invalid_string"},
 		{name: "announcements, forged cursor", method: "GET", path: "/v1/announcements?cursor=eyJwayI6IlUjYWRtaW4ifQ", status: 400, outcome: "invalid_cursor"},
 		{name: "announcements, limit 0", method: "GET", path: "/v1/announcements?limit=0", status: 400, outcome: "invalid_limit"},
 		{name: "announcement DELETE", method: "DELETE", path: "/v1/announcements", status: 404, outcome: "gateway: Not Found"},
