@@ -153,7 +153,7 @@ func TestEnforcerOnTheTransformedTemplate(t *testing.T) {
 		{"sms publishes to a phone number", full, "SmsFunction", smsPublish, "", "", "", false},
 		{"sms may not publish to a topic", full, "SmsFunction", smsPublishToTopic,
 			"sns:Publish", "AuthorizationError", "arn:aws:sns:us-east-1:000000000000:herald-FeedbackTopic", true},
-		{"scheduler may not read the batch API", full, "SchedulerFunction", relayBatchGet,
+		{"feedback may not read the batch API", full, "FeedbackFunction", relayBatchGet,
 			"dynamodb:BatchGetItem", "AccessDeniedException", "arn:aws:dynamodb:us-east-1:000000000000:table/herald-Table", false},
 	}
 	for _, tt := range tests {
