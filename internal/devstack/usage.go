@@ -6,11 +6,13 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -158,6 +160,12 @@ func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
 				return out, md, err
 			}
 			op := awsmiddleware.GetOperationName(ctx)
+			if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok && isWatchItem(put.Item) {
+				// The in-flight watch is written once per relay batch or
+				// release page, so its units per notification follow how
+				// records happen to batch: counted apart.
+				op += "(watch)"
+			}
 			kind := "write "
 			if readOperations[op] {
 				kind = "read "
@@ -188,6 +196,12 @@ func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
 			u.mu.Unlock()
 			return out, md, err
 		}), middleware.After)
+}
+
+// isWatchItem reports whether item is an in-flight watch (pk "W#…").
+func isWatchItem(item map[string]types.AttributeValue) bool {
+	pk, ok := item["pk"].(*types.AttributeValueMemberS)
+	return ok && strings.HasPrefix(pk.Value, "W#")
 }
 
 func units(c *types.Capacity) float64 {
