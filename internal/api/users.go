@@ -86,17 +86,7 @@ func (h *Handler) putUser(ctx context.Context, req *request) response {
 		return h.storeError(ctx, "put user", err, nil)
 	}
 	h.log.InfoContext(ctx, "user saved", "userId", userID, "outcome", "saved")
-	view := userViewOf(u)
-	devices := []deviceView{}
-	if h.devices != nil {
-		ds, err := h.devices.ListDevices(ctx, userID)
-		if err != nil {
-			return h.storeError(ctx, "list devices", err, nil)
-		}
-		devices = deviceViewsOf(ds)
-	}
-	view.Devices = &devices
-	return response{status: http.StatusOK, body: view}
+	return h.userWithDevices(ctx, userID, u)
 }
 
 func validateUser(ur *userRequest) *Problem {
@@ -145,17 +135,7 @@ func (h *Handler) getUser(ctx context.Context, req *request) response {
 			return &Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile stored for this user"}
 		})
 	}
-	view := userViewOf(u)
-	devices := []deviceView{}
-	if h.devices != nil {
-		ds, err := h.devices.ListDevices(ctx, userID)
-		if err != nil {
-			return h.storeError(ctx, "list devices", err, nil)
-		}
-		devices = deviceViewsOf(ds)
-	}
-	view.Devices = &devices
-	return response{status: http.StatusOK, body: view}
+	return h.userWithDevices(ctx, userID, u)
 }
 
 // decodeUserBody reads the path's userId and decodes the body of a user
@@ -170,4 +150,20 @@ func decodeUserBody(req *request, v any) (string, *Problem) {
 		return "", p
 	}
 	return userID, decodeStrict(body, v)
+}
+
+// userWithDevices answers a profile with the user's native devices (tokens
+// masked), as GET and PUT /v1/users/{userId} both do.
+func (h *Handler) userWithDevices(ctx context.Context, userID string, u *domain.User) response {
+	view := userViewOf(u)
+	devices := []deviceView{}
+	if h.devices != nil {
+		ds, err := h.devices.ListDevices(ctx, userID)
+		if err != nil {
+			return h.storeError(ctx, "list devices", err, nil)
+		}
+		devices = deviceViewsOf(ds)
+	}
+	view.Devices = &devices
+	return response{status: http.StatusOK, body: view}
 }
