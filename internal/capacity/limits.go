@@ -97,6 +97,9 @@ type Limits struct {
 	MappingConcurrency map[string]float64 `json:"mappingConcurrency"`
 	// Stream mappings' MaximumRecordAgeInSeconds (-1: never discarded).
 	StreamRecordAge map[string]float64 `json:"streamMaximumRecordAgeInSeconds"`
+	// Traced: the functions whose effective X-Ray mode is Active (the
+	// Tracing parameter; X-Ray bills their sampled traces).
+	Traced map[string]bool `json:"tracedFunctions"`
 }
 
 // RouteThrottle is one route's throttle.
@@ -119,7 +122,12 @@ func LoadLimits(path string, p Profile) (Limits, error) {
 func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l := Limits{Template: path, SendRate: map[domain.Channel]float64{}, Batch: map[domain.Priority]float64{}, MaxConcurrency: map[domain.Priority]float64{},
 		Routes: map[string]RouteThrottle{}, WarmWrite: map[string]float64{}, WarmRead: map[string]float64{}, QueueRetention: map[string]float64{},
-		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}}
+		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}, Traced: map[string]bool{}}
+	for _, fn := range tm.Functions() {
+		if fn.Tracing == "Active" {
+			l.Traced[fn.LogicalID] = true
+		}
+	}
 	var errs []string
 	num := func(v any, what string) float64 {
 		switch x := v.(type) {

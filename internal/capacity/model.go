@@ -123,6 +123,8 @@ type tally struct {
 	write, read map[string]map[string]float64 // table|index → key → units
 	usage       Usage
 	routes      map[string]float64 // API requests by route key
+	// traced: the functions with active X-Ray tracing (Limits.Traced).
+	traced map[string]bool
 }
 
 func (t *tally) api(route string, n float64) {
@@ -166,11 +168,13 @@ func (t *tally) r(where, key string, units float64) {
 	t.usage.ReadUnits[where] += units
 }
 
-// invoke counts n invocations of fn; every function is traced (the template's
-// Globals set Tracing: Active, which internal/devstack's template test holds).
+// invoke counts n invocations of fn, traced when fn's tracing is Active
+// (the template's Tracing parameter, PassThrough by default).
 func (t *tally) invoke(fn string, n, seconds float64) {
 	t.usage.Invocations[fn] += n
-	t.usage.TracedInvocations += n
+	if t.traced[fn] {
+		t.usage.TracedInvocations += n
+	}
 	t.usage.GBSeconds[fn] += n * seconds * apiMemoryGB
 }
 
@@ -466,10 +470,12 @@ func (m *model) campaignFanOut(t *tally, p Profile, recipientsPerSecond float64)
 }
 
 // CostOf prices one notification of kind k with the channel mappings'
-// batch sizes per priority (Limits.Batch).
-func CostOf(k Kind, p Prices, batch map[domain.Priority]float64) (Usage, Cost, error) {
+// batch sizes per priority (Limits.Batch) and the functions traced
+// (Limits.Traced).
+func CostOf(k Kind, p Prices, batch map[domain.Priority]float64, traced map[string]bool) (Usage, Cost, error) {
 	m := newModel(batch)
 	t := newTally()
+	t.traced = traced
 	const n = 200
 	for i := range n {
 		// UUID-shaped user ids, as the cost benchmark's (and most
@@ -615,7 +621,7 @@ func Run(p Profile, l Limits) (Result, error) {
 		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{},
 		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices)}
 	for _, k := range Kinds() {
-		_, c, err := CostOf(k, ListPrices, l.Batch)
+		_, c, err := CostOf(k, ListPrices, l.Batch, l.Traced)
 		if err != nil {
 			return res, err
 		}
@@ -666,6 +672,7 @@ func Run(p Profile, l Limits) (Result, error) {
 	}
 	for _, sc := range scenarios {
 		t := newTally()
+		t.traced = l.Traced
 		for range int(p.AveragePerSecond) {
 			if err := m.notify(t, mix(m.rng, false), fmt.Sprintf("u%d", zipf.Uint64()), time.Time{}); err != nil {
 				return res, err
@@ -766,6 +773,7 @@ func Run(p Profile, l Limits) (Result, error) {
 	// share), and what a running campaign costs whatever its pace (every
 	// pending lot's reconciles, uploads to a draft).
 	one := newTally()
+	one.traced = l.Traced
 	for i := range domain.MaxChunkRecipients {
 		var due time.Time
 		if m.rng.Float64() < p.DeferredShare {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/domain"
 )
 
@@ -16,6 +17,7 @@ type measured struct {
 	Cost map[string]Cost `json:"costPerMillionUSD"`
 	// ChannelBatch: the mappings' batch sizes of the measured run.
 	ChannelBatch map[domain.Priority]float64 `json:"channelBatch"`
+	Usage        map[string]Usage            `json:"usage"`
 }
 
 // TestModelAgreesWithMeasuredCost keeps the model honest: its cost per
@@ -40,7 +42,15 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 			t.Errorf("%s: not measured (%s)", k.Name, m.Date)
 			continue
 		}
-		_, c, err := CostOf(k, ListPrices, m.ChannelBatch)
+		// The run's tracing: a run with Tracing Active recorded traced
+		// invocations (of every function it invoked).
+		traced := map[string]bool{}
+		if u := m.Usage[k.Name]; u.TracedInvocations > 0 {
+			for fn := range u.Invocations {
+				traced[fn] = true
+			}
+		}
+		_, c, err := CostOf(k, ListPrices, m.ChannelBatch, traced)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,6 +149,49 @@ func TestCampaignKeys(t *testing.T) {
 	}
 	if !flagged {
 		t.Errorf("10,000 lots recounted every 5 s not flagged: %v", res.LimitsExceeded)
+	}
+}
+
+// TestTracingIsPricedWhenActive: X-Ray is priced from the template's
+// Tracing parameter: nothing with the default PassThrough, 5 % of the
+// invocations at $5 per million traces with Active.
+func TestTracingIsPricedWhenActive(t *testing.T) {
+	def := repoLimits(t)
+	if len(def.Traced) != 0 {
+		t.Errorf("default template traces %v, want none (Tracing PassThrough)", def.Traced)
+	}
+	tm, err := devstack.LoadTemplate("../../template.yaml", map[string]string{"EmailSendRate": "500", "SmsSendRate": "500", "PushSendRate": "500", "Tracing": "Active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	active, err := limitsOf(tm, "../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active.Traced) < 6 || !active.Traced["ApiFunction"] || !active.Traced["EmailFunction"] {
+		t.Fatalf("Tracing Active traces %v, want every function", active.Traced)
+	}
+	email := Kinds()[0]
+	u0, c0, err := CostOf(email, ListPrices, def.Batch, def.Traced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1, c1, err := CostOf(email, ListPrices, active.Batch, active.Traced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c0.XRay != 0 || u0.TracedInvocations != 0 {
+		t.Errorf("PassThrough: X-Ray $%.2f/M from %v traced invocations, want 0", c0.XRay, u0.TracedInvocations)
+	}
+	invocations := 0.0
+	for _, n := range u1.Invocations {
+		invocations += n
+	}
+	if want := invocations * XRaySampledShare * ListPrices.XRayTraceRecorded * 1e6; math.Abs(c1.XRay-want) > 1e-9 || c1.XRay < 0.2 {
+		t.Errorf("Active: X-Ray $%.3f/M, want %.3f (every invocation traced)", c1.XRay, want)
+	}
+	if math.Abs(c1.Total-c0.Total-c1.XRay) > 1e-9 {
+		t.Errorf("Active costs %.3f, PassThrough %.3f: the difference is not X-Ray's %.3f", c1.Total, c0.Total, c1.XRay)
 	}
 }
 

@@ -22,8 +22,8 @@ type Prices struct {
 	HTTPAPIRequest float64 `json:"httpApiRequest"`
 	// CloudWatch Logs ingestion (standard class), per GB.
 	LogsIngestedGB float64 `json:"logsIngestedGB"`
-	// X-Ray, per trace recorded (the template traces every function,
-	// Tracing: Active).
+	// X-Ray, per trace recorded (functions with Tracing Active: the
+	// template's Tracing parameter, PassThrough by default).
 	XRayTraceRecorded float64 `json:"xrayTraceRecorded"`
 	// DynamoDB storage, standard table class, per GB-month (table and
 	// index entries alike, each with 100 bytes of overhead).

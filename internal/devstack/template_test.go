@@ -50,7 +50,7 @@ func TestTemplateInvariants(t *testing.T) {
 			if fn.Tracing != nil {
 				tracing = *fn.Tracing
 			}
-			if runtime != "provided.al2023" || !strings.Contains(jsonString(arch), `"arm64"`) || tracing != "Active" {
+			if runtime != "provided.al2023" || !strings.Contains(jsonString(arch), `"arm64"`) || tracing != tm.Params["Tracing"] {
 				t.Errorf("%s: runtime %q, architectures %v, tracing %q", id, runtime, arch, tracing)
 			}
 			if fn.AWSCloudFormationMetadata["BuildMethod"] != "makefile" {
@@ -60,10 +60,24 @@ func TestTemplateInvariants(t *testing.T) {
 				t.Errorf("%s: no build-%s target in the Makefile", id, id)
 			}
 		}
-		// The cost benchmark prices X-Ray traces from the effective mode.
-		for _, spec := range tm.Functions() {
+		// Tracing is the Tracing parameter (PassThrough by default, Active
+		// opt-in) on every function; the cost benchmark and the capacity
+		// model price X-Ray traces from the effective mode.
+		if tm.Params["Tracing"] != "PassThrough" {
+			t.Errorf("Tracing parameter default %q, want PassThrough", tm.Params["Tracing"])
+		}
+		active, err := LoadTemplate("../../template.yaml", map[string]string{"Tracing": "Active"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range active.Functions() {
 			if spec.Tracing != "Active" {
-				t.Errorf("%s: effective tracing %q, want Active", spec.LogicalID, spec.Tracing)
+				t.Errorf("%s: effective tracing %q with Tracing=Active", spec.LogicalID, spec.Tracing)
+			}
+		}
+		for _, spec := range tm.Functions() {
+			if spec.Tracing != "PassThrough" {
+				t.Errorf("%s: effective tracing %q by default, want PassThrough", spec.LogicalID, spec.Tracing)
 			}
 		}
 	})

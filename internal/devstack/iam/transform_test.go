@@ -1,6 +1,7 @@
 package iam
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,5 +63,29 @@ func TestTransformCoversTheTemplate(t *testing.T) {
 		return n.Function == "FeedbackFunction" && n.Action == "sqs:SendMessage" && strings.HasPrefix(n.Why, "DeadLetterConfig")
 	}) {
 		t.Error("FeedbackFunction: no service need for its dead-letter queue")
+	}
+}
+
+// TestActiveTracingMayWriteTraces: with Tracing=Active (the parameter's
+// opt-in) every function's role may send its segments to X-Ray: the SAM
+// transform attaches AWSXrayWriteOnlyAccess whatever the parameter's value, so
+// switching tracing on needs no IAM change.
+func TestActiveTracingMayWriteTraces(t *testing.T) {
+	root := repoRoot(t)
+	p, err := Transform(context.Background(), TransformOptions{Root: root,
+		Stack: Stack{Name: "herald", Prefix: "herald-", Region: testRegion, Account: testAccount}, Params: map[string]string{"Tracing": "Active"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.FunctionNames()) < 8 {
+		t.Fatalf("only %v", p.FunctionNames())
+	}
+	for _, fn := range p.FunctionNames() {
+		r, _ := p.Role(fn)
+		for _, action := range []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"} {
+			if d, _ := r.Evaluate(Request{Action: action, Resource: "*"}); d != Allowed {
+				t.Errorf("%s: %s not allowed with Tracing=Active", fn, action)
+			}
+		}
 	}
 }
