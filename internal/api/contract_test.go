@@ -23,3 +23,16 @@ func TestFakeStoreContract(t *testing.T) {
 		return storetest.NotificationHarness{Create: f.CreateNotification, Get: f.GetNotificationWithDeliveries, Cancel: f.CancelNotification}
 	})
 }
+
+// The inbox routes' fake answers the inbox contract as the adapter does.
+func TestFakeInboxContract(t *testing.T) {
+	storetest.InboxContract(t, func(t *testing.T) storetest.InboxHarness {
+		f := newFakeInbox()
+		return storetest.InboxHarness{Store: f, Seed: func(_ testing.TB, n *domain.Notification) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			c := *n
+			f.notifications[n.ID] = &c
+		}}
+	})
+}

@@ -15,7 +15,7 @@ import (
 )
 
 // An announcement is stored once, A#<id> / A, and listed newest published
-// first through gsi1 under one partition key (ANNOUNCEMENTS, sort key
+// first through the inbox index (gsi2) under one partition key (ANNOUNCEMENTS, sort key
 // "<publishedAt>#<id>", the same shape as inbox sort keys so the two merge).
 // Its TTL is its expiry; users' markers carry the same TTL.
 const (
@@ -42,8 +42,8 @@ type announcementItem struct {
 	Caller      string `dynamodbav:"caller"`
 	RequestHash string `dynamodbav:"requestHash,omitempty"`
 	TTL         int64  `dynamodbav:"ttl"`
-	GSI1PK      string `dynamodbav:"gsi1pk"`
-	GSI1SK      string `dynamodbav:"gsi1sk"`
+	GSI2PK      string `dynamodbav:"gsi2pk"`
+	GSI2SK      string `dynamodbav:"gsi2sk"`
 }
 
 func announcementSortKey(a *inbox.Announcement) string { return formatTime(a.PublishedAt) + "#" + a.ID }
@@ -52,7 +52,7 @@ func (it *announcementItem) toAnnouncement() *inbox.Announcement {
 	return &inbox.Announcement{
 		ID: it.ID, Title: it.Title, Body: it.Body, URL: it.URL,
 		PublishedAt: parseTime(it.PublishedAt), ExpiresAt: parseTime(it.ExpiresAt), CreatedAt: parseTime(it.CreatedAt),
-		Caller: it.Caller, RequestHash: it.RequestHash, SortKey: it.GSI1SK,
+		Caller: it.Caller, RequestHash: it.RequestHash, SortKey: it.GSI2SK,
 	}
 }
 
@@ -76,7 +76,7 @@ func (s *Store) CreateAnnouncement(ctx context.Context, a *inbox.Announcement) (
 		PK: announcementPrefix + a.ID, SK: announcementSK, Kind: "announcement", ID: a.ID,
 		Title: a.Title, Body: a.Body, URL: a.URL, PublishedAt: formatTime(a.PublishedAt), ExpiresAt: formatTime(a.ExpiresAt),
 		CreatedAt: formatTime(a.CreatedAt), Caller: a.Caller, RequestHash: a.RequestHash, TTL: a.ExpiresAt.Unix(),
-		GSI1PK: announcementsPartition, GSI1SK: a.SortKey,
+		GSI2PK: announcementsPartition, GSI2SK: a.SortKey,
 	}
 	existing, err := createIfAbsent(ctx, s, "announcement "+a.ID, record, decodeAnnouncement,
 		func(ctx context.Context) (*inbox.Announcement, error) { return s.GetAnnouncement(ctx, a.ID) })
@@ -103,10 +103,10 @@ func (s *Store) GetAnnouncement(ctx context.Context, id string) (*inbox.Announce
 // ListAnnouncements reads one page of stored announcements (until TTL removes
 // expired ones), newest published first, strictly older than position.
 func (s *Store) ListAnnouncements(ctx context.Context, position string, limit int) ([]inbox.Announcement, bool, error) {
-	cond := "gsi1pk = :pk"
+	cond := "gsi2pk = :pk"
 	values := map[string]types.AttributeValue{":pk": str(announcementsPartition)}
 	if position != "" {
-		cond += " AND gsi1sk < :pos"
+		cond += " AND gsi2sk < :pos"
 		values[":pos"] = str(position)
 	}
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
@@ -146,7 +146,7 @@ func (s *Store) UnexpiredAnnouncements(ctx context.Context, now time.Time) ([]in
 		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
 			IndexName:                 aws.String(IndexInbox),
-			KeyConditionExpression:    aws.String("gsi1pk = :pk"),
+			KeyConditionExpression:    aws.String("gsi2pk = :pk"),
 			FilterExpression:          aws.String("expiresAt > :now"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(announcementsPartition), ":now": str(formatTime(now))},
 			ScanIndexForward:          aws.Bool(false),

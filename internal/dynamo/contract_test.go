@@ -42,3 +42,15 @@ func TestStoreContractNotifications(t *testing.T) {
 		return storetest.NotificationHarness{Create: s.CreateNotification, Get: s.GetNotificationWithDeliveries, Cancel: s.CancelNotification}
 	})
 }
+
+func TestStoreContractInbox(t *testing.T) {
+	storetest.InboxContract(t, func(t *testing.T) storetest.InboxHarness {
+		s, _, _ := newStore(t)
+		return storetest.InboxHarness{Store: s, Seed: func(t testing.TB, n *domain.Notification) {
+			t.Helper()
+			if _, err := s.CreateNotification(context.Background(), n); err != nil {
+				t.Fatalf("seed %s: %v", n.ID, err)
+			}
+		}}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,16 +17,25 @@ import (
 	"github.com/heraldhq/herald/internal/inbox"
 )
 
-// The inbox reads a user's notifications through the sparse indexes the
-// notification item carries (see toNotificationItem):
+// The inbox reads a user's notifications through one sparse index, the
+// inbox index (gsi2), whose partitions are the item's state (see inboxKeys):
 //
-//	gsi1  INBOX#<user> | ARCHIVED#<user>   <createdAt>#<id>   listing, newest first
-//	gsi2  UNREAD#<user>                    <createdAt>#<id>   only unread, unarchived items
+//	UNREAD#<user>    <createdAt>#<id>   neither read nor archived
+//	READ#<user>      <createdAt>#<id>   read, not archived
+//	ARCHIVED#<user>  <createdAt>#<id>   archived
 //
-// Reading and archiving are single conditional UpdateItems on the
-// notification that move it between these partitions (REMOVE gsi2pk/gsi2sk,
-// SET gsi1pk = ARCHIVED#…), so the unread count is always a capped count of
-// gsi2: derived from the items, never a counter that can drift.
+// The unread filter and the badge read the unread partition (the badge a
+// COUNT capped at inbox.CountCap), the archived filter the archived one, and
+// the "all" filter merges the unread and read partitions newest first: both
+// are ordered by the same "<createdAt>#<id>", so one position (the last key
+// shown) is where both resume. Reading and archiving are single conditional
+// UpdateItems on the notification that move it between partitions (SET
+// gsi2pk), so the unread count is always a capped count of the items:
+// derived, never a counter that can drift. The sort key never changes.
+//
+// The unread partition is the former unread index's (gsi2, UNREAD#<user>)
+// unchanged, so an upgrade adds only the read and archived entries (herald
+// migrate inbox-index).
 //
 // A user's state of an announcement is a marker item ANNREAD#<user> /
 // <announcementId>, written only when the user reads or archives it and
@@ -37,33 +47,64 @@ const markerPrefix = "ANNREAD#"
 var inboxProjection = map[string]string{
 	"#pk": "pk", "#sk": "sk", "#id": "id", "#type": "type", "#user": "userId", "#locale": "locale",
 	"#data": "data", "#created": "createdAt", "#read": "readAt", "#archived": "archivedAt",
-	"#status": "status", "#g1sk": "gsi1sk", "#g2sk": "gsi2sk",
+	"#status": "status", "#g2sk": "gsi2sk",
 }
 
-const inboxProjectionExpr = "#pk, #sk, #id, #type, #user, #locale, #data, #created, #read, #archived, #status, #g1sk, #g2sk"
+const inboxProjectionExpr = "#pk, #sk, #id, #type, #user, #locale, #data, #created, #read, #archived, #status, #g2sk"
 
 // ListInbox reads one page of a user's notifications under filter, newest
-// first, strictly older than position ("" = from the newest), with a single
-// Query of limit+1 items; more reports whether older items remain.
+// first, strictly older than position ("" = from the newest); more reports
+// whether older items remain. The unread and archived filters are one Query
+// of limit+1 items of their partition; "all" queries the unread and the
+// read partition (limit+1 each, concurrently) and merges them.
 func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, position string, limit int) ([]inbox.Entry, bool, error) {
-	index, pkName, skName, pk := IndexInbox, "gsi1pk", "gsi1sk", inboxPrefix+userID
 	switch f {
 	case inbox.FilterUnread:
-		index, pkName, skName, pk = IndexUnread, "gsi2pk", "gsi2sk", unreadPrefix+userID
+		return s.inboxRange(ctx, unreadPrefix+userID, position, limit)
 	case inbox.FilterArchived:
-		pk = archivedPrefix + userID
+		return s.inboxRange(ctx, archivedPrefix+userID, position, limit)
 	}
+	var (
+		wg                   sync.WaitGroup
+		unread, read         []inbox.Entry
+		moreUnread, moreRead bool
+		unreadErr, readErr   error
+	)
+	wg.Go(func() { unread, moreUnread, unreadErr = s.inboxRange(ctx, unreadPrefix+userID, position, limit) })
+	wg.Go(func() { read, moreRead, readErr = s.inboxRange(ctx, readPrefix+userID, position, limit) })
+	wg.Wait()
+	if err := errors.Join(unreadErr, readErr); err != nil {
+		return nil, false, err
+	}
+	merged := make([]inbox.Entry, 0, min(limit, len(unread)+len(read)))
+	i, j := 0, 0
+	for len(merged) < limit && (i < len(unread) || j < len(read)) {
+		if j == len(read) || (i < len(unread) && unread[i].SortKey > read[j].SortKey) {
+			merged = append(merged, unread[i])
+			i++
+		} else {
+			merged = append(merged, read[j])
+			j++
+		}
+	}
+	more := i < len(unread) || j < len(read) || moreUnread || moreRead
+	return merged, more, nil
+}
+
+// inboxRange reads up to limit entries of one inbox partition strictly
+// before position, newest first, with a single Query of limit+1 items.
+func (s *Store) inboxRange(ctx context.Context, pk, position string, limit int) ([]inbox.Entry, bool, error) {
 	// The index keys are not reserved words: named literally, the shared
 	// projection names serve every page unchanged.
-	cond := pkName + " = :pk"
+	cond := "gsi2pk = :pk"
 	values := map[string]types.AttributeValue{":pk": str(pk)}
 	if position != "" {
-		cond += " AND " + skName + " < :pos"
+		cond += " AND gsi2sk < :pos"
 		values[":pos"] = str(position)
 	}
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
-		IndexName:                 aws.String(index),
+		IndexName:                 aws.String(IndexInbox),
 		KeyConditionExpression:    aws.String(cond),
 		ExpressionAttributeNames:  inboxProjection,
 		ExpressionAttributeValues: values,
@@ -72,7 +113,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 		Limit:                     aws.Int32(int32(limit + 1)),
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("query inbox %s: %w", f, err)
+		return nil, false, fmt.Errorf("query inbox %s: %w", strings.SplitN(pk, "#", 2)[0], err)
 	}
 	entries := make([]inbox.Entry, 0, len(out.Items))
 	for _, av := range out.Items {
@@ -80,9 +121,9 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 		if err != nil {
 			return nil, false, err
 		}
-		sk, _ := av[skName].(*types.AttributeValueMemberS)
+		sk, _ := av["gsi2sk"].(*types.AttributeValueMemberS)
 		if sk == nil {
-			return nil, false, fmt.Errorf("inbox item %s has no %s", n.ID, skName)
+			return nil, false, fmt.Errorf("inbox item %s has no gsi2sk", n.ID)
 		}
 		entries = append(entries, inbox.Entry{SortKey: sk.Value, Notification: n})
 	}
@@ -96,7 +137,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 }
 
 // CountUnread counts a user's unread notifications, stopping at limit: a
-// COUNT query on the sparse unread index reads at most limit items however
+// COUNT query of the unread partition reads at most limit items however
 // many the user has.
 func (s *Store) CountUnread(ctx context.Context, userID string, limit int) (int, error) {
 	count := 0
@@ -104,7 +145,7 @@ func (s *Store) CountUnread(ctx context.Context, userID string, limit int) (int,
 	for count < limit {
 		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
-			IndexName:                 aws.String(IndexUnread),
+			IndexName:                 aws.String(IndexInbox),
 			KeyConditionExpression:    aws.String("gsi2pk = :pk"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(unreadPrefix + userID)},
 			Select:                    types.SelectCount,
@@ -125,21 +166,68 @@ func (s *Store) CountUnread(ctx context.Context, userID string, limit int) (int,
 }
 
 // MarkRead marks a user's notification read, keeping the first readAt, and
-// takes it out of the unread index. It is conditional on the notification
-// belonging to userID: anyone else's id, like a missing one, is
-// domain.ErrNotFound and changes nothing.
+// moves an unread one to the read partition. It is conditional on the
+// notification belonging to userID: anyone else's id, like a missing one, is
+// domain.ErrNotFound and changes nothing. An item already read is returned
+// as it is, with no write; an archived (or cancelled) one only gets its
+// readAt and stays where it is.
 func (s *Store) MarkRead(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
-	return s.updateOwned(ctx, userID, id, "SET readAt = if_not_exists(readAt, :at) REMOVE gsi2pk, gsi2sk",
-		map[string]types.AttributeValue{":at": str(formatTime(at))})
+	n, old, err := s.moveOwned(ctx, userID, id, "SET readAt = if_not_exists(readAt, :at), gsi2pk = :to", unreadPrefix+userID,
+		map[string]types.AttributeValue{":at": str(formatTime(at)), ":to": str(readPrefix + userID)})
+	if err != nil || n != nil {
+		return n, err
+	}
+	if !old.ReadAt.IsZero() {
+		return old, nil
+	}
+	return s.updateOwned(ctx, userID, id, "SET readAt = if_not_exists(readAt, :at)", map[string]types.AttributeValue{":at": str(formatTime(at))})
 }
 
-// Archive moves a user's notification to the archived listing (gsi1
-// ARCHIVED#user) and out of the unread index, keeping the first archivedAt.
-// Ownership is checked as in MarkRead.
+// Archive moves a user's notification to the archived partition, keeping
+// the first archivedAt. Ownership is checked as in MarkRead. A cancelled
+// notification (no inbox entry) gets its archivedAt and stays out of the
+// inbox: without a sort key the item is in no partition.
 func (s *Store) Archive(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
 	return s.updateOwned(ctx, userID, id,
-		"SET archivedAt = if_not_exists(archivedAt, :at), gsi1pk = :archived REMOVE gsi2pk, gsi2sk",
+		"SET archivedAt = if_not_exists(archivedAt, :at), gsi2pk = :archived",
 		map[string]types.AttributeValue{":at": str(formatTime(at)), ":archived": str(archivedPrefix + userID)})
+}
+
+// moveOwned applies update to the user's notification when it is in the
+// from partition. It returns the updated notification, or (nil, the stored
+// notification) when the item is the user's but elsewhere; domain.ErrNotFound
+// when it is missing or someone else's.
+func (s *Store) moveOwned(ctx context.Context, userID, id, update, from string, values map[string]types.AttributeValue) (*domain.Notification, *domain.Notification, error) {
+	values[":user"] = str(userID)
+	values[":from"] = str(from)
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(NotificationPK(id), notificationSK),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String("userId = :user AND gsi2pk = :from"),
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		if len(failed.Item) == 0 {
+			return nil, nil, fmt.Errorf("inbox item %s: %w", id, domain.ErrNotFound)
+		}
+		old, derr := decodeNotification(failed.Item)
+		if derr != nil {
+			return nil, nil, derr
+		}
+		if old.Recipient.UserID != userID {
+			return nil, nil, fmt.Errorf("inbox item %s: %w", id, domain.ErrNotFound)
+		}
+		return nil, old, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("update inbox item %s: %w", id, err)
+	}
+	n, err := decodeNotification(out.Attributes)
+	return n, nil, err
 }
 
 func (s *Store) updateOwned(ctx context.Context, userID, id, update string, values map[string]types.AttributeValue) (*domain.Notification, error) {
@@ -187,9 +275,9 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, 
 				_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 					TableName:                 aws.String(s.table),
 					Key:                       key(NotificationPK(id), notificationSK),
-					UpdateExpression:          aws.String("SET readAt = if_not_exists(readAt, :at) REMOVE gsi2pk, gsi2sk"),
-					ConditionExpression:       aws.String("userId = :user AND attribute_exists(gsi2pk)"),
-					ExpressionAttributeValues: map[string]types.AttributeValue{":at": at, ":user": str(userID)},
+					UpdateExpression:          aws.String("SET readAt = if_not_exists(readAt, :at), gsi2pk = :read"),
+					ConditionExpression:       aws.String("userId = :user AND gsi2pk = :unread"),
+					ExpressionAttributeValues: map[string]types.AttributeValue{":at": at, ":user": str(userID), ":unread": str(unreadPrefix + userID), ":read": str(readPrefix + userID)},
 				})
 				mu.Lock()
 				switch {
@@ -210,7 +298,7 @@ func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, 
 		var out *dynamodb.QueryOutput
 		out, err = s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
-			IndexName:                 aws.String(IndexUnread),
+			IndexName:                 aws.String(IndexInbox),
 			KeyConditionExpression:    aws.String("gsi2pk = :pk AND gsi2sk < :upper"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(unreadPrefix + userID), ":upper": upper},
 			ProjectionExpression:      aws.String("id"),

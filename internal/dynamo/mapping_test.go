@@ -76,14 +76,14 @@ func TestNotificationItemRoundTrip(t *testing.T) {
 func TestNotificationItemIndexKeys(t *testing.T) {
 	sortKey := "2026-02-03T04:05:06.000000789Z#n1"
 	tests := []struct {
-		name                   string
-		readAt, archivedAt     time.Time
-		gsi1pk, gsi2pk, gsi2sk string
+		name               string
+		readAt, archivedAt time.Time
+		gsi2pk             string
 	}{
-		{"unread", time.Time{}, time.Time{}, "INBOX#u1", "UNREAD#u1", sortKey},
-		{"read", created, time.Time{}, "INBOX#u1", "", ""},
-		{"archived unread", time.Time{}, created, "ARCHIVED#u1", "", ""},
-		{"archived read", created, created, "ARCHIVED#u1", "", ""},
+		{"unread", time.Time{}, time.Time{}, "UNREAD#u1"},
+		{"read", created, time.Time{}, "READ#u1"},
+		{"archived unread", time.Time{}, created, "ARCHIVED#u1"},
+		{"archived read", created, created, "ARCHIVED#u1"},
 	}
 	s := New(nil, "t", WithRetention(time.Hour))
 	for _, tt := range tests {
@@ -94,8 +94,8 @@ func TestNotificationItemIndexKeys(t *testing.T) {
 			if it.PK != "N#n1" || it.SK != "N" || it.Kind != "notification" {
 				t.Errorf("keys %s/%s kind %s", it.PK, it.SK, it.Kind)
 			}
-			if it.GSI1PK != tt.gsi1pk || it.GSI1SK != sortKey || it.GSI2PK != tt.gsi2pk || it.GSI2SK != tt.gsi2sk {
-				t.Errorf("gsi1 %s|%s gsi2 %s|%s", it.GSI1PK, it.GSI1SK, it.GSI2PK, it.GSI2SK)
+			if it.GSI2PK != tt.gsi2pk || it.GSI2SK != sortKey {
+				t.Errorf("inbox index %s|%s, want %s|%s", it.GSI2PK, it.GSI2SK, tt.gsi2pk, sortKey)
 			}
 			if it.TTL != created.Add(time.Hour).Unix() {
 				t.Errorf("ttl %d, want createdAt + retention", it.TTL)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -18,16 +19,19 @@ const (
 	notificationPrefix = "N#"
 	notificationSK     = "N"
 	deliveryPrefix     = "D#"
-	inboxPrefix        = "INBOX#"
-	archivedPrefix     = "ARCHIVED#"
-	unreadPrefix       = "UNREAD#"
+	// The inbox index's partitions, one per state (see inbox.go).
+	unreadPrefix   = "UNREAD#"
+	readPrefix     = "READ#"
+	archivedPrefix = "ARCHIVED#"
 )
 
 // NotificationPK is the partition key of a notification and its deliveries.
 func NotificationPK(id string) string { return notificationPrefix + id }
 
 // notificationItem is the stored shape of a notification. It doubles as the
-// user's inbox item through the gsi1/gsi2 attributes.
+// user's inbox item through the inbox index's attributes (gsi2pk/gsi2sk).
+// gsi1pk/gsi1sk are the former inbox index's: no longer written, kept on
+// items written before (they expire with the item).
 type notificationItem struct {
 	PK          string         `dynamodbav:"pk"`
 	SK          string         `dynamodbav:"sk"`
@@ -56,8 +60,6 @@ type notificationItem struct {
 	CampaignID  string         `dynamodbav:"campaignId,omitempty"`
 	CampaignChk string         `dynamodbav:"campaignChunk,omitempty"`
 	TTL         int64          `dynamodbav:"ttl,omitempty"`
-	GSI1PK      string         `dynamodbav:"gsi1pk,omitempty"`
-	GSI1SK      string         `dynamodbav:"gsi1sk,omitempty"`
 	GSI2PK      string         `dynamodbav:"gsi2pk,omitempty"`
 	GSI2SK      string         `dynamodbav:"gsi2sk,omitempty"`
 }
@@ -77,16 +79,23 @@ func (s *Store) toNotificationItem(n *domain.Notification) notificationItem {
 	for _, c := range n.Channels {
 		it.Channels = append(it.Channels, string(c))
 	}
-	sortKey := formatTime(n.CreatedAt) + "#" + n.ID
-	if n.ArchivedAt.IsZero() {
-		it.GSI1PK, it.GSI1SK = inboxPrefix+n.Recipient.UserID, sortKey
-		if n.ReadAt.IsZero() {
-			it.GSI2PK, it.GSI2SK = unreadPrefix+n.Recipient.UserID, sortKey
-		}
-	} else {
-		it.GSI1PK, it.GSI1SK = archivedPrefix+n.Recipient.UserID, sortKey
+	if n.Status != domain.NotificationCancelled {
+		it.GSI2PK, it.GSI2SK = inboxKeys(n.Recipient.UserID, n.CreatedAt, n.ID, !n.ReadAt.IsZero(), !n.ArchivedAt.IsZero())
 	}
 	return it
+}
+
+// inboxKeys are a notification's keys in the inbox index: its state's
+// partition, and "<createdAt>#<id>".
+func inboxKeys(userID string, createdAt time.Time, id string, read, archived bool) (pk, sk string) {
+	sk = formatTime(createdAt) + "#" + id
+	switch {
+	case archived:
+		return archivedPrefix + userID, sk
+	case read:
+		return readPrefix + userID, sk
+	}
+	return unreadPrefix + userID, sk
 }
 
 func (it *notificationItem) toDomain() *domain.Notification {

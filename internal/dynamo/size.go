@@ -47,7 +47,7 @@ var projections = map[string][]string{IndexDue: {"notificationId", "channel", "u
 func StoredItemKeys(av map[string]types.AttributeValue) ItemKeys { return keysOf(av, projections) }
 
 // indexKeys names each index's partition and sort key attributes.
-var indexKeys = map[string][2]string{IndexInbox: {"gsi1pk", "gsi1sk"}, IndexUnread: {"gsi2pk", "gsi2sk"}, IndexDue: {"gsi3pk", "gsi3sk"}, IndexProfiles: {"gsi4pk", ""}}
+var indexKeys = map[string][2]string{IndexInbox: {"gsi2pk", "gsi2sk"}, IndexDue: {"gsi3pk", "gsi3sk"}, IndexProfiles: {"gsi4pk", ""}}
 
 // UserItemKeys builds a stored profile item with the code PutUser uses and
 // returns its keys and billed sizes (the profiles index is KEYS_ONLY).

@@ -28,7 +28,8 @@ type API interface {
 	BatchWriteItem(context.Context, *dynamodb.BatchWriteItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
 	BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
-	// Scan reads the profiles index only (segment-"all" campaigns).
+	// Scan reads the profiles index (segment-"all" campaigns), and the
+	// table in the operator's migration (herald migrate inbox-index).
 	Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
@@ -36,9 +37,11 @@ var _ API = (*dynamodb.Client)(nil)
 
 // Index names, as declared in template.yaml.
 const (
-	IndexInbox  = "gsi1"
-	IndexUnread = "gsi2"
-	IndexDue    = "gsi3"
+	// IndexInbox is sparse: a user's notifications in one partition per
+	// state (UNREAD#, READ#, ARCHIVED#<user>) and the announcements
+	// (inbox.go). gsi1, the former inbox listing, is read by nothing.
+	IndexInbox = "gsi2"
+	IndexDue   = "gsi3"
 	// IndexProfiles is sparse and KEYS_ONLY: profile items only (gsi4pk is
 	// the user id), scanned in parallel segments by a segment-"all" campaign.
 	IndexProfiles = "gsi4"

@@ -263,9 +263,11 @@ func TestNotificationsExpireAfterTheRetentionPeriod(t *testing.T) {
 }
 
 // TestEachPageIsOneQuery counts the DynamoDB requests the production API
-// wiring makes: a page is one Query (plus one BatchGetItem for the user's
-// announcement markers and locale), the next page the same, the badge one
-// Query (plus the markers when announcements are active).
+// wiring makes: a page is one Query per inbox partition it reads — the "all"
+// page two, its unread and read ranges (one index: docs/decisions.md), a
+// filtered page one — plus one BatchGetItem for the user's announcement
+// markers and locale; the next page the same; the badge one Query (plus the
+// markers when announcements are active).
 func TestEachPageIsOneQuery(t *testing.T) {
 	st := stacktest.Stack(t)
 	user := stacktest.UniqueID("calls")
@@ -295,7 +297,7 @@ func TestEachPageIsOneQuery(t *testing.T) {
 
 	calls.Reset()
 	resp := call("GET /v1/users/{userId}/inbox", map[string]string{"limit": "10"})
-	want := map[string]int{"DynamoDB.Query": 1, "DynamoDB.BatchGetItem": 1}
+	want := map[string]int{"DynamoDB.Query": 2, "DynamoDB.BatchGetItem": 1}
 	if got := calls.Snapshot(); !reflect.DeepEqual(got, want) {
 		t.Errorf("first page: %v, want %v", got, want)
 	}
@@ -307,6 +309,11 @@ func TestEachPageIsOneQuery(t *testing.T) {
 	call("GET /v1/users/{userId}/inbox", map[string]string{"limit": "10", "cursor": p.NextCursor})
 	if got := calls.Snapshot(); !reflect.DeepEqual(got, want) {
 		t.Errorf("next page: %v, want %v", got, want)
+	}
+	calls.Reset()
+	call("GET /v1/users/{userId}/inbox", map[string]string{"limit": "10", "filter": "unread"})
+	if got, want := calls.Snapshot(), map[string]int{"DynamoDB.Query": 1, "DynamoDB.BatchGetItem": 1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("unread page: %v, want %v", got, want)
 	}
 	calls.Reset()
 	call("GET /v1/users/{userId}/inbox/unread-count", nil)

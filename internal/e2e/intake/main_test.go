@@ -32,15 +32,15 @@ func TestMain(m *testing.M) {
 	stacktest.Main(m, devstack.Config{Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "CampaignReconcileDelay": "2s"}})
 }
 
-// inboxCount counts a user's notifications in the inbox index.
+// inboxCount counts a user's unread notifications in the inbox index.
 func inboxCount(t *testing.T, userID string) int {
 	t.Helper()
 	st := stacktest.Stack(t)
 	db := stacktest.DB(t)
 	out, err := db.Query(context.Background(), &dynamodb.QueryInput{
 		TableName: aws.String(st.Resources.Table), IndexName: aws.String(dynamo.IndexInbox),
-		KeyConditionExpression:    aws.String("gsi1pk = :pk"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "INBOX#" + userID}},
+		KeyConditionExpression:    aws.String("gsi2pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "UNREAD#" + userID}},
 		Select:                    types.SelectCount,
 	})
 	if err != nil {
