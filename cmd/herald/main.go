@@ -23,6 +23,7 @@ Usage:
   herald send …        send a notification with the Go client ('herald send -h')
   herald vapid-keys    generate a VAPID key pair for Web Push
   herald capacity      the capacity and cost model at full scale [--json]
+  herald migrate …     data migrations of an upgrade (inbox-index; 'herald migrate help')
 
 Run 'herald <command> -h' for a command's flags.
 `
@@ -54,6 +55,8 @@ func main() {
 		err = runVAPIDKeys(os.Args[2:], os.Stdout, os.Stderr)
 	case "capacity":
 		err = runCapacity(os.Args[2:], os.Stdout, os.Stderr)
+	case "migrate":
+		err = runMigrateMain(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

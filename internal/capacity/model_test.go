@@ -223,7 +223,7 @@ func TestLimitsComeFromTheTemplate(t *testing.T) {
 	if l.CampaignFanOutRate != 2000 || l.CampaignMaxConcurrency != 10 || l.CampaignTimeoutSeconds != 60 || l.SchedulerReleaseRate != 3200 {
 		t.Errorf("campaign %v/s × %v, timeout %v, release %v", l.CampaignFanOutRate, l.CampaignMaxConcurrency, l.CampaignTimeoutSeconds, l.SchedulerReleaseRate)
 	}
-	if l.WarmWrite["table"] != 30000 || l.warm("gsi1", true) != NewTableWarmWriteUnitsPerSecond {
+	if l.WarmWrite["table"] != 30000 || l.warm("gsi2", true) != NewTableWarmWriteUnitsPerSecond {
 		t.Errorf("warm throughput %v", l.WarmWrite)
 	}
 	if len(l.Reserved) != 4 || l.Reserved["EmailFunction"] != 40 || l.MappingConcurrency["EmailFunction"] != 20+8+7 || l.Reserved["RelayHighFunction"] != 10 {

@@ -540,7 +540,7 @@ func TestTemplateOperations(t *testing.T) {
 				want = append(want, g.IndexName)
 			}
 		}
-		if len(want) < 5 {
+		if len(want) < 4 {
 			t.Errorf("indexes %v", want[1:])
 		}
 		for _, index := range want {

@@ -2,6 +2,10 @@
 // plane enforces (internal/devstack/controlplane), then the stack update from
 // the released template (RELEASED) to it. make aws-lint runs it, so make test
 // and make aws-check do.
+//
+// With -keep-released-index NAME -out FILE it writes the intermediate
+// template of an upgrade instead (template.yaml with the released template's
+// index NAME kept: README, "Upgrading") and checks that one.
 package main
 
 import (
@@ -19,7 +23,20 @@ func main() {
 	root := flag.String("root", ".", "repository root (template.yaml, RELEASED, .git)")
 	template := flag.String("template", "", "template to check (default ROOT/template.yaml)")
 	account := flag.Int("account-concurrency", controlplane.DefaultAccountConcurrency, "the account's Lambda concurrent executions quota")
+	keep := flag.String("keep-released-index", "", "write the upgrade step keeping this index of the released template (with -out)")
+	out := flag.String("out", "", "file the upgrade step is written to (-keep-released-index)")
 	flag.Parse()
+	if *keep != "" {
+		if *out == "" {
+			fmt.Fprintln(os.Stderr, "controlplane: -keep-released-index needs -out FILE")
+			os.Exit(2)
+		}
+		if err := writeStep(*root, *template, *keep, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "controlplane:", err)
+			os.Exit(1)
+		}
+		*template = *out
+	}
 	if err := run(*root, *template, *account); err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(1)
@@ -56,4 +73,25 @@ func run(root, template string, account int) error {
 	}
 	fmt.Printf("controlplane: %s passes AWS's control-plane rules and updates from the released template (%s)\n", template, rev[:12])
 	return nil
+}
+
+// writeStep writes template (default ROOT/template.yaml) with the released
+// template's index kept to out.
+func writeStep(root, template, index, out string) error {
+	if template == "" {
+		template = filepath.Join(root, "template.yaml")
+	}
+	released, _, err := controlplane.ReleasedTemplate(root)
+	if err != nil {
+		return err
+	}
+	next, err := os.ReadFile(template)
+	if err != nil {
+		return err
+	}
+	step, err := controlplane.KeepIndex(next, released, index)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, step, 0o644)
 }
