@@ -228,7 +228,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 	t.store(keys.Size)
 	for idx, pk := range keys.Index {
 		t.w(idx, pk, dynamo.WriteUnits(keys.Sparse[idx]))
-		t.store(keys.Sparse[idx]) // gsi2's entry until read: counted for the whole retention
+		t.store(keys.Sparse[idx]) // the inbox entry (any state) for the whole retention
 	}
 	// Relay: a share of a batch invocation; one batch read; per channel the
 	// rate counter, the delivery (created queued, or deferred) and a share

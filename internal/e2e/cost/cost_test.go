@@ -297,8 +297,9 @@ func randomUUID() string {
 }
 
 // storedBytes sums what the notifications' partitions store once every
-// delivery is final: each item, and its entry in each index it is in (gsi1
-// and gsi2 project every attribute, gsi3 — deferred deliveries only — a few),
+// delivery is final: each item, and its entry in each index it is in (the
+// inbox index gsi2 projects every attribute, gsi3 — deferred deliveries
+// only — a few),
 // with DynamoDB's 100 bytes of overhead each. Read outside the counters.
 func storedBytes(b testing.TB, st *devstack.Stack, ids []string) float64 {
 	b.Helper()
