@@ -21,17 +21,38 @@ const (
 )
 
 // eventsPerDelivery are the events one delivery on c publishes on the
-// nominal path under mode: sent, and for email SES's delivered. Failures
-// mode publishes nothing on it (one event per failed, bounced, complained or
-// dropped delivery: EventCostPerFailure).
-func eventsPerDelivery(c domain.Channel, mode events.Mode) float64 {
+// nominal path under mode: sent, and for email SES's delivered (when SES's
+// delivery notifications arrive: sesFeedback). Failures mode publishes
+// nothing on it (one event per failed, bounced, complained or dropped
+// delivery: EventCostPerFailure).
+func eventsPerDelivery(c domain.Channel, mode events.Mode, sesFeedback bool) float64 {
 	if mode != events.ModeAll {
 		return 0
 	}
-	if c == domain.ChannelEmail {
+	if c == domain.ChannelEmail && sesFeedback {
 		return 2
 	}
 	return 1
+}
+
+// EventEntriesPerNotification are the billed PutEvents entries (64 KB
+// chunks) one notification of kind k publishes on the nominal path under
+// mode; sesFeedback counts SES's delivered event of each email (the local
+// stack's SES sends no delivery notifications, so the cost benchmark runs
+// without).
+func EventEntriesPerNotification(k Kind, mode events.Mode, sesFeedback bool) float64 {
+	n := 0.0
+	for _, c := range k.Channels {
+		n += eventsPerDelivery(c, mode, sesFeedback)
+	}
+	return n * eventEntryChunks()
+}
+
+// EventsCostPerMillion is the $ per million notifications of kind k that
+// delivery events add under mode: PutEvents and the relay's share (batches
+// of eventRecordsPerBatch records).
+func EventsCostPerMillion(k Kind, mode events.Mode, sesFeedback bool, p Prices) float64 {
+	return eventCost(EventEntriesPerNotification(k, mode, sesFeedback)/eventEntryChunks(), p) * 1e6
 }
 
 // eventEntryChunks is the billed 64 KB chunks of one delivery event, from a
@@ -57,11 +78,7 @@ func eventCost(n float64, p Prices) float64 {
 func EventsPerMillion(k Kind, p Prices) map[string]float64 {
 	out := map[string]float64{}
 	for _, m := range []events.Mode{events.ModeNone, events.ModeFailures, events.ModeAll} {
-		n := 0.0
-		for _, c := range k.Channels {
-			n += eventsPerDelivery(c, m)
-		}
-		out[string(m)] = round2(eventCost(n, p) * 1e6)
+		out[string(m)] = round2(EventsCostPerMillion(k, m, true, p))
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/events"
 )
 
 // measured is a cost benchmark run (internal/e2e/cost, COST_OUT), checked in.
@@ -18,6 +19,10 @@ type measured struct {
 	// ChannelBatch: the mappings' batch sizes of the measured run.
 	ChannelBatch map[domain.Priority]float64 `json:"channelBatch"`
 	Usage        map[string]Usage            `json:"usage"`
+	// DeliveryEvents is the run's mode (none when absent) and SESFeedback
+	// whether SES's delivery notifications arrived (never locally).
+	DeliveryEvents events.Mode `json:"deliveryEvents"`
+	SESFeedback    bool        `json:"sesFeedback"`
 }
 
 // TestModelAgreesWithMeasuredCost keeps the model honest: its cost per
@@ -54,6 +59,16 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Delivery events as the run published them: the entries the bus
+		// received are the model's count, and their cost is added.
+		mode := m.DeliveryEvents
+		if mode == "" {
+			mode = events.ModeNone
+		}
+		if want, got := EventEntriesPerNotification(k, mode, m.SESFeedback), m.Usage[k.Name].EventEntries; math.Abs(want-got) > 0.01 {
+			t.Errorf("%s: %.2f PutEvents entries per notification measured (DeliveryEvents %s), the model counts %.2f", k.Name, got, mode, want)
+		}
+		c.Total += EventsCostPerMillion(k, mode, m.SESFeedback, ListPrices)
 		diff := math.Abs(c.Total-got.Total) / got.Total
 		t.Logf("%-24s model $%.2f/M, measured $%.2f/M (%+.1f%%)", k.Name, c.Total, got.Total, 100*(c.Total-got.Total)/got.Total)
 		if diff > 0.10 {

@@ -94,6 +94,9 @@ type Usage struct {
 	// Lambda writes around the invocations.
 	LogBytes         float64 `json:"logBytes"`
 	PlatformLogBytes float64 `json:"platformLogBytes"`
+	// EventEntries are the PutEvents entries published (delivery and
+	// campaign events), in billed 64 KB chunks.
+	EventEntries float64 `json:"eventEntries,omitempty"`
 	// Emails and SMS sent (the provider's fee).
 	Emails float64 `json:"emails"`
 	SMS    float64 `json:"sms"`
@@ -112,7 +115,9 @@ type Cost struct {
 	API      float64            `json:"api"`
 	Logs     float64            `json:"logs"`
 	XRay     float64            `json:"xray"`
-	Total    float64            `json:"total"`
+	// Events: PutEvents entries (the relay's work for them is in Lambda).
+	Events float64 `json:"events,omitempty"`
+	Total  float64 `json:"total"`
 	// ProviderFee (SES, SNS SMS) is not in Total.
 	ProviderFee float64 `json:"providerFee"`
 	// Storage over the retention period, not in Total either.
@@ -141,7 +146,8 @@ func (p Prices) PerMillion(u Usage) Cost {
 	c.API = u.APIRequests * p.HTTPAPIRequest * m
 	c.Logs = (u.LogBytes + u.PlatformLogBytes) / 1e9 * p.LogsIngestedGB * m
 	c.XRay = u.TracedInvocations * XRaySampledShare * p.XRayTraceRecorded * m
-	c.Total += c.SQS + c.Lambda + c.API + c.Logs + c.XRay
+	c.Events = u.EventEntries * p.EventBridgeEvent * m
+	c.Total += c.SQS + c.Lambda + c.API + c.Logs + c.XRay + c.Events
 	c.ProviderFee = (u.Emails*p.SESEmail + u.SMS*p.SNSSMSUS) * m
 	c.Storage = u.StoredGBMonths * p.StorageGBMonth * m
 	return c

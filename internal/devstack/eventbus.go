@@ -57,13 +57,16 @@ type EventBus struct {
 
 	mu     sync.Mutex
 	events []BusEvent
+	// failedInvocations counts, by rule, the events a target did not get
+	// (EventBridge's FailedInvocations metric).
+	failedInvocations map[string]int
 }
 
 // busRule is one enabled rule of the bus with its SQS targets.
 type busRule struct {
 	name    string
 	pattern *eventpattern.Pattern
-	queues  []string // target queue URLs
+	targets []ruleTarget
 }
 
 // BusEvent is one event the bus received (GET /_dev/events).
@@ -74,6 +77,9 @@ type BusEvent struct {
 	DetailType   string          `json:"detail-type"`
 	Detail       json.RawMessage `json:"detail"`
 	MatchedRules []string        `json:"matchedRules"`
+	// FailedInvocations names the "<rule>/<target>" deliveries that failed
+	// (a queue policy that does not allow the rule, a send error).
+	FailedInvocations []string `json:"failedInvocations,omitempty"`
 }
 
 // newEventBus builds the bus of the template (nil when it declares none)
@@ -134,6 +140,10 @@ func (s *Stack) newEventBus() (*EventBus, error) {
 			return nil, fmt.Errorf("rule %s: InvalidEventPatternException: %w", id, err)
 		}
 		rule := busRule{name: id, pattern: p}
+		arnOfRule, err := s.Resources.Resolve("${getatt:" + id + ".Arn}")
+		if err != nil {
+			return nil, fmt.Errorf("rule %s: %w", id, err)
+		}
 		for _, t := range r.Targets {
 			arn, err := s.Resources.Resolve(t.Arn)
 			if err != nil {
@@ -144,11 +154,28 @@ func (s *Stack) newEventBus() (*EventBus, error) {
 				s.log.Warn("rule target is not a queue of the stack: not delivered locally", "rule", id, "target", t.Id, "arn", arn)
 				continue
 			}
-			rule.queues = append(rule.queues, q.URL)
+			// As on AWS, EventBridge may send to the queue only if the
+			// queue's policy allows it from this rule.
+			allowed, why, err := queuePolicyAllows(s.Template, s.Resources, q, arnOfRule)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s target %s: %w", id, t.Id, err)
+			}
+			if !allowed {
+				s.log.Warn("rule target's queue policy does not allow EventBridge: its events will fail as on AWS", "rule", id, "target", t.Id, "queue", q.LogicalID, "why", why)
+			}
+			rule.targets = append(rule.targets, ruleTarget{id: t.Id, url: q.URL, allowed: allowed, why: why})
 		}
 		b.rules = append(b.rules, rule)
 	}
 	return b, nil
+}
+
+// FailedInvocations is how many events a rule's targets did not get
+// (EventBridge's FailedInvocations metric of the rule).
+func (b *EventBus) FailedInvocations(rule string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failedInvocations[rule]
 }
 
 // Events are the events received, oldest first (the last 1,000).
@@ -281,24 +308,41 @@ func (b *EventBus) accept(ctx context.Context, e putEventsEntry) string {
 		"detail": json.RawMessage(aws.ToString(e.Detail)),
 	})
 	matched := []string{}
+	var failed []string
 	for _, r := range b.rules {
 		ok, err := r.pattern.Match(envelope)
 		if err != nil || !ok {
 			continue
 		}
 		matched = append(matched, r.name)
-		for _, q := range r.queues {
+		for _, t := range r.targets {
+			if !t.allowed {
+				// On AWS, SQS refuses EventBridge's send; the event is
+				// lost for this target (FailedInvocations) unless the
+				// target has a DLQ.
+				b.log.Error("rule target delivery failed: the queue's policy does not allow EventBridge", "rule", r.name, "target", t.id, "why", t.why)
+				failed = append(failed, r.name+"/"+t.id)
+				continue
+			}
 			// EventBridge delivers to an SQS target asynchronously, retrying
 			// for up to 24 hours; the local queue answers at once.
-			if _, err := b.sqs.SendMessage(context.WithoutCancel(ctx), &sqs.SendMessageInput{QueueUrl: aws.String(q), MessageBody: aws.String(string(envelope))}); err != nil {
-				b.log.Error("rule target delivery failed", "rule", r.name, "queue", q, "error", err)
+			if _, err := b.sqs.SendMessage(context.WithoutCancel(ctx), &sqs.SendMessageInput{QueueUrl: aws.String(t.url), MessageBody: aws.String(string(envelope))}); err != nil {
+				b.log.Error("rule target delivery failed", "rule", r.name, "queue", t.url, "error", err)
+				failed = append(failed, r.name+"/"+t.id)
 			}
 		}
 	}
 	sort.Strings(matched)
 	b.mu.Lock()
+	for _, f := range failed {
+		if b.failedInvocations == nil {
+			b.failedInvocations = map[string]int{}
+		}
+		rule, _, _ := strings.Cut(f, "/")
+		b.failedInvocations[rule]++
+	}
 	b.events = append(b.events, BusEvent{At: at, ID: id, Source: aws.ToString(e.Source), DetailType: aws.ToString(e.DetailType),
-		Detail: json.RawMessage(aws.ToString(e.Detail)), MatchedRules: matched})
+		Detail: json.RawMessage(aws.ToString(e.Detail)), MatchedRules: matched, FailedInvocations: failed})
 	if len(b.events) > busEventsKept {
 		b.events = slices.Clone(b.events[len(b.events)-busEventsKept:])
 	}

@@ -70,6 +70,20 @@ func CreateResources(ctx context.Context, t *Template, db *dynamodb.Client, q *s
 		r.values["getatt:"+id+".Name"] = b.Name
 		r.values["getatt:"+id+".Arn"] = "arn:aws:events:" + LocalRegion + ":" + LocalAccountID + ":event-bus/" + b.Name
 	}
+	// A rule's ARN (what a queue policy's aws:SourceArn names).
+	for id, rule := range t.GetAllEventsRuleResources() {
+		name := prefix + id
+		if rule.Name != nil {
+			name = *rule.Name
+		}
+		bus := ""
+		if rule.EventBusName != nil {
+			if b, err := r.Resolve(*rule.EventBusName); err == nil {
+				bus = b
+			}
+		}
+		r.values["getatt:"+id+".Arn"] = ruleARN(bus, name)
+	}
 	if db != nil {
 		if err := createTables(ctx, t, db, prefix, r); err != nil {
 			return nil, err

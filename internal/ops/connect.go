@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -234,7 +233,7 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	op := &Operator{
-		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Streams: dynamodbstreams.NewFromConfig(cfg), Watches: store,
+		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Failures: store, Watches: store,
 		Replanner: RelayReplanner{Handle: relay.Handle, Record: store.NotificationInsertRecord},
 	}
 	if t.EventBus != "" {

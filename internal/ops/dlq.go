@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -42,13 +41,12 @@ type Store interface {
 	GetCampaign(ctx context.Context, id string) (*domain.Campaign, error)
 }
 
-// StreamsAPI reads the table's stream (to resolve relay DLQ records).
-type StreamsAPI interface {
-	GetShardIterator(context.Context, *dynamodbstreams.GetShardIteratorInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
-	GetRecords(context.Context, *dynamodbstreams.GetRecordsInput, ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+// RelayFailures reads the relay's failure notes (domain.RelayFailure) of a
+// failed stream batch's sequence range, to resolve relay DLQ records without
+// reading the stream.
+type RelayFailures interface {
+	RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]domain.RelayFailure, error)
 }
-
-var _ StreamsAPI = (*dynamodbstreams.Client)(nil)
 
 // Replanner re-runs the relay's planning for one notification.
 type Replanner interface {
@@ -60,7 +58,7 @@ type Operator struct {
 	Target    Target
 	SQS       SQSAPI
 	Store     Store
-	Streams   StreamsAPI
+	Failures  RelayFailures
 	Replanner Replanner
 	// Events publishes parked events again (events DLQ redrive).
 	Events events.Bus

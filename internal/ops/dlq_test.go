@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
@@ -180,37 +179,42 @@ func TestShowChannelDLQ(t *testing.T) {
 
 func onFailureBody(start, end string) string {
 	return fmt.Sprintf(`{"requestContext":{"requestId":"r","condition":"RetryAttemptsExhausted","approximateInvokeCount":6},"version":"1.0","timestamp":"2026-03-01T11:00:00Z",`+
-		`"DDBStreamBatchInfo":{"shardId":"shard-1","startSequenceNumber":%q,"endSequenceNumber":%q,"batchSize":2,"streamArn":"arn:aws:dynamodb:us-east-1:0:table/t/stream/s"}}`, start, end)
+		`"DDBStreamBatchInfo":{"shardId":"shard-1","startSequenceNumber":%q,"endSequenceNumber":%q,"batchSize":2,`+
+		`"approximateArrivalOfFirstRecord":"2026-03-01T12:00:00Z","approximateArrivalOfLastRecord":"2026-03-01T12:00:00Z","streamArn":"arn:aws:dynamodb:us-east-1:0:table/t/stream/s"}}`, start, end)
 }
 
-func relayStream() *fakeStreams {
-	return &fakeStreams{records: []streamtypes.Record{
-		streamRecord(1, streamtypes.OperationTypeInsert, "N#before", "N"),
-		streamRecord(2, streamtypes.OperationTypeInsert, "N#a", "N"),
-		streamRecord(3, streamtypes.OperationTypeInsert, "N#a", "D#email"),
-		streamRecord(4, streamtypes.OperationTypeModify, "N#x", "N"),
-		streamRecord(5, streamtypes.OperationTypeInsert, "N#b", "N"),
-		streamRecord(6, streamtypes.OperationTypeInsert, "N#after", "N"),
+// relayNotes are the failure notes the relay left around the parked batch
+// (sequence numbers 2..5, arriving at t0): one before and one after it, an
+// event record's, and an undecodable notification's (no id: its key names it).
+func relayNotes() *fakeNotes {
+	return &fakeNotes{notes: []domain.RelayFailure{
+		note(1, t0, "N#before", "N", "before"),
+		note(2, t0, "N#a", "N", "a"),
+		note(3, t0, "N#a", "D#email", ""),
+		note(5, t0, "N#b", "N", ""),
+		note(6, t0, "N#after", "N", "after"),
+		note(3, t0.Add(-72*time.Hour), "N#old", "N", "old"), // an older day's
 	}}
 }
 
 func TestShowRelayDLQResolvesNotifications(t *testing.T) {
 	tests := []struct {
 		name        string
-		streams     *fakeStreams
+		notes       *fakeNotes
 		body        string
 		ids         []string
 		wantProblem string
 	}{
-		{"records retained", relayStream(), onFailureBody(fmt.Sprintf("%021d", 2), fmt.Sprintf("%021d", 5)), []string{"a", "b"}, ""},
-		{"open shard at its tip", relayStream(), onFailureBody(fmt.Sprintf("%021d", 5), fmt.Sprintf("%021d", 99)), []string{"b", "after"}, ""},
-		{"records trimmed", &fakeStreams{trimmed: true}, onFailureBody("1", "2"), nil, "no longer retained"},
-		{"not an on-failure record", relayStream(), `{"hello":1}`, nil, "not a Lambda on-failure record"},
+		{"notes of the range", relayNotes(), onFailureBody(fmt.Sprintf("%021d", 2), fmt.Sprintf("%021d", 5)), []string{"a", "b"}, "N#a/D#email"},
+		{"one record", relayNotes(), onFailureBody(fmt.Sprintf("%021d", 6), fmt.Sprintf("%021d", 6)), []string{"after"}, ""},
+		{"no note", relayNotes(), onFailureBody(fmt.Sprintf("%021d", 7), fmt.Sprintf("%021d", 9)), nil, "no relay failure note"},
+		{"notes unreadable", &fakeNotes{err: errors.New("throttled")}, onFailureBody("1", "2"), nil, "throttled"},
+		{"not an on-failure record", relayNotes(), `{"hello":1}`, nil, "not a Lambda on-failure record"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv()
-			e.op.Streams = tt.streams
+			e.op.Failures = tt.notes
 			e.sqs.park(relayDLQ, "", tt.body, 0, t0)
 			_, parked, err := e.op.Show(ctx, "relay", 10)
 			if err != nil {
@@ -220,7 +224,7 @@ func TestShowRelayDLQResolvesNotifications(t *testing.T) {
 			if !reflect.DeepEqual(p.NotificationIDs, tt.ids) || !strings.Contains(p.Problem, tt.wantProblem) || (tt.wantProblem == "") != (p.Problem == "") {
 				t.Errorf("ids %v problem %q; want %v %q", p.NotificationIDs, p.Problem, tt.ids, tt.wantProblem)
 			}
-			if tt.wantProblem == "" && (p.Condition != "RetryAttemptsExhausted" || p.Batch.ShardID != "shard-1") {
+			if len(tt.ids) > 0 && (p.Condition != "RetryAttemptsExhausted" || p.Batch.ShardID != "shard-1") {
 				t.Errorf("record %+v", p)
 			}
 		})
@@ -398,7 +402,7 @@ func TestRedriveRelay(t *testing.T) {
 		name        string
 		opts        RedriveOptions
 		fail        map[string]error
-		trimmed     bool
+		noNotes     bool
 		wantCalls   []string
 		wantDLQ     int
 		wantErrItem bool
@@ -408,14 +412,16 @@ func TestRedriveRelay(t *testing.T) {
 		{"a notification gone is nothing to plan", RedriveOptions{All: true}, map[string]error{"a": fmt.Errorf("x: %w", domain.ErrNotFound)}, false, []string{"a", "b"}, 0, false},
 		{"one id of the batch: the record stays", RedriveOptions{IDs: []string{"b"}}, nil, false, []string{"b"}, 1, false},
 		{"ids not in the DLQ are planned from the table", RedriveOptions{IDs: []string{"zzz"}}, nil, false, []string{"zzz"}, 1, false},
-		{"expired records are left", RedriveOptions{All: true}, nil, true, nil, 1, false},
+		{"a batch without notes is left", RedriveOptions{All: true}, nil, true, nil, 1, false},
 		{"dry run", RedriveOptions{All: true, DryRun: true}, nil, false, nil, 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv()
-			e.op.Streams = relayStream()
-			e.op.Streams.(*fakeStreams).trimmed = tt.trimmed
+			e.op.Failures = relayNotes()
+			if tt.noNotes {
+				e.op.Failures = &fakeNotes{}
+			}
 			e.replan.fail = tt.fail
 			e.sqs.park(relayDLQ, "", onFailureBody(seq(2), seq(5)), 0, t0)
 			res, err := e.op.Redrive(ctx, "relay", tt.opts)

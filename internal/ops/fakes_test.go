@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -380,47 +378,34 @@ func (s *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel
 	return d, err
 }
 
-// fakeStreams serves one shard's records by sequence number.
-type fakeStreams struct {
-	records []streamtypes.Record
-	trimmed bool
-	closed  bool
+// fakeNotes holds the relay's failure notes; it answers a sequence range
+// within a time window as the table does.
+type fakeNotes struct {
+	notes []domain.RelayFailure
+	err   error
+	calls int
 }
 
-var _ StreamsAPI = (*fakeStreams)(nil)
+var _ RelayFailures = (*fakeNotes)(nil)
 
-func (f *fakeStreams) GetShardIterator(_ context.Context, in *dynamodbstreams.GetShardIteratorInput, _ ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error) {
-	if f.trimmed {
-		return nil, &streamtypes.TrimmedDataAccessException{Message: aws.String("trimmed")}
+func (f *fakeNotes) RelayFailures(_ context.Context, from, to time.Time, first, last string) ([]domain.RelayFailure, error) {
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
 	}
-	if in.ShardIteratorType != streamtypes.ShardIteratorTypeAtSequenceNumber {
-		return nil, fmt.Errorf("iterator type %s", in.ShardIteratorType)
-	}
-	for i, r := range f.records {
-		if aws.ToString(r.Dynamodb.SequenceNumber) == aws.ToString(in.SequenceNumber) {
-			return &dynamodbstreams.GetShardIteratorOutput{ShardIterator: aws.String(strconv.Itoa(i))}, nil
+	pad := func(s string) string { return fmt.Sprintf("%040s", s) }
+	var out []domain.RelayFailure
+	for _, n := range f.notes {
+		if pad(n.SequenceNumber) >= pad(first) && pad(n.SequenceNumber) <= pad(last) &&
+			!n.At.Before(from.Add(-24*time.Hour)) && !n.At.After(to.Add(24*time.Hour)) {
+			out = append(out, n)
 		}
-	}
-	return nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "no such sequence number"}
-}
-
-func (f *fakeStreams) GetRecords(_ context.Context, in *dynamodbstreams.GetRecordsInput, _ ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
-	i, _ := strconv.Atoi(aws.ToString(in.ShardIterator))
-	end := min(i+2, len(f.records)) // small pages, to exercise paging
-	out := &dynamodbstreams.GetRecordsOutput{Records: f.records[i:end]}
-	if end < len(f.records) || !f.closed {
-		out.NextShardIterator = aws.String(strconv.Itoa(end))
 	}
 	return out, nil
 }
 
-func streamRecord(seq int, event streamtypes.OperationType, pk, sk string) streamtypes.Record {
-	return streamtypes.Record{EventName: event, Dynamodb: &streamtypes.StreamRecord{
-		SequenceNumber: aws.String(fmt.Sprintf("%021d", seq)),
-		Keys: map[string]streamtypes.AttributeValue{
-			"pk": &streamtypes.AttributeValueMemberS{Value: pk}, "sk": &streamtypes.AttributeValueMemberS{Value: sk},
-		},
-	}}
+func note(seq int, at time.Time, pk, sk, id string) domain.RelayFailure {
+	return domain.RelayFailure{SequenceNumber: fmt.Sprintf("%021d", seq), At: at, PK: pk, SK: sk, NotificationID: id}
 }
 
 type fakeReplanner struct {
@@ -468,12 +453,12 @@ func testTarget() Target {
 
 // env is an operator over fakes with every queue of testTarget.
 type env struct {
-	clock   *clock
-	sqs     *fakeSQS
-	store   *fakeStore
-	streams *fakeStreams
-	replan  *fakeReplanner
-	op      *Operator
+	clock  *clock
+	sqs    *fakeSQS
+	store  *fakeStore
+	notes  *fakeNotes
+	replan *fakeReplanner
+	op     *Operator
 }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -489,8 +474,8 @@ func newEnv() *env {
 		urls = append(urls, u)
 	}
 	urls = append(urls, t.Release, t.Campaign)
-	e := &env{clock: c, sqs: newFakeSQS(c, urls...), store: newFakeStore(), streams: &fakeStreams{}, replan: &fakeReplanner{}}
-	e.op = &Operator{Target: t, SQS: e.sqs, Store: e.store, Streams: e.streams, Replanner: e.replan, Now: c.Now, Sleep: c.Sleep, PollWait: -1}
+	e := &env{clock: c, sqs: newFakeSQS(c, urls...), store: newFakeStore(), notes: &fakeNotes{}, replan: &fakeReplanner{}}
+	e.op = &Operator{Target: t, SQS: e.sqs, Store: e.store, Failures: e.notes, Replanner: e.replan, Now: c.Now, Sleep: c.Sleep, PollWait: -1}
 	return e
 }
 

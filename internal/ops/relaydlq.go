@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -50,70 +48,64 @@ func parseOnFailure(body string) (onFailureRecord, error) {
 	return r, nil
 }
 
-// ErrRecordsGone: the stream no longer holds the batch's records (DynamoDB
-// keeps them 24 hours).
-var ErrRecordsGone = errors.New("stream records no longer retained (24 h)")
+// ErrNoFailureNote: the relay left no failure note for the batch (writing
+// it failed too, or the note outlived its 15 days).
+var ErrNoFailureNote = errors.New("no relay failure note for this batch")
 
-// maxStreamPages bounds the pages read to resolve one batch.
-const maxStreamPages = 50
-
-// batchNotificationIDs reads the batch's records from the stream and returns
-// the ids of the notifications inserted in it.
-func (o *Operator) batchNotificationIDs(ctx context.Context, b StreamBatch) ([]string, error) {
-	end, hasEnd := new(big.Int).SetString(b.EndSequenceNumber, 10)
-	it, err := o.Streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-		StreamArn: aws.String(b.StreamArn), ShardId: aws.String(b.ShardID),
-		ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(b.StartSequenceNumber),
-	})
+// batchNotes reads the relay's failure notes (domain.RelayFailure) for the
+// records of a failed batch from the table: the relay writes one for every
+// record it reports for retry, so the stream, whose shards already have
+// their two readers (the relay mappings), is never read here. It returns
+// the notifications to re-plan and the item keys of the other failed records
+// (events of deliveries and campaigns, which re-planning does not concern).
+func (o *Operator) batchNotes(ctx context.Context, rec onFailureRecord) (ids, others []string, err error) {
+	b := rec.Batch
+	end := b.EndSequenceNumber
+	if end == "" {
+		end = b.StartSequenceNumber
+	}
+	from, to := arrivalWindow(rec)
+	notes, err := o.Failures.RelayFailures(ctx, from, to, b.StartSequenceNumber, end)
 	if err != nil {
-		return nil, streamError(err)
+		return nil, nil, fmt.Errorf("read relay failure notes: %w", err)
 	}
-	var ids []string
+	if len(notes) == 0 {
+		return nil, nil, ErrNoFailureNote
+	}
 	seen := map[string]bool{}
-	iter, empty := it.ShardIterator, 0
-	for page := 0; iter != nil && page < maxStreamPages && empty < 3; page++ {
-		out, err := o.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
-		if err != nil {
-			return nil, streamError(err)
-		}
-		if len(out.Records) == 0 {
-			empty++ // an open shard at its tip answers empty pages
-		}
-		for _, r := range out.Records {
-			if r.Dynamodb == nil {
-				continue
-			}
-			if seq, ok := new(big.Int).SetString(aws.ToString(r.Dynamodb.SequenceNumber), 10); ok && hasEnd && seq.Cmp(end) > 0 {
-				return ids, nil
-			}
-			if r.EventName != streamtypes.OperationTypeInsert {
-				continue
-			}
-			if id, ok := dynamo.NotificationIDFromKeys(streamString(r.Dynamodb.Keys["pk"]), streamString(r.Dynamodb.Keys["sk"])); ok && !seen[id] {
-				seen[id] = true
-				ids = append(ids, id)
+	for _, n := range notes {
+		id := n.NotificationID
+		if id == "" {
+			if nid, ok := dynamo.NotificationIDFromKeys(n.PK, n.SK); ok {
+				id = nid // a notification whose image did not decode
 			}
 		}
-		iter = out.NextShardIterator
+		switch {
+		case id != "" && !seen[id]:
+			seen[id] = true
+			ids = append(ids, id)
+		case id == "":
+			others = append(others, n.PK+"/"+n.SK)
+		}
 	}
-	return ids, nil
+	return ids, others, nil
 }
 
-func streamString(v streamtypes.AttributeValue) string {
-	if s, ok := v.(*streamtypes.AttributeValueMemberS); ok {
-		return s.Value
+// arrivalWindow is when the batch's records entered the stream: the
+// on-failure record's approximate arrival times, else the two days (the
+// stream keeps records 24 h; Lambda retries within that) before Lambda gave
+// up.
+func arrivalWindow(rec onFailureRecord) (from, to time.Time) {
+	first, err1 := time.Parse(time.RFC3339Nano, rec.Batch.ApproximateArrivalOfFirstRecord)
+	last, err2 := time.Parse(time.RFC3339Nano, rec.Batch.ApproximateArrivalOfLastRecord)
+	if err1 == nil && err2 == nil {
+		return first, last
 	}
-	return ""
-}
-
-func streamError(err error) error {
-	var trimmed *streamtypes.TrimmedDataAccessException
-	var expired *streamtypes.ExpiredIteratorException
-	var gone *streamtypes.ResourceNotFoundException
-	if errors.As(err, &trimmed) || errors.As(err, &expired) || errors.As(err, &gone) {
-		return fmt.Errorf("%w: %v", ErrRecordsGone, err)
+	at, err := time.Parse(time.RFC3339Nano, rec.Timestamp)
+	if err != nil {
+		at = time.Now()
 	}
-	return fmt.Errorf("read stream: %w", err)
+	return at.Add(-48 * time.Hour), at
 }
 
 // describeRelayMessage fills a relay DLQ message's batch and notifications.
@@ -124,18 +116,21 @@ func (o *Operator) describeRelayMessage(ctx context.Context, m sqstypes.Message,
 		return
 	}
 	p.Batch, p.Condition = rec.Batch, rec.RequestContext.Condition
-	ids, err := o.batchNotificationIDs(ctx, *rec.Batch)
+	ids, others, err := o.batchNotes(ctx, rec)
 	if err != nil {
 		p.Problem = err.Error()
 		return
 	}
 	p.NotificationIDs = ids
+	if len(others) > 0 {
+		p.Problem = "failed records that are not new notifications (their events were neither published nor parked): " + strings.Join(others, ", ")
+	}
 }
 
 // redriveRelay re-runs the relay's planning for the notifications of each
 // relay DLQ record and deletes the record once all of them are planned. With
 // IDs, only those notifications are re-planned, found in the DLQ or not
-// (their records may have left the stream): the relay plans each
+// (their failure notes may be gone): the relay plans each
 // notification at most once, so naming one twice is harmless.
 func (o *Operator) redriveRelay(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult) (RedriveResult, error) {
 	want := idSet(opts.IDs)
@@ -187,13 +182,17 @@ func (o *Operator) redriveRelayRecord(ctx context.Context, q DLQ, m sqstypes.Mes
 	rec, err := parseOnFailure(aws.ToString(m.Body))
 	var ids []string
 	if err == nil {
-		ids, err = o.batchNotificationIDs(ctx, *rec.Batch)
+		ids, _, err = o.batchNotes(ctx, rec)
 	}
 	if err != nil {
 		if len(want) > 0 {
 			return false
 		}
 		it.Action, it.Note = ActionLeave, err.Error()+": re-plan its notifications with --id, then purge"
+		if errors.Is(err, ErrNoFailureNote) {
+			it.Note = err.Error() + ": the relay's log lines `relay record failed` with sequenceNumber " + rec.Batch.StartSequenceNumber + "…" +
+				rec.Batch.EndSequenceNumber + " name its notifications; re-plan them with --id, then purge"
+		}
 		o.report(res, opts, it)
 		return false
 	}
@@ -241,8 +240,7 @@ func (o *Operator) redriveRelayRecord(ctx context.Context, q DLQ, m sqstypes.Mes
 }
 
 // replanNamedOutsideDLQ plans the named notifications that no readable DLQ
-// record held: their records may have left the stream, the table still has
-// them.
+// record held: their failure notes may be gone, the table still has them.
 func (o *Operator) replanNamedOutsideDLQ(ctx context.Context, opts RedriveOptions, rp *relayReplanner, res *RedriveResult) {
 	for _, id := range opts.IDs {
 		if rp.planned[id] || inItems(res.Items, id) {

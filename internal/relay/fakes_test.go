@@ -38,6 +38,23 @@ type memStore struct {
 	// watches are the armed in-flight watches; failWatch fails ArmWatch.
 	watches   []domain.Watch
 	failWatch error
+	// notes are the failure notes by sequence number; failNote fails
+	// NoteRelayFailure.
+	notes    map[string]domain.RelayFailure
+	failNote error
+}
+
+func (s *memStore) NoteRelayFailure(_ context.Context, f domain.RelayFailure) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failNote != nil {
+		return s.failNote
+	}
+	if s.notes == nil {
+		s.notes = map[string]domain.RelayFailure{}
+	}
+	s.notes[f.SequenceNumber] = f
+	return nil
 }
 
 func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {

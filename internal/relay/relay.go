@@ -66,6 +66,9 @@ type Store interface {
 	// ArmWatch records an in-flight watch (domain.Watch) over deliveries
 	// whose messages are about to go out.
 	ArmWatch(ctx context.Context, w domain.Watch) error
+	// NoteRelayFailure records what a redrive needs of a record reported
+	// for retry (domain.RelayFailure); writing it again overwrites it.
+	NoteRelayFailure(ctx context.Context, f domain.RelayFailure) error
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -164,7 +167,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	// Decode, and group the notifications by recipient in stream order.
 	var groups [][]job
 	groupOf := map[string]int{}
-	var others []int // records that are not new notifications: events
+	var others []int                             // records that are not new notifications: events
+	notificationIDs := make([]string, len(recs)) // for the failure notes
 	for i, rec := range recs {
 		n, err := h.decodeRecord(rec)
 		if err != nil {
@@ -176,6 +180,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			others = append(others, i)
 			continue
 		}
+		notificationIDs[i] = n.ID
 		typ, ok := h.catalog.Lookup(n.Type)
 		if !ok {
 			// Intake validated the type; a type removed since cannot be delivered.
@@ -264,12 +269,40 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 
 	<-eventsDone
 	var resp events.DynamoDBEventResponse
+	var retry []int
 	for i := range failed {
 		if failed[i].Load() {
+			retry = append(retry, i)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: recs[i].Change.SequenceNumber})
 		}
 	}
+	h.noteFailures(ctx, recs, retry, notificationIDs)
 	return resp, nil
+}
+
+// noteFailures records a failure note (domain.RelayFailure) for each record
+// reported for retry: should Lambda give up on it, its on-failure record
+// names only the shard and sequence numbers, and `herald dlq redrive relay`
+// finds the notifications from these notes instead of reading the stream
+// (a third reader of its shards). A note that cannot be written is logged;
+// the record is retried all the same, and the log line `relay record
+// failed` names its notification.
+func (h *Handler) noteFailures(ctx context.Context, recs []events.DynamoDBEventRecord, retry []int, notificationIDs []string) {
+	h.parallel(len(retry), func(k int) {
+		rec := recs[retry[k]]
+		f := domain.RelayFailure{SequenceNumber: rec.Change.SequenceNumber, At: rec.Change.ApproximateCreationDateTime.UTC(),
+			PK: keyString(rec.Change.Keys, "pk"), SK: keyString(rec.Change.Keys, "sk"), NotificationID: notificationIDs[retry[k]]}
+		if err := h.store.NoteRelayFailure(ctx, f); err != nil {
+			h.log.ErrorContext(ctx, "relay failure note not recorded", "sequenceNumber", f.SequenceNumber, "notificationId", f.NotificationID, "error", err)
+		}
+	})
+}
+
+func keyString(keys map[string]events.DynamoDBAttributeValue, name string) string {
+	if v, ok := keys[name]; ok && v.DataType() == events.DataTypeString {
+		return v.String()
+	}
+	return ""
 }
 
 // armWatches arms the in-flight watches of the messages about to go out and
@@ -369,8 +402,8 @@ func (h *Handler) decodeRecord(rec events.DynamoDBEventRecord) (*domain.Notifica
 // operator needs to find it: the notification id (or the item key when the
 // image did not decode), the stream sequence number and event id. A record
 // that keeps failing reaches the relay DLQ as Lambda's on-failure record
-// (shard id and sequence-number range, no payload); see docs/decisions.md for
-// reading it back from the stream.
+// (shard id and sequence-number range, no payload), which the failure note
+// (noteFailures) resolves.
 func (h *Handler) recordFailed(ctx context.Context, rec events.DynamoDBEventRecord, n *domain.Notification, step string, err error) {
 	attrs := []any{"step", step, "sequenceNumber", rec.Change.SequenceNumber, "eventId", rec.EventID, "error", err}
 	if n != nil {

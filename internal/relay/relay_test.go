@@ -572,3 +572,45 @@ func TestArmsAWatchOverTheSentDeliveriesFirst(t *testing.T) {
 		t.Fatalf("watch failure: failed %v, sent %d; want the record retried and nothing sent", failed, len(g.pub.sent))
 	}
 }
+
+// TestFailedRecordsLeaveANote: every record reported for retry leaves a
+// failure note under its sequence number with its item key and, when its
+// image decoded, its notification (what `herald dlq redrive relay` re-plans
+// from, without reading the stream); records that succeed leave none. A
+// note that cannot be written changes nothing else.
+func TestFailedRecordsLeaveANote(t *testing.T) {
+	f := newFixture(t)
+	f.user("u1", nil)
+	f.user("u2", nil)
+	f.pub.fail["n2"] = true
+	bad := insert("3", reservation("n3", "u1", nil))
+	bad.Change.NewImage["createdAt"] = events.NewBooleanAttribute(true) // undecodable
+	ok := insert("1", reservation("n1", "u1", nil))
+	ok.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: now.Add(-time.Minute)}
+	failing := insert("2", reservation("n2", "u2", nil))
+	failing.Change.ApproximateCreationDateTime = events.SecondsEpochTime{Time: now.Add(-time.Minute)}
+	if failed := f.handle(t, ok, failing, bad); !slices.Equal(failed, []string{"2", "3"}) {
+		t.Fatalf("failed = %v, want [2 3]", failed)
+	}
+	want := map[string]domain.RelayFailure{
+		"2": {SequenceNumber: "2", At: now.Add(-time.Minute), PK: "N#n2", SK: "N", NotificationID: "n2"},
+		"3": {SequenceNumber: "3", PK: "N#n3", SK: "N"},
+	}
+	if len(f.store.notes) != len(want) {
+		t.Fatalf("notes %+v, want %+v", f.store.notes, want)
+	}
+	for seq, w := range want {
+		if got := f.store.notes[seq]; got.SequenceNumber != w.SequenceNumber || got.PK != w.PK || got.SK != w.SK || got.NotificationID != w.NotificationID ||
+			(seq == "2" && !got.At.Equal(w.At)) {
+			t.Errorf("note %s = %+v, want %+v", seq, got, w)
+		}
+	}
+
+	g := newFixture(t)
+	g.user("u2", nil)
+	g.pub.fail["n2"] = true
+	g.store.failNote = errors.New("throttled")
+	if failed := g.handle(t, insert("2", reservation("n2", "u2", nil))); !slices.Equal(failed, []string{"2"}) {
+		t.Fatalf("with the note failing: failed = %v, want [2]", failed)
+	}
+}

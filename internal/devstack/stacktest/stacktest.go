@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,19 +331,35 @@ func SendWork(t testing.TB, queueID string, bodies ...string) {
 }
 
 // PeekQueue returns the bodies of up to ten messages of the template queue
-// queueID (e.g. "EmailDLQ") without consuming them (visibility 0: they stay).
+// queueID (e.g. "EmailDLQ") without consuming them: they are visible again
+// at once. ReceiveMessage cannot say so itself (the SDK drops a
+// VisibilityTimeout of 0, its zero value, so the queue's own timeout would
+// hide them), so the received messages are made visible again with
+// ChangeMessageVisibilityBatch, whose VisibilityTimeout is always sent.
 func PeekQueue(t testing.TB, queueID string) []string {
 	t.Helper()
 	st := Stack(t)
-	out, err := sqs.NewFromConfig(st.AWS).ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(st.Resources.Queues[queueID].URL), MaxNumberOfMessages: 10, VisibilityTimeout: 0,
-	})
+	ctx := context.Background()
+	client := sqs.NewFromConfig(st.AWS)
+	url := aws.String(st.Resources.Queues[queueID].URL)
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bodies := make([]string, 0, len(out.Messages))
-	for _, m := range out.Messages {
+	var release []sqstypes.ChangeMessageVisibilityBatchRequestEntry
+	for i, m := range out.Messages {
 		bodies = append(bodies, aws.ToString(m.Body))
+		release = append(release, sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0})
+	}
+	if len(release) > 0 {
+		res, err := client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: url, Entries: release})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Failed) > 0 {
+			t.Fatalf("peek %s: %d messages not made visible again: %s", queueID, len(res.Failed), aws.ToString(res.Failed[0].Message))
+		}
 	}
 	return bodies
 }

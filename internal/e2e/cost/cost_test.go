@@ -38,15 +38,22 @@ import (
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/events"
 )
 
 func TestMain(m *testing.M) {
 	if !benchmarking() && slices.Contains(os.Args[1:], "-test.run=^$") {
 		os.Exit(m.Run()) // make bench's other packages: no stack
 	}
-	// No periodic scheduler tick in the counts.
-	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Hour, MeasureCapacity: true})
+	// No periodic scheduler tick in the counts. Delivery events on, as
+	// `make dev` runs them: their PutEvents entries and the relay's work for
+	// them are measured and priced (capacity prices each DeliveryEvents mode).
+	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Hour, MeasureCapacity: true,
+		Overrides: map[string]string{"DeliveryEvents": string(deliveryEvents)}})
 }
+
+// deliveryEvents is the runs' DeliveryEvents mode.
+const deliveryEvents = events.ModeAll
 
 func benchmarking() bool {
 	for _, a := range os.Args[1:] {
@@ -114,12 +121,17 @@ type Measured struct {
 	// ChannelBatch is the channel mappings' BatchSize per priority the run
 	// had (the model prices with the same, capacity.TestModelAgreesWithMeasuredCost).
 	ChannelBatch map[domain.Priority]float64 `json:"channelBatch"`
+	// DeliveryEvents is the run's mode; SESFeedback whether SES's delivery
+	// notifications (email delivered events) arrived: never locally.
+	DeliveryEvents events.Mode `json:"deliveryEvents"`
+	SESFeedback    bool        `json:"sesFeedback"`
 }
 
 func BenchmarkCost(b *testing.B) {
 	st := stacktest.Stack(b)
 	const n = 100
-	out := Measured{Date: time.Now().UTC().Format(time.DateOnly), Prices: capacity.ListPrices, Usage: map[string]capacity.Usage{}, Cost: map[string]capacity.Cost{}, PerSample: n}
+	out := Measured{Date: time.Now().UTC().Format(time.DateOnly), Prices: capacity.ListPrices, Usage: map[string]capacity.Usage{}, Cost: map[string]capacity.Cost{}, PerSample: n,
+		DeliveryEvents: deliveryEvents}
 	memory, traced := map[string]int{}, map[string]bool{}
 	root, err := stacktest.RepoRoot()
 	if err != nil {
@@ -165,7 +177,8 @@ func breakdown(c capacity.Cost) string {
 	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s %.2f", k, c.DynamoDB[k]))
 	}
-	parts = append(parts, fmt.Sprintf("SQS %.2f", c.SQS), fmt.Sprintf("Lambda %.2f", c.Lambda), fmt.Sprintf("API %.2f", c.API), fmt.Sprintf("logs %.2f", c.Logs), fmt.Sprintf("X-Ray %.2f", c.XRay))
+	parts = append(parts, fmt.Sprintf("SQS %.2f", c.SQS), fmt.Sprintf("Lambda %.2f", c.Lambda), fmt.Sprintf("API %.2f", c.API), fmt.Sprintf("logs %.2f", c.Logs), fmt.Sprintf("X-Ray %.2f", c.XRay),
+		fmt.Sprintf("events %.2f", c.Events))
 	return strings.Join(parts, " · ")
 }
 
@@ -236,6 +249,8 @@ func measure(b testing.TB, st *devstack.Stack, sc scenario, n int, memory map[st
 		})
 	}
 	waitFinal(b, st, ids, sc.channels, 3*time.Minute)
+	// Every final delivery publishes one Delivery State Change (mode all).
+	entries := waitEvents(b, st, ids, len(ids)*len(sc.channels), 30*time.Second)
 	time.Sleep(time.Second) // the last invocations finish their logs and metrics
 	stored := storedBytes(b, st, ids)
 
@@ -244,7 +259,7 @@ func measure(b testing.TB, st *devstack.Stack, sc scenario, n int, memory map[st
 	per := func(v float64) float64 { return v / float64(n) }
 	u := capacity.Usage{WriteUnits: map[string]float64{}, ReadUnits: map[string]float64{}, Invocations: map[string]float64{}, GBSeconds: map[string]float64{},
 		APIRequests: per(float64(api)), Emails: per(float64(calls["SESv2.SendEmail"])), SMS: per(float64(calls["SNS.Publish"])),
-		StoredGBMonths: per(capacity.GBMonths(stored, dynamo.DefaultRetention))}
+		StoredGBMonths: per(capacity.GBMonths(stored, dynamo.DefaultRetention)), EventEntries: per(entries)}
 	for k, v := range usage.Capacity {
 		kind, name, _ := strings.Cut(k, " ")
 		if kind == "read" {
@@ -286,6 +301,47 @@ func measure(b testing.TB, st *devstack.Stack, sc scenario, n int, memory map[st
 		byOp[k] = per(v)
 	}
 	return u, byOp
+}
+
+// waitEvents waits until the stack's bus has received at least want events
+// about the notifications ids (or timeout) and returns the billed PutEvents
+// entries (64 KB chunks, as EventBridge counts an entry's size) of those it
+// received.
+func waitEvents(b testing.TB, st *devstack.Stack, ids []string, want int, timeout time.Duration) float64 {
+	b.Helper()
+	if st.Bus == nil {
+		b.Fatal("the stack has no event bus")
+	}
+	ours := map[string]bool{}
+	for _, id := range ids {
+		ours[id] = true
+	}
+	count := func() (int, float64) {
+		n, chunks := 0, 0.0
+		for _, e := range st.Bus.Events() {
+			var d struct {
+				NotificationID string `json:"notificationId"`
+			}
+			if json.Unmarshal(e.Detail, &d) != nil || !ours[d.NotificationID] {
+				continue
+			}
+			n++
+			size := len(e.Source) + len(e.DetailType) + len(e.Detail) + 14 // Time
+			chunks += float64((size + 64*1024 - 1) / (64 * 1024))
+		}
+		return n, chunks
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		n, chunks := count()
+		if n >= want || time.Now().After(deadline) {
+			if n < want {
+				b.Errorf("%d delivery events for the run's notifications after %v, want %d", n, timeout, want)
+			}
+			return chunks
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // randomUUID is a version 4 UUID.

@@ -82,7 +82,12 @@ func TestCapacityUnitsPerNotification(t *testing.T) {
 	const n = 4
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			_, got := measure(t, st, sc, n, nil, nil)
+			u, got := measure(t, st, sc, n, nil, nil)
+			// Delivery events (DeliveryEvents all, no SES feedback locally):
+			// one PutEvents entry per delivery, as the capacity model counts.
+			if u.EventEntries != float64(len(sc.channels)) {
+				t.Errorf("kind %s: %g PutEvents entries per notification, want %d (one per delivery)", sc.name, u.EventEntries, len(sc.channels))
+			}
 			maps.DeleteFunc(got, func(_ string, v float64) bool { return v == 0 }) // a call that read nothing
 			want, ok := unitsPerNotification[sc.name]
 			if !ok {

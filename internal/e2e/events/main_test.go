@@ -83,5 +83,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return stacktest.Run(m, devstack.Config{Template: path, Overrides: map[string]string{"DeliveryEvents": "all", "MaxReceiveCount": "3"}}, stacktest.Options{})
+	return stacktest.Run(m, devstack.Config{Template: path, Overrides: map[string]string{"DeliveryEvents": "all", "MaxReceiveCount": "3",
+		// Campaigns settle within seconds (TestCampaignEvents).
+		"CampaignReconcileDelay": "1s"}}, stacktest.Options{})
 }

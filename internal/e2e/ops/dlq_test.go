@@ -2,7 +2,10 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
@@ -162,93 +164,55 @@ func TestDLQRedriveOfCancelledNotification(t *testing.T) {
 	}
 }
 
-// insertSequence finds the stream record of a notification's INSERT.
-func insertSequence(t *testing.T, streamARN, id string) (shard, seq string) {
-	t.Helper()
-	ctx := context.Background()
-	c := dynamodbstreams.NewFromConfig(stacktest.Stack(t).AWS)
-	desc, err := c.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(streamARN)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sh := range desc.StreamDescription.Shards {
-		it, err := c.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-			StreamArn: aws.String(streamARN), ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for iter, empty := it.ShardIterator, 0; iter != nil && empty < 2; {
-			out, err := c.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(out.Records) == 0 {
-				empty++
-			}
-			for _, r := range out.Records {
-				pk, _ := r.Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS)
-				sk, _ := r.Dynamodb.Keys["sk"].(*streamtypes.AttributeValueMemberS)
-				if r.EventName == streamtypes.OperationTypeInsert && pk != nil && sk != nil && pk.Value == dynamo.NotificationPK(id) && sk.Value == "N" {
-					return aws.ToString(sh.ShardId), aws.ToString(r.Dynamodb.SequenceNumber)
-				}
-			}
-			iter = out.NextShardIterator
-		}
-	}
-	t.Fatalf("no INSERT record for %s", id)
-	return "", ""
-}
-
-// TestRelayDLQRedrive: a stream batch the relay gave up on is shown with its
-// notification (read back from the stream) and, once the cause is fixed,
-// redriven by re-running the relay's planning, which sends the email.
+// TestRelayDLQRedrive: the relay fails on a notification every time (its
+// user's profile item is corrupt), so the mapping gives up and parks
+// Lambda's on-failure record (shard and sequence numbers only) in the relay
+// DLQ. `herald dlq show relay` names the notification from the relay's
+// failure note and, once the profile is fixed, `redrive relay` re-runs the
+// relay's planning: the email goes out once. Neither command calls DynamoDB
+// Streams (the stream's shards have their two readers already).
 func TestRelayDLQRedrive(t *testing.T) {
 	st := stacktest.Stack(t)
 	ctx := context.Background()
+	db := dynamodb.NewFromConfig(st.AWS)
 	user := stacktest.UniqueID("u")
 	addr := "relay-" + stacktest.UniqueID("r") + "@example.com"
-	// No address yet: the relay records skipped: no_contact.
+	profile := map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: dynamo.UserPK(user)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "PROFILE"}}
+	corrupt := map[string]ddbtypes.AttributeValue{"kind": &ddbtypes.AttributeValueMemberS{Value: "user"}, "email": &ddbtypes.AttributeValueMemberBOOL{Value: true}}
+	maps.Copy(corrupt, profile)
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(st.Resources.Table), Item: corrupt}); err != nil {
+		t.Fatal(err)
+	}
 	id := stacktest.Notify(t, map[string]any{
-		"type": "invoice.payment_failed", "channels": []string{"email"},
-		"recipient": map[string]any{"userId": user}, "data": map[string]any{"invoiceUrl": "https://example.com/i/78"},
+		"type": "reservation.approved", "channels": []string{"email"},
+		"recipient": map[string]any{"userId": user}, "data": map[string]any{"reservationUrl": "https://example.com/r/78"},
 	})
-	delivery(t, id, domain.ChannelEmail, "the delivery skipped", status(domain.StatusSkipped, domain.ReasonNoContact))
-	// Undo the relay's work, as if it had failed on this record every time,
-	// and park the on-failure record Lambda would have written. Then fix the
-	// cause: the user gets an address.
-	_, err := dynamodb.NewFromConfig(st.AWS).DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(st.Resources.Table),
-		Key:       map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: dynamo.NotificationPK(id)}, "sk": &ddbtypes.AttributeValueMemberS{Value: "D#email"}},
-	})
+	stacktest.Eventually(t, 60*time.Second, "the relay's on-failure record in the relay DLQ", func() bool { return depth(t, "relay").Depth == 1 })
+
+	calls := devstack.NewCalls()
+	var parked []ops.Parked
+	out, err := heraldCounted(t, calls, "show", "relay", "--json")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &parked); err != nil {
+		t.Fatalf("show relay --json: %v\n%s", err, out)
+	}
+	if len(parked) != 1 || !slices.Equal(parked[0].NotificationIDs, []string{id}) || parked[0].Condition != "RetryAttemptsExhausted" || parked[0].Batch == nil {
+		t.Fatalf("show relay: %+v", parked)
+	}
+	if _, ds, err := stacktest.Store(t).GetNotificationWithDeliveries(ctx, id); err != nil || len(ds) != 0 {
+		t.Fatalf("deliveries before the redrive: %+v, %v", ds, err)
+	}
+
+	// The fix: a valid profile with an address.
+	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(st.Resources.Table), Key: profile}); err != nil {
 		t.Fatal(err)
 	}
 	if err := stacktest.Store(t).PutUser(ctx, &domain.User{ID: user, Email: addr}); err != nil {
 		t.Fatal(err)
 	}
-	streamARN, err := st.Resources.Resolve("${getatt:Table.StreamArn}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard, seq := insertSequence(t, streamARN, id)
-	body := `{"requestContext":{"requestId":"r1","functionArn":"RelayStreamMapping","condition":"RetryAttemptsExhausted","approximateInvokeCount":6},` +
-		`"responseContext":{"statusCode":200,"executedVersion":"$LATEST"},"version":"1.0","timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `",` +
-		`"DDBStreamBatchInfo":{"shardId":"` + shard + `","startSequenceNumber":"` + seq + `","endSequenceNumber":"` + seq + `","batchSize":1,"streamArn":"` + streamARN + `"}}`
-	if _, err := sqs.NewFromConfig(st.AWS).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(st.Resources.Queues["RelayDLQ"].URL), MessageBody: aws.String(body)}); err != nil {
-		t.Fatal(err)
-	}
-
-	if q := depth(t, "relay"); q.Depth != 1 || q.Channel != "" {
-		t.Fatalf("list: %+v", q)
-	}
-	var parked []ops.Parked
-	heraldJSON(t, &parked, "show", "relay")
-	if len(parked) != 1 || len(parked[0].NotificationIDs) != 1 || parked[0].NotificationIDs[0] != id || parked[0].Condition != "RetryAttemptsExhausted" {
-		t.Fatalf("show relay: %+v", parked)
-	}
-
-	out, err := herald(t, "redrive", "relay", "--all")
+	out, err = heraldCounted(t, calls, "redrive", "relay", "--all")
 	if err != nil || !strings.Contains(out, "replanned") {
 		t.Fatalf("redrive relay: %v\n%s", err, out)
 	}
@@ -256,6 +220,15 @@ func TestRelayDLQRedrive(t *testing.T) {
 	delivery(t, id, domain.ChannelEmail, "the delivery sent", status(domain.StatusSent, ""))
 	if q := depth(t, "relay"); q.Depth != 0 {
 		t.Errorf("relay DLQ not empty: %+v", q)
+	}
+	used := calls.Snapshot()
+	if used["DynamoDB.Query"] == 0 || used["SQS.ReceiveMessage"] == 0 {
+		t.Errorf("the commands' calls were not counted: %v", used)
+	}
+	for op := range used {
+		if strings.HasPrefix(op, "DynamoDB Streams.") {
+			t.Errorf("herald dlq called %s %d times: the stream has its two readers already", op, used[op])
+		}
 	}
 	// Re-planning again is harmless: nothing new is sent.
 	if out, err := herald(t, "redrive", "relay", "--id", id); err != nil || !strings.Contains(out, "replanned") {

@@ -54,6 +54,29 @@ func herald(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// heraldCounted runs `herald dlq args…` as herald does, counting the AWS
+// calls of the command's own clients in calls.
+func heraldCounted(t *testing.T, calls *devstack.Calls, args ...string) (string, error) {
+	t.Helper()
+	path, err := ops.WriteState(t.TempDir(), stacktest.Stack(t).LocalState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := func(ctx context.Context, w ops.Where) (*ops.Operator, string, error) {
+		cfg, target, desc, err := ops.DefaultResolver().Resolve(ctx, w)
+		if err != nil {
+			return nil, "", err
+		}
+		cfg.APIOptions = append(cfg.APIOptions, calls.Middleware)
+		op, err := ops.Connect(cfg, target, nil)
+		return op, desc, err
+	}
+	var out, errOut bytes.Buffer
+	err = ops.CLI{Stdout: &out, Stderr: &errOut, Connect: connect}.Run(context.Background(), append(args, "--state", path))
+	t.Logf("herald dlq %s\n%s%s", strings.Join(args, " "), errOut.String(), out.String())
+	return out.String(), err
+}
+
 func heraldJSON(t *testing.T, v any, args ...string) {
 	t.Helper()
 	out, err := herald(t, append(args, "--json")...)

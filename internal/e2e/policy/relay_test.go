@@ -14,8 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/catalog"
@@ -118,9 +116,8 @@ func TestStreamRetryOfTheSameBatchSendsNoSecondMessage(t *testing.T) {
 // TestPoisonRecordReachesTheRelayDLQ writes a notification item the relay
 // cannot decode. The relay reports it failed every time; after the mapping's
 // MaximumRetryAttempts its on-failure record lands in the relay DLQ, and the
-// operator procedure (docs/decisions.md) finds the notification from it:
-// GetShardIterator AT_SEQUENCE_NUMBER at the record's startSequenceNumber,
-// then GetRecords.
+// relay's failure note for the record's sequence numbers names the item
+// (docs/decisions.md), without reading the stream.
 func TestPoisonRecordReachesTheRelayDLQ(t *testing.T) {
 	st := stacktest.Stack(t)
 	ctx := context.Background()
@@ -172,21 +169,15 @@ func TestPoisonRecordReachesTheRelayDLQ(t *testing.T) {
 		t.Errorf("on-failure record %+v", info)
 	}
 
-	// The operator's way back from the DLQ record to the notification.
-	streams := dynamodbstreams.NewFromConfig(st.AWS)
-	it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-		StreamArn: aws.String(info.DDBStreamBatchInfo.StreamArn), ShardId: aws.String(info.DDBStreamBatchInfo.ShardID),
-		ShardIteratorType: streamtypes.ShardIteratorTypeAtSequenceNumber, SequenceNumber: aws.String(info.DDBStreamBatchInfo.StartSequenceNumber),
-	})
-	if err != nil {
-		t.Fatal(err)
+	// The operator's way back from the DLQ record to the notification: the
+	// relay's failure note for the record's sequence range, in the table
+	// (herald dlq show relay reads it; the stream is not read).
+	notes, err := stacktest.Store(t).RelayFailures(ctx, time.Now().Add(-time.Hour), time.Now(),
+		info.DDBStreamBatchInfo.StartSequenceNumber, info.DDBStreamBatchInfo.EndSequenceNumber)
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("failure notes of the DLQ record: %+v, %v", notes, err)
 	}
-	recs, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator, Limit: aws.Int32(1)})
-	if err != nil || len(recs.Records) == 0 {
-		t.Fatalf("GetRecords at the DLQ's sequence number: %v, %v", recs, err)
-	}
-	key, _ := recs.Records[0].Dynamodb.Keys["pk"].(*streamtypes.AttributeValueMemberS)
-	if key == nil || key.Value != pk {
-		t.Errorf("record at the DLQ's sequence number has key %v, want %s", recs.Records[0].Dynamodb.Keys, pk)
+	if notes[0].PK != pk || notes[0].SK != "N" || notes[0].NotificationID != "" {
+		t.Errorf("failure note %+v, want the undecodable item %s/N", notes[0], pk)
 	}
 }

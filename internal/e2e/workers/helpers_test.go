@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
@@ -265,4 +267,37 @@ func sesEvent(t testing.TB, eventType, notificationID, addr, extra string) *stac
 	ev := fmt.Sprintf(`{"eventType":%q,"mail":{"timestamp":"2026-03-01T00:00:00.000Z","source":"notifications@example.com","messageId":"ses-%s","destination":[%q],"tags":{"notificationId":[%q],"type":["reservation_approved"]}}%s}`,
 		eventType, notificationID, addr, notificationID, extra)
 	return stacktest.Do(t, http.MethodPost, "/_dev/ses-events", ev)
+}
+
+// TestPeekQueueLeavesMessagesVisible: stacktest.PeekQueue reads a queue's
+// messages without hiding them, so a second peek (and any consumer) sees
+// them at once, not after the queue's visibility timeout.
+func TestPeekQueueLeavesMessagesVisible(t *testing.T) {
+	st := stacktest.Stack(t)
+	ctx := context.Background()
+	q := sqs.NewFromConfig(st.AWS)
+	url := aws.String(st.Resources.Queues["CampaignDLQ"].URL)
+	body := `{"peek":"` + stacktest.UniqueID("peek") + `"}`
+	if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if !slices.Contains(stacktest.PeekQueue(t, "CampaignDLQ"), body) {
+			t.Fatalf("peek %d does not see the message (hidden by the previous peek?)", i+1)
+		}
+	}
+	out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range out.Messages {
+		if aws.ToString(m.Body) == body {
+			found = true
+			_, _ = q.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	if !found {
+		t.Error("a consumer does not receive the peeked message at once")
+	}
 }
