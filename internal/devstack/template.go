@@ -434,5 +434,14 @@ func CheckRelease(root, path string, log *slog.Logger) error {
 	if err := controlplane.CheckUpdate(released, next); err != nil {
 		return fmt.Errorf("update from the released template (%s): %w", rev, err)
 	}
+	notes, err := controlplane.UpdateNotes(released, next)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		if log != nil {
+			log.Warn("release note: the stack update from the released template needs a plan", "released", rev, "resource", n.Resource, "rule", n.Rule, "note", n.Message)
+		}
+	}
 	return nil
 }

@@ -134,6 +134,56 @@ func TestTemplateUpdateFromRelease(t *testing.T) {
 	}
 }
 
+// TestTemplateUpdateNotesStreamReplaced: a table's StreamViewType changed
+// from the released template is a release note (CloudFormation accepts it,
+// but DynamoDB creates a new stream and the mappings reading it are
+// replaced), naming both relay mappings; an unchanged stream is none.
+func TestTemplateUpdateNotesStreamReplaced(t *testing.T) {
+	released, _, err := controlplane.ReleasedTemplate("../..")
+	if err != nil {
+		t.Fatalf("released template: %v", err)
+	}
+	if notes, err := controlplane.UpdateNotes(released, released); err != nil || len(notes) != 0 {
+		t.Fatalf("the released template against itself: %v %v", notes, err)
+	}
+	viewRe := regexp.MustCompile(`(?m)^        StreamViewType: (\S+)\n`)
+	m := viewRe.FindSubmatch(released)
+	if m == nil {
+		t.Fatal("the released template's table has no StreamViewType")
+	}
+	other := "NEW_AND_OLD_IMAGES"
+	if string(m[1]) == other {
+		other = "NEW_IMAGE"
+	}
+	changed := breakTemplate(t, string(released), `(?m)^(        StreamViewType: )\S+\n`, "${1}"+other+"\n")
+	notes, err := controlplane.UpdateNotes(released, []byte(changed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || notes[0].Rule != controlplane.RuleStreamReplaced || notes[0].Resource != "Table" ||
+		!strings.Contains(notes[0].Message, "RelayHighStreamMapping, RelayStreamMapping") || !strings.Contains(notes[0].Message, "new stream") ||
+		!strings.Contains(notes[0].Message, string(m[1])+" -> "+other) {
+		t.Errorf("notes %v, want one %s on Table naming both relay mappings", notes, controlplane.RuleStreamReplaced)
+	}
+	// Not a refusal: CloudFormation performs the update.
+	if err := controlplane.CheckUpdate(released, []byte(changed)); err != nil {
+		t.Errorf("a stream view change refused: %v", err)
+	}
+	// The committed template: a note exactly when its view differs from the release's.
+	current, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, err = controlplane.UpdateNotes(released, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := viewRe.FindSubmatch(current)
+	if want := cur != nil && string(cur[1]) != string(m[1]); (len(notes) == 1) != want {
+		t.Errorf("committed template (%s, released %s): notes %v", cur[1], m[1], notes)
+	}
+}
+
 // TestStartRefusesWhatAWSRefuses: herald dev's loading path (Start) returns
 // the control-plane error for a template Lambda would refuse, before any
 // emulator starts; and for one whose update from the release CloudFormation

@@ -205,10 +205,10 @@ func TestTemplateInvariants(t *testing.T) {
 		if !aws.ToBool(tbl.DeletionProtectionEnabled) {
 			t.Error("table must have DeletionProtectionEnabled")
 		}
-		// The relay decodes only NewImage (internal/relay); old images would
-		// double the stream's size for nothing.
-		if tbl.StreamSpecification != nil && tbl.StreamSpecification.StreamViewType != "NEW_IMAGE" {
-			t.Errorf("stream view %s, want NEW_IMAGE (no code reads old images)", tbl.StreamSpecification.StreamViewType)
+		// The delivery events (internal/events) compare a MODIFY's old and
+		// new images: without the old one every update republishes a state.
+		if tbl.StreamSpecification != nil && tbl.StreamSpecification.StreamViewType != "NEW_AND_OLD_IMAGES" {
+			t.Errorf("stream view %s, want NEW_AND_OLD_IMAGES (the events compare old and new status)", tbl.StreamSpecification.StreamViewType)
 		}
 	})
 

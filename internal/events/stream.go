@@ -36,7 +36,7 @@ func (s *Stream) Handle(ctx context.Context, recs []lambdaevents.DynamoDBEventRe
 	var entries []Entry
 	var from []int
 	for i, rec := range recs {
-		e, ok, err := s.build(rec)
+		e, ok, err := s.build(ctx, rec)
 		if err != nil {
 			s.Log.ErrorContext(ctx, "event record not decoded", "sequenceNumber", rec.Change.SequenceNumber, "eventId", rec.EventID, "error", err)
 			continue
@@ -57,36 +57,50 @@ func (s *Stream) Handle(ctx context.Context, recs []lambdaevents.DynamoDBEventRe
 	return nil
 }
 
-// build makes the event of one record, if it is one.
-func (s *Stream) build(rec lambdaevents.DynamoDBEventRecord) (Entry, bool, error) {
-	if rec.EventName != string(lambdaevents.DynamoDBOperationTypeInsert) && rec.EventName != string(lambdaevents.DynamoDBOperationTypeModify) {
+// build makes the event of one record, if it is one: an INSERT created in
+// a published state, or a MODIFY whose old image's status differs from the
+// new one's (the table's stream is NEW_AND_OLD_IMAGES). A MODIFY without an
+// old image (a stream of another view type) cannot tell a transition from
+// any other update: it publishes, at least once, and warns.
+func (s *Stream) build(ctx context.Context, rec lambdaevents.DynamoDBEventRecord) (Entry, bool, error) {
+	modify := rec.EventName == string(lambdaevents.DynamoDBOperationTypeModify)
+	if rec.EventName != string(lambdaevents.DynamoDBOperationTypeInsert) && !modify {
 		return Entry{}, false, nil
 	}
+	noOld := modify && len(rec.Change.OldImage) == 0
 	d, err := s.Decode.Delivery(rec.Change.NewImage)
 	if err != nil {
 		return Entry{}, false, err
 	}
 	if d != nil {
 		var old *domain.Delivery
-		if rec.EventName == string(lambdaevents.DynamoDBOperationTypeModify) {
+		if modify && !noOld {
 			if old, err = s.Decode.Delivery(rec.Change.OldImage); err != nil {
 				return Entry{}, false, err
 			}
-			if old == nil { // no old image: cannot tell a change, publish (at least once)
-				old = &domain.Delivery{}
-			}
 		}
-		return DeliveryEntry(s.Mode, old, d)
+		e, ok, err := DeliveryEntry(s.Mode, old, d)
+		s.warnNoOld(ctx, rec, noOld && ok)
+		return e, ok, err
 	}
 	c, err := s.Decode.Campaign(rec.Change.NewImage)
 	if err != nil || c == nil {
 		return Entry{}, false, err
 	}
 	var old *domain.Campaign
-	if rec.EventName == string(lambdaevents.DynamoDBOperationTypeModify) {
+	if modify && !noOld {
 		if old, err = s.Decode.Campaign(rec.Change.OldImage); err != nil {
 			return Entry{}, false, err
 		}
 	}
-	return CampaignEntry(s.Mode, old, c)
+	e, ok, err := CampaignEntry(s.Mode, old, c)
+	s.warnNoOld(ctx, rec, noOld && ok)
+	return e, ok, err
+}
+
+func (s *Stream) warnNoOld(ctx context.Context, rec lambdaevents.DynamoDBEventRecord, published bool) {
+	if published {
+		s.Log.WarnContext(ctx, "MODIFY record without an old image: published without knowing whether the status changed (the table's stream must be NEW_AND_OLD_IMAGES)",
+			"sequenceNumber", rec.Change.SequenceNumber, "streamViewType", rec.Change.StreamViewType)
+	}
 }

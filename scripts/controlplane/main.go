@@ -71,6 +71,13 @@ func run(root, template string, account int) error {
 	if err := controlplane.CheckUpdate(released, next); err != nil {
 		return fmt.Errorf("update from the released template (%s): %w", rev, err)
 	}
+	notes, err := controlplane.UpdateNotes(released, next)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Printf("controlplane: release note (update from %s): %s\n", rev[:12], n)
+	}
 	fmt.Printf("controlplane: %s passes AWS's control-plane rules and updates from the released template (%s)\n", template, rev[:12])
 	return nil
 }

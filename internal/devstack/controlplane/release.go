@@ -161,3 +161,121 @@ func diff(a, b []string) []string {
 	}
 	return out
 }
+
+// RuleStreamReplaced names the release note of a table whose stream view
+// type (or stream) changes between the released template and the next.
+const RuleStreamReplaced = "dynamodb-stream-view-change-replaces-stream"
+
+// Note is a consequence of a stack update that CloudFormation accepts but
+// the operator must plan for (a release note, not a refusal).
+type Note struct {
+	Rule     string
+	Resource string
+	Message  string
+}
+
+func (n Note) String() string {
+	return fmt.Sprintf("%s [%s]: %s", n.Resource, n.Rule, n.Message)
+}
+
+// streams reads each DynamoDB table's StreamViewType ("" without a stream)
+// and the event source mappings reading each table's stream (EventSourceArn
+// a GetAtt of the table's StreamArn) in raw template YAML.
+func streams(raw []byte) (views map[string]string, readers map[string][]string, err error) {
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("parse template: %w", err)
+	}
+	var d struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct {
+				StreamSpecification *struct{ StreamViewType any }
+				EventSourceArn      any
+			}
+		}
+	}
+	if err := json.Unmarshal(plain, &d); err != nil {
+		return nil, nil, fmt.Errorf("parse template: %w", err)
+	}
+	views, readers = map[string]string{}, map[string][]string{}
+	for id, r := range d.Resources {
+		switch r.Type {
+		case "AWS::DynamoDB::Table":
+			views[id] = ""
+			if s := r.Properties.StreamSpecification; s != nil {
+				views[id] = fmt.Sprint(s.StreamViewType)
+			}
+		case "AWS::Lambda::EventSourceMapping":
+			if table, ok := streamOf(r.Properties.EventSourceArn); ok {
+				readers[table] = append(readers[table], id)
+			}
+		}
+	}
+	for _, ids := range readers {
+		sort.Strings(ids)
+	}
+	return views, readers, nil
+}
+
+// streamOf names the table whose StreamArn a mapping's EventSourceArn gets
+// (Fn::GetAtt as a list or a "Table.StreamArn" string).
+func streamOf(arn any) (string, bool) {
+	m, ok := arn.(map[string]any)
+	if !ok {
+		return "", false
+	}
+	switch g := m["Fn::GetAtt"].(type) {
+	case []any:
+		if len(g) == 2 && fmt.Sprint(g[1]) == "StreamArn" {
+			return fmt.Sprint(g[0]), true
+		}
+	case string:
+		if table, attr, ok := strings.Cut(g, "."); ok && attr == "StreamArn" {
+			return table, true
+		}
+	}
+	return "", false
+}
+
+// UpdateNotes lists the release notes of a stack update from the released
+// template to next: changes CloudFormation accepts whose consequences the
+// operator must plan for. A table's StreamViewType changed (or its stream
+// added or removed) makes DynamoDB create a new stream (a new StreamArn; the
+// old stream is kept 24 hours, then deleted), so CloudFormation replaces the
+// event source mappings that read it (EventSourceArn requires replacement):
+// the new ones start on the new stream, and the records of the old stream
+// the old mappings had not read when they were deleted, and the writes made
+// while the stream was switched, are never relayed.
+func UpdateNotes(released, next []byte) ([]Note, error) {
+	before, _, err := streams(released)
+	if err != nil {
+		return nil, fmt.Errorf("released template: %w", err)
+	}
+	after, readers, err := streams(next)
+	if err != nil {
+		return nil, err
+	}
+	var notes []Note
+	ids := make([]string, 0, len(after))
+	for id := range after {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		old, existed := before[id]
+		if !existed || old == after[id] {
+			continue
+		}
+		view := func(v string) string {
+			if v == "" {
+				return "no stream"
+			}
+			return v
+		}
+		notes = append(notes, Note{Rule: RuleStreamReplaced, Resource: id, Message: fmt.Sprintf(
+			"StreamViewType %s -> %s: DynamoDB creates a new stream (new StreamArn; the old one is kept 24 h) and CloudFormation replaces the mappings reading it (%s), which start on the new stream; records of the old stream not yet read, and writes made during the switch, are never relayed. Deploy with intake paused and the relay's IteratorAge at 0, then check for unrelayed notifications (README, \"Upgrade notes\"; docs/runbook.md, \"Changing the table's stream\")",
+			view(old), view(after[id]), strings.Join(readers[id], ", "))})
+	}
+	return notes, nil
+}
