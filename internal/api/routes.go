@@ -1,5 +1,13 @@
 package api
 
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
 // routeTable is every route the handler serves, in one place: route key
 // (method and path, as in openapi.yaml and template.yaml) → handler method.
 // Service routes are wrapped in service (IAM caller required); inbox routes
@@ -68,3 +76,68 @@ func isPublicRoute(routeKey string) bool { return publicRoutes[routeKey] }
 
 // intakeRoutes are the routes whose refusals count as Rejected.
 var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/notifications/batch": true}
+
+// routeFits reports whether ev is a request API Gateway could have sent for
+// its route key (defence in depth behind the gateway's exact matching): the
+// method of the route key, path parameters that are exactly the route's
+// variables, each a whole segment that is not empty, "." or "..", and a raw
+// path that matches the route's path segment by segment — no trailing
+// slash, empty segment or dot segment. (A direct invocation without a raw
+// path, as in unit tests, skips the path comparison; API Gateway always
+// sets it.)
+func routeFits(ev events.APIGatewayV2HTTPRequest) bool {
+	method, path, ok := strings.Cut(ev.RouteKey, " ")
+	if !ok {
+		return false
+	}
+	if m := ev.RequestContext.HTTP.Method; m != "" && m != method {
+		return false
+	}
+	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	vars := 0
+	for _, s := range segments {
+		if name, ok := pathVariable(s); ok {
+			vars++
+			if v, present := ev.PathParameters[name]; !present || v == "" || v == "." || v == ".." {
+				return false
+			}
+		}
+	}
+	if len(ev.PathParameters) != vars {
+		return false
+	}
+	if ev.RawPath == "" {
+		return true
+	}
+	raw, ok := strings.CutPrefix(ev.RawPath, "/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(raw, "/")
+	if len(parts) != len(segments) {
+		return false
+	}
+	for i, p := range parts {
+		decoded, err := url.PathUnescape(p)
+		if err != nil || decoded == "" || decoded == "." || decoded == ".." {
+			return false
+		}
+		if _, isVar := pathVariable(segments[i]); !isVar && decoded != segments[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// pathVariable returns the name of a route path segment "{name}".
+func pathVariable(segment string) (string, bool) {
+	if len(segment) > 2 && segment[0] == '{' && segment[len(segment)-1] == '}' {
+		return segment[1 : len(segment)-1], true
+	}
+	return "", false
+}
+
+// noRoute is the answer to a request no route serves.
+func noRoute() *Problem {
+	return &Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"}
+}

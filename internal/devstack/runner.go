@@ -451,6 +451,7 @@ func (s *Stack) wire() error {
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID), cors: s.Template.Cors()}
 			s.mux.Handle("/", gw)
+			s.server.Handler = exactPaths(s.mux, gw) // no path cleaning, as on API Gateway
 		case "RelayFunction", "RelayHighFunction": // one code, one stream mapping each
 			h, err := relayfn.New(d)
 			if err != nil {

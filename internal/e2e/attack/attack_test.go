@@ -357,6 +357,18 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "admin path", method: "GET", path: "/admin", status: 404, outcome: "gateway: Not Found"},
 		{name: "dev route on the API path", method: "GET", path: "/v1/_dev/emails", status: 404, outcome: "gateway: Not Found"},
 		{name: "TRACE", method: "TRACE", path: "/v1/notifications", status: 404, outcome: "gateway: Not Found"},
+		// Routes match exactly, as on API Gateway: no trailing slash, empty
+		// or dot segment is cleaned, nothing is redirected.
+		{name: "trailing slash", method: "POST", path: "/v1/notifications/", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "double slash", method: "POST", path: "/v1//notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "dot segment", method: "POST", path: "/v1/./notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "dot-dot segment", method: "POST", path: "/v1/campaigns/../notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "dot-dot to a runner route", method: "POST", path: "/v1/notifications/../../_dev/scheduler/run", body: `{}`, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "empty user id", method: "GET", path: "/v1/users//preferences", status: 404, outcome: "gateway: Not Found"},
+		{name: "user id ..", method: "POST", path: "/v1/users/../push-subscriptions", body: sub("https://fcm.googleapis.com/fcm/send/x"), header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "user id .. percent-encoded", method: "POST", path: "/v1/users/%2E%2E/push-subscriptions", body: sub("https://fcm.googleapis.com/fcm/send/x"), header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "user id ...", method: "PUT", path: "/v1/users/...", body: `{}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "recipient user id ..", method: "POST", path: "/v1/notifications", body: strings.Replace(good, `"userId":"`+victim+`"`, `"userId":".."`, 1), header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
 		{name: "over 10 MB", method: "POST", path: "/v1/notifications", body: strings.Repeat("x", 10<<20+1), header: jsonHeader(), status: 413, outcome: "gateway: Request Entity Too Large"},
 	}
 }
