@@ -152,6 +152,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		resp = problemResponse(p)
 	} else if p := checkMediaType(ev); p != nil {
 		resp = problemResponse(p)
+	} else if p := checkNoBody(ev); p != nil {
+		resp = problemResponse(p)
 	} else {
 		resp = r(ctx, req)
 	}
