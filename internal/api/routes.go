@@ -115,7 +115,7 @@ var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/not
 
 // routeFits reports whether ev is a request API Gateway could have sent for
 // its route key (defence in depth behind the gateway's exact matching): the
-// method of the route key, path parameters that are exactly the route's
+// method of the route key (any for ANY), path parameters that are exactly the route's
 // variables, each a whole segment that is not empty, "." or "..", and a raw
 // path that matches the route's path segment by segment — no trailing
 // slash, empty segment or dot segment. (A direct invocation without a raw
@@ -126,7 +126,7 @@ func routeFits(ev events.APIGatewayV2HTTPRequest) bool {
 	if !ok {
 		return false
 	}
-	if m := ev.RequestContext.HTTP.Method; m != "" && m != method {
+	if m := ev.RequestContext.HTTP.Method; m != "" && m != method && method != "ANY" {
 		return false
 	}
 	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
@@ -134,7 +134,7 @@ func routeFits(ev events.APIGatewayV2HTTPRequest) bool {
 	for _, s := range segments {
 		if name, ok := pathVariable(s); ok {
 			vars++
-			if v, present := ev.PathParameters[name]; !present || v == "" || v == "." || v == ".." {
+			if v, present := ev.PathParameters[strings.TrimSuffix(name, "+")]; !present || v == "" || v == "." || v == ".." {
 				return false
 			}
 		}
@@ -150,6 +150,16 @@ func routeFits(ev events.APIGatewayV2HTTPRequest) bool {
 		return false
 	}
 	parts := strings.Split(raw, "/")
+	if strings.HasSuffix(segments[len(segments)-1], "+}") && len(parts) > len(segments) {
+		// A greedy variable takes the rest of the path: each of its
+		// segments is checked as one of the route's would be.
+		for _, p := range parts[len(segments):] {
+			if d, err := url.PathUnescape(p); err != nil || d == "" || d == "." || d == ".." {
+				return false
+			}
+		}
+		parts = parts[:len(segments)]
+	}
 	if len(parts) != len(segments) {
 		return false
 	}

@@ -60,3 +60,28 @@ func TestRouterRefusesWhatAPIGatewayNeverSends(t *testing.T) {
 		t.Fatalf("PUT /v1/users/u.1: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// Route keys with ANY and a greedy variable fit as API Gateway matches them.
+func TestRouteFitsAnyAndGreedyRoutes(t *testing.T) {
+	ev := func(key, method, raw string, params map[string]string) events.APIGatewayV2HTTPRequest {
+		e := events.APIGatewayV2HTTPRequest{RouteKey: key, RawPath: raw, PathParameters: params}
+		e.RequestContext.HTTP.Method = method
+		return e
+	}
+	for _, tc := range []struct {
+		ev   events.APIGatewayV2HTTPRequest
+		want bool
+	}{
+		{ev("ANY /files/{id}", "DELETE", "/files/a", map[string]string{"id": "a"}), true},
+		{ev("GET /files/{proxy+}", "GET", "/files/a/b/c", map[string]string{"proxy": "a/b/c"}), true},
+		{ev("GET /files/{proxy+}", "GET", "/files/a", map[string]string{"proxy": "a"}), true},
+		{ev("GET /files/{proxy+}", "GET", "/files/a//c", map[string]string{"proxy": "a//c"}), false},
+		{ev("GET /files/{proxy+}", "GET", "/files/a/../c", map[string]string{"proxy": "a/../c"}), false},
+		{ev("GET /files/{proxy+}", "GET", "/files/a/", map[string]string{"proxy": "a/"}), false},
+		{ev("GET /files/{id}", "GET", "/files/a/b", map[string]string{"id": "a"}), false},
+	} {
+		if got := routeFits(tc.ev); got != tc.want {
+			t.Errorf("%s %s: %v, want %v", tc.ev.RouteKey, tc.ev.RawPath, got, tc.want)
+		}
+	}
+}
