@@ -159,28 +159,28 @@ func jsonCorpus(t *testing.T, route string, spec *openapiDoc, schema map[string]
 	if member == "" {
 		t.Fatalf("%s: no member of the request schema with a plain type (members %v)", route, names)
 	}
-	const json = "application/json"
+	const ct = "application/json"
 	return []hostileBody{
-		{name: "duplicate member", body: `{"` + member + `":` + value + `,"` + member + `":` + value + `}`, contentType: json, status: 400, code: "duplicate_field", pointer: "/" + member},
-		{name: "duplicate member spelled with an escape", body: `{"` + member + `":` + value + `,"` + escapeFirst(member) + `":` + value + `}`, contentType: json, status: 400, code: "duplicate_field", pointer: "/" + member},
-		{name: "wrong-case member", body: `{"` + strings.ToUpper(member[:1]) + member[1:] + `":` + value + `}`, contentType: json, status: 400, code: "unknown_field", pointer: "/" + strings.ToUpper(member[:1]) + member[1:]},
-		{name: "unknown member", body: `{"zzUnknown":1}`, contentType: json, status: 400, code: "unknown_field", pointer: "/zzUnknown"},
-		{name: "prototype pollution member", body: `{"__proto__":{"admin":true}}`, contentType: json, status: 400, code: "unknown_field", pointer: "/__proto__"},
-		{name: "invalid UTF-8", body: "{\"" + member + "\":\"bad\xff\"}", contentType: json, status: 400, code: "invalid_json"},
-		{name: "trailing data", body: `{} x`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "two objects", body: `{}{}`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "truncated", body: `{"` + member + `":`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "array", body: `[]`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "string", body: `"x"`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "null", body: `null`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "number", body: `1`, contentType: json, status: 400, code: "invalid_json"},
-		{name: "empty", body: ` `, contentType: json, status: 400, code: "invalid_json"},
-		{name: "huge", body: `{"` + member + `":"` + strings.Repeat("a", 2<<20) + `"}`, contentType: json, status: 413, code: "body_too_large"},
+		{name: "duplicate member", body: `{"` + member + `":` + value + `,"` + member + `":` + value + `}`, contentType: ct, status: 400, code: "duplicate_field", pointer: "/" + member},
+		{name: "duplicate member spelled with an escape", body: `{"` + member + `":` + value + `,"` + escapeFirst(member) + `":` + value + `}`, contentType: ct, status: 400, code: "duplicate_field", pointer: "/" + member},
+		{name: "wrong-case member", body: `{"` + strings.ToUpper(member[:1]) + member[1:] + `":` + value + `}`, contentType: ct, status: 400, code: "unknown_field", pointer: "/" + strings.ToUpper(member[:1]) + member[1:]},
+		{name: "unknown member", body: `{"zzUnknown":1}`, contentType: ct, status: 400, code: "unknown_field", pointer: "/zzUnknown"},
+		{name: "prototype pollution member", body: `{"__proto__":{"admin":true}}`, contentType: ct, status: 400, code: "unknown_field", pointer: "/__proto__"},
+		{name: "invalid UTF-8", body: "{\"" + member + "\":\"bad\xff\"}", contentType: ct, status: 400, code: "invalid_json"},
+		{name: "trailing data", body: `{} x`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "two objects", body: `{}{}`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "truncated", body: `{"` + member + `":`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "array", body: `[]`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "string", body: `"x"`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "null", body: `null`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "number", body: `1`, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "empty", body: ` `, contentType: ct, status: 400, code: "invalid_json"},
+		{name: "huge", body: `{"` + member + `":"` + strings.Repeat("a", 2<<20) + `"}`, contentType: ct, status: 413, code: "body_too_large"},
 		{name: "text/plain", body: `{}`, contentType: "text/plain", status: 415, code: "unsupported_media_type"},
 		{name: "form", body: member + "=1", contentType: "application/x-www-form-urlencoded", status: 415, code: "unsupported_media_type"},
 		{name: "JSON in latin-1", body: `{}`, contentType: "application/json; charset=iso-8859-1", status: 415, code: "unsupported_media_type"},
 		{name: "no Content-Type", body: `{}`, contentType: "", status: 415, code: "unsupported_media_type"},
-		{name: "gzip-encoded", body: `{}`, contentType: json, encoding: "gzip", status: 415, code: "unsupported_media_type"},
+		{name: "gzip-encoded", body: `{}`, contentType: ct, encoding: "gzip", status: 415, code: "unsupported_media_type"},
 	}
 }
 
