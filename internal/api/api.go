@@ -146,11 +146,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	defer h.metrics.Flush(ctx)
 	req := &request{APIGatewayV2HTTPRequest: ev}
 	var resp response
-	if r, ok := h.routes[ev.RouteKey]; !ok {
-		resp = problemResponse(&Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"})
+	if r, ok := h.routes[ev.RouteKey]; !ok || !routeFits(ev) {
+		resp = problemResponse(noRoute())
 	} else if p := authenticate(req); p != nil && !isPublicRoute(ev.RouteKey) {
 		resp = problemResponse(p)
 	} else if p := checkMediaType(ev); p != nil {
+		resp = problemResponse(p)
+	} else if p := checkNoBody(ev); p != nil {
 		resp = problemResponse(p)
 	} else {
 		resp = r(ctx, req)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -271,7 +272,8 @@ func (ta *testAPI) do(t testing.TB, c apiCall) events.APIGatewayV2HTTPResponse {
 // bodies it does not consider text).
 func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, Body: c.body, Headers: map[string]string{}, PathParameters: c.params, IsBase64Encoded: base64Body}
+	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, RawPath: rawPath(c.route, c.params), Body: c.body, Headers: map[string]string{}, PathParameters: c.params, IsBase64Encoded: base64Body}
+	ev.RequestContext.HTTP.Method, _, _ = strings.Cut(c.route, " ")
 	if c.body != "" {
 		ev.Headers["content-type"] = "application/json" // as every client sends it; a test may override or remove it
 	}
@@ -304,6 +306,19 @@ func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGat
 		t.Fatalf("%s: handler error %v", c.route, err)
 	}
 	return resp
+}
+
+// rawPath is the raw path API Gateway sends for a route key and its path
+// parameters (each escaped as a client sends it).
+func rawPath(routeKey string, params map[string]string) string {
+	_, path, _ := strings.Cut(routeKey, " ")
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if name, ok := pathVariable(s); ok {
+			segs[i] = url.PathEscape(params[name])
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // post sends a notification as caller "svc".

@@ -1,5 +1,13 @@
 package api
 
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
 // routeTable is every route the handler serves, in one place: route key
 // (method and path, as in openapi.yaml and template.yaml) → handler method.
 // Service routes are wrapped in service (IAM caller required); inbox routes
@@ -66,5 +74,116 @@ var publicRoutes = map[string]bool{
 
 func isPublicRoute(routeKey string) bool { return publicRoutes[routeKey] }
 
+// bodyRoutes are the routes that take a request body: a JSON object decoded
+// with decodeStrict (or, on formRoutes, a URL-encoded form). Every other
+// POST, PUT or PATCH route refuses a body (400 unexpected_body) before its
+// handler runs, so a handler that reads a body must be listed here; the
+// hostile-body test (routes from template.yaml, bodies from openapi.yaml)
+// runs on every POST, PUT and PATCH route.
+var bodyRoutes = map[string]bool{
+	"POST /v1/notifications":                     true,
+	"POST /v1/notifications/batch":               true,
+	"POST /v1/campaigns":                         true,
+	"POST /v1/campaigns/{id}/recipients":         true,
+	"PUT /v1/users/{userId}":                     true,
+	"POST /v1/users/{userId}/push-subscriptions": true,
+	"POST /v1/users/{userId}/devices":            true,
+	"PUT /v1/users/{userId}/preferences":         true,
+	"PUT /v1/me/preferences":                     true,
+	"POST /v1/announcements":                     true,
+	"POST /v1/unsubscribe":                       true,
+}
+
+// checkNoBody refuses a body on a POST, PUT or PATCH route that takes none
+// (a GET or DELETE body has no meaning in HTTP and is never read).
+func checkNoBody(ev events.APIGatewayV2HTTPRequest) *Problem {
+	method, _, _ := strings.Cut(ev.RouteKey, " ")
+	if ev.Body == "" || bodyRoutes[ev.RouteKey] || !takesBody(method) {
+		return nil
+	}
+	return &Problem{Status: http.StatusBadRequest, Code: "unexpected_body", Title: "This route takes no body",
+		Detail: "send the request without a body"}
+}
+
+// takesBody reports whether requests of method carry a body in HTTP.
+func takesBody(method string) bool {
+	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
+}
+
 // intakeRoutes are the routes whose refusals count as Rejected.
 var intakeRoutes = map[string]bool{"POST /v1/notifications": true, "POST /v1/notifications/batch": true}
+
+// routeFits reports whether ev is a request API Gateway could have sent for
+// its route key (defence in depth behind the gateway's exact matching): the
+// method of the route key (any for ANY), path parameters that are exactly the route's
+// variables, each a whole segment that is not empty, "." or "..", and a raw
+// path that matches the route's path segment by segment — no trailing
+// slash, empty segment or dot segment. (A direct invocation without a raw
+// path, as in unit tests, skips the path comparison; API Gateway always
+// sets it.)
+func routeFits(ev events.APIGatewayV2HTTPRequest) bool {
+	method, path, ok := strings.Cut(ev.RouteKey, " ")
+	if !ok {
+		return false
+	}
+	if m := ev.RequestContext.HTTP.Method; m != "" && m != method && method != "ANY" {
+		return false
+	}
+	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	vars := 0
+	for _, s := range segments {
+		if name, ok := pathVariable(s); ok {
+			vars++
+			if v, present := ev.PathParameters[strings.TrimSuffix(name, "+")]; !present || v == "" || v == "." || v == ".." {
+				return false
+			}
+		}
+	}
+	if len(ev.PathParameters) != vars {
+		return false
+	}
+	if ev.RawPath == "" {
+		return true
+	}
+	raw, ok := strings.CutPrefix(ev.RawPath, "/")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(raw, "/")
+	if strings.HasSuffix(segments[len(segments)-1], "+}") && len(parts) > len(segments) {
+		// A greedy variable takes the rest of the path: each of its
+		// segments is checked as one of the route's would be.
+		for _, p := range parts[len(segments):] {
+			if d, err := url.PathUnescape(p); err != nil || d == "" || d == "." || d == ".." {
+				return false
+			}
+		}
+		parts = parts[:len(segments)]
+	}
+	if len(parts) != len(segments) {
+		return false
+	}
+	for i, p := range parts {
+		decoded, err := url.PathUnescape(p)
+		if err != nil || decoded == "" || decoded == "." || decoded == ".." {
+			return false
+		}
+		if _, isVar := pathVariable(segments[i]); !isVar && decoded != segments[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// pathVariable returns the name of a route path segment "{name}".
+func pathVariable(segment string) (string, bool) {
+	if len(segment) > 2 && segment[0] == '{' && segment[len(segment)-1] == '}' {
+		return segment[1 : len(segment)-1], true
+	}
+	return "", false
+}
+
+// noRoute is the answer to a request no route serves.
+func noRoute() *Problem {
+	return &Problem{Status: http.StatusNotFound, Code: "route_not_found", Title: "No such route"}
+}

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,52 +44,169 @@ type gateway struct {
 
 type compiledRoute struct {
 	Route
+	// segments are the route path's segments; a greedy route's last one is
+	// its "{name+}" variable.
 	segments []string
+	greedy   bool
+	// catchAll is the $default route.
+	catchAll bool
 }
 
 func compileRoutes(rs []Route) []compiledRoute {
 	out := make([]compiledRoute, len(rs))
 	for i, r := range rs {
-		out[i] = compiledRoute{Route: r, segments: strings.Split(strings.Trim(r.Path, "/"), "/")}
+		c := compiledRoute{Route: r}
+		if r.Path == "$default" {
+			c.catchAll = true
+		} else if p := strings.TrimPrefix(r.Path, "/"); p != "" {
+			c.segments = strings.Split(p, "/")
+			c.greedy = isGreedy(c.segments[len(c.segments)-1])
+		}
+		out[i] = c
 	}
 	return out
 }
 
-// match finds the route for method and path; literal segments beat
-// parameters, as in API Gateway.
-func (g *gateway) match(method, path string) (*compiledRoute, map[string]string) {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	var best *compiledRoute
+func isVariable(seg string) bool { return len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' }
+func isGreedy(seg string) bool   { return isVariable(seg) && strings.HasSuffix(seg, "+}") }
+func variableName(seg string) string {
+	return strings.TrimSuffix(seg[1:len(seg)-1], "+")
+}
+
+// requestSegments splits an escaped request path into its decoded segments.
+// ok is false for a path that no route matches on API Gateway: one that is
+// not absolute, or has an empty segment (a trailing "/" or a "//"), a "." or
+// ".." segment (percent-encoded too: %2E is "."), or a bad percent-encoding.
+// Routes match exactly: nothing is cleaned, nothing is redirected.
+func requestSegments(escaped string) ([]string, bool) {
+	if !strings.HasPrefix(escaped, "/") {
+		return nil, false
+	}
+	if escaped == "/" {
+		return nil, true
+	}
+	raw := strings.Split(escaped[1:], "/")
+	segs := make([]string, len(raw))
+	for i, r := range raw {
+		s, err := url.PathUnescape(r)
+		if err != nil || s == "" || s == "." || s == ".." {
+			return nil, false
+		}
+		segs[i] = s
+	}
+	return segs, true
+}
+
+// match finds the route for method and escaped path as an HTTP API does:
+// routes without a greedy variable first (a literal segment beats a
+// variable, the method beats ANY), then the greedy route with the longest
+// prefix, then $default. A variable takes one whole, non-empty segment,
+// decoded; a greedy variable the rest of the path (one segment at least).
+func (g *gateway) match(method, escaped string) (*compiledRoute, map[string]string) {
+	segs, exact := requestSegments(escaped)
+	var best, catchAll *compiledRoute
 	var bestParams map[string]string
-	bestLiterals := -1
+	bestRank := -1
 	for i := range g.routes {
 		r := &g.routes[i]
-		if r.Method != method || len(r.segments) != len(segs) {
+		if r.Method != method && r.Method != "ANY" {
 			continue
 		}
-		params := map[string]string{}
-		literals := 0
-		ok := true
-		for j, s := range r.segments {
-			if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") {
-				if segs[j] == "" {
-					ok = false
-					break
-				}
-				params[s[1:len(s)-1]] = segs[j]
-				continue
-			}
-			if s != segs[j] {
-				ok = false
-				break
-			}
-			literals++
+		if r.catchAll {
+			catchAll = r
+			continue
 		}
-		if ok && literals > bestLiterals {
-			best, bestParams, bestLiterals = r, params, literals
+		if !exact {
+			continue
+		}
+		params, literals, ok := r.bind(segs)
+		if !ok {
+			continue
+		}
+		// Rank: exact routes above greedy ones, then literal segments, then
+		// the named method above ANY.
+		rank := literals * 2
+		if !r.greedy {
+			rank += 1 << 20
+		}
+		if r.Method == method {
+			rank++
+		}
+		if rank > bestRank {
+			best, bestParams, bestRank = r, params, rank
 		}
 	}
+	if best == nil && catchAll != nil {
+		return catchAll, nil
+	}
 	return best, bestParams
+}
+
+// bind matches the route's segments against a request's decoded segments.
+func (r *compiledRoute) bind(segs []string) (map[string]string, int, bool) {
+	n := len(r.segments)
+	if r.greedy {
+		if len(segs) < n {
+			return nil, 0, false
+		}
+	} else if len(segs) != n {
+		return nil, 0, false
+	}
+	params := map[string]string{}
+	literals := 0
+	for j, s := range r.segments {
+		switch {
+		case r.greedy && j == n-1:
+			params[variableName(s)] = strings.Join(segs[j:], "/")
+		case isVariable(s):
+			params[variableName(s)] = segs[j]
+		case s == segs[j]:
+			literals++
+		default:
+			return nil, 0, false
+		}
+	}
+	return params, literals, true
+}
+
+// exactPaths is the runner's HTTP front: http.ServeMux cleans a path with
+// an empty, "." or ".." segment and answers a redirect to another route (a
+// 307 keeps a POST's body: /v1/x/../../_dev/faults would reach the fault
+// route), where API Gateway matches routes exactly. Such a request goes to
+// api as it is (which matches no route with it: 404 {"message":"Not
+// Found"}); any other to mux (the runner's own /_dev/ and /.well-known/
+// routes, and the gateway at "/").
+func exactPaths(mux *http.ServeMux, api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if muxWouldClean(r.URL) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// muxWouldClean reports whether http.ServeMux would rewrite the request's
+// path (it cleans the decoded path, keeping a trailing slash), or the
+// escaped path has a percent-encoded dot segment.
+func muxWouldClean(u *url.URL) bool {
+	p := u.Path
+	if p == "" || p[0] != '/' {
+		return true
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	if c != p {
+		return true
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		if s, err := url.PathUnescape(seg); err != nil || s == "." || s == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 const maxPayload = 10 << 20 // API Gateway's request payload limit
@@ -100,7 +219,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w = &corsWriter{ResponseWriter: w, cors: g.cors, req: r}
 	}
-	route, params := g.match(r.Method, r.URL.Path)
+	route, params := g.match(r.Method, r.URL.EscapedPath())
 	if route == nil {
 		writeGatewayError(w, http.StatusNotFound, "Not Found")
 		return

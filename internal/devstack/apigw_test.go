@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -55,7 +56,7 @@ func newTestGateway(t *testing.T) (*httptest.Server, *jwtIssuer, *int) {
 	mux := http.NewServeMux()
 	iss.routes(mux)
 	mux.Handle("/", g)
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(exactPaths(mux, g))
 	t.Cleanup(srv.Close)
 	return srv, iss, calls
 }
@@ -218,6 +219,92 @@ func TestGatewayErrorsAreAPIGatewaysOwn(t *testing.T) {
 				t.Fatal("the function was invoked")
 			}
 		})
+	}
+}
+
+// API Gateway matches a request's path against the routes exactly: a
+// trailing slash, an empty segment or a dot segment is no route (404, the
+// function never runs), where Go's router would clean the path and redirect
+// — a 307 that keeps a POST's body, to a runner route too.
+func TestGatewayMatchesRoutesExactly(t *testing.T) {
+	srv, iss, calls := newTestGateway(t)
+	token := "Bearer " + iss.mint("u1", gwNow, time.Hour)
+	for _, tc := range []struct{ name, method, path, authz string }{
+		{"trailing slash", http.MethodPost, "/v1/notifications/", ""},
+		{"trailing slash after a variable", http.MethodGet, "/v1/users/u1/inbox/", token},
+		{"double slash", http.MethodPost, "/v1//notifications", ""},
+		{"leading double slash", http.MethodPost, "//v1/notifications", ""},
+		{"empty variable", http.MethodGet, "/v1/users//inbox", token},
+		{"dot segment", http.MethodPost, "/v1/./notifications", ""},
+		{"dot-dot segment", http.MethodPost, "/v1/x/../notifications", ""},
+		{"dot-dot as the variable", http.MethodGet, "/v1/users/../inbox", token},
+		{"encoded dot-dot as the variable", http.MethodGet, "/v1/users/%2E%2E/inbox", token},
+		{"encoded dot segment", http.MethodPost, "/v1/%2e/notifications", ""},
+		{"dot-dot to a runner route", http.MethodPost, "/v1/notifications/../../_dev/faults", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := *calls
+			req, _ := http.NewRequest(tc.method, srv.URL+"/", strings.NewReader(`{}`))
+			req.URL.Opaque = tc.path // sent as it is, nothing cleaned by the client
+			if tc.authz != "" {
+				req.Header.Set("Authorization", tc.authz)
+			}
+			resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 404 || string(raw) != `{"message":"Not Found"}` || resp.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("%s %s: %d %q (%s), want API Gateway's 404", tc.method, tc.path, resp.StatusCode, raw, resp.Header.Get("Content-Type"))
+			}
+			if *calls != before {
+				t.Fatal("the function was invoked")
+			}
+		})
+	}
+	// The exact paths still reach the function.
+	if status, body, _ := get(t, http.MethodGet, srv.URL+"/v1/users/u1/inbox", token, nil); status != 200 || body != "u1" {
+		t.Fatalf("exact path: %d %s", status, body)
+	}
+}
+
+// Route selection as API Gateway documents it: a full match of the route
+// and method, a literal segment before a variable, the method before ANY,
+// then the greedy variable with the longest prefix, then $default.
+func TestGatewayRouteSelection(t *testing.T) {
+	g := &gateway{routes: compileRoutes([]Route{
+		{Method: "GET", Path: "/pets/dog/1"},
+		{Method: "GET", Path: "/pets/dog/{id}"},
+		{Method: "ANY", Path: "/pets/dog/{id}"},
+		{Method: "GET", Path: "/pets/{proxy+}"},
+		{Method: "ANY", Path: "/{proxy+}"},
+		{Method: "GET", Path: "/"},
+	})}
+	for _, tc := range []struct{ method, path, want, params string }{
+		{"GET", "/pets/dog/1", "GET /pets/dog/1", "map[]"},
+		{"GET", "/pets/dog/2", "GET /pets/dog/{id}", "map[id:2]"},
+		{"GET", "/pets/dog/a%20b", "GET /pets/dog/{id}", "map[id:a b]"},
+		{"POST", "/pets/dog/2", "ANY /pets/dog/{id}", "map[id:2]"},
+		{"GET", "/pets/cat/1", "GET /pets/{proxy+}", "map[proxy:cat/1]"},
+		{"POST", "/pets/cat/1", "ANY /{proxy+}", "map[proxy:pets/cat/1]"},
+		{"GET", "/", "GET /", "map[]"},
+		{"GET", "/pets/", "", ""},
+		{"GET", "/pets/cat//1", "", ""},
+		{"GET", "/pets/dog/..", "", ""},
+	} {
+		r, params := g.match(tc.method, tc.path)
+		got, gotParams := "", ""
+		if r != nil {
+			got, gotParams = r.Key(), fmt.Sprint(params)
+		}
+		if got != tc.want || gotParams != tc.params {
+			t.Errorf("%s %s → %q %s, want %q %s", tc.method, tc.path, got, gotParams, tc.want, tc.params)
+		}
+	}
+	g.routes = append(g.routes, compileRoutes([]Route{{Method: "ANY", Path: "$default"}})...)
+	if r, _ := g.match("GET", "/pets/"); r == nil || r.Path != "$default" {
+		t.Errorf("no route but $default: %v", r)
 	}
 }
 

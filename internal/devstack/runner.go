@@ -319,7 +319,8 @@ func WithLocalPlatformApplications(overrides map[string]string) map[string]strin
 
 // localOverrides are the template parameters the runner sets itself:
 //   - PushEndpointAllowList gets the local push service (served by the runner
-//     on addr) appended: the explicit configuration that, with
+//     on addr, its endpoint path only: not /_dev/faults or any other runner
+//     route) appended: the explicit configuration that, with
 //     PUSH_ALLOW_INSECURE_LOOPBACK, lets the functions accept and reach it.
 //     Production lists only public push services.
 //   - JwtIssuer is the runner itself (an OIDC-shaped issuer at its base URL,
@@ -332,7 +333,7 @@ func localOverrides(overrides map[string]string, pushList, addr string) map[stri
 	if pushList != "" {
 		pushList += ","
 	}
-	out["PushEndpointAllowList"] = pushList + addr
+	out["PushEndpointAllowList"] = pushList + addr + pushsink.EndpointPath // its endpoints only, no other runner route
 	if _, ok := out["JwtIssuer"]; !ok {
 		out["JwtIssuer"] = "http://" + addr
 	}
@@ -451,6 +452,7 @@ func (s *Stack) wire() error {
 			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
 				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID), cors: s.Template.Cors()}
 			s.mux.Handle("/", gw)
+			s.server.Handler = exactPaths(s.mux, gw) // no path cleaning, as on API Gateway
 		case "RelayFunction", "RelayHighFunction": // one code, one stream mapping each
 			h, err := relayfn.New(d)
 			if err != nil {

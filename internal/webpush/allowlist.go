@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +45,10 @@ type hostEntry struct {
 	host   string // lower case; without "*." when suffix
 	suffix bool
 	port   string // "" admits only the scheme's default port
+	// path, when set, is the only path prefix the entry admits ("/…/", case
+	// as written): the local push service's entry names its endpoint path,
+	// not every route of the runner's address.
+	path string
 }
 
 var defaultHosts = func() HostList {
@@ -54,18 +60,20 @@ var defaultHosts = func() HostList {
 }()
 
 // ParseHostList reads a comma-separated list of "host", "*.domain" and
-// "host:port" entries. Hosts are DNS names; the only IP literals accepted are
-// loopback addresses with a port, which name a local push service (they admit
-// nothing unless ValidationOptions.AllowInsecureLoopback is also set). An
-// empty string is the empty list, which the zero HostList replaces with the
-// defaults.
+// "host:port" entries, each optionally followed by a path prefix ending in
+// "/" ("127.0.0.1:3000/_dev/push/endpoints/"), which then admits only
+// endpoints under that path. Hosts are DNS names; the only IP literals
+// accepted are loopback addresses with a port, which name a local push
+// service (they admit nothing unless ValidationOptions.AllowInsecureLoopback
+// is also set). An empty string is the empty list, which the zero HostList
+// replaces with the defaults.
 func ParseHostList(s string) (HostList, error) {
 	var l HostList
 	if strings.TrimSpace(s) == "" {
 		return l, nil
 	}
 	for raw := range strings.SplitSeq(s, ",") {
-		e, err := parseHostEntry(strings.ToLower(strings.TrimSpace(raw)))
+		e, err := parseHostEntry(strings.TrimSpace(raw))
 		if err != nil {
 			return HostList{}, fmt.Errorf("push endpoint allow-list entry %q: %w", strings.TrimSpace(raw), err)
 		}
@@ -79,6 +87,14 @@ func parseHostEntry(s string) (hostEntry, error) {
 	if s == "" {
 		return e, errors.New("empty")
 	}
+	var prefix string
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s, prefix = s[:i], s[i:]
+		if !cleanPathPrefix(prefix) {
+			return e, errors.New(`a path must be a clean prefix ending in "/", such as /push/`)
+		}
+	}
+	s = strings.ToLower(s)
 	host, port := s, ""
 	if h, p, err := net.SplitHostPort(s); err == nil {
 		n, perr := strconv.Atoi(p)
@@ -91,7 +107,7 @@ func parseHostEntry(s string) (hostEntry, error) {
 		if !addr.IsLoopback() || port == "" {
 			return e, errors.New("an IP literal must be a loopback address with a port")
 		}
-		return hostEntry{host: addr.String(), port: port}, nil
+		return hostEntry{host: addr.String(), port: port, path: prefix}, nil
 	}
 	if rest, ok := strings.CutPrefix(host, "*."); ok {
 		e.suffix, host = true, rest
@@ -102,8 +118,25 @@ func parseHostEntry(s string) (hostEntry, error) {
 	if !isDNSName(host) {
 		return e, errors.New("not a DNS host name")
 	}
-	e.host, e.port = host, port
+	e.host, e.port, e.path = host, port, prefix
 	return e, nil
+}
+
+// cleanPathPrefix accepts "/", or "/a/b/": no empty, "." or ".." segment,
+// nothing percent-encoded.
+func cleanPathPrefix(p string) bool {
+	return strings.HasPrefix(p, "/") && strings.HasSuffix(p, "/") && !strings.Contains(p, "%") &&
+		(p == "/" || path.Clean(p)+"/" == p)
+}
+
+// underPath reports whether an endpoint's path lies under prefix: a clean
+// path (no empty, "." or ".." segment, nothing percent-encoded, which a
+// server would decode or clean into another route) with at least one
+// character after the prefix.
+func underPath(u *url.URL, prefix string) bool {
+	p := u.EscapedPath()
+	return len(p) > len(prefix) && strings.HasPrefix(p, prefix) && p == u.Path &&
+		path.Clean(p) == p
 }
 
 // isDNSName accepts lower-case letter-digit-hyphen labels whose last label is
@@ -150,9 +183,9 @@ func looksNumeric(label string) bool {
 	return true
 }
 
-// allows checks an endpoint's host and port (as url.URL gives them) for
-// scheme.
-func (l HostList) allows(scheme, rawHost, port string, allowLoopback bool) error {
+// allows checks an endpoint's host, port and path for its scheme.
+func (l HostList) allows(u *url.URL, allowLoopback bool) error {
+	scheme, rawHost, port := u.Scheme, u.Hostname(), u.Port()
 	entries := l.entries
 	if entries == nil {
 		entries = defaultHosts.entries
@@ -170,6 +203,7 @@ func (l HostList) allows(scheme, rawHost, port string, allowLoopback bool) error
 	if scheme == "http" {
 		defaultPort = "80"
 	}
+	outside := false // the host is listed, the path is not under its prefix
 	for _, e := range entries {
 		if e.port == "" && port != "" && port != defaultPort {
 			continue
@@ -178,8 +212,15 @@ func (l HostList) allows(scheme, rawHost, port string, allowLoopback bool) error
 			continue
 		}
 		if e.host == host && !e.suffix || e.suffix && strings.HasSuffix(host, "."+e.host) {
+			if e.path != "" && !underPath(u, e.path) {
+				outside = true
+				continue
+			}
 			return nil
 		}
+	}
+	if outside {
+		return notAllowedError("is not under the push service's endpoint path")
 	}
 	return notAllowedError("is not on a push service of the allow-list")
 }

@@ -18,6 +18,11 @@ func TestValidateSubscriptionRefusesWhatIsNotAPushService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sinkHosts, err := ParseHostList("fcm.googleapis.com,127.0.0.1:3000/_dev/push/endpoints/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkOnly := ValidationOptions{AllowInsecureLoopback: true, Hosts: sinkHosts}
 	for _, tc := range []struct {
 		endpoint string
 		opts     ValidationOptions
@@ -57,6 +62,22 @@ func TestValidateSubscriptionRefusesWhatIsNotAPushService(t *testing.T) {
 		{endpoint: "http://127.0.0.1:3000/e", opts: ValidationOptions{Hosts: local}, want: ErrInvalidEndpoint},
 		{endpoint: "http://2130706433:3000/e", opts: ValidationOptions{AllowInsecureLoopback: true, Hosts: local}, want: ErrEndpointNotAllowed},
 		{endpoint: "https://fcm.googleapis.com/fcm/send/abc", opts: ValidationOptions{AllowInsecureLoopback: true, Hosts: local}, want: ErrEndpointNotAllowed},
+		// An entry with a path admits that path only: the local push
+		// service's endpoints, not the runner's other routes on its address.
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/1", opts: sinkOnly},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/1?x=y", opts: sinkOnly},
+		{endpoint: "http://127.0.0.1:3000/_dev/faults", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/scheduler/run", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/faults", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/../../faults", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/%2e%2e/%2e%2e/faults", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/a%2F..%2F..%2Ffaults", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints//x", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_dev/push/endpoints/./x", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3000/_DEV/push/endpoints/1", opts: sinkOnly, want: ErrEndpointNotAllowed},
+		{endpoint: "http://127.0.0.1:3001/_dev/push/endpoints/1", opts: sinkOnly, want: ErrEndpointNotAllowed},
 	} {
 		t.Run(tc.endpoint, func(t *testing.T) {
 			s := ua.sub
@@ -99,6 +120,14 @@ func TestParseHostList(t *testing.T) {
 		{"host:0", false},
 		{"https://fcm.googleapis.com", false},
 		{"a,,b", false},
+		{"127.0.0.1:3000/_dev/push/endpoints/", true},
+		{"push.example.net/wp/", true},
+		{"127.0.0.1:3000/", true},
+		{"127.0.0.1:3000/_dev/push/endpoints", false},
+		{"127.0.0.1:3000/_dev/../faults/", false},
+		{"127.0.0.1:3000//x/", false},
+		{"127.0.0.1:3000/./x/", false},
+		{"127.0.0.1:3000/%2e%2e/", false},
 	} {
 		_, err := ParseHostList(tc.in)
 		if (err == nil) != tc.valid {

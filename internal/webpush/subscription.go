@@ -168,7 +168,7 @@ func parseEndpoint(endpoint string, opts ValidationOptions) (*url.URL, error) {
 	if u.User != nil {
 		return nil, endpointError("must not carry user information")
 	}
-	if err := opts.Hosts.allows(u.Scheme, u.Hostname(), u.Port(), opts.AllowInsecureLoopback); err != nil {
+	if err := opts.Hosts.allows(u, opts.AllowInsecureLoopback); err != nil {
 		return nil, err
 	}
 	switch u.Scheme {

@@ -96,6 +96,11 @@ type Sink struct {
 	faults        []fault
 }
 
+// EndpointPath is the path prefix of every push endpoint the sink issues
+// (after its base URL's path): the only path of the runner's address the
+// push allow-list admits.
+const EndpointPath = "/_dev/push/endpoints/"
+
 // New returns a sink reachable at baseURL (for example
 // http://127.0.0.1:3000); endpoints it issues start with that URL and VAPID
 // tokens must name its origin as audience. now is the clock for VAPID expiry
@@ -122,7 +127,7 @@ func New(baseURL string, now func() time.Time) (*Sink, error) {
 	p := s.basePath
 	s.mux.HandleFunc("POST "+p+"/_dev/push-subscriptions", s.handleCreateSubscription)
 	s.mux.HandleFunc("DELETE "+p+"/_dev/push-subscriptions/{id}", s.handleExpireSubscription)
-	s.mux.HandleFunc("POST "+p+"/_dev/push/endpoints/{id}", s.handlePush)
+	s.mux.HandleFunc("POST "+p+EndpointPath+"{id}", s.handlePush)
 	s.mux.HandleFunc("GET "+p+"/_dev/push", s.handleList)
 	s.mux.HandleFunc("DELETE "+p+"/_dev/push", s.handleClear)
 	s.mux.HandleFunc("GET "+p+"/_dev/push/messages/{id}", s.handleGetMessage)
@@ -163,7 +168,7 @@ func (s *Sink) NewSubscription(applicationServerKey string) (string, webpush.Sub
 	id := newID()
 	sub := &subscription{
 		id:       id,
-		endpoint: s.base + "/_dev/push/endpoints/" + id,
+		endpoint: s.base + EndpointPath + id,
 		public: webpush.Subscription{
 			P256dh: base64.RawURLEncoding.EncodeToString(privateKey.PublicKey().Bytes()),
 			Auth:   base64.RawURLEncoding.EncodeToString(auth),

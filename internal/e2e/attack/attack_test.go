@@ -277,6 +277,9 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "subscription IPv4-mapped", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://[::ffff:127.0.0.1]/"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
 		{name: "subscription any other host", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://attacker.example/collect"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
 		{name: "subscription user info", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("https://fcm.googleapis.com@10.0.0.1/"), header: jsonHeader(), status: 400, outcome: "invalid_endpoint"},
+		{name: "subscription to the runner's fault route", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub(stacktest.Stack(t).APIURL + "/_dev/faults"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription to the runner's scheduler route", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub(stacktest.Stack(t).APIURL + "/_dev/scheduler/run"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
+		{name: "subscription out of the push service's path", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub(stacktest.Stack(t).APIURL + "/_dev/push/endpoints/../../faults"), header: jsonHeader(), status: 422, outcome: "endpoint_not_allowed"},
 		{name: "subscription plain http", method: "POST", path: "/v1/users/" + victim + "/push-subscriptions", body: sub("http://fcm.googleapis.com/x"), header: jsonHeader(), status: 400, outcome: "invalid_endpoint"},
 		{name: "delete subscription bad id", method: "DELETE", path: "/v1/users/" + victim + "/push-subscriptions/%3Cscript%3E", status: 404, outcome: "subscription_not_found"},
 		// devices (native mobile push)
@@ -357,6 +360,18 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "admin path", method: "GET", path: "/admin", status: 404, outcome: "gateway: Not Found"},
 		{name: "dev route on the API path", method: "GET", path: "/v1/_dev/emails", status: 404, outcome: "gateway: Not Found"},
 		{name: "TRACE", method: "TRACE", path: "/v1/notifications", status: 404, outcome: "gateway: Not Found"},
+		// Routes match exactly, as on API Gateway: no trailing slash, empty
+		// or dot segment is cleaned, nothing is redirected.
+		{name: "trailing slash", method: "POST", path: "/v1/notifications/", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "double slash", method: "POST", path: "/v1//notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "dot segment", method: "POST", path: "/v1/./notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "dot-dot segment", method: "POST", path: "/v1/campaigns/../notifications", body: good, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "dot-dot to a runner route", method: "POST", path: "/v1/notifications/../../_dev/scheduler/run", body: `{}`, header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "empty user id", method: "GET", path: "/v1/users//preferences", status: 404, outcome: "gateway: Not Found"},
+		{name: "user id ..", method: "POST", path: "/v1/users/../push-subscriptions", body: sub("https://fcm.googleapis.com/fcm/send/x"), header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "user id .. percent-encoded", method: "POST", path: "/v1/users/%2E%2E/push-subscriptions", body: sub("https://fcm.googleapis.com/fcm/send/x"), header: jsonHeader(), status: 404, outcome: "gateway: Not Found"},
+		{name: "user id ...", method: "PUT", path: "/v1/users/...", body: `{}`, header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "recipient user id ..", method: "POST", path: "/v1/notifications", body: strings.Replace(good, `"userId":"`+victim+`"`, `"userId":".."`, 1), header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
 		{name: "over 10 MB", method: "POST", path: "/v1/notifications", body: strings.Repeat("x", 10<<20+1), header: jsonHeader(), status: 413, outcome: "gateway: Request Entity Too Large"},
 	}
 }
@@ -612,7 +627,10 @@ func TestStoredSSRFEndpointIsNeverContacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, endpoint := range []string{"https://127.0.0.1:" + port + "/", "https://localhost:" + port + "/x", "http://127.0.0.1:" + port + "/"} {
+	// The runner's own address outside its push service's endpoint path too
+	// (stored before the allow-list named the path): refused before sending.
+	for i, endpoint := range []string{"https://127.0.0.1:" + port + "/", "https://localhost:" + port + "/x", "http://127.0.0.1:" + port + "/",
+		st.APIURL + "/_dev/faults", st.APIURL + "/_dev/scheduler/run"} {
 		if err := stacktest.Store(t).AddPushSubscription(context.Background(), user, domain.PushSubscription{
 			ID: fmt.Sprintf("ssrf-%d", i), Endpoint: endpoint, P256dh: genuine.P256dh, Auth: genuine.Auth, CreatedAt: time.Now(),
 		}); err != nil {

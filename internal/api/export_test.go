@@ -1,0 +1,32 @@
+package api
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// NewFakeHandler is the handler over every fake store of the unit tests,
+// for the external tests (the hostile-body corpus); writes counts the writes
+// the notification, user, subscription and preference fakes took.
+func NewFakeHandler(t testing.TB) (h *Handler, writes func() int) {
+	t.Helper()
+	store := newFakeStore()
+	in := newFakeInbox()
+	h = New(Deps{
+		Notifications: store, Users: store, PushSubscriptions: store, Preferences: store,
+		Inbox: in, Announcements: in,
+		Campaigns:     &fakeCampaigns{campaigns: map[string]*domain.Campaign{}, chunks: map[string]string{}},
+		CampaignQueue: &fakeCampaignQueue{},
+		Devices:       newFakeDevices(),
+		DeviceEndpoints: &fakeEndpoints{configured: map[domain.Platform]bool{domain.PlatformFCM: true},
+			endpoints: map[string]string{}, data: map[string]string{}},
+		Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow }, NewID: func() string { return "n" },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	return h, store.writeCount
+}
