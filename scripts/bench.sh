@@ -9,6 +9,9 @@ echo
 echo "== Campaign at scale (internal/e2e/campaignscale at 2,000 users; make test runs 600)"
 HERALD_CAMPAIGNSCALE_USERS=2000 go test -count=1 -v -run TestCampaignUnderQuota -timeout 20m ./internal/e2e/campaignscale/ 2>&1 | grep -E 'campaign of|peak bulk|idle high:|^(ok|FAIL|---)' || true
 echo
+echo "== Due at once (internal/e2e/release at 1,000 deliveries; make test runs 320)"
+HERALD_RELEASE_DUE=1000 go test -count=1 -v -run TestThousandDueAtOnceAreReleasedOnce -timeout 20m ./internal/e2e/release/ 2>&1 | grep -E 'due at once|released and sent|^(ok|FAIL|---)' || true
+echo
 echo "== Lambda binaries (linux/arm64, -tags lambda.norpc, stripped)"
 printf '%-12s %10s\n' function bytes
 for f in build/*/bootstrap; do

@@ -7,6 +7,8 @@ package devstack
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -122,8 +124,8 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 		SQS:      fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		SES:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
 	}
-	dynamoCmd := []string{"java", "-Xms64m", "-Djava.library.path=DynamoDBLocal_lib", "-cp", "DynamoDBLocal.jar:DynamoDBLocal_lib/*",
-		filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java")}
+	dynamoCmd := append([]string{"java"}, dynamoDBJavaOptions...)
+	dynamoCmd = append(dynamoCmd, dynamoDBLauncher(jarDir, filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java"))...)
 	dynamoCmd = append(dynamoCmd, dbArgs...)
 	dynamoCmd = append(dynamoCmd, "-sharedDb", "-disableTelemetry", "-port", fmt.Sprint(ports[0]))
 	specs := []struct {
@@ -167,6 +169,53 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 		}
 	}
 	return e, nil
+}
+
+// dynamoDBJavaOptions start DynamoDB Local's JVM for a short-lived local
+// stack: the client compiler only and the serial collector. Start-up is
+// mostly class loading and JIT compilation on a machine whose cores run the
+// tests too; measured on a loaded 2-core machine they cut the CPU seconds to
+// the first answer from ~10 to ~3 (docs/benchmarks.md, "Test time"), and the
+// steady load of a test or of `make dev` does not need the server compiler.
+var dynamoDBJavaOptions = []string{"-Xms64m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
+
+// dynamoDBLauncher is the class path and main class that start DynamoDB
+// Local through LoopbackDynamoDB (source, a .java file). Java's single-file
+// source launcher compiles the source on every start (~2 CPU seconds), so the
+// class is compiled once with javac into jarDir/launcher-<hash of the source>
+// (a changed source gets a new directory) and reused; when javac is missing or
+// fails, the source launcher runs it as before.
+func dynamoDBLauncher(jarDir, source string) []string {
+	cp := "DynamoDBLocal.jar:DynamoDBLocal_lib/*"
+	sourceLauncher := []string{"-Djava.library.path=DynamoDBLocal_lib", "-cp", cp, source}
+	src, err := os.ReadFile(source)
+	if err != nil {
+		return sourceLauncher
+	}
+	sum := sha256.Sum256(src)
+	classes := filepath.Join(jarDir, "launcher-"+hex.EncodeToString(sum[:6]))
+	class := []string{"-Djava.library.path=DynamoDBLocal_lib", "-cp", classes + ":" + cp, "LoopbackDynamoDB"}
+	if _, err := os.Stat(filepath.Join(classes, "LoopbackDynamoDB.class")); err == nil {
+		return class
+	}
+	// Compile into a temporary directory and rename it into place: packages
+	// starting stacks at the same time may both compile; one rename wins.
+	tmp, err := os.MkdirTemp(jarDir, "launcher-tmp-")
+	if err != nil {
+		return sourceLauncher
+	}
+	defer os.RemoveAll(tmp)
+	javac := exec.Command("javac", "-d", tmp, "-cp", cp, source)
+	javac.Dir = jarDir
+	if err := javac.Run(); err != nil {
+		return sourceLauncher
+	}
+	if err := os.Rename(tmp, classes); err != nil {
+		if _, statErr := os.Stat(filepath.Join(classes, "LoopbackDynamoDB.class")); statErr != nil {
+			return sourceLauncher
+		}
+	}
+	return class
 }
 
 // Exited delivers an *EmulatorExitError for each emulator that ends before

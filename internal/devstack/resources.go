@@ -147,10 +147,23 @@ func createTables(ctx context.Context, t *Template, db *dynamodb.Client, prefix 
 		}
 		if desc == nil {
 			out, err := db.CreateTable(ctx, in)
-			if err != nil {
+			var inUse *ddbtypes.ResourceInUseException
+			switch {
+			case errors.As(err, &inUse):
+				// The SDK retried a CreateTable whose first answer was lost
+				// or late (a loaded machine): the table is there, made from
+				// this input; take it as existing tables are taken.
+				if desc, err = existingTable(ctx, db, in); err == nil && desc == nil {
+					err = fmt.Errorf("create table %s: %w, yet it does not exist", name, inUse)
+				}
+				if err != nil {
+					return err
+				}
+			case err != nil:
 				return fmt.Errorf("create table %s: %w", name, err)
+			default:
+				desc = out.TableDescription
 			}
-			desc = out.TableDescription
 		}
 		if p.TimeToLiveSpecification != nil && p.TimeToLiveSpecification.Enabled {
 			if err := enableTTL(ctx, db, name, p.TimeToLiveSpecification.AttributeName); err != nil {
