@@ -162,8 +162,11 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 		}
 		e.procs = append(e.procs, p)
 	}
+	// Generous: on a loaded 2-core machine (make test runs packages in parallel)
+	// DynamoDB Local has taken 46-55 s to answer; a process that exits is still
+	// reported at once, since waitHTTP watches it.
 	for i, s := range specs {
-		if err := waitHTTP(ctx, s.url, e.procs[i], 60*time.Second); err != nil {
+		if err := waitHTTP(ctx, s.url, e.procs[i], 110*time.Second); err != nil {
 			e.Stop()
 			return nil, err
 		}
