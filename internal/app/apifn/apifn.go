@@ -47,11 +47,12 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := d.Require(queue.CampaignQueueEnv)
+	env, err := d.Require(queue.CampaignQueueEnv, queue.LiveQueueEnv)
 	if err != nil {
 		return nil, err
 	}
-	campaigns := queue.NewCampaignQueue(sqs.NewFromConfig(d.AWS), env[queue.CampaignQueueEnv])
+	sqsClient := sqs.NewFromConfig(d.AWS)
+	campaigns := queue.NewCampaignQueue(sqsClient, env[queue.CampaignQueueEnv])
 	// Devices: SNS platform endpoints in the applications the template's
 	// parameters name (an empty one: that platform is off).
 	endpoints := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }),
@@ -62,7 +63,8 @@ func New(d app.Deps) (*api.Handler, error) {
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
 		Campaigns:      st, CampaignQueue: campaigns,
-		Devices: st, DeviceEndpoints: endpoints}), nil
+		Devices: st, DeviceEndpoints: endpoints,
+		Live: queue.NewLiveQueue(sqsClient, env[queue.LiveQueueEnv])}), nil
 }
 
 func randomID() string {

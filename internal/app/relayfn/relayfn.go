@@ -46,8 +46,13 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := d.Require(queue.LiveQueueEnv)
+	if err != nil {
+		return nil, err
+	}
 	return relay.New(relay.Deps{Store: st, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
-		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink}), nil
+		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink,
+		Live: queue.NewLiveQueue(sqsClient, env[queue.LiveQueueEnv])}), nil
 }
 
 // eventSink wires the events publisher; nil when DELIVERY_EVENTS is none.
