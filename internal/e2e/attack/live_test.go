@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -206,4 +207,44 @@ func TestLiveConnectionsBoundedAndIdle(t *testing.T) {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("timed out")
 	}
+}
+
+// TestLiveGoneConnectionIsForgotten: a connection API Gateway no longer has
+// (its $disconnect lost) answers the post 410; the poster forgets it and
+// the user's open connection still gets the message.
+func TestLiveGoneConnectionIsForgotten(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := stacktest.UniqueID("live-gone")
+	c, status := dialLive(t, st.Token(user, time.Hour))
+	if c == nil {
+		t.Fatalf("connect refused: %d", status)
+	}
+	msgs := messages(c)
+	now := strconv.FormatInt(st.Clock.Now().UnixMilli(), 10)
+	if _, err := stacktest.DB(t).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
+		TableName:                aws.String(st.Resources.Table),
+		Key:                      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "U#" + user}, "sk": &types.AttributeValueMemberS{Value: "LIVE"}},
+		UpdateExpression:         aws.String("SET conns.#g = :c"),
+		ExpressionAttributeNames: map[string]string{"#g": "GoneConnXyz0AA="},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"c": &types.AttributeValueMemberN{Value: now}, "a": &types.AttributeValueMemberN{Value: now}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	id := stacktest.Notify(t, map[string]any{
+		"type": "security.login_alert", "channels": []string{"email"},
+		"recipient": map[string]any{"userId": user, "email": user + "@example.com"},
+		"data":      map[string]any{"url": "https://example.com/s/2"},
+	})
+	if m := next(t, msgs, 2*time.Second, "the open connection's message"); m.ID != id {
+		t.Fatalf("got %+v, want %s", m, id)
+	}
+	stacktest.Eventually(t, 5*time.Second, "the gone connection forgotten", func() bool {
+		conns, _ := liveItem(t, user)["conns"].(*types.AttributeValueMemberM)
+		if conns == nil {
+			return false
+		}
+		_, gone := conns.Value["GoneConnXyz0AA="]
+		return !gone && len(conns.Value) == 1
+	})
 }
