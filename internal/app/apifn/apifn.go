@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/snspush"
 	"github.com/heraldhq/herald/internal/webpush"
@@ -47,7 +48,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := d.Require(queue.CampaignQueueEnv, queue.LiveQueueEnv)
+	env, err := d.Require(queue.CampaignQueueEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +65,20 @@ func New(d app.Deps) (*api.Handler, error) {
 		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
 		Campaigns:      st, CampaignQueue: campaigns,
 		Devices: st, DeviceEndpoints: endpoints,
-		Live: queue.NewLiveQueue(sqsClient, env[queue.LiveQueueEnv])}), nil
+		Live: liveNotifier(d, sqsClient)}), nil
 }
 
 func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
 	return api.NewRandomID(b[:])
+}
+
+// liveNotifier sends the user's inbox changes to LIVE_QUEUE_URL (the
+// template always sets it); none without it.
+func liveNotifier(d app.Deps, sqsClient *sqs.Client) live.Notifier {
+	if url := d.Getenv(queue.LiveQueueEnv); url != "" {
+		return queue.NewLiveQueue(sqsClient, url)
+	}
+	return live.NopNotifier{}
 }
