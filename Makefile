@@ -6,9 +6,9 @@
 
 SHELL := /bin/bash
 GO ?= go
-FUNCTIONS := api relay email sms push scheduler feedback campaign
+FUNCTIONS := api relay email sms push scheduler feedback campaign live liveauthorizer livepost
 # The functions' logical ids in template.yaml: sam build runs build-<LogicalId>.
-FUNCTION_IDS := ApiFunction RelayFunction RelayHighFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction
+FUNCTION_IDS := ApiFunction RelayFunction RelayHighFunction EmailFunction SmsFunction PushFunction SchedulerFunction FeedbackFunction CampaignFunction LiveFunction LiveAuthorizerFunction LivePostFunction
 LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
@@ -82,6 +82,12 @@ build-FeedbackFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/feedback
 build-CampaignFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/campaign
+build-LiveFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/live
+build-LiveAuthorizerFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/liveauthorizer
+build-LivePostFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/livepost
 
 ## herald: the CLI for this machine
 herald:

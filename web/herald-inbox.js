@@ -20,7 +20,16 @@
 // unlessActiveWithin (e.g. push) are skipped; when the page is hidden it stops
 // both presence and the unread-count polling (an inbox read counts as
 // presence too), and resumes when the page is visible again.
-// Events: herald-inbox-count {count, display}, herald-inbox-error {status, code, message}.
+// Live: with live-url (the stack's WebSocketUrl, wss://…/live) the element
+// opens the live inbox's WebSocket (?token=<JWT>) while the page is visible
+// and updates the list and badge when Herald posts a change, without
+// polling; it pings every presence-seconds instead of reporting presence
+// (an open connection is presence), reconnects with exponential backoff and
+// full jitter (1 s doubling to 30 s; a connection lasts at most 2 hours),
+// falls back to polling while the socket cannot be opened, and closes it
+// when the page is hidden.
+// Events: herald-inbox-count {count, display}, herald-inbox-error {status, code, message},
+// herald-inbox-live {state: "open" | "closed" | "polling"}.
 // It refreshes at once when herald-sw.js reports a push it showed.
 // Keyboard, in the list: ↑/↓/Home/End move between items, Enter opens an
 // item's link (and marks it read), R marks read, A archives.
@@ -60,7 +69,7 @@ li.unread .title::before { content: ""; display: inline-block; width: .5rem; hei
 `;
 
 class HeraldInbox extends HTMLElement {
-  static get observedAttributes() { return ['api-base', 'user-id', 'page-size', 'poll-seconds', 'presence-seconds']; }
+  static get observedAttributes() { return ['api-base', 'user-id', 'page-size', 'poll-seconds', 'presence-seconds', 'live-url']; }
 
   constructor() {
     super();
@@ -72,6 +81,10 @@ class HeraldInbox extends HTMLElement {
     this.display = '0';
     this._timer = 0;
     this._presenceTimer = 0;
+    this._socket = null;
+    this._liveOpen = false;
+    this._liveFailures = 0;
+    this._reconnectTimer = 0;
     this._build();
   }
 
@@ -103,6 +116,7 @@ class HeraldInbox extends HTMLElement {
   disconnectedCallback() {
     clearInterval(this._timer);
     clearInterval(this._presenceTimer);
+    this._closeLive();
     document.removeEventListener('visibilitychange', this._onVisibility);
     if ('serviceWorker' in navigator) navigator.serviceWorker.removeEventListener('message', this._onPush);
   }
@@ -110,6 +124,7 @@ class HeraldInbox extends HTMLElement {
   attributeChangedCallback(name, old, value) {
     if (old === value || !this.isConnected) return;
     if (name === 'poll-seconds' || name === 'presence-seconds') this._schedule();
+    else if (name === 'live-url') { this._closeLive(); this._schedule(); }
     else if (this._tokenProvider) this.refresh();
   }
 
@@ -117,17 +132,118 @@ class HeraldInbox extends HTMLElement {
   get userId() { return this.getAttribute('user-id') || ''; }
   get pageSize() { return Math.min(100, Math.max(1, parseInt(this.getAttribute('page-size') || '20', 10) || 20)); }
 
+  get liveUrl() { return this.getAttribute('live-url') || ''; }
+
   _schedule() {
     clearInterval(this._timer);
     clearInterval(this._presenceTimer);
     this._timer = this._presenceTimer = 0;
-    if (document.hidden) return; // a hidden page is not the user in the app
-    const s = parseInt(this.getAttribute('poll-seconds') ?? '30', 10);
-    if (s > 0) this._timer = setInterval(() => this._tokenProvider && this.refreshCount(), s * 1000);
+    if (document.hidden) { // a hidden page is not the user in the app
+      this._closeLive();
+      return;
+    }
+    if (this.liveUrl && this._tokenProvider && !this._socket && !this._reconnectTimer && !this._liveConnecting) this._openLive();
     const p = parseInt(this.getAttribute('presence-seconds') ?? '60', 10);
+    if (this._liveOpen) {
+      // The socket is the presence and the updates: ping, no polling.
+      if (p > 0) this._presenceTimer = setInterval(() => this._ping(), p * 1000);
+      return;
+    }
+    // No live socket (none configured, or it cannot be opened): poll.
+    const s = parseInt(this.getAttribute('poll-seconds') ?? '30', 10);
+    if (s > 0 && (!this.liveUrl || this._liveFailures > 0)) {
+      this._timer = setInterval(() => this._tokenProvider && this.refreshCount(), s * 1000);
+    }
     if (p > 0 && this._tokenProvider) {
       this.sendPresence();
       this._presenceTimer = setInterval(() => this.sendPresence(), p * 1000);
+    }
+  }
+
+  async _openLive() {
+    this._liveConnecting = true;
+    let token;
+    try {
+      token = await this._tokenProvider();
+    } catch (err) {
+      this._liveConnecting = false;
+      this._fail(err);
+      return this._liveRetry();
+    }
+    this._liveConnecting = false;
+    if (document.hidden || !this.isConnected || this._socket) return;
+    const url = new URL(this.liveUrl);
+    url.searchParams.set('token', token);
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch (err) {
+      return this._liveRetry();
+    }
+    this._socket = ws;
+    ws.onopen = () => {
+      this._liveOpen = true;
+      this._liveFailures = 0;
+      this._schedule();
+      this.refresh(); // catch up on what happened while closed
+      this.dispatchEvent(new CustomEvent('herald-inbox-live', { detail: { state: 'open' } }));
+    };
+    ws.onmessage = (e) => {
+      let m;
+      try { m = JSON.parse(e.data); } catch { return; }
+      if (!m || (m.kind !== 'inbox.created' && m.kind !== 'inbox.updated')) return;
+      if (m.unread) this._setCount(m.unread.count, m.unread.display);
+      this._refreshList();
+    };
+    ws.onclose = () => {
+      const wasOpen = this._liveOpen;
+      this._socket = null;
+      this._liveOpen = false;
+      if (!wasOpen) this._liveFailures++;
+      this.dispatchEvent(new CustomEvent('herald-inbox-live', { detail: { state: this._liveFailures > 0 ? 'polling' : 'closed' } }));
+      if (this.isConnected && !document.hidden) {
+        this._schedule();
+        this._liveRetry(wasOpen);
+      }
+    };
+  }
+
+  /** Reconnects after a backoff with full jitter: 1 s doubling to 30 s. */
+  _liveRetry(wasOpen) {
+    clearTimeout(this._reconnectTimer);
+    const cap = Math.min(30000, 1000 * 2 ** Math.min(this._liveFailures, 5));
+    const delay = wasOpen ? Math.random() * 1000 : Math.random() * cap;
+    this._reconnectTimer = setTimeout(() => {
+      this._reconnectTimer = 0;
+      if (this.isConnected && !document.hidden && !this._socket) this._openLive();
+    }, delay);
+  }
+
+  _ping() {
+    if (this._socket && this._liveOpen) this._socket.send('{"action":"ping"}');
+  }
+
+  _closeLive() {
+    clearTimeout(this._reconnectTimer);
+    this._reconnectTimer = 0;
+    if (this._socket) {
+      const ws = this._socket;
+      this._socket = null;
+      this._liveOpen = false;
+      ws.onclose = null;
+      ws.close(1000);
+    }
+  }
+
+  /** Reloads the first page only (the badge came with the live message). */
+  async _refreshList() {
+    try {
+      const page = await this._call('GET', '/inbox', { limit: String(this.pageSize), filter: this.filter });
+      this.items = page.items || [];
+      this.cursor = page.nextCursor || '';
+      this._render();
+    } catch (err) {
+      this._fail(err);
     }
   }
 

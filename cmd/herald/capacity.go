@@ -99,6 +99,11 @@ func printCapacity(w io.Writer, res capacity.Result) {
 		e := res.EventsPerMillionUSD[k]
 		fmt.Fprintf(w, "  %-24s %7.2f / %.2f / %.2f\n", k, e["none"], e["failures"], e["all"])
 	}
+	lc := res.Live
+	fmt.Fprintf(w, "live inbox (%.0f %% of recipients online, %.1f connections each, ping every %.0f s): + %.2f per million notifications (%.2f if all online),\n",
+		100*lc.Profile.OnlineShare, lc.Profile.ConnectionsPerOnlineUser, lc.Profile.PingSeconds, lc.PerMillionNotifications, lc.PerMillionPosts)
+	fmt.Fprintf(w, "  %.2f per million connected hours (connection minutes, pings); a 10 M campaign: %.0f queue messages, %.0f batch reads, %.0f posts, %.2f\n",
+		lc.PerMillionConnectedHours, lc.Campaign10MQueueMessages, lc.Campaign10MBatchReads, lc.Campaign10MPosts, lc.Campaign10MUSD)
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

@@ -165,6 +165,7 @@ func printURLs(w io.Writer, st ops.LocalState, statePath string) {
 	api := st.APIURL
 	fmt.Fprintf(w, `  dev console      %[1]s/_dev/   (demo inbox: %[1]s/_dev/?user=u1)
   API              %[1]s   (service routes: header %[2]s: <caller>, default "dev")
+  live inbox       %[7]s?token=<user token>   (WebSocket; both URLs: %[1]s/_dev/urls)
   user token       %[1]s/_dev/token?sub=u1
   sent email       %[3]s   (SES emulator UI; JSON at %[1]s/_dev/emails)
   queues           %[1]s/_dev/queues
@@ -176,7 +177,7 @@ func printURLs(w io.Writer, st ops.LocalState, statePath string) {
   DynamoDB Local   %[4]s
   SQS (fauxqs)     %[5]s
   DLQs             herald dlq list   (state for the CLI: %[6]s)
-`, api, devstack.DevCallerHeader, st.Endpoints["SESV2"], st.Endpoints["DYNAMODB"], st.Endpoints["SQS"], statePath)
+`, api, devstack.DevCallerHeader, st.Endpoints["SESV2"], st.Endpoints["DYNAMODB"], st.Endpoints["SQS"], statePath, st.WebSocketURL)
 	if st.Logs != "" {
 		fmt.Fprintf(w, "  logs             %s\n", st.Logs)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/webpush"
 )
@@ -65,6 +66,9 @@ type Deps struct {
 	// planning message.
 	Campaigns     CampaignStore
 	CampaignQueue CampaignQueue
+	// Live hears of the user's inbox changes (read, archive, read-all) for
+	// their open live-inbox connections; nil notifies nothing.
+	Live live.Notifier
 }
 
 // Handler is the API Lambda handler.
@@ -96,6 +100,7 @@ type Handler struct {
 	presenceCache       presenceCache
 	campaigns           CampaignStore
 	campaignQueue       CampaignQueue
+	live                live.Notifier
 }
 
 type route func(ctx context.Context, req *request) response
@@ -125,6 +130,10 @@ func New(d Deps) *Handler {
 	h.metrics = d.Metrics
 	h.presence = d.Presence
 	h.campaigns, h.campaignQueue = d.Campaigns, d.CampaignQueue
+	h.live = d.Live
+	if h.live == nil {
+		h.live = live.NopNotifier{}
+	}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/inbox"
+	"github.com/heraldhq/herald/internal/live"
 )
 
 // InboxStore is what the inbox routes need from the table.
@@ -286,6 +287,7 @@ func (h *Handler) changeItem(ctx context.Context, req *request, what string,
 		if err != nil {
 			return h.inboxStoreError(ctx, what, err)
 		}
+		h.notifyLive(ctx, user, id)
 		return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindAnnouncement, ReadAt: timePtr(m.ReadAt), ArchivedAt: timePtr(m.ArchivedAt)}}
 	}
 	n, err := notification(user, id, now)
@@ -293,6 +295,7 @@ func (h *Handler) changeItem(ctx context.Context, req *request, what string,
 		return h.inboxStoreError(ctx, what, err)
 	}
 	h.log.InfoContext(ctx, "inbox item changed", "notificationId", id, "action", what, "outcome", "ok")
+	h.notifyLive(ctx, user, id)
 	return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindNotification, ReadAt: timePtr(n.ReadAt), ArchivedAt: timePtr(n.ArchivedAt)}}
 }
 
@@ -357,6 +360,9 @@ func (h *Handler) markAllRead(ctx context.Context, req *request) response {
 		return h.internalError(ctx, "read all", err)
 	}
 	h.log.InfoContext(ctx, "inbox read all", "updated", updated+annUpdated, "more", more, "outcome", "ok")
+	if updated+annUpdated > 0 {
+		h.notifyLive(ctx, user, "")
+	}
 	return response{status: http.StatusOK, body: readAllResult{Updated: updated + annUpdated, More: more}}
 }
 
@@ -391,4 +397,13 @@ func (h *Handler) readAllAnnouncements(ctx context.Context, user string, now tim
 	}
 	wg.Wait()
 	return n, errors.Join(errs...)
+}
+
+// notifyLive tells the user's open live-inbox connections that an item (id,
+// or every item for read-all) changed. Best effort: the change is stored and
+// the answer stands whatever becomes of the notice.
+func (h *Handler) notifyLive(ctx context.Context, user, id string) {
+	if err := h.live.Notify(ctx, []live.Event{{UserID: user, Kind: live.KindUpdated, ID: id}}); err != nil {
+		h.log.WarnContext(ctx, "live notify failed; dropped", "error", err)
+	}
 }

@@ -30,6 +30,9 @@ func TestSampleEventsRoundTrip(t *testing.T) {
 		"scheduler-release-message.json": func() any { return new(events.SQSEvent) },
 		"campaign-plan-message.json":     func() any { return new(events.SQSEvent) },
 		"feedback-ses-bounce.json":       func() any { return new(events.SNSEvent) },
+		"live-connect.json":              func() any { return new(events.APIGatewayWebsocketProxyRequest) },
+		"liveauthorizer-connect.json":    func() any { return new(events.APIGatewayCustomAuthorizerRequestTypeRequest) },
+		"livepost-message.json":          func() any { return new(events.SQSEvent) },
 	}
 	files, _ := filepath.Glob("../../events/*.json")
 	if len(files) != len(samples) {

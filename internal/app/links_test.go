@@ -43,6 +43,12 @@ func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
 		"scheduler": {ses, sns, ssm, secretsmanager},
 		"feedback":  {sqs, ses, sns, ssm, secretsmanager},
 		"campaign":  {ses, sns, ssm, secretsmanager},
+		// The live inbox: the authorizer calls no AWS service (the issuer's
+		// JWKS over HTTPS); the routes and the poster call DynamoDB and the
+		// management API (signed HTTP, no SDK client).
+		"liveauthorizer": {sqs, ses, sns, ssm, secretsmanager},
+		"live":           {sqs, ses, sns, ssm, secretsmanager},
+		"livepost":       {sqs, ses, sns, ssm, secretsmanager},
 	}
 	deps := functionDeps(t)
 	if len(deps) != len(forbidden) {

@@ -27,3 +27,25 @@ func TestEventsPerMillion(t *testing.T) {
 		t.Errorf("email+push %v", res.EventsPerMillionUSD["reservation.approved"])
 	}
 }
+
+// The live inbox: a 10 M campaign is 100 k queue messages and batch reads,
+// never one call per user; posts only for the online share; the prices add
+// up as listed.
+func TestLiveCosts(t *testing.T) {
+	lp := DefaultLiveProfile()
+	c := LiveCosts(ListPrices, lp)
+	if c.Campaign10MQueueMessages != 100e3 || c.Campaign10MBatchReads != 100e3 {
+		t.Errorf("10 M campaign: %.0f messages, %.0f batch reads, want 100 k each", c.Campaign10MQueueMessages, c.Campaign10MBatchReads)
+	}
+	if want := 10e6 * lp.OnlineShare * lp.ConnectionsPerOnlineUser; c.Campaign10MPosts != want {
+		t.Errorf("posts %.0f, want %.0f", c.Campaign10MPosts, want)
+	}
+	if !(c.PerMillionNotifications > 0 && c.PerMillionNotifications < c.PerMillionPosts) {
+		t.Errorf("per million: %v with the profile, %v all online", c.PerMillionNotifications, c.PerMillionPosts)
+	}
+	// An hour connected: 60 minutes at $0.25/M and 60 pings of at least a
+	// message and a write unit each.
+	if min := 1e6 * (60*0.25/1e6 + 60*(1.00/1e6+0.625/1e6)); c.PerMillionConnectedHours < min {
+		t.Errorf("connected hour %.2f per million, want at least %.2f", c.PerMillionConnectedHours, min)
+	}
+}

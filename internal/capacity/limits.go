@@ -203,7 +203,10 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 				warm(name, g["WarmThroughput"])
 			}
 		case "AWS::SQS::Queue":
-			if p["RedrivePolicy"] != nil {
+			// The live inbox's queue keeps posts minutes on purpose: a post
+			// older than that is worth nothing (the kit refetches the inbox
+			// when it reconnects), so it is no backlog to keep.
+			if p["RedrivePolicy"] != nil && id != "LiveQueue" {
 				l.QueueRetention[id] = num(p["MessageRetentionPeriod"], id+" MessageRetentionPeriod")
 			}
 		case "AWS::Serverless::Function":

@@ -594,7 +594,10 @@ type Result struct {
 	// failures add per million failed deliveries under failures or all.
 	EventsPerMillionUSD         map[string]map[string]float64 `json:"eventsPerMillionUSD"`
 	EventsPerMillionFailuresUSD float64                       `json:"eventsPerMillionFailuresUSD"`
-	Prices                      Prices                        `json:"prices"`
+	// Live is the live inbox's cost (WebSocket messages, connection
+	// minutes, the poster's reads).
+	Live   LiveCost `json:"live"`
+	Prices Prices   `json:"prices"`
 }
 
 // check records a check and, when it fails, the limit exceeded.
@@ -619,7 +622,8 @@ func (res *Result) check(name string, value, limit float64, max bool, msg string
 func Run(p Profile, l Limits) (Result, error) {
 	res := Result{Profile: p, Limits: l, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
 		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{},
-		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices)}
+		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices),
+		Live: LiveCosts(ListPrices, DefaultLiveProfile())}
 	for _, k := range Kinds() {
 		_, c, err := CostOf(k, ListPrices, l.Batch, l.Traced)
 		if err != nil {

@@ -33,6 +33,10 @@ type Prices struct {
 	SNSSMSUS float64 `json:"snsSmsUS"`
 	// EventBridge custom events (PutEvents), per 64 KB chunk of an entry.
 	EventBridgeEvent float64 `json:"eventBridgeEvent"`
+	// API Gateway WebSocket APIs: per message, either way (first billion a
+	// month; metered in 32 KB increments), and per connection minute.
+	WebSocketMessage          float64 `json:"webSocketMessage"`
+	WebSocketConnectionMinute float64 `json:"webSocketConnectionMinute"`
 }
 
 // ListPrices are the prices every figure in docs/capacity.md uses.
@@ -50,6 +54,10 @@ var ListPrices = Prices{
 	SESEmail:          0.10 / 1000,
 	SNSSMSUS:          0.00581,
 	EventBridgeEvent:  1.00 / 1e6,
+	// WebSocket APIs: $1.00 per million messages, $0.25 per million
+	// connection minutes.
+	WebSocketMessage:          1.00 / 1e6,
+	WebSocketConnectionMinute: 0.25 / 1e6,
 }
 
 // PlatformLogBytesPerInvocation is what Lambda itself writes per invocation

@@ -11,6 +11,10 @@ import (
 // routeDev adds the runner's own routes under /_dev/.
 func (s *Stack) routeDev() {
 	s.mux.HandleFunc("GET /_dev/health", s.health)
+	// The stack's two public endpoints, as the ApiUrl and WebSocketUrl outputs.
+	s.mux.HandleFunc("GET /_dev/urls", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"api": s.APIURL, "websocket": s.WebSocketURL})
+	})
 	s.routeConsole()
 	s.mux.HandleFunc("GET /_dev/token", func(w http.ResponseWriter, r *http.Request) {
 		sub := r.URL.Query().Get("sub")

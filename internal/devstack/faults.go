@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,6 +206,12 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 		cfg.APIOptions = append(cfg.APIOptions, s.Faults.Middleware)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, s.IAM.Middleware(logicalID))
+	// Calls to the WebSocket management endpoint are plain signed HTTP
+	// (internal/live/connections): checked against the role here.
+	if api := s.webSocketAPIID(); api != "" {
+		cfg.HTTPClient = &manageHTTPClient{function: logicalID, host: strings.TrimPrefix(s.APIURL, "http://"), apiID: api,
+			enforcer: s.IAM, base: defaultHTTPClient()}
+	}
 	return cfg
 }
 

@@ -30,6 +30,9 @@ import (
 	"github.com/heraldhq/herald/internal/app/campaignfn"
 	"github.com/heraldhq/herald/internal/app/emailfn"
 	"github.com/heraldhq/herald/internal/app/feedbackfn"
+	"github.com/heraldhq/herald/internal/app/liveauthorizerfn"
+	"github.com/heraldhq/herald/internal/app/livefn"
+	"github.com/heraldhq/herald/internal/app/livepostfn"
 	"github.com/heraldhq/herald/internal/app/pushfn"
 	"github.com/heraldhq/herald/internal/app/relayfn"
 	"github.com/heraldhq/herald/internal/app/schedulerfn"
@@ -87,6 +90,9 @@ type Stack struct {
 	Usage *Usage
 	// APIURL is the base URL of the HTTP API and the /_dev routes.
 	APIURL string
+	// WebSocketURL is the live inbox's WebSocket API stage (the template's
+	// WebSocketUrl output): ws://<runner>/<stage>; "" without one.
+	WebSocketURL string
 	// AWS is the configuration the functions use (endpoints on the emulators).
 	AWS       aws.Config
 	Scheduler *scheduler.Handler
@@ -103,6 +109,8 @@ type Stack struct {
 
 	mux    *http.ServeMux
 	server *http.Server
+	// ws plays the template's WebSocket API (nil without one).
+	ws     *wsGateway
 	jwt    *jwtIssuer
 	vapid  webpush.VAPIDKeys
 	sqs    *sqs.Client
@@ -244,6 +252,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		ln.Close()
 		return nil, err
 	}
+	if stage := s.webSocketStage(); stage != "" {
+		s.WebSocketURL = "ws://" + ln.Addr().String() + "/" + stage
+	}
 	s.routeDev()
 	s.wg.Add(1)
 	go s.watchEmulators()
@@ -361,6 +372,9 @@ func (s *Stack) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h
 // Stop stops the functions, the HTTP server and the emulators.
 func (s *Stack) Stop() {
 	s.stopOnce.Do(func() {
+		if s.ws != nil {
+			s.ws.closeAll() // each connection's $disconnect runs while the table is up
+		}
 		if s.cancel != nil {
 			s.cancel()
 		}
@@ -432,6 +446,8 @@ func (s *Stack) wire() error {
 	sqsHandlers := map[string]SQSHandler{}
 	timeouts := map[string]time.Duration{}
 	streamHandlers := map[string]StreamHandler{}
+	wsRoutes := map[string]WebSocketRouteHandler{}
+	wsAuthorizers := map[string]WebSocketAuthorizer{}
 	for _, fn := range s.Template.Functions() {
 		d, err := s.deps(fn, cat)
 		if err != nil {
@@ -465,6 +481,24 @@ func (s *Stack) wire() error {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
 			s.feedback, s.feedbackTimeout = h.Handle, timeouts[fn.LogicalID]
+		case "LiveFunction":
+			h, err := livefn.New(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			wsRoutes[fn.LogicalID] = h.Handle
+		case "LiveAuthorizerFunction":
+			h, err := liveauthorizerfn.New(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			wsAuthorizers[fn.LogicalID] = h.Handle
+		case "LivePostFunction":
+			h, err := livepostfn.New(d)
+			if err != nil {
+				return fmt.Errorf("%s: %w", fn.LogicalID, err)
+			}
+			sqsHandlers[fn.LogicalID] = h.Handle
 		case "CampaignFunction":
 			h, err := campaignfn.New(d)
 			if err != nil {
@@ -491,6 +525,12 @@ func (s *Stack) wire() error {
 			}
 			sqsHandlers[fn.LogicalID] = h
 		}
+	}
+	if s.ws, err = s.newWSGateway(wsRoutes, wsAuthorizers, timeouts); err != nil {
+		return err
+	}
+	if s.ws != nil {
+		s.ws.mount(s.mux)
 	}
 	return s.startMappings(ctx, sqsHandlers, streamHandlers, timeouts)
 }
@@ -533,6 +573,11 @@ func (s *Stack) localEnv(id string) map[string]string {
 		}
 	case "EmailFunction":
 		return map[string]string{"UNSUBSCRIBE_SECRET": s.unsubscribeSecret, "UNSUBSCRIBE_URL": s.APIURL + "/v1/unsubscribe"}
+	case "LiveFunction", "LivePostFunction":
+		// The WebSocket API's management endpoint is the runner's stage.
+		if stage := s.webSocketStage(); stage != "" {
+			return map[string]string{"LIVE_ENDPOINT": s.APIURL + "/" + stage}
+		}
 	case "ApiFunction":
 		// Accepts the local push service's subscriptions; verifies unsubscribe links.
 		return map[string]string{"PUSH_ALLOW_INSECURE_LOOPBACK": "true", "UNSUBSCRIBE_SECRET": s.unsubscribeSecret}

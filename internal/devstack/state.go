@@ -20,7 +20,7 @@ func (s *Stack) LocalState() ops.LocalState {
 	}
 	return ops.LocalState{
 		EventBus: bus,
-		PID:      os.Getpid(), APIURL: s.APIURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
+		PID:      os.Getpid(), APIURL: s.APIURL, WebSocketURL: s.WebSocketURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
 		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir, RelayEnv: s.relayEnv(),
 	}
 }

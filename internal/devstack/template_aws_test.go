@@ -626,7 +626,15 @@ func TestSampleEventsCoverEverySource(t *testing.T) {
 		var ev struct {
 			RouteKey   string `json:"routeKey"`
 			DetailType string `json:"detail-type"`
-			Records    []struct {
+			// A Lambda REQUEST authorizer's event (the live inbox's $connect).
+			Type      string `json:"type"`
+			MethodArn string `json:"methodArn"`
+			// A WebSocket route's event (the live inbox's routes).
+			RequestContext struct {
+				EventType    string `json:"eventType"`
+				ConnectionID string `json:"connectionId"`
+			} `json:"requestContext"`
+			Records []struct {
 				EventSource  string `json:"eventSource"`
 				SNSSource    string `json:"EventSource"`
 				DynamoStream struct {
@@ -638,6 +646,10 @@ func TestSampleEventsCoverEverySource(t *testing.T) {
 			return ""
 		}
 		switch {
+		case ev.Type == "REQUEST" && ev.MethodArn != "":
+			return "Authorizer"
+		case ev.RequestContext.ConnectionID != "" && ev.RequestContext.EventType != "":
+			return "WebSocket"
 		case ev.RouteKey != "":
 			return "HttpApi"
 		case ev.DetailType == "Scheduled Event":

@@ -84,6 +84,11 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 			"${1}AllowOrigins: [\"*\"]${1}AllowCredentials: true\n", "allow-credentials is not supported with a wildcard"},
 		{controlplane.RuleCorsMaxAge, `(CorsConfiguration:\n(?:        .*\n)*?        )MaxAge: 600\n`,
 			"${1}MaxAge: 86401\n", "MaxAge 86401 is out of range"},
+		{controlplane.RuleWebSocketSelection, `(?m)^      RouteSelectionExpression: .*\n`, "", "RouteSelectionExpression is required"},
+		{controlplane.RuleWebSocketAuthConnect, `(LiveDefaultRoute:\n(?:    .*\n)*?      RouteKey: \$default\n)`,
+			"${1}      AuthorizationType: CUSTOM\n      AuthorizerId: !Ref LiveAuthorizer\n", "authorization is restricted to the $connect route"},
+		{controlplane.RuleWebSocketAuthorizerType, `(LiveAuthorizer:\n(?:    .*\n)*?      AuthorizerType: )REQUEST`, "${1}JWT", "Only REQUEST authorizers"},
+		{controlplane.RuleWebSocketIdentity, `route\.request\.querystring\.token`, "$$request.querystring.token", "Invalid identity source"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			broken := breakTemplate(t, raw, tc.re, tc.repl)

@@ -167,6 +167,14 @@ func TestTemplateInvariants(t *testing.T) {
 				}
 				continue
 			}
+			if queueID == "LiveQueue" {
+				// Live-inbox posts, parked in their own DLQ when malformed.
+				rp, _ := q.RedrivePolicy.(map[string]any)
+				if fn != "LivePostFunction" || rp == nil || rp["deadLetterTargetArn"] != "${getatt:LiveDLQ.Arn}" {
+					t.Errorf("%s: the live queue must feed the live poster and redrive to LiveDLQ (%v)", id, q.RedrivePolicy)
+				}
+				continue
+			}
 			if queueID == "CampaignQueue" {
 				// Campaign fan-out steps, parked in their own DLQ.
 				rp, _ := q.RedrivePolicy.(map[string]any)

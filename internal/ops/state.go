@@ -18,7 +18,10 @@ type LocalState struct {
 	// PID is the `herald dev` process; the state is stale when it is gone.
 	PID    int    `json:"pid"`
 	APIURL string `json:"apiUrl"`
-	Region string `json:"region"`
+	// WebSocketURL is the live inbox's WebSocket API (the WebSocketUrl
+	// output's local twin; "" without one).
+	WebSocketURL string `json:"websocketUrl,omitempty"`
+	Region       string `json:"region"`
 	// Endpoints maps service identifiers as in AWS_ENDPOINT_URL_<SERVICE>
 	// (DYNAMODB, DYNAMODB_STREAMS, SQS, SESV2, SNS) to emulator URLs.
 	Endpoints map[string]string `json:"endpoints"`

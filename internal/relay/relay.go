@@ -42,6 +42,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 )
@@ -100,6 +101,7 @@ type Handler struct {
 	concurrency int
 	metrics     metrics.Recorder
 	events      EventSink
+	live        live.Notifier
 }
 
 // Deps are the relay's collaborators and settings. Store, Publisher, Decode,
@@ -125,12 +127,19 @@ type Deps struct {
 	// bulk mapping's filter lets delivery and campaign state changes
 	// through); nil ignores them.
 	Events EventSink
+	// Live hears of every new notification (an inbox item created): one
+	// call per batch, alongside the relay's work and never failing it; nil
+	// notifies nothing.
+	Live live.Notifier
 }
 
 // New wires a relay handler.
 func New(d Deps) *Handler {
 	h := &Handler{store: d.Store, pub: d.Publisher, decode: d.Decode, catalog: d.Catalog, now: d.Now, log: d.Log,
-		limits: d.Limits, concurrency: d.Concurrency, metrics: d.Metrics, events: d.Events}
+		limits: d.Limits, concurrency: d.Concurrency, metrics: d.Metrics, events: d.Events, live: d.Live}
+	if h.live == nil {
+		h.live = live.NopNotifier{}
+	}
 	if h.limits.Window == 0 {
 		h.limits = policy.DefaultLimits()
 	}
@@ -169,6 +178,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	groupOf := map[string]int{}
 	var others []int                             // records that are not new notifications: events
 	notificationIDs := make([]string, len(recs)) // for the failure notes
+	var created []live.Event
 	for i, rec := range recs {
 		n, err := h.decodeRecord(rec)
 		if err != nil {
@@ -181,6 +191,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 			continue
 		}
 		notificationIDs[i] = n.ID
+		created = append(created, live.Event{UserID: n.Recipient.UserID, Kind: live.KindCreated, ID: n.ID})
 		typ, ok := h.catalog.Lookup(n.Type)
 		if !ok {
 			// Intake validated the type; a type removed since cannot be delivered.
@@ -209,6 +220,20 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 		}
 		for _, k := range h.events.Handle(ctx, sub) {
 			failed[others[k]].Store(true)
+		}
+	}()
+
+	// The live inbox hears of the batch's new inbox items, alongside the
+	// relay's work; its failure is logged and dropped (the inbox stays
+	// the truth).
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		if len(created) == 0 {
+			return
+		}
+		if err := h.live.Notify(ctx, created); err != nil {
+			h.log.WarnContext(ctx, "live notify failed; dropped", "notifications", len(created), "error", err)
 		}
 	}()
 
@@ -268,6 +293,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	}
 
 	<-eventsDone
+	<-liveDone
 	var resp events.DynamoDBEventResponse
 	var retry []int
 	for i := range failed {

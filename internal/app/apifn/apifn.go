@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/snspush"
 	"github.com/heraldhq/herald/internal/webpush"
@@ -51,7 +52,8 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	campaigns := queue.NewCampaignQueue(sqs.NewFromConfig(d.AWS), env[queue.CampaignQueueEnv])
+	sqsClient := sqs.NewFromConfig(d.AWS)
+	campaigns := queue.NewCampaignQueue(sqsClient, env[queue.CampaignQueueEnv])
 	// Devices: SNS platform endpoints in the applications the template's
 	// parameters name (an empty one: that platform is off).
 	endpoints := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }),
@@ -62,11 +64,21 @@ func New(d app.Deps) (*api.Handler, error) {
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
 		Campaigns:      st, CampaignQueue: campaigns,
-		Devices: st, DeviceEndpoints: endpoints}), nil
+		Devices: st, DeviceEndpoints: endpoints,
+		Live: liveNotifier(d, sqsClient)}), nil
 }
 
 func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
 	return api.NewRandomID(b[:])
+}
+
+// liveNotifier sends the user's inbox changes to LIVE_QUEUE_URL (the
+// template always sets it); none without it.
+func liveNotifier(d app.Deps, sqsClient *sqs.Client) live.Notifier {
+	if url := d.Getenv(queue.LiveQueueEnv); url != "" {
+		return queue.NewLiveQueue(sqsClient, url)
+	}
+	return live.NopNotifier{}
 }

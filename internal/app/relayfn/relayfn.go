@@ -9,6 +9,7 @@ import (
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/events"
 	"github.com/heraldhq/herald/internal/events/awsbus"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/relay"
@@ -47,7 +48,8 @@ func New(d app.Deps) (*relay.Handler, error) {
 		return nil, err
 	}
 	return relay.New(relay.Deps{Store: st, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
-		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink}), nil
+		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink,
+		Live: liveNotifier(d, sqsClient)}), nil
 }
 
 // eventSink wires the events publisher; nil when DELIVERY_EVENTS is none.
@@ -76,4 +78,13 @@ func eventSink(d app.Deps, sqsClient *sqs.Client) (relay.EventSink, error) {
 		},
 		Log: d.Log,
 	}, nil
+}
+
+// liveNotifier sends new inbox items to LIVE_QUEUE_URL; none without it (a
+// relay DLQ redrive of a stack deployed before the live inbox).
+func liveNotifier(d app.Deps, sqsClient *sqs.Client) live.Notifier {
+	if url := d.Getenv(queue.LiveQueueEnv); url != "" {
+		return queue.NewLiveQueue(sqsClient, url)
+	}
+	return live.NopNotifier{}
 }

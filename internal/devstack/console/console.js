@@ -242,6 +242,9 @@ async function setupInbox(user) {
   const inbox = $('#inbox');
   inbox.setAttribute('api-base', location.origin);
   inbox.setAttribute('user-id', user);
+  // The live inbox (WebSocket): updates without polling while it is open.
+  const urls = await getJSON('/_dev/urls').catch(() => ({}));
+  if (urls.websocket) inbox.setAttribute('live-url', urls.websocket);
   inbox.tokenProvider = getToken;
   const prefs = $('#preferences');
   prefs.setAttribute('api-base', location.origin);

@@ -97,6 +97,11 @@ const (
 	RuleGSIUpdate             = "dynamodb-one-gsi-change-per-update"
 	RuleCorsWildcardCreds     = "httpapi-cors-wildcard-with-credentials"
 	RuleCorsMaxAge            = "httpapi-cors-max-age-range"
+	// API Gateway WebSocket APIs (CreateApi, CreateRoute, CreateAuthorizer).
+	RuleWebSocketSelection      = "websocket-route-selection-expression"
+	RuleWebSocketAuthConnect    = "websocket-authorizer-only-on-connect"
+	RuleWebSocketAuthorizerType = "websocket-authorizer-request-only"
+	RuleWebSocketIdentity       = "websocket-identity-source"
 )
 
 var (
@@ -131,6 +136,7 @@ func Check(resolved []byte, opts Options) error {
 	c.mappings()
 	c.tables()
 	c.httpAPIs()
+	c.webSocketAPIs()
 	if len(c.v) == 0 {
 		return nil
 	}
@@ -394,6 +400,60 @@ func (c *checker) httpAPIs() {
 		}
 		if v, ok := num(cors["MaxAge"]); ok && (v < -1 || v > 86400) {
 			c.add(id, RuleCorsMaxAge, "BadRequestException: MaxAge %g is out of range: -1 to 86400 seconds.", v)
+		}
+	}
+}
+
+// identitySourceRe is a WebSocket REQUEST authorizer's identity source:
+// route.request.header.X, route.request.querystring.X, stageVariables.X or
+// context.X.
+var identitySourceRe = regexp.MustCompile(`^(route\.request\.(header|querystring)|stageVariables|context)\.[^.\s]+$`)
+
+// webSocketAPIs: CreateApi requires a route selection expression for a
+// WEBSOCKET API; CreateAuthorizer allows only REQUEST authorizers there,
+// with identity sources of the route request, stage variables or context;
+// CreateRoute accepts an authorizer on $connect only.
+func (c *checker) webSocketAPIs() {
+	ws := map[string]bool{}
+	for _, id := range c.ids("AWS::ApiGatewayV2::Api") {
+		p := c.d.Resources[id].Properties
+		if p["ProtocolType"] != "WEBSOCKET" {
+			continue
+		}
+		ws[id] = true
+		if e, _ := p["RouteSelectionExpression"].(string); e == "" {
+			c.add(id, RuleWebSocketSelection, "BadRequestException: RouteSelectionExpression is required for WEBSOCKET APIs.")
+		}
+	}
+	apiOf := func(p map[string]any) string {
+		if m := refRe.FindStringSubmatch(fmt.Sprint(p["ApiId"])); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	for _, id := range c.ids("AWS::ApiGatewayV2::Authorizer") {
+		p := c.d.Resources[id].Properties
+		if !ws[apiOf(p)] {
+			continue
+		}
+		if p["AuthorizerType"] != "REQUEST" {
+			c.add(id, RuleWebSocketAuthorizerType, "BadRequestException: Only REQUEST authorizers are supported for WebSocket APIs (got %v).", p["AuthorizerType"])
+		}
+		sources, _ := p["IdentitySource"].([]any)
+		for _, src := range sources {
+			if s, _ := src.(string); !identitySourceRe.MatchString(s) {
+				c.add(id, RuleWebSocketIdentity, "BadRequestException: Invalid identity source %v: want route.request.header.<name>, route.request.querystring.<name>, stageVariables.<name> or context.<name>.", src)
+			}
+		}
+	}
+	for _, id := range c.ids("AWS::ApiGatewayV2::Route") {
+		p := c.d.Resources[id].Properties
+		if !ws[apiOf(p)] {
+			continue
+		}
+		auth, _ := p["AuthorizationType"].(string)
+		if auth != "" && auth != "NONE" && p["RouteKey"] != "$connect" {
+			c.add(id, RuleWebSocketAuthConnect, "BadRequestException: Currently, authorization is restricted to the $connect route only (route %v has %s).", p["RouteKey"], auth)
 		}
 	}
 }

@@ -75,6 +75,8 @@ var deniedStatus = map[string]struct {
 	"SSM":              {"AccessDeniedException", http.StatusBadRequest},
 	"Secrets Manager":  {"AccessDeniedException", http.StatusBadRequest},
 	"EventBridge":      {"AccessDeniedException", http.StatusBadRequest},
+	// API Gateway answers a denied management call 403 {"message": …}.
+	"ApiGatewayManagementApi": {"AccessDeniedException", http.StatusForbidden},
 }
 
 // Call is one (function, action, resource) the enforcer saw.

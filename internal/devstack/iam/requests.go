@@ -26,6 +26,17 @@ var servicePrefixes = map[string]string{
 	"SSM":              "ssm",
 	"Secrets Manager":  "secretsmanager",
 	"EventBridge":      "events",
+	// The WebSocket management API (@connections), called by the live
+	// inbox's functions: every method is execute-api:ManageConnections.
+	"ApiGatewayManagementApi": "execute-api",
+}
+
+// ManageConnectionsInput describes one call of a WebSocket API's management
+// endpoint (PostToConnection, GetConnection, DeleteConnection): the
+// runner's stand-in for the SDK input, from the HTTP request the function
+// sent.
+type ManageConnectionsInput struct {
+	APIID, Stage, Method, ConnectionID string
 }
 
 // Describe says what IAM authorizes for one SDK operation: one request per
@@ -56,6 +67,10 @@ func Describe(serviceID, operation string, input any, region, account string) ([
 	queue := func(u *string) (string, error) { return queueARN(deref(u), region) }
 
 	switch in := input.(type) {
+	// ---------------------------------------------------------------- API Gateway
+	case *ManageConnectionsInput:
+		return []Request{{Action: "execute-api:ManageConnections",
+			Resource: "arn:aws:execute-api:" + region + ":" + account + ":" + in.APIID + "/" + in.Stage + "/" + in.Method + "/@connections/" + in.ConnectionID}}, nil
 	// ---------------------------------------------------------------- DynamoDB
 	case *dynamodb.GetItemInput:
 		return one(table(in.TableName)), nil

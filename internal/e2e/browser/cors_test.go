@@ -44,10 +44,17 @@ const appPage = `<!doctype html><meta charset="utf-8"><title>app</title><body>
 import '/kit/herald-inbox.js';
 const q = new URLSearchParams(location.search);
 window.inboxErrors = [];
+// Every request the kit makes, for tests that count them.
+window.requests = [];
+const realFetch = window.fetch;
+window.fetch = (u, o) => { window.requests.push(String(u)); return realFetch(u, o); };
+window.liveStates = [];
 const inbox = document.createElement('herald-inbox');
 inbox.setAttribute('api-base', q.get('api'));
 inbox.setAttribute('user-id', q.get('user'));
-inbox.setAttribute('poll-seconds', '0');
+if (q.get('live')) inbox.setAttribute('live-url', q.get('live'));
+inbox.addEventListener('herald-inbox-live', (e) => window.liveStates.push(e.detail.state));
+inbox.setAttribute('poll-seconds', q.get('poll') || '0');
 inbox.setAttribute('presence-seconds', '0');
 inbox.tokenProvider = async () => q.get('token');
 inbox.addEventListener('herald-inbox-error', (e) => window.inboxErrors.push(e.detail));

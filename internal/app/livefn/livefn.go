@@ -1,0 +1,41 @@
+// Package livefn wires the live inbox's WebSocket routes ($connect,
+// $disconnect, $default).
+package livefn
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/live"
+	"github.com/heraldhq/herald/internal/live/connections"
+)
+
+var (
+	_ live.ConnectionStore = (*dynamo.Store)(nil)
+	_ live.PresenceStore   = (*dynamo.Store)(nil)
+	_ live.Closer          = (*connections.Client)(nil)
+)
+
+// New wires the routes: TABLE_NAME, LIVE_ENDPOINT (the stage's management
+// endpoint), LIVE_MAX_CONNECTIONS (per user).
+func New(d app.Deps) (*live.Routes, error) {
+	env, err := d.Require("LIVE_ENDPOINT", "LIVE_MAX_CONNECTIONS")
+	if err != nil {
+		return nil, err
+	}
+	max, err := strconv.Atoi(env["LIVE_MAX_CONNECTIONS"])
+	if err != nil || max < 1 {
+		return nil, fmt.Errorf("LIVE_MAX_CONNECTIONS %q: want a positive integer", env["LIVE_MAX_CONNECTIONS"])
+	}
+	st, err := d.Store()
+	if err != nil {
+		return nil, err
+	}
+	client, err := connections.New(d.AWS, env["LIVE_ENDPOINT"])
+	if err != nil {
+		return nil, err
+	}
+	return &live.Routes{Store: st, Presence: st, Closer: client, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
+}

@@ -1,0 +1,98 @@
+package dynamo_test
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/live"
+)
+
+// TestLiveConnections: connections are kept per user with their deadlines;
+// past the bound the oldest are evicted, closed ones pruned; concurrent
+// connects all land; touch and remove never recreate a removed one; one
+// batch read answers many users.
+func TestLiveConnections(t *testing.T) {
+	s, db, clock := newStore(t)
+	ctx := context.Background()
+	user, other := uniq(t), uniq(t)+"-other"
+	t0 := clock.Now().Truncate(time.Millisecond)
+	add := func(id string, at time.Time) []string {
+		t.Helper()
+		ev, err := s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at, LastActive: at}, 3, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	for i := range 3 {
+		if ev := add("c"+strconv.Itoa(i), t0.Add(time.Duration(i)*time.Second)); len(ev) != 0 {
+			t.Fatalf("connect %d evicted %v", i, ev)
+		}
+	}
+	if ev := add("c3", t0.Add(3*time.Second)); !slices.Equal(ev, []string{"c0"}) {
+		t.Fatalf("the fourth of three evicted %v, want the oldest c0", ev)
+	}
+	ids := func(u string) []string {
+		t.Helper()
+		m, err := s.Connections(ctx, []string{u, other, "nobody"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range m[u] {
+			out = append(out, c.ID)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if got := ids(user); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
+		t.Fatalf("connections %v", got)
+	}
+	// Idle connections are pruned by the next connect, not evicted.
+	if err := s.TouchConnection(ctx, user, "c3", t0.Add(9*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(11 * time.Minute)
+	if ev := add("c4", later); len(ev) != 0 {
+		t.Fatalf("evicted %v; the idle ones should have been pruned", ev)
+	}
+	if got := ids(user); !slices.Equal(got, []string{"c3", "c4"}) {
+		t.Fatalf("after pruning: %v, want c3 (touched) and c4", got)
+	}
+	// Removing, and touching a removed one, leave it removed.
+	if err := s.RemoveConnection(ctx, user, "c3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TouchConnection(ctx, user, "c3", later); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveConnection(ctx, other, "nothing"); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(user); !slices.Equal(got, []string{"c4"}) {
+		t.Fatalf("after remove: %v", got)
+	}
+	if raw := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "U#"+other, "LIVE"); raw != nil {
+		t.Fatalf("removing from a user without connections created %v", raw)
+	}
+	// Concurrent connects of one user all land (conditional on the version).
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			id := "p" + strconv.Itoa(i)
+			if _, err := s.AddConnection(ctx, other, live.Connection{ID: id, ConnectedAt: later, LastActive: later}, 5, later); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := ids(other); len(got) != 4 {
+		t.Fatalf("concurrent connects kept %v, want all four", got)
+	}
+}

@@ -1,0 +1,122 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ConnectionStore keeps each user's open connections (one item a user).
+type ConnectionStore interface {
+	// AddConnection records c for user, dropping those no longer open at
+	// now, and, past max, the oldest; it returns the ids it evicted.
+	AddConnection(ctx context.Context, user string, c Connection, max int, now time.Time) (evicted []string, err error)
+	// RemoveConnection forgets a connection (absent: nothing to do).
+	RemoveConnection(ctx context.Context, user, connectionID string) error
+	// TouchConnection records the client's activity at `at`.
+	TouchConnection(ctx context.Context, user, connectionID string, at time.Time) error
+}
+
+// PresenceStore records that the user's app was seen (the escalation's
+// unlessActiveWithin): an open connection is presence.
+type PresenceStore interface {
+	TouchPresence(ctx context.Context, userID string, at time.Time, minInterval time.Duration) (bool, error)
+}
+
+// Closer closes a connection through the management API (DeleteConnection).
+type Closer interface {
+	DeleteConnection(ctx context.Context, connectionID string) error
+}
+
+// PresenceInterval bounds presence writes: at most one a minute a user.
+const PresenceInterval = time.Minute
+
+// Routes handles the WebSocket API's $connect, $disconnect and $default.
+type Routes struct {
+	Store    ConnectionStore
+	Presence PresenceStore
+	Closer   Closer
+	Now      func() time.Time
+	Log      *slog.Logger
+	// MaxConnections per user; 0 means DefaultMaxConnections.
+	MaxConnections int
+}
+
+// UserOf reads the user the authorizer put in the connection's context
+// (every route of the connection carries it, not only $connect).
+func UserOf(rc events.APIGatewayWebsocketProxyRequestContext) string {
+	m, ok := rc.Authorizer.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if u, ok := m["userId"].(string); ok && u != "" {
+		return u
+	}
+	u, _ := m["principalId"].(string)
+	return u
+}
+
+// Handle answers one route invocation. A $connect that cannot be recorded
+// is refused (500: the client retries); $disconnect and $default never fail
+// the connection.
+func (r *Routes) Handle(ctx context.Context, ev events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
+	rc := ev.RequestContext
+	user, conn, now := UserOf(rc), rc.ConnectionID, r.Now()
+	if user == "" || conn == "" {
+		// Only reachable without the authorizer: refuse.
+		return events.APIGatewayProxyResponse{StatusCode: http.StatusForbidden}, nil
+	}
+	switch rc.RouteKey {
+	case "$connect":
+		limit := r.MaxConnections
+		if limit <= 0 {
+			limit = DefaultMaxConnections
+		}
+		evicted, err := r.Store.AddConnection(ctx, user, Connection{ID: conn, ConnectedAt: now, LastActive: now}, limit, now)
+		if err != nil {
+			r.Log.ErrorContext(ctx, "live connect failed", "error", err)
+			return events.APIGatewayProxyResponse{StatusCode: http.StatusInternalServerError}, nil
+		}
+		for _, id := range evicted {
+			// The evicted connection learns it is closed; a gone one is fine.
+			if err := r.Closer.DeleteConnection(ctx, id); err != nil && !isGone(err) {
+				r.Log.WarnContext(ctx, "close evicted connection failed", "error", err)
+			}
+		}
+		r.touchPresence(ctx, user, now)
+		r.Log.InfoContext(ctx, "live connected", "evicted", len(evicted))
+	case "$disconnect":
+		if err := r.Store.RemoveConnection(ctx, user, conn); err != nil {
+			r.Log.WarnContext(ctx, "live disconnect failed", "error", err)
+		}
+	default:
+		// {"action":"ping"} (or anything): the client is there. A message
+		// is at most 128 KB; nothing in it is used.
+		var msg struct {
+			Action string `json:"action"`
+		}
+		_ = json.Unmarshal([]byte(ev.Body), &msg)
+		if err := r.Store.TouchConnection(ctx, user, conn, now); err != nil {
+			r.Log.WarnContext(ctx, "live touch failed", "error", err)
+		}
+		r.touchPresence(ctx, user, now)
+		if msg.Action == "ping" {
+			return events.APIGatewayProxyResponse{StatusCode: http.StatusOK, Body: `{"kind":"pong"}`}, nil
+		}
+	}
+	return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
+}
+
+func (r *Routes) touchPresence(ctx context.Context, user string, now time.Time) {
+	if r.Presence == nil {
+		return
+	}
+	if _, err := r.Presence.TouchPresence(ctx, user, now, PresenceInterval); err != nil {
+		r.Log.WarnContext(ctx, "live presence failed", "error", fmt.Sprint(err))
+	}
+}

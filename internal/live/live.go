@@ -1,0 +1,103 @@
+// Package live is the live inbox: the WebSocket connections of the browser
+// kit (API Gateway WebSocket API), their authorizer, and the poster that
+// sends a user's open connections a small message when an inbox item is
+// created or changes. It imports no AWS client: the table store, the
+// management API client (PostToConnection) and the queue are adapters
+// behind the small interfaces declared next to their consumers here.
+//
+// The inbox stays the truth: a message that cannot be posted is dropped,
+// and the kit refetches the inbox when it (re)connects.
+package live
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// API Gateway's WebSocket limits (not adjustable): a connection lasts at
+// most MaxConnectionAge and is closed after IdleTimeout without a message
+// from the client.
+const (
+	MaxConnectionAge = 2 * time.Hour
+	IdleTimeout      = 10 * time.Minute
+	// DefaultMaxConnections is how many connections a user keeps open
+	// (tabs, devices); a new one beyond it closes the oldest.
+	DefaultMaxConnections = 5
+	// MaxMessageBytes is the largest message the poster sends: one
+	// WebSocket frame (API Gateway: 32 KB a frame, 128 KB a message).
+	MaxMessageBytes = 32 << 10
+)
+
+// The kinds of message a connection receives.
+const (
+	KindCreated = "inbox.created"
+	KindUpdated = "inbox.updated"
+)
+
+// Event is one inbox change to post to the user's connections: a queue
+// message carries a batch of them (Batch).
+type Event struct {
+	UserID string `json:"userId"`
+	Kind   string `json:"kind"`
+	// ID is the inbox item's id; empty for read-all.
+	ID string `json:"id,omitempty"`
+}
+
+// Batch is the body of one message of the live queue.
+type Batch struct {
+	Events []Event `json:"events"`
+}
+
+// Message is what a connection receives.
+type Message struct {
+	Kind   string `json:"kind"`
+	ID     string `json:"id,omitempty"`
+	Unread Unread `json:"unread"`
+}
+
+// Unread is the badge: the count (capped) and its display text ("99+").
+type Unread struct {
+	Count   int    `json:"count"`
+	Display string `json:"display"`
+}
+
+// Connection is one open WebSocket connection of a user.
+type Connection struct {
+	ID          string
+	ConnectedAt time.Time
+	// LastActive is the connect time or the client's last message.
+	LastActive time.Time
+}
+
+// Deadline is when API Gateway closes the connection at the latest: 2 hours
+// after connecting, or 10 minutes after the client's last message.
+func (c Connection) Deadline() time.Time {
+	return minTime(c.ConnectedAt.Add(MaxConnectionAge), c.LastActive.Add(IdleTimeout))
+}
+
+// Open reports whether the connection can still be open at now.
+func (c Connection) Open(now time.Time) bool { return now.Before(c.Deadline()) }
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// ErrGone is a connection API Gateway no longer has (410 GoneException).
+var ErrGone = errors.New("connection gone")
+
+// Notifier sends inbox changes to the live queue; the relay and the API
+// call it after their own work is done, and ignore its errors (logged):
+// nothing here may slow or fail a delivery.
+type Notifier interface {
+	Notify(ctx context.Context, events []Event) error
+}
+
+// NopNotifier notifies nothing (a stack without the live queue).
+type NopNotifier struct{}
+
+// Notify does nothing.
+func (NopNotifier) Notify(context.Context, []Event) error { return nil }

@@ -1,0 +1,226 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type fakeConns struct {
+	mu      sync.Mutex
+	conns   map[string][]Connection
+	removed []string
+	readErr error
+}
+
+func (f *fakeConns) Connections(_ context.Context, users []string) (map[string][]Connection, error) {
+	if f.readErr != nil {
+		return nil, f.readErr
+	}
+	out := map[string][]Connection{}
+	for _, u := range users {
+		if cs, ok := f.conns[u]; ok {
+			out[u] = cs
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeConns) RemoveConnection(_ context.Context, user, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.removed = append(f.removed, user+"/"+id)
+	return nil
+}
+
+type fakeBadge struct{ n map[string]int }
+
+func (b fakeBadge) Badge(_ context.Context, user string) (Unread, error) {
+	return Unread{Count: b.n[user], Display: "x"}, nil
+}
+
+type fakeSender struct {
+	mu    sync.Mutex
+	posts map[string][]Message
+	fail  map[string]error
+}
+
+func (s *fakeSender) PostToConnection(_ context.Context, id string, data []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fail[id]; err != nil {
+		return err
+	}
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	s.posts[id] = append(s.posts[id], m)
+	return nil
+}
+
+func sqsEvent(bodies ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: string(rune('a' + i)), Body: b})
+	}
+	return ev
+}
+
+func batch(evs ...Event) string {
+	b, _ := json.Marshal(Batch{Events: evs})
+	return string(b)
+}
+
+// The poster posts only to open connections of the event's own user; a gone
+// connection is forgotten, a failing post dropped, a malformed message
+// reported for the DLQ, and nothing else fails.
+func TestPoster(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	open := func(id string) Connection {
+		return Connection{ID: id, ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-time.Minute)}
+	}
+	conns := &fakeConns{conns: map[string][]Connection{
+		"a": {open("a1"), open("a2"), open("a-gone"), open("a-fail"),
+			{ID: "a-idle", ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-11 * time.Minute)},
+			{ID: "a-old", ConnectedAt: now.Add(-2*time.Hour - time.Second), LastActive: now}},
+		"b": {open("b1")},
+	}}
+	sender := &fakeSender{posts: map[string][]Message{}, fail: map[string]error{"a-gone": ErrGone, "a-fail": errors.New("boom")}}
+	p := &Poster{Connections: conns, Badge: fakeBadge{n: map[string]int{"a": 3}}, Sender: sender, Now: func() time.Time { return now }, Log: quiet}
+	resp, err := p.Handle(context.Background(), sqsEvent(
+		batch(Event{UserID: "a", Kind: KindCreated, ID: "n1"}, Event{UserID: "c", Kind: KindCreated, ID: "n2"}),
+		`{"events":[{"userId":"","kind":"inbox.created"}]}`,
+		`not json`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 2 || resp.BatchItemFailures[0].ItemIdentifier != "b" || resp.BatchItemFailures[1].ItemIdentifier != "c" {
+		t.Errorf("failures %+v, want the two malformed messages", resp.BatchItemFailures)
+	}
+	for _, id := range []string{"a1", "a2"} {
+		if got := sender.posts[id]; len(got) != 1 || got[0] != (Message{Kind: KindCreated, ID: "n1", Unread: Unread{Count: 3, Display: "x"}}) {
+			t.Errorf("%s got %+v", id, got)
+		}
+	}
+	for _, id := range []string{"b1", "a-idle", "a-old"} {
+		if len(sender.posts[id]) != 0 {
+			t.Errorf("%s got %+v: another user's, or a closed connection", id, sender.posts[id])
+		}
+	}
+	if len(conns.removed) != 1 || conns.removed[0] != "a/a-gone" {
+		t.Errorf("removed %v, want a/a-gone only", conns.removed)
+	}
+	// A failed read of the connections drops the posts; the message is done.
+	conns.readErr = errors.New("throttled")
+	resp, _ = p.Handle(context.Background(), sqsEvent(batch(Event{UserID: "a", Kind: KindUpdated})))
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("a failed read failed the message: %+v", resp.BatchItemFailures)
+	}
+}
+
+func TestConnectionDeadline(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	c := Connection{ConnectedAt: t0, LastActive: t0}
+	if !c.Open(t0.Add(IdleTimeout-time.Second)) || c.Open(t0.Add(IdleTimeout)) {
+		t.Error("idle: open until 10 minutes without a message")
+	}
+	c.LastActive = t0.Add(MaxConnectionAge - time.Minute)
+	if !c.Open(t0.Add(MaxConnectionAge-time.Second)) || c.Open(t0.Add(MaxConnectionAge)) {
+		t.Error("active: open until 2 hours after connecting")
+	}
+}
+
+type fakeStore struct {
+	added   []Connection
+	evict   []string
+	removed []string
+	touched []string
+	err     error
+}
+
+func (f *fakeStore) AddConnection(_ context.Context, user string, c Connection, max int, now time.Time) ([]string, error) {
+	f.added = append(f.added, c)
+	return f.evict, f.err
+}
+func (f *fakeStore) RemoveConnection(_ context.Context, user, id string) error {
+	f.removed = append(f.removed, user+"/"+id)
+	return nil
+}
+func (f *fakeStore) TouchConnection(_ context.Context, user, id string, at time.Time) error {
+	f.touched = append(f.touched, user+"/"+id)
+	return nil
+}
+
+type fakeCloser struct{ closed []string }
+
+func (f *fakeCloser) DeleteConnection(_ context.Context, id string) error {
+	f.closed = append(f.closed, id)
+	return ErrGone
+}
+
+func wsEvent(route, conn string, authorizer any) events.APIGatewayWebsocketProxyRequest {
+	return events.APIGatewayWebsocketProxyRequest{RequestContext: events.APIGatewayWebsocketProxyRequestContext{
+		RouteKey: route, ConnectionID: conn, Authorizer: authorizer}}
+}
+
+func TestRoutes(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	st, cl := &fakeStore{evict: []string{"old"}}, &fakeCloser{}
+	r := &Routes{Store: st, Closer: cl, Now: func() time.Time { return now }, Log: quiet}
+	auth := map[string]any{"principalId": "u1", "userId": "u1"}
+	resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c1", auth))
+	if resp.StatusCode != http.StatusOK || len(st.added) != 1 || st.added[0].ID != "c1" || len(cl.closed) != 1 || cl.closed[0] != "old" {
+		t.Errorf("connect: %d, added %+v, closed %v", resp.StatusCode, st.added, cl.closed)
+	}
+	_, _ = r.Handle(context.Background(), wsEvent("$default", "c1", auth))
+	_, _ = r.Handle(context.Background(), wsEvent("$disconnect", "c1", auth))
+	if len(st.touched) != 1 || len(st.removed) != 1 || st.removed[0] != "u1/c1" {
+		t.Errorf("touched %v removed %v", st.touched, st.removed)
+	}
+	// Without the authorizer's user nothing is recorded.
+	resp, _ = r.Handle(context.Background(), wsEvent("$connect", "c2", nil))
+	if resp.StatusCode != http.StatusForbidden || len(st.added) != 1 {
+		t.Errorf("no user: %d, added %d", resp.StatusCode, len(st.added))
+	}
+	// A store failure refuses the connect.
+	st.err = errors.New("down")
+	if resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c3", auth)); resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("store down: %d", resp.StatusCode)
+	}
+}
+
+type fakeVerifier struct{}
+
+func (fakeVerifier) Verify(_ context.Context, token string) (string, error) {
+	if token == "good" {
+		return "u1", nil
+	}
+	return "", errors.New("bad")
+}
+
+func TestAuthorizer(t *testing.T) {
+	a := &Authorizer{Verifier: fakeVerifier{}, Log: quiet}
+	arn := "arn:aws:execute-api:us-east-1:123456789012:abc/live/$connect"
+	resp, err := a.Handle(context.Background(), events.APIGatewayCustomAuthorizerRequestTypeRequest{MethodArn: arn, QueryStringParameters: map[string]string{"token": "good"}})
+	if err != nil || resp.PrincipalID != "u1" || resp.Context["userId"] != "u1" ||
+		len(resp.PolicyDocument.Statement) != 1 || resp.PolicyDocument.Statement[0].Effect != "Allow" || resp.PolicyDocument.Statement[0].Resource[0] != arn {
+		t.Fatalf("good token: %+v, %v", resp, err)
+	}
+	for _, tok := range []string{"", "bad"} {
+		if _, err := a.Handle(context.Background(), events.APIGatewayCustomAuthorizerRequestTypeRequest{MethodArn: arn, QueryStringParameters: map[string]string{"token": tok}}); err == nil || err.Error() != "Unauthorized" {
+			t.Errorf("token %q: %v, want Unauthorized (API Gateway's 401)", tok, err)
+		}
+	}
+}

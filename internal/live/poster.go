@@ -1,0 +1,165 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// ConnectionReader reads users' connections, many users in one batch read.
+type ConnectionReader interface {
+	Connections(ctx context.Context, users []string) (map[string][]Connection, error)
+	RemoveConnection(ctx context.Context, user, connectionID string) error
+}
+
+// Badger counts a user's unread inbox items as the badge shows them.
+type Badger interface {
+	Badge(ctx context.Context, user string) (Unread, error)
+}
+
+// Sender posts to a connection (PostToConnection); ErrGone when it is gone.
+type Sender interface {
+	PostToConnection(ctx context.Context, connectionID string, data []byte) error
+}
+
+// Poster consumes the live queue: for each batch of inbox changes it reads
+// the users' connections in one batch read and posts only to users with an
+// open connection. A failed post is dropped (the inbox stays the truth); a
+// gone connection is deleted.
+type Poster struct {
+	Connections ConnectionReader
+	Badge       Badger
+	Sender      Sender
+	Now         func() time.Time
+	Log         *slog.Logger
+	// Concurrency bounds the users posted to at once; 0 means 16.
+	Concurrency int
+}
+
+// Handle posts one batch of queue messages. Only a message that cannot be
+// decoded is reported as failed (it reaches the DLQ); post failures are
+// dropped.
+func (p *Poster) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var t tally
+	resp := p.handle(ctx, ev, &t)
+	// Counts only: no user, connection or message text in logs.
+	p.Log.InfoContext(ctx, "live posts", "posted", t.posted.Load(), "gone", t.gone.Load(), "dropped", t.dropped.Load(),
+		"malformed", len(resp.BatchItemFailures))
+	return resp, nil
+}
+
+// tally counts one invocation's outcomes.
+type tally struct{ posted, gone, dropped atomic.Int64 }
+
+func (p *Poster) handle(ctx context.Context, ev events.SQSEvent, t *tally) events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	perUser := map[string][]Event{}
+	var users []string
+	for _, m := range ev.Records {
+		var b Batch
+		if err := json.Unmarshal([]byte(m.Body), &b); err != nil || !valid(b) {
+			p.Log.ErrorContext(ctx, "malformed live message", "messageId", m.MessageId)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
+		}
+		for _, e := range b.Events {
+			if _, ok := perUser[e.UserID]; !ok {
+				users = append(users, e.UserID)
+			}
+			perUser[e.UserID] = append(perUser[e.UserID], e)
+		}
+	}
+	if len(users) == 0 {
+		return resp
+	}
+	conns, err := p.Connections.Connections(ctx, users)
+	if err != nil {
+		p.Log.WarnContext(ctx, "live connections read failed; posts dropped", "error", err)
+		t.dropped.Add(int64(len(users)))
+		return resp
+	}
+	now := p.Now()
+	var open []string
+	for _, u := range users {
+		if hasOpen(conns[u], now) {
+			open = append(open, u)
+		}
+	}
+	conc := p.Concurrency
+	if conc <= 0 {
+		conc = 16
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, conc)
+	for _, u := range open {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p.postUser(ctx, u, perUser[u], conns[u], now, t)
+		}()
+	}
+	wg.Wait()
+	return resp
+}
+
+func hasOpen(cs []Connection, now time.Time) bool {
+	for _, c := range cs {
+		if c.Open(now) {
+			return true
+		}
+	}
+	return false
+}
+
+func valid(b Batch) bool {
+	for _, e := range b.Events {
+		if e.UserID == "" || (e.Kind != KindCreated && e.Kind != KindUpdated) {
+			return false
+		}
+	}
+	return true
+}
+
+// postUser sends each of the user's events, with the badge read once after
+// them all, to each open connection.
+func (p *Poster) postUser(ctx context.Context, user string, evs []Event, cs []Connection, now time.Time, t *tally) {
+	badge, err := p.Badge.Badge(ctx, user)
+	if err != nil {
+		p.Log.WarnContext(ctx, "live badge read failed; posts dropped", "error", err)
+		t.dropped.Add(int64(len(evs)))
+		return
+	}
+	gone := map[string]bool{}
+	for _, e := range evs {
+		body, _ := json.Marshal(Message{Kind: e.Kind, ID: e.ID, Unread: badge})
+		for _, c := range cs {
+			if !c.Open(now) || gone[c.ID] {
+				continue
+			}
+			err := p.Sender.PostToConnection(ctx, c.ID, body)
+			switch {
+			case err == nil:
+				t.posted.Add(1)
+			case isGone(err):
+				gone[c.ID] = true
+				if err := p.Connections.RemoveConnection(ctx, user, c.ID); err != nil {
+					p.Log.WarnContext(ctx, "remove gone connection failed", "error", err)
+				}
+				t.gone.Add(1)
+			default:
+				p.Log.WarnContext(ctx, "live post failed; dropped", "error", err)
+				t.dropped.Add(1)
+			}
+		}
+	}
+}
+
+func isGone(err error) bool { return errors.Is(err, ErrGone) }
