@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/policy"
 )
 
 // notificationView is GET /v1/notifications/{id}: the notification as
@@ -46,7 +47,13 @@ type deliveryView struct {
 	TargetsReached int `json:"targetsReached,omitempty"`
 }
 
-func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
+// viewOf shows n's deliveries, and every channel n plans (planned: from its
+// type) that has no delivery item yet: a channel sent at once has none
+// until a worker's claim creates it, so it is shown queued since the
+// notification was accepted — or dropped: cancelled once the notification
+// is cancelled (derived: cancel writes nothing for it, and the worker
+// creates nothing for a cancelled notification).
+func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Channel) *notificationView {
 	v := &notificationView{
 		ID: n.ID, Type: n.Type, Status: string(n.Status), Recipient: viewRecipient{UserID: n.Recipient.UserID},
 		Priority: string(n.Priority), ResourceID: n.ResourceID, BatchKey: n.BatchKey,
@@ -65,7 +72,28 @@ func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
 		}
 		v.Deliveries[string(d.Channel)] = dv
 	}
+	for _, c := range planned {
+		if _, ok := v.Deliveries[string(c)]; ok {
+			continue
+		}
+		dv := deliveryView{Status: string(domain.Absent), UpdatedAt: formatTime(n.CreatedAt)}
+		if n.Status == domain.NotificationCancelled {
+			r := string(domain.ReasonCancelled)
+			dv.Status, dv.Reason, dv.UpdatedAt = string(domain.StatusDropped), &r, formatTime(n.CancelledAt)
+		}
+		v.Deliveries[string(c)] = dv
+	}
 	return v
+}
+
+// planned are the channels n plans, from its type (none when the type has
+// left the catalog: only stored deliveries are shown then).
+func (h *Handler) planned(n *domain.Notification) []domain.Channel {
+	t, ok := h.catalog.Lookup(n.Type)
+	if !ok {
+		return nil
+	}
+	return policy.Channels(n, t)
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -98,18 +126,19 @@ func (h *Handler) getNotification(ctx context.Context, req *request) response {
 	case n.Caller != req.caller:
 		return problemResponse(notificationNotFound())
 	}
-	return response{status: http.StatusOK, body: viewOf(n, ds)}
+	return response{status: http.StatusOK, body: viewOf(n, ds, h.planned(n))}
 }
 
 // cancellable are the delivery states that have not reached a provider yet.
 var cancellable = []domain.Status{domain.StatusPlanned, domain.StatusDeferred, domain.StatusQueued, domain.StatusRetrying}
 
 // cancelNotification cancels the caller's notification: one conditional
-// update marks it cancelled, then every delivery not yet sent moves to
-// dropped: cancelled with its own conditional transition. A delivery that
-// got further in the meantime keeps its state, and deliveries planned after
-// this point are dropped by the worker's recheck, which reads the cancelled
-// status before it sends. Cancelling again answers the same and retries the
+// update marks it cancelled, then every delivery item not yet sent moves to
+// dropped: cancelled with its own conditional transition. A channel sent at
+// once that no worker has claimed has no item: nothing is written for it,
+// the view derives dropped: cancelled, and the worker's recheck, which reads
+// the cancelled status before its claim, creates nothing for it. A delivery
+// that got further in the meantime keeps its state. Cancelling again answers the same and retries the
 // transitions, so a crash between the steps heals on retry.
 func (h *Handler) cancelNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
@@ -146,5 +175,5 @@ func (h *Handler) cancelNotification(ctx context.Context, req *request) response
 		}
 	}
 	h.log.InfoContext(ctx, "notification cancelled", "notificationId", id, "droppedDeliveries", dropped, "outcome", "cancelled")
-	return response{status: http.StatusOK, body: viewOf(n, ds)}
+	return response{status: http.StatusOK, body: viewOf(n, ds, h.planned(n))}
 }

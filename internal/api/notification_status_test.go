@@ -122,3 +122,46 @@ func TestGetAndCancelStoreErrors(t *testing.T) {
 		}
 	}
 }
+
+// A channel sent at once has no delivery item until a worker's claim
+// creates it: the view derives it from the notification's plan, queued, and
+// dropped: cancelled once cancelled — with no write for it at cancel.
+func TestViewDerivesUnclaimedChannels(t *testing.T) {
+	ta := newTestAPI(t)
+	id := ta.accepted(t, validInvoice, "k") // invoice.payment_failed: email and push
+	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelPush, Status: domain.StatusSent, Attempts: 1, UpdatedAt: testNow})
+	get := func() notificationView {
+		resp := ta.do(t, apiCall{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
+		}
+		return decodeBody[notificationView](t, resp.Body)
+	}
+	v := get()
+	if d := v.Deliveries["email"]; d.Status != "queued" || d.Reason != nil || d.Attempts != 0 || d.UpdatedAt != v.CreatedAt {
+		t.Errorf("unclaimed email = %+v, want queued since acceptance", d)
+	}
+	if d := v.Deliveries["push"]; d.Status != "sent" || len(v.Deliveries) != 2 {
+		t.Errorf("deliveries = %+v, want push sent and email derived", v.Deliveries)
+	}
+	writes := ta.store.writeCount()
+	resp := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE = %d %s", resp.StatusCode, resp.Body)
+	}
+	if got := ta.store.writeCount() - writes; got != 1 {
+		t.Errorf("cancel wrote %d items, want 1 (the notification; nothing for the unclaimed channel)", got)
+	}
+	for _, v := range []notificationView{decodeBody[notificationView](t, resp.Body), get()} {
+		d := v.Deliveries["email"]
+		if d.Status != "dropped" || d.Reason == nil || *d.Reason != "cancelled" || v.CancelledAt == nil || d.UpdatedAt != *v.CancelledAt {
+			t.Errorf("unclaimed email after cancel = %+v, want dropped: cancelled at the cancellation", d)
+		}
+		if v.Deliveries["push"].Status != "sent" {
+			t.Errorf("push = %+v, want sent kept", v.Deliveries["push"])
+		}
+	}
+	if _, ok := ta.store.deliveries.Get(id, domain.ChannelEmail); ok {
+		t.Error("cancel created a delivery item for the unclaimed channel")
+	}
+}
