@@ -134,12 +134,19 @@ var cancellable = []domain.Status{domain.StatusPlanned, domain.StatusDeferred, d
 
 // cancelNotification cancels the caller's notification: one conditional
 // update marks it cancelled, then every delivery item not yet sent moves to
-// dropped: cancelled with its own conditional transition. A channel sent at
-// once that no worker has claimed has no item: nothing is written for it,
-// the view derives dropped: cancelled, and the worker's recheck, which reads
-// the cancelled status before its claim, creates nothing for it. A delivery
-// that got further in the meantime keeps its state. Cancelling again answers the same and retries the
-// transitions, so a crash between the steps heals on retry.
+// dropped: cancelled with its own conditional transition, and every channel
+// the notification plans that has no item yet (sent at once and unclaimed,
+// or not planned by the relay yet) gets a dropped: cancelled item with a
+// conditional put (absent only). The worker's claim is conditional on the
+// item being absent or claimable, so it loses against that item: a worker
+// that read the notification before the cancel cannot send after the
+// answer showed the channel dropped. A claim that won first makes the put
+// lose instead, and the channel is shown where it is (sending). These writes
+// happen only at cancel, never per send (docs/decisions.md). A delivery
+// that got further in the meantime keeps its state. Cancelling again answers
+// the same and retries the writes, so a crash between the steps heals on
+// retry; a failed put answers an error rather than a dropped the channel
+// might not keep.
 func (h *Handler) cancelNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validNotificationID(id) {
@@ -172,6 +179,38 @@ func (h *Handler) cancelNotification(ctx context.Context, req *request) response
 			// The notification is cancelled; the worker's recheck drops this
 			// delivery at send time. Report its last known state.
 			h.log.ErrorContext(ctx, "drop cancelled delivery", "notificationId", id, "channel", d.Channel, "error", err)
+		}
+	}
+	for _, c := range h.planned(n) {
+		if slices.ContainsFunc(ds, func(d domain.Delivery) bool { return d.Channel == c }) {
+			continue
+		}
+		tomb := domain.DeliveryOf(n, c)
+		tomb.Status, tomb.Reason, tomb.UpdatedAt = domain.StatusDropped, domain.ReasonCancelled, n.CancelledAt
+		current, err := h.notifications.CreateDelivery(ctx, tomb)
+		switch {
+		case err == nil:
+			ds = append(ds, *tomb)
+			dropped++
+		case errors.Is(err, domain.ErrConflict) && current != nil:
+			// Created meanwhile (a claim won): drop it if still unsent,
+			// otherwise show where it is.
+			if slices.Contains(cancellable, current.Status) {
+				if after, err := h.notifications.Transition(ctx, id, c, domain.Change{
+					To: domain.StatusDropped, From: cancellable, Reason: domain.ReasonCancelled,
+				}); err == nil {
+					current = after
+					dropped++
+				} else if after != nil {
+					current = after
+				}
+			}
+			ds = append(ds, *current)
+		default:
+			// A claim could still win for this channel: answering dropped
+			// would not hold. The notification is cancelled; retrying the
+			// cancel writes what is missing.
+			return h.storeError(ctx, "drop unclaimed channel", err, notificationNotFound)
 		}
 	}
 	h.log.InfoContext(ctx, "notification cancelled", "notificationId", id, "droppedDeliveries", dropped, "outcome", "cancelled")

@@ -366,6 +366,44 @@ func DeliveryContract(t *testing.T, newHarness func(t *testing.T) DeliveryHarnes
 		}
 	})
 
+	t.Run("CancelledItemBeatsTheClaim", func(t *testing.T) {
+		// The cancel writes dropped: cancelled for a channel without an item
+		// (a conditional create); a worker that read the notification before
+		// the cancel then loses its claim. A claim that won first makes the
+		// cancel's create lose instead, and returns the claimed delivery.
+		h := newHarness(t)
+		if h.Create == nil {
+			t.Skip("the store creates no deliveries")
+		}
+		base := &domain.Delivery{UserID: "u-contract", Priority: domain.PriorityNormal, Caller: "svc", Type: "comment.created"}
+		claim := domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
+			LeaseUntil: seededAt.Add(time.Minute), IncrementAttempts: true, ReclaimExpiredLease: seededAt, Create: base}
+		tombstone := func(id string) *domain.Delivery {
+			d := *base
+			d.NotificationID, d.Channel, d.Status, d.Reason, d.UpdatedAt = id, domain.ChannelEmail, domain.StatusDropped, domain.ReasonCancelled, seededAt
+			return &d
+		}
+
+		id := newID("cancel")
+		if _, err := h.Create(ctx, tombstone(id)); err != nil {
+			t.Fatalf("cancel's create = %v", err)
+		}
+		got, err := h.Store.Transition(ctx, id, domain.ChannelEmail, claim)
+		if !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusDropped || got.Reason != domain.ReasonCancelled {
+			t.Errorf("claim after the cancel = %+v, %v; want domain.ErrConflict and dropped: cancelled", got, err)
+		}
+		unchanged(t, h, *tombstone(id))
+
+		id = newID("cancel")
+		if _, err := h.Store.Transition(ctx, id, domain.ChannelEmail, claim); err != nil {
+			t.Fatalf("claim = %v", err)
+		}
+		got, err = h.Create(ctx, tombstone(id))
+		if !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusSending {
+			t.Errorf("cancel's create after the claim = %+v, %v; want domain.ErrConflict and the sending delivery", got, err)
+		}
+	})
+
 	t.Run("CreateIsIdempotent", func(t *testing.T) {
 		h := newHarness(t)
 		if h.Create == nil {

@@ -548,6 +548,27 @@ func TestClaimCreatesTheDelivery(t *testing.T) {
 			t.Errorf("delivery %+v created, sends %d; want none (derived dropped: cancelled)", d, h.provider.sends())
 		}
 	})
+	t.Run("cancel between read and claim", func(t *testing.T) {
+		// The worker read the notification before the cancel; the cancel
+		// writes its dropped: cancelled item for the unclaimed channel
+		// (internal/api), so the claim loses and nothing is sent.
+		h := newHarness(t, domain.ChannelEmail, Config{})
+		n := newNotification(h, "n1")
+		h.store.afterLoad = func() {
+			h.store.afterLoad = nil
+			tomb := domain.DeliveryOf(n, domain.ChannelEmail)
+			tomb.Status, tomb.Reason = domain.StatusDropped, domain.ReasonCancelled
+			if _, err := h.store.deliveries.CreateDelivery(context.Background(), tomb); err != nil {
+				t.Error(err)
+			}
+		}
+		if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 0 {
+			t.Fatalf("failures %v", failed)
+		}
+		if d, _ := h.store.deliveries.Get("n1", domain.ChannelEmail); d.Status != domain.StatusDropped || h.provider.sends() != 0 {
+			t.Errorf("delivery %+v, sends %d; want the cancel's dropped: cancelled kept and nothing sent", d, h.provider.sends())
+		}
+	})
 	t.Run("cancelled campaign", func(t *testing.T) {
 		h := newHarness(t, domain.ChannelEmail, Config{})
 		n := newNotification(h, "n1")
