@@ -51,8 +51,9 @@ type deliveryView struct {
 // type) that has no delivery item yet: a channel sent at once has none
 // until a worker's claim creates it, so it is shown queued since the
 // notification was accepted — or dropped: cancelled once the notification
-// is cancelled (derived: cancel writes nothing for it, and the worker
-// creates nothing for a cancelled notification).
+// is cancelled (the cancel writes that item; derived here when a failed
+// cancel has not written it yet, and the worker creates nothing for a
+// cancelled notification).
 func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Channel) *notificationView {
 	v := &notificationView{
 		ID: n.ID, Type: n.Type, Status: string(n.Status), Recipient: viewRecipient{UserID: n.Recipient.UserID},

@@ -44,8 +44,10 @@
 // campaign and resource, which delivery events carry) or moves it from a
 // claimable state. It does so only for a channel the notification plans,
 // checked on the loaded notification first; for a cancelled notification
-// it creates nothing (the status view derives dropped: cancelled), except
-// for a campaign's, whose lot counts the dropped item.
+// it creates nothing (the cancel wrote the dropped: cancelled item; the
+// status view derives it otherwise), except for a campaign's, whose lot
+// counts the dropped item. A cancel that lands after the worker's read
+// wrote that item before the claim, so the claim loses: nothing is sent.
 //
 // Duplicate window. SQS delivers at least once and the relay may send a work
 // message twice; the claim (a conditional absent|planned|queued|retrying →
