@@ -12,7 +12,7 @@ import (
 func TestFakeStoreContract(t *testing.T) {
 	storetest.DeliveryContract(t, func(t *testing.T) storetest.DeliveryHarness {
 		f := newFakeStore()
-		return storetest.DeliveryHarness{Store: f,
+		return storetest.DeliveryHarness{Store: f, Create: f.CreateDelivery,
 			Seed: func(_ testing.TB, d domain.Delivery) { f.addDelivery(d) },
 			Get: func(_ testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) {
 				return f.deliveries.Get(id, ch)

@@ -32,6 +32,8 @@ type fakeStore struct {
 	prefs         map[string]domain.Preferences
 	writes        int
 	fail          error // returned by every call when set
+	// failCreateDelivery is returned by CreateDelivery when set.
+	failCreateDelivery error
 }
 
 func newFakeStore() *fakeStore {
@@ -109,6 +111,22 @@ func (f *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel
 		f.writes++
 	}
 	return d, err
+}
+
+func (f *fakeStore) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	if f.failCreateDelivery != nil {
+		return nil, f.failCreateDelivery
+	}
+	got, err := f.deliveries.CreateDelivery(ctx, d)
+	if err == nil {
+		f.writes++
+	}
+	return got, err
 }
 
 func (f *fakeStore) addDelivery(d domain.Delivery) { f.deliveries.Put(d) }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/policy"
 )
 
 // notificationView is GET /v1/notifications/{id}: the notification as
@@ -46,7 +47,14 @@ type deliveryView struct {
 	TargetsReached int `json:"targetsReached,omitempty"`
 }
 
-func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
+// viewOf shows n's deliveries, and every channel n plans (planned: from its
+// type) that has no delivery item yet: a channel sent at once has none
+// until a worker's claim creates it, so it is shown queued since the
+// notification was accepted — or dropped: cancelled once the notification
+// is cancelled (the cancel writes that item; derived here when a failed
+// cancel has not written it yet, and the worker creates nothing for a
+// cancelled notification).
+func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Channel) *notificationView {
 	v := &notificationView{
 		ID: n.ID, Type: n.Type, Status: string(n.Status), Recipient: viewRecipient{UserID: n.Recipient.UserID},
 		Priority: string(n.Priority), ResourceID: n.ResourceID, BatchKey: n.BatchKey,
@@ -65,7 +73,28 @@ func viewOf(n *domain.Notification, ds []domain.Delivery) *notificationView {
 		}
 		v.Deliveries[string(d.Channel)] = dv
 	}
+	for _, c := range planned {
+		if _, ok := v.Deliveries[string(c)]; ok {
+			continue
+		}
+		dv := deliveryView{Status: string(domain.Absent), UpdatedAt: formatTime(n.CreatedAt)}
+		if n.Status == domain.NotificationCancelled {
+			r := string(domain.ReasonCancelled)
+			dv.Status, dv.Reason, dv.UpdatedAt = string(domain.StatusDropped), &r, formatTime(n.CancelledAt)
+		}
+		v.Deliveries[string(c)] = dv
+	}
 	return v
+}
+
+// planned are the channels n plans, from its type (none when the type has
+// left the catalog: only stored deliveries are shown then).
+func (h *Handler) planned(n *domain.Notification) []domain.Channel {
+	t, ok := h.catalog.Lookup(n.Type)
+	if !ok {
+		return nil
+	}
+	return policy.Channels(n, t)
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -98,19 +127,27 @@ func (h *Handler) getNotification(ctx context.Context, req *request) response {
 	case n.Caller != req.caller:
 		return problemResponse(notificationNotFound())
 	}
-	return response{status: http.StatusOK, body: viewOf(n, ds)}
+	return response{status: http.StatusOK, body: viewOf(n, ds, h.planned(n))}
 }
 
 // cancellable are the delivery states that have not reached a provider yet.
 var cancellable = []domain.Status{domain.StatusPlanned, domain.StatusDeferred, domain.StatusQueued, domain.StatusRetrying}
 
 // cancelNotification cancels the caller's notification: one conditional
-// update marks it cancelled, then every delivery not yet sent moves to
-// dropped: cancelled with its own conditional transition. A delivery that
-// got further in the meantime keeps its state, and deliveries planned after
-// this point are dropped by the worker's recheck, which reads the cancelled
-// status before it sends. Cancelling again answers the same and retries the
-// transitions, so a crash between the steps heals on retry.
+// update marks it cancelled, then every delivery item not yet sent moves to
+// dropped: cancelled with its own conditional transition, and every channel
+// the notification plans that has no item yet (sent at once and unclaimed,
+// or not planned by the relay yet) gets a dropped: cancelled item with a
+// conditional put (absent only). The worker's claim is conditional on the
+// item being absent or claimable, so it loses against that item: a worker
+// that read the notification before the cancel cannot send after the
+// answer showed the channel dropped. A claim that won first makes the put
+// lose instead, and the channel is shown where it is (sending). These writes
+// happen only at cancel, never per send (docs/decisions.md). A delivery
+// that got further in the meantime keeps its state. Cancelling again answers
+// the same and retries the writes, so a crash between the steps heals on
+// retry; a failed put answers an error rather than a dropped the channel
+// might not keep.
 func (h *Handler) cancelNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validNotificationID(id) {
@@ -145,6 +182,38 @@ func (h *Handler) cancelNotification(ctx context.Context, req *request) response
 			h.log.ErrorContext(ctx, "drop cancelled delivery", "notificationId", id, "channel", d.Channel, "error", err)
 		}
 	}
+	for _, c := range h.planned(n) {
+		if slices.ContainsFunc(ds, func(d domain.Delivery) bool { return d.Channel == c }) {
+			continue
+		}
+		tomb := domain.DeliveryOf(n, c)
+		tomb.Status, tomb.Reason, tomb.UpdatedAt = domain.StatusDropped, domain.ReasonCancelled, n.CancelledAt
+		current, err := h.notifications.CreateDelivery(ctx, tomb)
+		switch {
+		case err == nil:
+			ds = append(ds, *tomb)
+			dropped++
+		case errors.Is(err, domain.ErrConflict) && current != nil:
+			// Created meanwhile (a claim won): drop it if still unsent,
+			// otherwise show where it is.
+			if slices.Contains(cancellable, current.Status) {
+				if after, err := h.notifications.Transition(ctx, id, c, domain.Change{
+					To: domain.StatusDropped, From: cancellable, Reason: domain.ReasonCancelled,
+				}); err == nil {
+					current = after
+					dropped++
+				} else if after != nil {
+					current = after
+				}
+			}
+			ds = append(ds, *current)
+		default:
+			// A claim could still win for this channel: answering dropped
+			// would not hold. The notification is cancelled; retrying the
+			// cancel writes what is missing.
+			return h.storeError(ctx, "drop unclaimed channel", err, notificationNotFound)
+		}
+	}
 	h.log.InfoContext(ctx, "notification cancelled", "notificationId", id, "droppedDeliveries", dropped, "outcome", "cancelled")
-	return response{status: http.StatusOK, body: viewOf(n, ds)}
+	return response{status: http.StatusOK, body: viewOf(n, ds, h.planned(n))}
 }

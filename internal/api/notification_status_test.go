@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -120,5 +121,124 @@ func TestGetAndCancelStoreErrors(t *testing.T) {
 		if p := decodeProblem(t, resp); resp.StatusCode != 500 || p.Code != "internal" {
 			t.Errorf("%s = %d %s", route, resp.StatusCode, resp.Body)
 		}
+	}
+}
+
+// A channel sent at once has no delivery item until a worker's claim
+// creates it: the view derives it from the notification's plan, queued. The
+// cancel writes its dropped: cancelled item (one conditional put, only at
+// cancel), shown as the derived view would show it.
+func TestViewDerivesUnclaimedChannels(t *testing.T) {
+	ta := newTestAPI(t)
+	id := ta.accepted(t, validInvoice, "k") // invoice.payment_failed: email and push
+	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelPush, Status: domain.StatusSent, Attempts: 1, UpdatedAt: testNow})
+	v := ta.get(t, id)
+	if d := v.Deliveries["email"]; d.Status != "queued" || d.Reason != nil || d.Attempts != 0 || d.UpdatedAt != v.CreatedAt {
+		t.Errorf("unclaimed email = %+v, want queued since acceptance", d)
+	}
+	if d := v.Deliveries["push"]; d.Status != "sent" || len(v.Deliveries) != 2 {
+		t.Errorf("deliveries = %+v, want push sent and email derived", v.Deliveries)
+	}
+	writes := ta.store.writeCount()
+	resp := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE = %d %s", resp.StatusCode, resp.Body)
+	}
+	if got := ta.store.writeCount() - writes; got != 2 {
+		t.Errorf("cancel wrote %d items, want 2 (the notification and the unclaimed channel's dropped item)", got)
+	}
+	for _, v := range []notificationView{decodeBody[notificationView](t, resp.Body), ta.get(t, id)} {
+		d := v.Deliveries["email"]
+		if d.Status != "dropped" || d.Reason == nil || *d.Reason != "cancelled" || v.CancelledAt == nil || d.UpdatedAt != *v.CancelledAt {
+			t.Errorf("unclaimed email after cancel = %+v, want dropped: cancelled at the cancellation", d)
+		}
+		if v.Deliveries["push"].Status != "sent" {
+			t.Errorf("push = %+v, want sent kept", v.Deliveries["push"])
+		}
+	}
+	if d, ok := ta.store.deliveries.Get(id, domain.ChannelEmail); !ok || d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled || d.UserID != "u1" || d.Caller != ta.store.notifications[id].Caller {
+		t.Errorf("unclaimed channel's item = %+v (found %v), want dropped: cancelled with the notification's fields", d, ok)
+	}
+	// Cancelling again writes nothing: the items exist.
+	writes = ta.store.writeCount()
+	ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	if ta.store.writeCount() != writes {
+		t.Errorf("second cancel wrote %d items", ta.store.writeCount()-writes)
+	}
+}
+
+func (ta *testAPI) get(t *testing.T, id string) notificationView {
+	t.Helper()
+	resp := ta.do(t, apiCall{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
+	}
+	return decodeBody[notificationView](t, resp.Body)
+}
+
+// workerClaim is the worker's claim of a channel sent at once
+// (internal/worker): conditional on the delivery being absent or claimable.
+func workerClaim(n *domain.Notification, ch domain.Channel) domain.Change {
+	return domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
+		ReclaimExpiredLease: testNow, LeaseUntil: testNow.Add(time.Minute), IncrementAttempts: true, Create: domain.DeliveryOf(n, ch)}
+}
+
+// A cancel that lands between a worker's read of the notification (not
+// cancelled yet) and its claim: the cancel answered the channel dropped, so
+// the claim must lose. If the claim won first, the cancel shows it sending.
+func TestCancelBetweenWorkerReadAndClaim(t *testing.T) {
+	ctx := context.Background()
+	t.Run("cancel first", func(t *testing.T) {
+		ta := newTestAPI(t)
+		id := ta.accepted(t, validInvoice, "k")
+		n, _, err := ta.store.GetNotificationWithDeliveries(ctx, id) // the worker's read
+		if err != nil || n.Status == domain.NotificationCancelled {
+			t.Fatalf("read %+v, %v", n, err)
+		}
+		resp := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+		answered := decodeBody[notificationView](t, resp.Body)
+		if resp.StatusCode != http.StatusOK || answered.Deliveries["email"].Status != "dropped" {
+			t.Fatalf("DELETE = %d %s", resp.StatusCode, resp.Body)
+		}
+		d, err := ta.store.Transition(ctx, id, domain.ChannelEmail, workerClaim(n, domain.ChannelEmail))
+		if !errors.Is(err, domain.ErrConflict) || d == nil || d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled {
+			t.Fatalf("claim after the cancel = %+v, %v; want domain.ErrConflict against dropped: cancelled", d, err)
+		}
+		if v := ta.get(t, id); v.Deliveries["email"].Status != "dropped" {
+			t.Errorf("after the lost claim: email %+v, want dropped as the cancel answered", v.Deliveries["email"])
+		}
+	})
+	t.Run("claim first", func(t *testing.T) {
+		ta := newTestAPI(t)
+		id := ta.accepted(t, validInvoice, "k")
+		n, _, _ := ta.store.GetNotificationWithDeliveries(ctx, id)
+		if _, err := ta.store.Transition(ctx, id, domain.ChannelEmail, workerClaim(n, domain.ChannelEmail)); err != nil {
+			t.Fatal(err)
+		}
+		resp := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+		v := decodeBody[notificationView](t, resp.Body)
+		if resp.StatusCode != http.StatusOK || v.Deliveries["email"].Status != "sending" || v.Deliveries["push"].Status != "dropped" {
+			t.Fatalf("DELETE = %d %s; want email sending (claimed first), push dropped", resp.StatusCode, resp.Body)
+		}
+	})
+}
+
+// A cancel whose dropped item cannot be written answers an error, not a
+// dropped the channel might not keep; the retry writes it.
+func TestCancelUnwrittenDropIsAnError(t *testing.T) {
+	ta := newTestAPI(t)
+	id := ta.accepted(t, validInvoice, "k")
+	ta.store.failCreateDelivery = errors.New("throttled")
+	resp := ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("DELETE = %d %s, want 500", resp.StatusCode, resp.Body)
+	}
+	ta.store.failCreateDelivery = nil
+	resp = ta.do(t, apiCall{route: "DELETE /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("retried DELETE = %d %s", resp.StatusCode, resp.Body)
+	}
+	if d, ok := ta.store.deliveries.Get(id, domain.ChannelEmail); !ok || d.Status != domain.StatusDropped {
+		t.Errorf("after the retry: %+v (found %v), want dropped: cancelled written", d, ok)
 	}
 }

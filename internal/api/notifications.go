@@ -23,6 +23,10 @@ type NotificationStore interface {
 	GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error)
 	CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
+	// CreateDelivery writes d unless its delivery exists (then it returns
+	// the existing one with domain.ErrConflict): the cancel's dropped item
+	// for a channel no worker has claimed.
+	CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error)
 }
 
 // notificationRequest is the body of POST /v1/notifications. Times stay

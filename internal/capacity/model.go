@@ -231,8 +231,8 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		t.store(keys.Sparse[idx]) // the inbox entry (any state) for the whole retention
 	}
 	// Relay: a share of a batch invocation; one batch read; per channel the
-	// rate counter, the delivery (created queued, or deferred) and a share
-	// of a SendMessageBatch.
+	// rate counter, a deferred delivery (one sent at once is created by the
+	// worker's claim) and a share of a SendMessageBatch.
 	t.invoke("RelayFunction", 1.0/relayRecordsPerBatch, relaySecondsPerBatch)
 	t.usage.LogBytes += logBytesEMF / relayRecordsPerBatch
 	if k.RelayReadsProfile {
@@ -254,14 +254,16 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		if err != nil {
 			return err
 		}
-		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))
 		t.store(dk.Size + 60) // with the outcome's attributes
-		for idx, pk := range dk.Index {
-			t.w(idx, pk, dynamo.WriteUnits(dk.Sparse[idx]))
-		}
 		if !deferTo.IsZero() {
+			// Deferred: the relay creates the delivery (and its due entry).
+			t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))
+			for idx, pk := range dk.Index {
+				t.w(idx, pk, dynamo.WriteUnits(dk.Sparse[idx]))
+			}
 			continue
 		}
+		// Sent at once: no relay write, the worker's claim creates it.
 		m.send(t, k, n, keys, dk, user, c)
 		sent = append(sent, dk)
 	}
@@ -320,7 +322,7 @@ func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.Ite
 	if k.Campaign != "" { // the cancel check rides the same batch read
 		t.r("table", dynamo.CampaignStatusPK(k.Campaign, n.ID), 1)
 	}
-	// Claim and outcome.
+	// Claim (it creates the delivery, with its lease) and outcome.
 	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+40))
 	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+60))
 	switch c {

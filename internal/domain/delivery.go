@@ -182,4 +182,27 @@ type Change struct {
 	RefundAttempt bool
 	// AddSentTargets adds targets the provider accepted to SentTargets.
 	AddSentTargets []string
+	// Create lets the change create the delivery when it has no item yet: a
+	// channel sent at once, for which the relay writes nothing and the
+	// worker's claim (or its recheck's outcome) is the first write. A
+	// missing delivery counts as queued (Absent), so the change must be
+	// allowed from queued; the new item takes Create's notification fields
+	// (UserID, Priority, Caller, Type, CampaignID, ResourceID) and nothing
+	// else of it. Without Create a missing delivery is domain.ErrConflict.
+	Create *Delivery
+}
+
+// Absent is the state a delivery without an item is in: a channel the
+// notification plans, sent at once, that no worker has claimed yet.
+const Absent = StatusQueued
+
+// Creates reports whether c may create a missing delivery.
+func (c Change) Creates() bool { return c.Create != nil && CanTransition(Absent, c.To) }
+
+// DeliveryOf is the delivery of n on channel c as it is created: the
+// recipient, priority and the notification fields delivery events carry
+// (Change.Create, and the relay's items).
+func DeliveryOf(n *Notification, c Channel) *Delivery {
+	return &Delivery{NotificationID: n.ID, Channel: c, UserID: n.Recipient.UserID, Priority: n.Priority,
+		Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
 }

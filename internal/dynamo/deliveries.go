@@ -128,6 +128,9 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 			return nil, domain.ErrInvalidTransition{From: f, To: c.To}
 		}
 	}
+	if c.Create != nil && !c.Creates() {
+		return nil, domain.ErrInvalidTransition{From: domain.Absent, To: c.To}
+	}
 	now := s.now()
 	vals := map[string]types.AttributeValue{
 		":to": str(string(c.To)), ":now": str(formatTime(now)),
@@ -137,6 +140,12 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 	expr, err := transitionUpdate(id, ch, c, vals)
 	if err != nil {
 		return nil, err
+	}
+	if c.Create != nil {
+		// The claim creates the delivery of a channel sent at once: absent
+		// counts as queued, and the item gets its notification's fields.
+		cond = "attribute_not_exists(pk) OR (" + cond + ")"
+		expr = s.creating(expr, id, ch, c, now, names, vals)
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
@@ -159,6 +168,35 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, err)
 	}
 	return decodeDelivery(out.Attributes)
+}
+
+// creating adds to a transition's update expression what creates a missing
+// delivery: its identity and the notification's fields delivery events
+// carry (Change.Create), its expiry and attempts, each if_not_exists so an
+// existing item keeps its own. One UpdateItem either way: a new delivery is
+// still one write unit (≈ 300 bytes).
+func (s *Store) creating(expr, id string, ch domain.Channel, c domain.Change, now time.Time, names map[string]string, vals map[string]types.AttributeValue) string {
+	d := c.Create
+	fields := []struct{ name, value string }{
+		{"kind", "delivery"}, {"notificationId", id}, {"channel", string(ch)}, {"userId", d.UserID},
+		{"priority", string(d.Priority)}, {"caller", d.Caller}, {"type", d.Type}, {"campaignId", d.CampaignID}, {"resourceId", d.ResourceID},
+	}
+	var sets []string
+	for i, f := range fields {
+		if f.value == "" {
+			continue
+		}
+		n, v := fmt.Sprintf("#c%d", i), fmt.Sprintf(":c%d", i)
+		names[n], vals[v] = f.name, str(f.value)
+		sets = append(sets, n+" = if_not_exists("+n+", "+v+")")
+	}
+	names["#cttl"], vals[":cttl"] = "ttl", num(now.Add(s.retention).Unix())
+	sets = append(sets, "#cttl = if_not_exists(#cttl, :cttl)")
+	if !c.IncrementAttempts && !c.RefundAttempt {
+		vals[":czero"] = num(0)
+		sets = append(sets, "attempts = if_not_exists(attempts, :czero)")
+	}
+	return strings.Replace(expr, "SET ", "SET "+strings.Join(sets, ", ")+", ", 1)
 }
 
 // transitionCondition is a transition's condition: the delivery exists and

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 )
@@ -340,5 +342,64 @@ func TestDueIndexFollowsTransitions(t *testing.T) {
 	}
 	if got := listDue(due.Add(time.Hour)); len(got) != 0 {
 		t.Errorf("after queueing and skipping: %v still due", got)
+	}
+}
+
+// The claim of a channel sent at once creates its item: the same item the
+// relay's CreateDelivery writes (kind, keys, identity, the notification's
+// fields, expiry), and of concurrent claims exactly one creates it.
+func TestClaimCreatesTheSameItem(t *testing.T) {
+	s, db, clock := newStore(t)
+	table := stacktest.Emulators(t).Resources.Table
+	ctx := context.Background()
+	base := &domain.Delivery{UserID: "u-1", Priority: domain.PriorityNormal, Caller: "svc", Type: "reservation.approved", CampaignID: "c-1", ResourceID: "r-1"}
+
+	created := *base
+	created.NotificationID, created.Channel, created.Status, created.UpdatedAt = uniq(t), domain.ChannelEmail, domain.StatusSending, clock.Now()
+	created.LeaseUntil, created.Attempts = clock.Now().Add(time.Minute), 1
+	if _, err := s.CreateDelivery(ctx, &created); err != nil {
+		t.Fatal(err)
+	}
+	want := rawItem(t, db, table, dynamo.NotificationPK(created.NotificationID), "D#email")
+
+	id := uniq(t)
+	claim := domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
+		LeaseUntil: created.LeaseUntil, IncrementAttempts: true, ReclaimExpiredLease: clock.Now(), Create: base}
+	var wins, conflicts atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_, err := s.Transition(ctx, id, domain.ChannelEmail, claim)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, domain.ErrConflict):
+				conflicts.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || conflicts.Load() != 7 {
+		t.Fatalf("claims: %d won, %d conflicted; want exactly one", wins.Load(), conflicts.Load())
+	}
+	got := rawItem(t, db, table, dynamo.NotificationPK(id), "D#email")
+	for name, v := range want {
+		switch name {
+		case "pk", "notificationId":
+			continue
+		}
+		if !reflect.DeepEqual(got[name], v) {
+			t.Errorf("claimed item %s = %#v, want %#v (as CreateDelivery writes it)", name, got[name], v)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("claimed item has %s, which CreateDelivery does not write", name)
+		}
+	}
+	if ttl := numAttr(t, got, "ttl"); ttl != fmt.Sprint(clock.Now().Add(dynamo.DefaultRetention).Unix()) {
+		t.Errorf("ttl %s, want the retention from the claim", ttl)
 	}
 }

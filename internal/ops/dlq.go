@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -394,6 +395,13 @@ func (o *Operator) load(ctx context.Context, q DLQ, m sqstypes.Message) (parked,
 		if ds[i].Channel == q.Channel {
 			p.delivery = &ds[i]
 		}
+	}
+	if p.delivery == nil && (len(n.Channels) == 0 || slices.Contains(n.Channels, q.Channel)) {
+		// A channel sent at once has no item until a worker's claim creates
+		// it: never claimed, it is queued (the worker refuses a channel the
+		// notification's type does not plan, back to the DLQ).
+		p.delivery = &domain.Delivery{NotificationID: n.ID, Channel: q.Channel, UserID: n.Recipient.UserID, Priority: n.Priority,
+			Status: domain.Absent, UpdatedAt: n.CreatedAt}
 	}
 	if p.delivery == nil {
 		p.problem = "notification has no " + string(q.Channel) + " delivery"

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
 )
 
 var ctx = context.Background()
@@ -631,5 +632,37 @@ func TestCampaignDLQTableError(t *testing.T) {
 	}
 	if len(e.sqs.bodies(campaignQ)) != 0 || len(e.sqs.bodies(campaignDLQ)) != 1 || e.sqs.visible(campaignDLQ) != 1 {
 		t.Errorf("campaign queue %v, DLQ %v (visible %d)", e.sqs.bodies(campaignQ), e.sqs.bodies(campaignDLQ), e.sqs.visible(campaignDLQ))
+	}
+}
+
+// A channel sent at once has no delivery item until a worker's claim: its
+// parked message (say, the table was unavailable for every receive) is a
+// never-claimed queued delivery, moved back for the worker to claim; a
+// channel the notification does not name is left.
+func TestRedriveNeverClaimedChannel(t *testing.T) {
+	e := newEnv()
+	e.parkDelivery("n1", domain.ChannelEmail, domain.PriorityHigh, domain.StatusQueued, "", 0, "")
+	e.store.deliveries = storetest.NewMemDeliveries(nil) // no item: never claimed
+	e.store.notifications["n1"].Channels = []domain.Channel{domain.ChannelEmail}
+	res, err := e.op.Redrive(ctx, "email", RedriveOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Action != ActionMove || !res.Items[0].Done || res.Items[0].Status != "queued" {
+		t.Fatalf("result %+v, want the never-claimed delivery moved back as queued", res)
+	}
+	if got := e.sqs.bodies(emailHigh); len(got) != 1 {
+		t.Errorf("email-high holds %v, want the message", got)
+	}
+	e2 := newEnv()
+	e2.parkDelivery("n2", domain.ChannelEmail, domain.PriorityHigh, domain.StatusQueued, "", 0, "")
+	e2.store.deliveries = storetest.NewMemDeliveries(nil)
+	e2.store.notifications["n2"].Channels = []domain.Channel{domain.ChannelPush}
+	res, err = e2.op.Redrive(ctx, "email", RedriveOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != 1 || res.Items[0].Action != ActionLeave || !strings.Contains(res.Items[0].Note, "has no email delivery") {
+		t.Errorf("result %+v, want an unplanned channel left", res)
 	}
 }

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -50,19 +51,23 @@ func TestRoutesStateChangesToTheEventSink(t *testing.T) {
 	f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusQueued, "")
 }
 
-// A delivery carries its notification's caller, type, campaign and resource
-// so that its events are built from its own stream image.
+// A delivery the relay creates (here deferred: one sent at once is created
+// by the worker's claim, which carries the same) carries its notification's
+// caller, type, campaign and resource so that its events are built from its
+// own stream image.
 func TestDeliveryCarriesTheNotificationFieldsEventsNeed(t *testing.T) {
 	f := newFixture(t)
 	f.user("u1", nil)
-	n := reservation("n1", "u1", func(n *domain.Notification) { n.CampaignID = "c1"; n.ResourceID = "r1"; n.Caller = "svc" })
+	n := reservation("n1", "u1", func(n *domain.Notification) {
+		n.CampaignID, n.ResourceID, n.Caller, n.SendAt = "c1", "r1", "svc", now.Add(time.Hour)
+	})
 	rec := insert("1", n)
 	rec.Change.NewImage["campaignId"] = events.NewStringAttribute("c1")
 	rec.Change.NewImage["resourceId"] = events.NewStringAttribute("r1")
 	if failed := f.handle(t, rec); len(failed) > 0 {
 		t.Fatal(failed)
 	}
-	d := f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusQueued, "")
+	d := f.wantDelivery(t, "n1", domain.ChannelEmail, domain.StatusDeferred, domain.ReasonScheduled)
 	if d.Caller != "svc" || d.Type != "reservation.approved" || d.CampaignID != "c1" || d.ResourceID != "r1" {
 		t.Errorf("delivery %+v", d)
 	}

@@ -83,13 +83,18 @@ func newMemStore() *memStore {
 
 func dkey(id string, c domain.Channel) string { return id + "/" + string(c) }
 
-// claimQueued plays the workers: every queued delivery is claimed.
-func (s *memStore) claimQueued() {
-	for _, d := range s.deliveries.All() {
-		if d.Status == domain.StatusQueued {
-			d.Status = domain.StatusSending
-			s.deliveries.Put(d)
-		}
+// claimQueued plays the workers on the published messages: each claim
+// creates its delivery (a channel sent at once has no item before) or
+// claims a queued one.
+func (s *memStore) claimQueued(p *memPublisher) {
+	p.mu.Lock()
+	sent := slices.Clone(p.sent)
+	p.mu.Unlock()
+	for _, it := range sent {
+		m := it.Message
+		_, _ = s.deliveries.Transition(context.Background(), m.NotificationID, m.Channel, domain.Change{
+			To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
+			Create: &domain.Delivery{UserID: m.UserID, Priority: it.Priority, CampaignID: m.CampaignID}})
 	}
 }
 

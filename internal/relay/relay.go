@@ -4,13 +4,16 @@
 // delivery's first state with a conditional write and puts ids-only work
 // messages on the channel queues.
 //
-// Idempotence rule: a delivery is created once, with a conditional put, in
-// its state: `queued` when it is to be sent now (or directly skipped, dropped
-// or deferred); the work message is sent after the put. A retried stream
-// record finds the delivery and writes nothing; it sends the message again
-// only while the delivery is still queued (or planned) and unclaimed
-// (awaitsMessage), and the worker's claim lets only one of two messages
-// through. The table lookups that precede
+// Idempotence rule: a channel sent at once gets no item here: its work
+// message goes out and the worker's claim creates the delivery (GET derives
+// `queued` from the notification's plan meanwhile). A skipped, dropped or
+// deferred (or digested) delivery is created once, with a conditional put,
+// in its state. A retried stream record sends the message of a channel sent
+// at once again (the worker's claim lets only one of two messages through
+// and a duplicate finds the delivery claimed or final), and finds any other
+// delivery and writes nothing; it sends that one's message again only while
+// it is still queued (or planned) and unclaimed (awaitsMessage), as after a
+// release by the scheduler. The table lookups that precede
 // the delivery's creation are idempotent per notification too: the rate-limit
 // counter remembers which notifications it counted, and a digest remembers its
 // leader and members (see internal/dynamo), so a retry neither counts twice
@@ -474,16 +477,18 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 			}
 			continue
 		}
-		del := &domain.Delivery{
-			NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID, Priority: n.Priority,
-			Status: d.Status, Reason: d.Reason, DueAt: d.DueAt, UpdatedAt: now,
-			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID,
-		}
+		del := domain.DeliveryOf(n, d.Channel)
+		del.Status, del.Reason, del.DueAt, del.UpdatedAt = d.Status, d.Reason, d.DueAt, now
 		if err := h.resolve(ctx, n, d, del, now); err != nil {
 			return nil, fmt.Errorf("notification %s %s: %w", n.ID, d.Channel, err)
 		}
-		// Created already queued, then sent: one write per delivery instead
-		// of planned, then queued (docs/decisions.md).
+		if del.Status == domain.StatusQueued {
+			// Sent at once: no item, the worker's claim creates the
+			// delivery (docs/decisions.md); GET shows it queued meanwhile.
+			out = append(out, pending{record: j.record, item: item})
+			continue
+		}
+		// Skipped, dropped, deferred or digested: recorded here, in its state.
 		current, err := h.store.CreateDelivery(ctx, del)
 		switch {
 		case errors.Is(err, domain.ErrConflict):
@@ -493,9 +498,6 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 			continue // recorded meanwhile: its state decides
 		case err != nil:
 			return nil, fmt.Errorf("notification %s: %w", n.ID, err)
-		case del.Status == domain.StatusQueued:
-			out = append(out, pending{record: j.record, item: item})
-			continue
 		}
 		h.log.InfoContext(ctx, "delivery planned", "notificationId", n.ID, "channel", d.Channel, "priority", n.Priority,
 			"outcome", del.Status, "reason", del.Reason, "dueAt", del.DueAt, "digestId", del.DigestID)

@@ -301,6 +301,109 @@ func DeliveryContract(t *testing.T, newHarness func(t *testing.T) DeliveryHarnes
 		}
 	})
 
+	t.Run("ClaimCreatesTheDelivery", func(t *testing.T) {
+		// A channel sent at once has no item until the worker's claim (or
+		// its recheck's outcome) creates it: absent counts as queued.
+		h := newHarness(t)
+		id := newID("claim")
+		base := &domain.Delivery{UserID: "u-contract", Priority: domain.PriorityLow, Caller: "svc", Type: "comment.created", CampaignID: "cmp-1", ResourceID: "res-1"}
+		lease := seededAt.Add(10 * time.Minute)
+		claim := domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
+			LeaseUntil: lease, IncrementAttempts: true, Create: base}
+		got, err := h.Store.Transition(ctx, id, domain.ChannelPush, claim)
+		if err != nil || got == nil || got.Status != domain.StatusSending || got.Attempts != 1 || !got.LeaseUntil.Equal(lease) || got.UpdatedAt.IsZero() {
+			t.Fatalf("claim of a missing delivery = %+v, %v; want it created sending, attempt 1, lease %v", got, err, lease)
+		}
+		stored, ok := h.Get(t, id, domain.ChannelPush)
+		if !ok || stored.Status != domain.StatusSending || stored.NotificationID != id || stored.Channel != domain.ChannelPush ||
+			stored.UserID != base.UserID || stored.Priority != base.Priority || stored.Caller != base.Caller || stored.Type != base.Type ||
+			stored.CampaignID != base.CampaignID || stored.ResourceID != base.ResourceID {
+			t.Fatalf("stored %+v (found %v); want the claimed delivery with the notification's fields %+v", stored, ok, base)
+		}
+		// Exactly once: a second claim (a duplicate message) loses while the
+		// lease holds, and a crashed worker's claim is taken over after it.
+		if got, err := h.Store.Transition(ctx, id, domain.ChannelPush, claim); !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusSending {
+			t.Errorf("second claim = %+v, %v; want domain.ErrConflict and the claimed delivery", got, err)
+		}
+		unchanged(t, h, stored)
+		late := claim
+		late.ReclaimExpiredLease, late.LeaseUntil = lease.Add(time.Second), lease.Add(10*time.Minute)
+		if got, err := h.Store.Transition(ctx, id, domain.ChannelPush, late); err != nil || got.Attempts != 2 || got.Caller != base.Caller {
+			t.Errorf("reclaim after the lease = %+v, %v; want attempt 2, fields kept", got, err)
+		}
+		// A terminal delivery is never created over: the claim is refused.
+		if _, err := h.Store.Transition(ctx, id, domain.ChannelPush, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}}); err != nil {
+			t.Fatal(err)
+		}
+		sent, _ := h.Get(t, id, domain.ChannelPush)
+		if got, err := h.Store.Transition(ctx, id, domain.ChannelPush, claim); !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusSent {
+			t.Errorf("claim of a sent delivery = %+v, %v; want domain.ErrConflict and the sent delivery", got, err)
+		}
+		unchanged(t, h, sent)
+
+		// The recheck's outcome creates the delivery in it, without an attempt.
+		id2 := newID("claim")
+		got, err = h.Store.Transition(ctx, id2, domain.ChannelEmail, domain.Change{To: domain.StatusDropped, From: claim.From, Reason: domain.ReasonExpired, Create: base})
+		if err != nil || got.Status != domain.StatusDropped || got.Reason != domain.ReasonExpired || got.Attempts != 0 || got.Caller != base.Caller {
+			t.Errorf("recheck outcome of a missing delivery = %+v, %v; want it created dropped: expired, no attempt", got, err)
+		}
+		// An existing delivery keeps its own fields: Create only fills a new one.
+		d := seeded(domain.StatusQueued)
+		d.Caller, d.Type = "first", "first.type"
+		h.Seed(t, d)
+		if got, err := h.Store.Transition(ctx, d.NotificationID, d.Channel, claim); err != nil || got.Caller != "first" || got.Type != "first.type" || got.UserID != d.UserID || got.Attempts != d.Attempts+1 {
+			t.Errorf("claim of an existing delivery = %+v, %v; want its own fields kept and one more attempt", got, err)
+		}
+		// A change a queued delivery cannot make creates nothing.
+		id3 := newID("claim")
+		_, err = h.Store.Transition(ctx, id3, domain.ChannelEmail, domain.Change{To: domain.StatusSent, Create: base})
+		var inv domain.ErrInvalidTransition
+		if !errors.As(err, &inv) || inv.From != domain.Absent {
+			t.Errorf("creating a delivery sent: err %v, want domain.ErrInvalidTransition from %s", err, domain.Absent)
+		}
+		if _, ok := h.Get(t, id3, domain.ChannelEmail); ok {
+			t.Error("a refused change created a delivery")
+		}
+	})
+
+	t.Run("CancelledItemBeatsTheClaim", func(t *testing.T) {
+		// The cancel writes dropped: cancelled for a channel without an item
+		// (a conditional create); a worker that read the notification before
+		// the cancel then loses its claim. A claim that won first makes the
+		// cancel's create lose instead, and returns the claimed delivery.
+		h := newHarness(t)
+		if h.Create == nil {
+			t.Skip("the store creates no deliveries")
+		}
+		base := &domain.Delivery{UserID: "u-contract", Priority: domain.PriorityNormal, Caller: "svc", Type: "comment.created"}
+		claim := domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying},
+			LeaseUntil: seededAt.Add(time.Minute), IncrementAttempts: true, ReclaimExpiredLease: seededAt, Create: base}
+		tombstone := func(id string) *domain.Delivery {
+			d := *base
+			d.NotificationID, d.Channel, d.Status, d.Reason, d.UpdatedAt = id, domain.ChannelEmail, domain.StatusDropped, domain.ReasonCancelled, seededAt
+			return &d
+		}
+
+		id := newID("cancel")
+		if _, err := h.Create(ctx, tombstone(id)); err != nil {
+			t.Fatalf("cancel's create = %v", err)
+		}
+		got, err := h.Store.Transition(ctx, id, domain.ChannelEmail, claim)
+		if !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusDropped || got.Reason != domain.ReasonCancelled {
+			t.Errorf("claim after the cancel = %+v, %v; want domain.ErrConflict and dropped: cancelled", got, err)
+		}
+		unchanged(t, h, *tombstone(id))
+
+		id = newID("cancel")
+		if _, err := h.Store.Transition(ctx, id, domain.ChannelEmail, claim); err != nil {
+			t.Fatalf("claim = %v", err)
+		}
+		got, err = h.Create(ctx, tombstone(id))
+		if !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusSending {
+			t.Errorf("cancel's create after the claim = %+v, %v; want domain.ErrConflict and the sending delivery", got, err)
+		}
+	})
+
 	t.Run("CreateIsIdempotent", func(t *testing.T) {
 		h := newHarness(t)
 		if h.Create == nil {

@@ -129,8 +129,9 @@ func (m *MemDeliveries) GetDelivery(_ context.Context, id string, ch domain.Chan
 // time; the update happens only when the delivery exists and is in one of
 // From (or every source of To when From is empty), or — with
 // ReclaimExpiredLease — is sending under a lease that ended before then.
-// Otherwise it is domain.ErrConflict with the current delivery (nil when
-// there is none).
+// A missing delivery is created by a change with Create (it counts as
+// queued, domain.Absent). Otherwise it is domain.ErrConflict with the
+// current delivery (nil when there is none).
 func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	from := c.From
 	if len(from) == 0 {
@@ -141,6 +142,9 @@ func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Chann
 			return nil, domain.ErrInvalidTransition{From: f, To: c.To}
 		}
 	}
+	if c.Create != nil && !c.Creates() {
+		return nil, domain.ErrInvalidTransition{From: domain.Absent, To: c.To}
+	}
 	if c.To == domain.StatusDeferred && c.DueAt.IsZero() {
 		return nil, fmt.Errorf("transition %s/%s to deferred: due time required", id, ch)
 	}
@@ -148,10 +152,15 @@ func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Chann
 	defer m.mu.Unlock()
 	k := keyOf(id, ch)
 	d, ok := m.m[k]
-	if !ok {
+	switch {
+	case !ok && c.Create != nil:
+		// Created by the change (a claim of a channel sent at once).
+		d = domain.Delivery{NotificationID: id, Channel: ch, UserID: c.Create.UserID, Priority: c.Create.Priority,
+			Caller: c.Create.Caller, Type: c.Create.Type, CampaignID: c.Create.CampaignID, ResourceID: c.Create.ResourceID}
+	case !ok:
 		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
 	}
-	allowed := slices.Contains(from, d.Status) ||
+	allowed := !ok || slices.Contains(from, d.Status) ||
 		(!c.ReclaimExpiredLease.IsZero() && d.Status == domain.StatusSending && !d.LeaseUntil.IsZero() && d.LeaseUntil.Before(c.ReclaimExpiredLease))
 	if !allowed {
 		cp := d

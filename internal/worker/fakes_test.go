@@ -22,6 +22,9 @@ type fakeStore struct {
 	profiles      map[string]*domain.RecipientProfile
 	loadErr       error
 	transitions   []domain.Change
+	// afterLoad runs after LoadWork has read the notification (e.g. a
+	// cancel landing between the worker's read and its claim).
+	afterLoad func()
 }
 
 func newFakeStore() *fakeStore {
@@ -62,6 +65,11 @@ func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.
 	p, ok := s.profiles[n.Recipient.UserID]
 	if !ok {
 		p = &domain.RecipientProfile{Preferences: domain.Preferences{}}
+	}
+	if s.afterLoad != nil {
+		s.mu.Unlock()
+		s.afterLoad()
+		s.mu.Lock()
 	}
 	return &cp, p, nil
 }

@@ -5,9 +5,9 @@
 // failures by messageId.
 //
 // Outcomes per message:
-//   - malformed body (or no matching delivery): reported failed with
-//     visibility 0 and nothing else touched, so SQS redrives it to the
-//     channel DLQ after maxReceiveCount immediate receives;
+//   - malformed body (or a channel its notification does not plan): reported
+//     failed with visibility 0 and nothing else touched, so SQS redrives it
+//     to the channel DLQ after maxReceiveCount immediate receives;
 //   - recheck says it no longer applies (cancelled, expired, preference off,
 //     suppressed, no contact): dropped with the reason, message deleted;
 //   - claim lost (another worker holds a live lease, or the delivery is
@@ -37,10 +37,22 @@
 //     the last receive records sent rather than failed when any target was
 //     reached.
 //
+// The claim creates the delivery. A channel sent at once has no delivery
+// item before its worker: the relay only sends the message. The claim (and
+// a recheck's outcome) is a conditional write that creates the item when it
+// is absent (with the notification's recipient, priority, caller, type,
+// campaign and resource, which delivery events carry) or moves it from a
+// claimable state. It does so only for a channel the notification plans,
+// checked on the loaded notification first; for a cancelled notification
+// it creates nothing (the cancel wrote the dropped: cancelled item; the
+// status view derives it otherwise), except for a campaign's, whose lot
+// counts the dropped item. A cancel that lands after the worker's read
+// wrote that item before the claim, so the claim loses: nothing is sent.
+//
 // Duplicate window. SQS delivers at least once and the relay may send a work
-// message twice; the claim (a conditional planned|queued|retrying → sending
-// with a lease and attempts+1) lets exactly one holder send at a time, and a
-// terminal status ends every later copy. What the claim cannot close is a
+// message twice; the claim (a conditional absent|planned|queued|retrying →
+// sending with a lease and attempts+1) lets exactly one holder send at a
+// time, and a terminal status ends every later copy. What the claim cannot close is a
 // crash (or timeout) after the provider accepted the message and before sent
 // is recorded: the message reappears after its visibility timeout (180 s, six
 // times the function timeout), the lease (the invocation's deadline) has
@@ -56,6 +68,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -259,9 +272,18 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	claimable := []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying}
 	typ, ok := h.catalog.Lookup(n.Type)
 	if !ok {
-		return h.settleUnclaimed(ctx, log, msg, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusQueued, domain.StatusRetrying},
+		// Without its type the plan cannot be told: only a delivery that
+		// exists is failed; none is a message to look at (DLQ).
+		return h.settleUnclaimed(ctx, log, msg, n, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusQueued, domain.StatusRetrying},
 			ReclaimExpiredLease: h.now(), Reason: domain.ReasonNotApplicable, LastError: "unknown type"})
 	}
+	// The claim creates the delivery of a channel sent at once, so it may
+	// only do so for a channel the notification plans: anything else is a
+	// message that names a delivery out of nothing (DLQ).
+	if !slices.Contains(policy.Channels(n, typ), wm.Channel) {
+		return h.malformed(ctx, log, msg, "channel not planned by the notification")
+	}
+	create := domain.DeliveryOf(n, wm.Channel)
 	now := h.now()
 	contact, reason := h.recheck(n, typ, profile, now)
 	if reason != domain.ReasonNone {
@@ -269,7 +291,15 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		if reason == domain.ReasonActiveInApp {
 			to = domain.StatusSkipped
 		}
-		return h.settleUnclaimed(ctx, log, msg, n.ID, domain.Change{To: to, From: claimable, ReclaimExpiredLease: now, Reason: reason})
+		c := domain.Change{To: to, From: claimable, ReclaimExpiredLease: now, Reason: reason, Create: create}
+		if reason == domain.ReasonCancelled && n.CampaignID == "" {
+			// A cancelled notification's unclaimed channels are shown
+			// dropped: cancelled from the notification itself: nothing is
+			// created for them (a delivery that exists is dropped).
+			// Campaign notifications get the item: their lot counts it.
+			c.Create = nil
+		}
+		return h.settleUnclaimed(ctx, log, msg, n, c)
 	}
 
 	// Quota before the claim: a send that finds none burns no attempt.
@@ -286,7 +316,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	// when the claim is refused.
 	d, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
 		To: domain.StatusSending, From: claimable,
-		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true,
+		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true, Create: create,
 	})
 	if errors.Is(err, domain.ErrConflict) {
 		return h.unclaimable(ctx, log, msg, d)
@@ -578,8 +608,14 @@ func escalationReason(e catalog.Escalation, n *domain.Notification, p *domain.Re
 // settleUnclaimed records an outcome decided before the claim (the recheck,
 // an unknown type). The delivery was not read, so a refused write is
 // answered like a refused claim.
-func (h *Handler) settleUnclaimed(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, c domain.Change) error {
-	d, err := h.store.Transition(ctx, id, h.provider.Channel(), c)
+func (h *Handler) settleUnclaimed(ctx context.Context, log *slog.Logger, msg events.SQSMessage, n *domain.Notification, c domain.Change) error {
+	d, err := h.store.Transition(ctx, n.ID, h.provider.Channel(), c)
+	if errors.Is(err, domain.ErrConflict) && d == nil && c.Reason == domain.ReasonCancelled {
+		// Never claimed: the notification's cancellation is its outcome.
+		log.InfoContext(ctx, "delivery outcome", "outcome", c.To, "reason", c.Reason, "attempts", 0)
+		h.metrics.Add(ctx, metrics.Dropped, metrics.Dims{Channel: h.provider.Channel(), Priority: n.Priority, Reason: c.Reason}, 1)
+		return nil
+	}
 	if errors.Is(err, domain.ErrConflict) {
 		return h.unclaimable(ctx, log, msg, d)
 	}

@@ -209,16 +209,21 @@ func TestHandleOutcomes(t *testing.T) {
 			body: `{"notificationId":"n1","channel":"email","x":1}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
 		{name: "work message for another channel", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
 			body: `{"notificationId":"n1","channel":"sms"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
-		{name: "no delivery on this channel", typ: "invoice.payment_failed", channel: domain.ChannelPush, status: domain.StatusQueued,
-			body: `{"notificationId":"n1","channel":"email"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
+		// The claim creates a channel's delivery, so a message naming a
+		// channel the notification does not plan is malformed (DLQ).
+		{name: "channel not planned: malformed", typ: "invoice.payment_failed", channel: domain.ChannelPush, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) { n.Channels = []domain.Channel{domain.ChannelPush} },
+			body:  `{"notificationId":"n1","channel":"email"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
 		// The worker no longer reads the delivery: a recheck's drop lands on
 		// the conditional write, whose refusal says what the delivery is.
 		{name: "cancelled after sent: duplicate, the outcome stays", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusSent,
 			setup: func(h *harness, n *domain.Notification) { n.Status = domain.NotificationCancelled },
 			want:  domain.StatusSent, visMin: -1},
-		{name: "cancelled and no delivery on this channel: malformed", typ: "invoice.payment_failed", channel: domain.ChannelPush, status: domain.StatusQueued,
-			setup: func(h *harness, n *domain.Notification) { n.Status = domain.NotificationCancelled },
-			body:  `{"notificationId":"n1","channel":"email"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
+		{name: "cancelled and channel not planned: malformed", typ: "invoice.payment_failed", channel: domain.ChannelPush, status: domain.StatusQueued,
+			setup: func(h *harness, n *domain.Notification) {
+				n.Status, n.Channels = domain.NotificationCancelled, []domain.Channel{domain.ChannelPush}
+			},
+			body: `{"notificationId":"n1","channel":"email"}`, wantFail: true, want: domain.StatusQueued, visMin: 0, visMax: 0},
 		{name: "unknown type: failed not_applicable", typ: "invoice.payment_failed", channel: domain.ChannelEmail, status: domain.StatusQueued,
 			setup: func(h *harness, n *domain.Notification) { n.Type = "no.such.type" },
 			want:  domain.StatusFailed, reason: domain.ReasonNotApplicable, lastError: "unknown type", visMin: -1},
@@ -492,4 +497,87 @@ func TestOutcomeMetrics(t *testing.T) {
 	if rec.flushes != 4 {
 		t.Errorf("%d flushes, want one per invocation", rec.flushes)
 	}
+}
+
+// A channel sent at once has no delivery until the claim: the claim creates
+// it (with the notification's fields delivery events carry), one sender at a
+// time; the recheck's outcome creates it in that outcome; a cancelled
+// notification gets nothing created (its view derives dropped: cancelled),
+// a cancelled campaign's notification gets its dropped item (its lot counts it).
+func TestClaimCreatesTheDelivery(t *testing.T) {
+	newNotification := func(h *harness, id string) *domain.Notification {
+		n := h.notification(id, "invoice.payment_failed", domain.ChannelPush, domain.StatusQueued) // email has no item
+		n.Caller, n.ResourceID = "billing", "inv-9"
+		return n
+	}
+	t.Run("sent", func(t *testing.T) {
+		h := newHarness(t, domain.ChannelEmail, Config{})
+		n := newNotification(h, "n1")
+		if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 0 {
+			t.Fatalf("failures %v", failed)
+		}
+		d, ok := h.store.deliveries.Get("n1", domain.ChannelEmail)
+		if !ok || d.Status != domain.StatusSent || d.Attempts != 1 || d.UserID != user || d.Priority != n.Priority ||
+			d.Caller != "billing" || d.Type != n.Type || d.ResourceID != "inv-9" || h.provider.sends() != 1 {
+			t.Fatalf("delivery %+v (found %v), sends %d; want created, sent once with the notification's fields", d, ok, h.provider.sends())
+		}
+		// A duplicate message finds it sent: nothing more.
+		if failed := h.handle(t, message("m2", "n1", domain.ChannelEmail, 1)); len(failed) != 0 || h.provider.sends() != 1 {
+			t.Errorf("duplicate: failures %v, sends %d; want none and still 1", failed, h.provider.sends())
+		}
+	})
+	t.Run("recheck outcome", func(t *testing.T) {
+		h := newHarness(t, domain.ChannelEmail, Config{})
+		n := newNotification(h, "n1")
+		n.ExpiresAt = fixedAt.Add(-time.Second)
+		if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 0 {
+			t.Fatalf("failures %v", failed)
+		}
+		if d, ok := h.store.deliveries.Get("n1", domain.ChannelEmail); !ok || d.Status != domain.StatusDropped || d.Reason != domain.ReasonExpired || d.Caller != "billing" {
+			t.Errorf("delivery %+v (found %v); want created dropped: expired", d, ok)
+		}
+	})
+	t.Run("cancelled notification", func(t *testing.T) {
+		h := newHarness(t, domain.ChannelEmail, Config{})
+		n := newNotification(h, "n1")
+		n.Status = domain.NotificationCancelled
+		if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 0 || len(h.vis.all()) != 0 {
+			t.Fatalf("failures %v, visibility %v; want the message deleted", failed, h.vis.all())
+		}
+		if d, ok := h.store.deliveries.Get("n1", domain.ChannelEmail); ok || h.provider.sends() != 0 {
+			t.Errorf("delivery %+v created, sends %d; want none (derived dropped: cancelled)", d, h.provider.sends())
+		}
+	})
+	t.Run("cancel between read and claim", func(t *testing.T) {
+		// The worker read the notification before the cancel; the cancel
+		// writes its dropped: cancelled item for the unclaimed channel
+		// (internal/api), so the claim loses and nothing is sent.
+		h := newHarness(t, domain.ChannelEmail, Config{})
+		n := newNotification(h, "n1")
+		h.store.afterLoad = func() {
+			h.store.afterLoad = nil
+			tomb := domain.DeliveryOf(n, domain.ChannelEmail)
+			tomb.Status, tomb.Reason = domain.StatusDropped, domain.ReasonCancelled
+			if _, err := h.store.deliveries.CreateDelivery(context.Background(), tomb); err != nil {
+				t.Error(err)
+			}
+		}
+		if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 0 {
+			t.Fatalf("failures %v", failed)
+		}
+		if d, _ := h.store.deliveries.Get("n1", domain.ChannelEmail); d.Status != domain.StatusDropped || h.provider.sends() != 0 {
+			t.Errorf("delivery %+v, sends %d; want the cancel's dropped: cancelled kept and nothing sent", d, h.provider.sends())
+		}
+	})
+	t.Run("cancelled campaign", func(t *testing.T) {
+		h := newHarness(t, domain.ChannelEmail, Config{})
+		n := newNotification(h, "n1")
+		n.Status, n.CampaignID = domain.NotificationCancelled, "cmp-1"
+		if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 0 {
+			t.Fatalf("failures %v", failed)
+		}
+		if d, ok := h.store.deliveries.Get("n1", domain.ChannelEmail); !ok || d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled || d.CampaignID != "cmp-1" {
+			t.Errorf("delivery %+v (found %v); want created dropped: cancelled for the campaign's count", d, ok)
+		}
+	})
 }

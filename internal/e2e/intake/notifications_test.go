@@ -213,7 +213,9 @@ func TestCancel(t *testing.T) {
 		`{"type":"reservation.approved","recipient":{"userId":%q},"data":{"reservationUrl":"https://example.com/r/1"},"sendAt":%q}`, user, sendAt), caller("svc-a"))
 	var a accepted
 	resp.JSON(t, &a)
-	s := waitDeliveries(t, a.ID, "svc-a", 2, nil)
+	// Until the relay runs, GET derives every planned channel queued: wait
+	// for its deferred item.
+	s := waitDeliveries(t, a.ID, "svc-a", 2, func(d map[string]delivery) bool { return d["email"].Status != "queued" })
 	if e := s.Deliveries["email"]; e.Status != "deferred" || e.DueAt == nil {
 		t.Fatalf("before cancel: %+v", s.Deliveries)
 	}
