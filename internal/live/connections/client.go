@@ -1,27 +1,18 @@
-// Package connections is the client of API Gateway's WebSocket management
-// API (@connections: PostToConnection, DeleteConnection), signed with
-// SigV4 by the AWS SDK's signer with the function's credentials.
-//
-// The SDK's own client (service/apigatewaymanagementapi) is not served by
-// the module proxy this project builds from (docs/decisions.md, "The live
-// inbox's management client"); this client makes the same two calls, with
-// the same paths, signing and error (410 GoneException → live.ErrGone).
+// Package connections adapts API Gateway's WebSocket management API
+// (@connections: PostToConnection, DeleteConnection) to the live inbox's
+// Sender and Closer, through the AWS SDK's apigatewaymanagementapi client.
 package connections
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
+	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi/types"
 
 	"github.com/heraldhq/herald/internal/live"
 )
@@ -29,76 +20,44 @@ import (
 // Client calls one WebSocket API stage's management endpoint,
 // https://{api-id}.execute-api.{region}.amazonaws.com/{stage}.
 type Client struct {
-	endpoint string
-	cfg      aws.Config
-	signer   *v4.Signer
-	http     aws.HTTPClient
+	api *apigatewaymanagementapi.Client
 }
 
-// New makes a client of endpoint with cfg's credentials, region and HTTP
-// client (cfg.HTTPClient, else one with a 5 s timeout).
+// New makes a client of endpoint (the stage's URL, which is the management
+// API's endpoint) with cfg's credentials, region and HTTP client.
 func New(cfg aws.Config, endpoint string) (*Client, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("live endpoint %q: want https://{api-id}.execute-api.{region}.amazonaws.com/{stage}", endpoint)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 5 * time.Second}
-	}
-	return &Client{endpoint: strings.TrimSuffix(endpoint, "/"), cfg: cfg, signer: v4.NewSigner(), http: hc}, nil
+	api := apigatewaymanagementapi.NewFromConfig(cfg, func(o *apigatewaymanagementapi.Options) {
+		o.BaseEndpoint = aws.String(strings.TrimSuffix(endpoint, "/"))
+	})
+	return &Client{api: api}, nil
 }
 
-// PostToConnection sends data to the connection.
+// PostToConnection sends data to the connection; live.ErrGone when API
+// Gateway no longer has it.
 func (c *Client) PostToConnection(ctx context.Context, id string, data []byte) error {
-	return c.do(ctx, http.MethodPost, id, data)
+	if len(data) > live.MaxMessageBytes {
+		return fmt.Errorf("post to connection: %d bytes, over the %d of one frame", len(data), live.MaxMessageBytes)
+	}
+	_, err := c.api.PostToConnection(ctx, &apigatewaymanagementapi.PostToConnectionInput{ConnectionId: aws.String(id), Data: data})
+	return gone(err)
 }
 
 // DeleteConnection closes the connection.
 func (c *Client) DeleteConnection(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, id, nil)
+	_, err := c.api.DeleteConnection(ctx, &apigatewaymanagementapi.DeleteConnectionInput{ConnectionId: aws.String(id)})
+	return gone(err)
 }
 
-// StatusError is a refused management call.
-type StatusError struct {
-	Method string
-	Status int
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s @connections: status %d", e.Method, e.Status)
-}
-
-func (c *Client) do(ctx context.Context, method, id string, body []byte) error {
-	if len(body) > live.MaxMessageBytes {
-		return fmt.Errorf("post to connection: %d bytes, over the %d of one frame", len(body), live.MaxMessageBytes)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.endpoint+"/@connections/"+url.PathEscape(id), bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	sum := sha256.Sum256(body)
-	creds, err := c.cfg.Credentials.Retrieve(ctx)
-	if err != nil {
-		return fmt.Errorf("credentials: %w", err)
-	}
-	if err := c.signer.SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "execute-api", c.cfg.Region, time.Now()); err != nil {
-		return fmt.Errorf("sign: %w", err)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s @connections: %w", method, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	switch {
-	case resp.StatusCode == http.StatusGone:
+func gone(err error) error {
+	if _, ok := errors.AsType[*types.GoneException](err); ok {
 		return live.ErrGone
-	case resp.StatusCode/100 != 2:
-		return &StatusError{Method: method, Status: resp.StatusCode}
+	}
+	if err != nil {
+		return fmt.Errorf("@connections: %w", err)
 	}
 	return nil
 }
