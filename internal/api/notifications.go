@@ -136,9 +136,17 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 	case err != nil:
 		return h.internalError(ctx, "create notification", err)
 	}
-	h.log.LogAttrs(ctx, slog.LevelInfo, "notification accepted", slog.String("notificationId", n.ID),
-		slog.String("type", n.Type), slog.String("priority", string(n.Priority)), slog.String("outcome", "accepted"))
-	h.metrics.Add(ctx, metrics.Accepted, metrics.Dims{Priority: n.Priority}, 1)
+	dims := metrics.Dims{Priority: n.Priority}
+	h.metrics.Add(ctx, metrics.Accepted, dims, 1)
+	attrs := []slog.Attr{slog.String("notificationId", n.ID),
+		slog.String("type", n.Type), slog.String("priority", string(n.Priority)), slog.String("outcome", "accepted")}
+	if pointerPrefix == "" && h.log.Enabled(ctx, slog.LevelInfo) {
+		// A single request's metrics document is its accept line (one JSON
+		// line, not two); a batch keeps one document for all its items, and
+		// at a level that drops the line the document is written on its own.
+		attrs = append(attrs, metrics.Embed(h.metrics, dims)...)
+	}
+	h.log.LogAttrs(ctx, slog.LevelInfo, "notification accepted", attrs...)
 	return accepted(n)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -100,6 +101,57 @@ func (e *EMF) Flush(context.Context) {
 			_, _ = e.w.Write(append(line, '\n'))
 		}
 	}
+}
+
+// Embedder is a Recorder that can hand what was recorded under one set of
+// dimensions to a JSON log line of the caller's instead of writing a
+// document of its own: EMF allows any other top-level properties in a
+// document, so a log line that carries the metric values, the dimension
+// values and the _aws metadata is the metrics document.
+type Embedder interface {
+	// Embed removes what was recorded under d since the last flush and
+	// returns it as the top-level properties of one EMF document; nil (and
+	// nothing removed) when nothing was recorded under d or it needs more
+	// than one document.
+	Embed(d Dims) []slog.Attr
+}
+
+var _ Embedder = (*EMF)(nil)
+
+// Embed returns r's document for d as log attributes when r is an Embedder
+// (see Embedder), else nil: the caller logs its line as usual and the
+// metrics stay for Flush.
+func Embed(r Recorder, d Dims) []slog.Attr {
+	if e, ok := r.(Embedder); ok {
+		return e.Embed(d)
+	}
+	return nil
+}
+
+// Embed implements Embedder.
+func (e *EMF) Embed(d Dims) []slog.Attr {
+	d = d.sanitized()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g, ok := e.groups[d]
+	if !ok {
+		return nil
+	}
+	docs := e.documents(e.now().UnixMilli(), d, g)
+	if len(docs) != 1 {
+		return nil
+	}
+	delete(e.groups, d)
+	keys := make([]string, 0, len(docs[0]))
+	for k := range docs[0] {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	attrs := make([]slog.Attr, 0, len(keys))
+	for _, k := range keys {
+		attrs = append(attrs, slog.Any(k, docs[0][k]))
+	}
+	return attrs
 }
 
 // documents renders one group; distributions with more than maxValues

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -332,5 +333,56 @@ func BenchmarkEMFInvocation(b *testing.B) {
 			r.Observe(ctx, DeliveryLatency, d, 830)
 		}
 		r.Flush(ctx)
+	}
+}
+
+// TestEMFEmbed: Embed hands one set of dimensions to the caller's JSON log
+// line, which is then a valid EMF document beside the line's own fields;
+// Flush writes only the rest; what needs more than one document, and
+// recorders that are not EMF, are left to Flush.
+func TestEMFEmbed(t *testing.T) {
+	var buf bytes.Buffer
+	r := NewEMF(&buf, "", func() time.Time { return fixed })
+	ctx := context.Background()
+	high := Dims{Priority: domain.PriorityHigh}
+	r.Add(ctx, Accepted, high, 1)
+	r.Add(ctx, Rejected, Dims{Code: "invalid_json"}, 1)
+	attrs := Embed(r, high)
+	if Embed(r, high) != nil {
+		t.Error("a second Embed of the same dimensions returned a document again")
+	}
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	log.LogAttrs(ctx, slog.LevelInfo, "notification accepted", append([]slog.Attr{slog.String("notificationId", "n1")}, attrs...)...)
+	r.Flush(ctx)
+	docs := parse(t, buf.Bytes())
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want the log line and Rejected's:\n%s", len(docs), buf.String())
+	}
+	line := docs[0].root
+	if line["msg"] != "notification accepted" || line["notificationId"] != "n1" || line["Accepted"] != 1.0 || line["Priority"] != "high" {
+		t.Errorf("log line = %v", line)
+	}
+	if ns, dims, unit, ok := docs[0].directive("Accepted"); !ok || ns != DefaultNamespace || unit != "Count" || !reflect.DeepEqual(dims, [][]string{{"Priority"}}) || docs[0].AWS.Timestamp != fixed.UnixMilli() {
+		t.Errorf("Accepted directive = %s %v %s %v", ns, dims, unit, ok)
+	}
+	if _, _, _, ok := docs[1].directive("Rejected"); !ok || docs[1].root["Accepted"] != nil {
+		t.Errorf("flushed document = %v", docs[1].root)
+	}
+
+	// More than one document's worth stays for Flush, whole.
+	buf.Reset()
+	push := Dims{Channel: domain.ChannelPush, Priority: domain.PriorityLow}
+	for i := range 150 {
+		r.Observe(ctx, DeliveryLatency, push, float64(i))
+	}
+	if Embed(r, push) != nil {
+		t.Error("150 values embedded in one line")
+	}
+	r.Flush(ctx)
+	if docs := parse(t, buf.Bytes()); len(docs) != 2 {
+		t.Errorf("%d documents after a refused Embed, want 2", len(docs))
+	}
+	if Embed(Nop{}, high) != nil || Embed(&Tally{}, high) != nil {
+		t.Error("a recorder that is not EMF embedded something")
 	}
 }
