@@ -26,8 +26,8 @@ type measured struct {
 }
 
 // TestModelAgreesWithMeasuredCost keeps the model honest: its cost per
-// million of each kind is within 10% of what the benchmark measured on the
-// local stack. Re-record with
+// million of each kind, Lambda apart, is within 10% of what the benchmark
+// measured on the local stack. Re-record with
 // COST_OUT=$PWD/internal/capacity/testdata/measured.json go test -run '^$' -bench Cost -benchtime 1x ./internal/e2e/cost
 func TestModelAgreesWithMeasuredCost(t *testing.T) {
 	raw, err := os.ReadFile("testdata/measured.json")
@@ -69,10 +69,22 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 			t.Errorf("%s: %.2f PutEvents entries per notification measured (DeliveryEvents %s), the model counts %.2f", k.Name, got, mode, want)
 		}
 		c.Total += EventsCostPerMillion(k, mode, m.SESFeedback, ListPrices)
-		diff := math.Abs(c.Total-got.Total) / got.Total
-		t.Logf("%-24s model $%.2f/M, measured $%.2f/M (%+.1f%%)", k.Name, c.Total, got.Total, 100*(c.Total-got.Total)/got.Total)
+		// Lambda is compared apart: the run's durations are the emulators'
+		// (DynamoDB Local, the runner), several times AWS's and varying with
+		// the machine's load, while the model prices AWS's. Everything else
+		// (units, requests, messages, log bytes, entries) is the same on
+		// both, and must agree within 10%; the measured Lambda can only be
+		// dearer than the model's, never cheaper (a cheaper one means the
+		// model counts an invocation the run did not make).
+		model, run := c.Total-c.Lambda, got.Total-got.Lambda
+		diff := math.Abs(model-run) / run
+		t.Logf("%-24s model $%.2f/M, measured $%.2f/M (%+.1f%%); without Lambda $%.2f vs $%.2f (%+.1f%%)", k.Name, c.Total, got.Total,
+			100*(c.Total-got.Total)/got.Total, model, run, 100*(model-run)/run)
 		if diff > 0.10 {
-			t.Errorf("%s: model $%.2f/M vs measured $%.2f/M: %.0f%% apart (model %+v; measured %+v)", k.Name, c.Total, got.Total, 100*diff, c, got)
+			t.Errorf("%s: model $%.2f/M vs measured $%.2f/M without Lambda: %.0f%% apart (model %+v; measured %+v)", k.Name, model, run, 100*diff, c, got)
+		}
+		if got.Lambda < 0.9*c.Lambda {
+			t.Errorf("%s: Lambda measured $%.2f/M, below the model's $%.2f/M", k.Name, got.Lambda, c.Lambda)
 		}
 		// Storage (beside the total) follows the same item builders.
 		if got.Storage == 0 || math.Abs(c.Storage-got.Storage)/got.Storage > 0.10 {
