@@ -3,7 +3,6 @@ package browser
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/url"
 	"testing"
 	"time"
@@ -36,13 +35,7 @@ func TestLiveInboxUpdatesWithoutPolling(t *testing.T) {
 	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
 	defer cancelTimeout()
 
-	// The listed app origin: when TestKitFromAnotherOrigin ran, its listener
-	// served it and was closed with it; listen on the same address again.
-	l, err := net.Listen("tcp", appListener.Addr().String())
-	if err != nil {
-		l = appListener // not served yet (that test did not run)
-	}
-	app := serveApp(t, l)
+	app := serveApp(t, appOriginListener())
 	q := url.Values{"api": {st.APIURL}, "user": {user}, "token": {token}, "live": {st.WebSocketURL}, "poll": {"1"}}.Encode()
 	if err := chromedp.Run(bctx,
 		chromedp.Navigate(app+"/?"+q),
