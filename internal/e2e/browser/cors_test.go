@@ -61,7 +61,22 @@ inbox.addEventListener('herald-inbox-error', (e) => window.inboxErrors.push(e.de
 document.body.append(inbox);
 </script>`
 
-// serveApp serves appPage and the kit on l until the test ends.
+// prefsPage is the same application's preference page: the kit's
+// <herald-preferences> with the API on Herald's origin and the user's token
+// from the query.
+const prefsPage = `<!doctype html><meta charset="utf-8"><title>app preferences</title><body>
+<script type="module">
+import '/kit/herald-preferences.js';
+const q = new URLSearchParams(location.search);
+window.prefsErrors = [];
+const prefs = document.createElement('herald-preferences');
+prefs.setAttribute('api-base', q.get('api'));
+prefs.addEventListener('herald-preferences-error', (e) => window.prefsErrors.push(e.detail));
+prefs.tokenProvider = async () => q.get('token');
+document.body.append(prefs);
+</script>`
+
+// serveApp serves appPage (at /), prefsPage (at /preferences) and the kit on l until the test ends.
 func serveApp(t *testing.T, l net.Listener) string {
 	t.Helper()
 	root, err := stacktest.RepoRoot()
@@ -73,6 +88,10 @@ func serveApp(t *testing.T, l net.Listener) string {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, appPage)
+	})
+	mux.HandleFunc("GET /preferences", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, prefsPage)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()

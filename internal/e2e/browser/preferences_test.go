@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 )
 
-// TestPreferenceCenterTurnsEmailOff: in the console's <herald-preferences>
-// (labels in the profile's locale, ja here, and the quiet hours in the
+// TestPreferenceCenterTurnsEmailOff: in the kit's <herald-preferences> on a
+// page of the app's origin (the API on another, so every call is
+// cross-origin with a preflight; labels in the profile's locale, ja here, and the quiet hours in the
 // user's timezone) the user turns email off for invoice.payment_failed with
 // the keyboard; the next notification of that type is skipped for email
 // (preference) while push still goes. A mandatory type's switch does not
@@ -72,10 +74,11 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 	const shadow = `document.querySelector('herald-preferences').shadowRoot`
 	const invoiceEmail = shadow + `.querySelector('button[data-type="invoice.payment_failed"][data-channel="email"]')`
 	const loginEmail = shadow + `.querySelector('button[data-type="security.login_alert"][data-channel="email"]')`
+	token := st.Token(user, time.Hour)
+	app := serveApp(t, appOriginListener())
 	var heading, label, quiet, checked, locked, reason string
-	run("open the preference center",
-		chromedp.Navigate(st.APIURL+"/_dev/?user="+user),
-		chromedp.WaitVisible(`#inbox-demo`),
+	run("open the preference center on the app's origin "+app,
+		chromedp.Navigate(app+"/preferences?"+url.Values{"api": {st.APIURL}, "token": {token}}.Encode()),
 		chromedp.Poll(invoiceEmail+` !== null`, nil, chromedp.WithPollingTimeout(20*time.Second)),
 		chromedp.Evaluate(shadow+`.querySelector('h2').textContent`, &heading),
 		chromedp.Evaluate(`[...`+shadow+`.querySelectorAll('th[scope=row]')].map(th => th.firstChild.textContent).join('|')`, &label),
@@ -103,7 +106,7 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 	}
 
 	// A mandatory switch: locked with the reason, a click changes nothing,
-	// and a PUT with the user's own token is refused.
+	// and a PUT with the user's own token (from the app's origin) is refused.
 	var refused struct {
 		Status int    `json:"status"`
 		Code   string `json:"code"`
@@ -115,8 +118,7 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 		chromedp.Sleep(300*time.Millisecond), // what a save would take to show, had it started
 		chromedp.Evaluate(loginEmail+`.getAttribute('aria-checked')`, &checked),
 		chromedp.Evaluate(`(async () => {
-			const t = await (await fetch('/_dev/token?sub=`+user+`')).json();
-			const r = await fetch('/v1/me/preferences', {method: 'PUT', headers: {'Content-Type': 'application/json', Authorization: 'Bearer ' + t.token},
+			const r = await fetch(`+jsString(st.APIURL+"/v1/me/preferences")+`, {method: 'PUT', headers: {'Content-Type': 'application/json', Authorization: 'Bearer ' + `+jsString(token)+`},
 				body: JSON.stringify({preferences: {'security.login_alert': {email: false}}})});
 			const b = await r.json();
 			return {status: r.status, code: b.code};
