@@ -11,7 +11,7 @@ func TestEventsPerMillion(t *testing.T) {
 	if c := eventEntryChunks(); c != 1 {
 		t.Fatalf("a delivery event is %v chunks of 64 KB, want 1", c)
 	}
-	res, err := Run(DefaultProfile(), repoLimits(t))
+	res, err := defaultRun(t)
 	if err != nil {
 		t.Fatal(err)
 	}

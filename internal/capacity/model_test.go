@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/heraldhq/herald/internal/devstack"
@@ -93,6 +94,22 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 	}
 }
 
+// defaultRun is the model's run of the default profile against the
+// repository template, made once for the tests that only read it (a run
+// simulates 50,000 notifications: tens of seconds under -race).
+var defaultRun = func() func(t *testing.T) (Result, error) {
+	var (
+		once sync.Once
+		res  Result
+		err  error
+	)
+	return func(t *testing.T) (Result, error) {
+		t.Helper()
+		once.Do(func() { res, err = Run(DefaultProfile(), repoLimits(t)) })
+		return res, err
+	}
+}()
+
 // repoLimits are the repository template's limits for the default profile.
 func repoLimits(t *testing.T) Limits {
 	t.Helper()
@@ -107,7 +124,7 @@ func TestProfilePassesEveryLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 50,000 notifications")
 	}
-	res, err := Run(DefaultProfile(), repoLimits(t))
+	res, err := defaultRun(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +171,7 @@ func TestCampaignKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates notifications")
 	}
-	res, err := Run(DefaultProfile(), repoLimits(t))
+	res, err := defaultRun(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +289,7 @@ func TestSeedProfileFigures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model")
 	}
-	res, err := Run(DefaultProfile(), repoLimits(t))
+	res, err := defaultRun(t)
 	if err != nil {
 		t.Fatal(err)
 	}
