@@ -41,9 +41,11 @@ type announcementItem struct {
 	CreatedAt   string `dynamodbav:"createdAt"`
 	Caller      string `dynamodbav:"caller"`
 	RequestHash string `dynamodbav:"requestHash,omitempty"`
-	TTL         int64  `dynamodbav:"ttl"`
-	GSI2PK      string `dynamodbav:"gsi2pk"`
-	GSI2SK      string `dynamodbav:"gsi2sk"`
+	// LiveAt: when its live broadcast started (MarkAnnouncementLive).
+	LiveAt string `dynamodbav:"liveAt,omitempty"`
+	TTL    int64  `dynamodbav:"ttl"`
+	GSI2PK string `dynamodbav:"gsi2pk"`
+	GSI2SK string `dynamodbav:"gsi2sk"`
 }
 
 func announcementSortKey(a *inbox.Announcement) string { return formatTime(a.PublishedAt) + "#" + a.ID }
@@ -52,7 +54,7 @@ func (it *announcementItem) toAnnouncement() *inbox.Announcement {
 	return &inbox.Announcement{
 		ID: it.ID, Title: it.Title, Body: it.Body, URL: it.URL,
 		PublishedAt: parseTime(it.PublishedAt), ExpiresAt: parseTime(it.ExpiresAt), CreatedAt: parseTime(it.CreatedAt),
-		Caller: it.Caller, RequestHash: it.RequestHash, SortKey: it.GSI2SK,
+		Caller: it.Caller, RequestHash: it.RequestHash, SortKey: it.GSI2SK, LiveAt: parseTime(it.LiveAt),
 	}
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/storetest"
 )
 
@@ -52,5 +54,33 @@ func TestStoreContractInbox(t *testing.T) {
 				t.Fatalf("seed %s: %v", n.ID, err)
 			}
 		}}
+	})
+}
+
+func TestStoreContractOnline(t *testing.T) {
+	storetest.OnlineContract(t, func(t *testing.T) storetest.OnlineHarness {
+		s, _, clock := newStore(t)
+		return storetest.OnlineHarness{
+			AddOnline: s.AddOnline, OnlineUsers: s.OnlineUsers, Mark: s.MarkAnnouncementLive, Unmark: s.UnmarkAnnouncementLive,
+			SeedAnnouncement: func(t testing.TB, id string) {
+				t.Helper()
+				now := clock.Now()
+				a := &inbox.Announcement{ID: id, Title: "t", Body: "b", PublishedAt: now, ExpiresAt: now.Add(time.Hour), CreatedAt: now, Caller: "svc"}
+				if _, err := s.CreateAnnouncement(context.Background(), a); err != nil {
+					t.Fatal(err)
+				}
+			},
+			MarkedAt: func(t testing.TB, id string) time.Time {
+				t.Helper()
+				a, err := s.GetAnnouncement(context.Background(), id)
+				if errors.Is(err, domain.ErrNotFound) {
+					return time.Time{}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a.LiveAt
+			},
+		}
 	})
 }

@@ -5,11 +5,14 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/live"
 )
 
@@ -94,5 +97,56 @@ func TestLiveConnections(t *testing.T) {
 	wg.Wait()
 	if got := ids(other); len(got) != 4 {
 		t.Fatalf("concurrent connects kept %v, want all four", got)
+	}
+}
+
+// TestAnnouncementMarkedOnce: however many callers mark an announcement at
+// once (the API's replays, the scheduler), exactly one starts its
+// broadcast; the online entry carries the TTL that removes it.
+func TestAnnouncementMarkedOnce(t *testing.T) {
+	s, db, clock := newStore(t)
+	ctx := context.Background()
+	now := clock.Now()
+	a := &inbox.Announcement{ID: "a" + strings.Repeat("0", 20) + strconv.FormatInt(seq.Add(1)+100000, 10), Title: "t", Body: "b",
+		PublishedAt: now, ExpiresAt: now.Add(time.Hour), CreatedAt: now, Caller: "svc"}
+	if _, err := s.CreateAnnouncement(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var won atomic.Int64
+	for i := range 8 {
+		wg.Go(func() {
+			ok, err := s.MarkAnnouncementLive(ctx, a.ID, now.Add(time.Duration(i)*time.Millisecond))
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d marks won, want 1", won.Load())
+	}
+	list, err := s.UnexpiredAnnouncements(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range list {
+		found = found || l.ID == a.ID && !l.LiveAt.IsZero()
+	}
+	if !found {
+		t.Error("the mark is not read back with the announcements")
+	}
+	user := uniq(t)
+	until := now.Add(live.MaxConnectionAge)
+	if err := s.AddOnline(ctx, live.OnlineShard(user), user, until); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "LIVE#"+strconv.Itoa(live.OnlineShard(user)), user)
+	if got := numAttr(t, item, "ttl"); got != strconv.FormatInt(until.Unix(), 10) {
+		t.Errorf("ttl %s, want %d", got, until.Unix())
 	}
 }

@@ -25,6 +25,9 @@ type Announcement struct {
 	// SortKey places it among a user's notifications ("<publishedAt>#<id>");
 	// the store sets it.
 	SortKey string
+	// LiveAt is when its broadcast to the users' open live-inbox
+	// connections started (zero: not yet).
+	LiveAt time.Time
 }
 
 // Announcement lifecycle, as listed to services.

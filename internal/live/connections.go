@@ -40,9 +40,11 @@ const PresenceInterval = time.Minute
 type Routes struct {
 	Store    ConnectionStore
 	Presence PresenceStore
-	Closer   Closer
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Online is the online set a broadcast walks; nil records nothing.
+	Online OnlineStore
+	Closer Closer
+	Now    func() time.Time
+	Log    *slog.Logger
 	// MaxConnections per user; 0 means DefaultMaxConnections.
 	MaxConnections int
 }
@@ -76,6 +78,16 @@ func (r *Routes) Handle(ctx context.Context, ev events.APIGatewayWebsocketProxyR
 		limit := r.MaxConnections
 		if limit <= 0 {
 			limit = DefaultMaxConnections
+		}
+		// The online set first: an entry without a recorded connection is
+		// harmless (a broadcast finds no open connection and posts
+		// nothing), a connection missing from the set would miss every
+		// announcement; either failure refuses the connect (the kit retries).
+		if r.Online != nil {
+			if err := r.Online.AddOnline(ctx, OnlineShard(user), user, now.Add(MaxConnectionAge)); err != nil {
+				r.Log.ErrorContext(ctx, "live online set write failed", "error", err)
+				return events.APIGatewayProxyResponse{StatusCode: http.StatusInternalServerError}, nil
+			}
 		}
 		evicted, err := r.Store.AddConnection(ctx, user, Connection{ID: conn, ConnectedAt: now, LastActive: now}, limit, now)
 		if err != nil {

@@ -12,6 +12,7 @@ package live
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"time"
 )
 
@@ -44,9 +45,34 @@ type Event struct {
 	ID string `json:"id,omitempty"`
 }
 
-// Batch is the body of one message of the live queue.
+// Batch is the body of one message of the live queue: a batch of
+// per-user events, or one page of an announcement's broadcast.
 type Batch struct {
-	Events []Event `json:"events"`
+	Events    []Event    `json:"events,omitempty"`
+	Broadcast *Broadcast `json:"broadcast,omitempty"`
+}
+
+// Broadcast posts an announcement (ID) to the users of one shard of the
+// online set whose user id sorts after After ("": from the first).
+type Broadcast struct {
+	ID    string `json:"id"`
+	Shard int    `json:"shard"`
+	After string `json:"after,omitempty"`
+}
+
+// OnlineShards is how many partitions the online set (LIVE#<shard>) spreads
+// over. Writes: one small item per $connect, and API Gateway accepts at most
+// 500 new connections a second per account and Region (adjustable), so a
+// shard takes ~31 of a partition's 1,000 writes a second (32 times
+// headroom; still 3 times at a raised 5,000 connects a second). Reads: a
+// broadcast walks the shards in parallel, one chain of paced pages each.
+const OnlineShards = 16
+
+// OnlineShard is the user's shard of the online set (FNV-1a of the id).
+func OnlineShard(user string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	return int(h.Sum32() % OnlineShards)
 }
 
 // Message is what a connection receives.

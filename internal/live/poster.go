@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/heraldhq/herald/internal/inbox"
 )
 
 // ConnectionReader reads users' connections, many users in one batch read.
@@ -40,6 +42,38 @@ type Poster struct {
 	Log         *slog.Logger
 	// Concurrency bounds the users posted to at once; 0 means 16.
 	Concurrency int
+	// Online and Queue serve broadcasts (an announcement to every online
+	// user): a shard's page of users, and its continuation. Without them a
+	// broadcast message is dropped.
+	Online OnlineReader
+	Queue  BroadcastQueue
+	// BroadcastRate bounds a broadcast's pace, in users a second all
+	// shards together (each post makes the kit refetch the inbox); 0 means
+	// DefaultBroadcastRate.
+	BroadcastRate float64
+}
+
+// BroadcastPage is how many online-set entries one broadcast message
+// evaluates (one Query page; its users' connections are one BatchGetItem).
+const BroadcastPage = 100
+
+// DefaultBroadcastRate is the template's LiveBroadcastRate default.
+const DefaultBroadcastRate = 500
+
+// AnnouncementIncluder is a Badger that can be told of an announcement a
+// broadcast names, so that the badge counts it (StoreBadge).
+type AnnouncementIncluder interface {
+	Include(ctx context.Context, id string) error
+}
+
+// continuationDelay paces a shard: the next page of a shard waits as long
+// as its share of the rate takes to post the users just posted.
+func (p *Poster) continuationDelay(users int) time.Duration {
+	rate := p.BroadcastRate
+	if rate <= 0 {
+		rate = DefaultBroadcastRate
+	}
+	return time.Duration(float64(users) * OnlineShards / rate * float64(time.Second))
 }
 
 // Handle posts one batch of queue messages. Only a message that cannot be
@@ -50,12 +84,12 @@ func (p *Poster) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	resp := p.handle(ctx, ev, &t)
 	// Counts only: no user, connection or message text in logs.
 	p.Log.InfoContext(ctx, "live posts", "posted", t.posted.Load(), "gone", t.gone.Load(), "dropped", t.dropped.Load(),
-		"malformed", len(resp.BatchItemFailures))
+		"broadcastUsers", t.broadcast.Load(), "malformed", len(resp.BatchItemFailures))
 	return resp, nil
 }
 
 // tally counts one invocation's outcomes.
-type tally struct{ posted, gone, dropped atomic.Int64 }
+type tally struct{ posted, gone, dropped, broadcast atomic.Int64 }
 
 func (p *Poster) handle(ctx context.Context, ev events.SQSEvent, t *tally) events.SQSEventResponse {
 	var resp events.SQSEventResponse
@@ -68,7 +102,11 @@ func (p *Poster) handle(ctx context.Context, ev events.SQSEvent, t *tally) event
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
 			continue
 		}
-		for _, e := range b.Events {
+		events := b.Events
+		if b.Broadcast != nil {
+			events = p.broadcastPage(ctx, *b.Broadcast, t)
+		}
+		for _, e := range events {
 			if _, ok := perUser[e.UserID]; !ok {
 				users = append(users, e.UserID)
 			}
@@ -119,7 +157,48 @@ func hasOpen(cs []Connection, now time.Time) bool {
 	return false
 }
 
+// broadcastPage reads one page of the broadcast's shard, makes the badge
+// count the announcement, sends the shard's continuation (paced), and
+// returns the page's users' events. A failure drops the rest of the shard
+// (logged): the inbox stays the truth.
+func (p *Poster) broadcastPage(ctx context.Context, b Broadcast, t *tally) []Event {
+	if p.Online == nil || p.Queue == nil {
+		p.Log.WarnContext(ctx, "live broadcast without an online set; dropped")
+		t.dropped.Add(1)
+		return nil
+	}
+	users, next, err := p.Online.OnlineUsers(ctx, b.Shard, b.After, p.Now(), BroadcastPage)
+	if err != nil {
+		p.Log.WarnContext(ctx, "live online set read failed; broadcast shard dropped", "announcementId", b.ID, "shard", b.Shard, "error", err)
+		t.dropped.Add(1)
+		return nil
+	}
+	if inc, ok := p.Badge.(AnnouncementIncluder); ok && len(users) > 0 {
+		if err := inc.Include(ctx, b.ID); err != nil {
+			p.Log.WarnContext(ctx, "live announcement read failed; broadcast shard dropped", "announcementId", b.ID, "shard", b.Shard, "error", err)
+			t.dropped.Add(1)
+			return nil
+		}
+	}
+	if next != "" {
+		cont := Broadcast{ID: b.ID, Shard: b.Shard, After: next}
+		if err := p.Queue.Broadcast(ctx, []Broadcast{cont}, p.continuationDelay(len(users))); err != nil {
+			p.Log.WarnContext(ctx, "live broadcast continuation failed; rest of the shard dropped", "announcementId", b.ID, "shard", b.Shard, "error", err)
+			t.dropped.Add(1)
+		}
+	}
+	t.broadcast.Add(int64(len(users)))
+	evs := make([]Event, len(users))
+	for i, u := range users {
+		evs[i] = Event{UserID: u, Kind: KindCreated, ID: b.ID}
+	}
+	return evs
+}
+
 func valid(b Batch) bool {
+	if bc := b.Broadcast; bc != nil {
+		return len(b.Events) == 0 && inbox.IsAnnouncementID(bc.ID) && bc.Shard >= 0 && bc.Shard < OnlineShards
+	}
 	for _, e := range b.Events {
 		if e.UserID == "" || (e.Kind != KindCreated && e.Kind != KindUpdated) {
 			return false

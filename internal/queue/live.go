@@ -40,3 +40,22 @@ func (q *LiveQueue) Notify(ctx context.Context, events []live.Event) error {
 	}
 	return sendJSON(ctx, q.api, q.url, "live", batches, 0)
 }
+
+var _ live.BroadcastQueue = (*LiveQueue)(nil)
+
+// maxDelaySeconds is SQS's largest DelaySeconds (15 minutes).
+const maxDelaySeconds = 900
+
+// Broadcast sends broadcast messages (one a shard, or a shard's
+// continuation), delivered after delay rounded up to whole seconds (SQS's
+// unit), at most 15 minutes.
+func (q *LiveQueue) Broadcast(ctx context.Context, bs []live.Broadcast, delay time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveSendTimeout)
+	defer cancel()
+	secs := int32(min(maxDelaySeconds, (delay+time.Second-1)/time.Second))
+	msgs := make([]live.Batch, len(bs))
+	for i := range bs {
+		msgs[i] = live.Batch{Broadcast: &bs[i]}
+	}
+	return sendJSON(ctx, q.api, q.url, "live broadcast", msgs, secs)
+}

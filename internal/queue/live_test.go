@@ -1,0 +1,61 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/heraldhq/herald/internal/live"
+	"github.com/heraldhq/herald/internal/queue"
+)
+
+// sendFake records SendMessageBatch calls.
+type sendFake struct {
+	queue.API
+	calls []*sqs.SendMessageBatchInput
+}
+
+func (f *sendFake) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.calls = append(f.calls, in)
+	return &sqs.SendMessageBatchOutput{}, nil
+}
+
+// A broadcast is one message per shard, ten a call, as {"broadcast":…};
+// its delay is rounded up to SQS's whole seconds, at most 15 minutes.
+func TestLiveQueueBroadcast(t *testing.T) {
+	f := &sendFake{}
+	q := queue.NewLiveQueue(f, "url")
+	bs := make([]live.Broadcast, live.OnlineShards)
+	for i := range bs {
+		bs[i] = live.Broadcast{ID: "a1", Shard: i}
+	}
+	if err := q.Broadcast(context.Background(), bs, 0); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range f.calls {
+		for _, e := range c.Entries {
+			var b live.Batch
+			if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &b); err != nil || b.Broadcast == nil || len(b.Events) != 0 || e.DelaySeconds != 0 {
+				t.Fatalf("entry %s: %+v, %v", aws.ToString(e.MessageBody), b, err)
+			}
+			n++
+		}
+	}
+	if n != live.OnlineShards || len(f.calls) != 2 {
+		t.Errorf("%d messages in %d calls, want %d in 2", n, len(f.calls), live.OnlineShards)
+	}
+	for delay, want := range map[time.Duration]int32{3200 * time.Millisecond: 4, 2 * time.Second: 2, time.Hour: 900} {
+		f.calls = nil
+		if err := q.Broadcast(context.Background(), []live.Broadcast{{ID: "a1", Shard: 1, After: "u"}}, delay); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.calls[0].Entries[0].DelaySeconds; got != want {
+			t.Errorf("delay %s: DelaySeconds %d, want %d", delay, got, want)
+		}
+	}
+}
