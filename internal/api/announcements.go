@@ -146,13 +146,31 @@ func (h *Handler) createAnnouncement(ctx context.Context, req *request) response
 			return problemResponse(&Problem{Status: http.StatusUnprocessableEntity, Code: "idempotency_key_reused",
 				Detail: "this idempotency key was already used with a different request"})
 		}
+		// A replay retries a broadcast the first request could not start
+		// (the mark makes it once).
+		h.announceLive(ctx, stored, now)
 		return response{status: http.StatusCreated, body: announcementJSON(stored, now), headers: map[string]string{"Idempotent-Replayed": "true"}}
 	case err != nil:
 		return h.internalError(ctx, "create announcement", err)
 	}
 	h.activeAnnouncements.invalidate()
 	h.log.InfoContext(ctx, "announcement created", "announcementId", a.ID, "outcome", "created")
+	h.announceLive(ctx, a, now)
 	return response{status: http.StatusCreated, body: announcementJSON(a, now)}
+}
+
+// announceLive starts the live broadcast of an announcement active now (a
+// scheduled one is the scheduler's when it becomes active). Best effort
+// and bounded (live.AnnounceTimeout): the announcement is stored and the
+// answer stands; one not started here is started by the scheduler's next
+// run.
+func (h *Handler) announceLive(ctx context.Context, a *inbox.Announcement, now time.Time) {
+	if h.announcer == nil || !a.Active(now) {
+		return
+	}
+	if _, err := h.announcer.Announce(ctx, a.ID); err != nil {
+		h.log.WarnContext(ctx, "announcement broadcast not started; the scheduler retries", "announcementId", a.ID, "error", err)
+	}
 }
 
 func validateAnnouncement(ar *announcementRequest, now time.Time) (*inbox.Announcement, *Problem) {

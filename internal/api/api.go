@@ -69,6 +69,15 @@ type Deps struct {
 	// Live hears of the user's inbox changes (read, archive, read-all) for
 	// their open live-inbox connections; nil notifies nothing.
 	Live live.Notifier
+	// Announcer broadcasts a new active announcement to every open
+	// live-inbox connection (once); nil broadcasts nothing.
+	Announcer Announcer
+}
+
+// Announcer starts an announcement's live broadcast unless it was started
+// already (live.Announcer); it bounds its own time.
+type Announcer interface {
+	Announce(ctx context.Context, id string) (bool, error)
 }
 
 // Handler is the API Lambda handler.
@@ -101,6 +110,7 @@ type Handler struct {
 	campaigns           CampaignStore
 	campaignQueue       CampaignQueue
 	live                live.Notifier
+	announcer           Announcer
 }
 
 type route func(ctx context.Context, req *request) response
@@ -131,6 +141,7 @@ func New(d Deps) *Handler {
 	h.presence = d.Presence
 	h.campaigns, h.campaignQueue = d.Campaigns, d.CampaignQueue
 	h.live = d.Live
+	h.announcer = d.Announcer
 	if h.live == nil {
 		h.live = live.NopNotifier{}
 	}

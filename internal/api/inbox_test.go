@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -854,5 +855,43 @@ func TestStoreFailureIsAProblemWithoutDetail(t *testing.T) {
 	r := fx.do(call{route: routeList, path: map[string]string{"userId": "u"}, sub: "u"})
 	if r.status != 500 || r.code(t) != "internal" || strings.Contains(r.body, "secret") {
 		t.Errorf("got %d %s", r.status, r.body)
+	}
+}
+
+// fakeAnnouncer records the broadcasts the API starts.
+type fakeAnnouncer struct {
+	ids []string
+	err error
+}
+
+func (f *fakeAnnouncer) Announce(_ context.Context, id string) (bool, error) {
+	f.ids = append(f.ids, id)
+	return f.err == nil, f.err
+}
+
+// TestCreateAnnouncementBroadcasts: an announcement active when created
+// starts its live broadcast (a replay asks again: the announcer's mark
+// makes it once); a scheduled one does not (the scheduler's, when it
+// becomes active); a broadcast that cannot start never fails the request.
+func TestCreateAnnouncementBroadcasts(t *testing.T) {
+	fx := newFixture(t)
+	an := &fakeAnnouncer{}
+	fx.h.announcer = an
+	key := map[string]string{"idempotency-key": "k-live"}
+	body := `{"title":"t","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`
+	first := fx.do(call{route: routeAnnounce, caller: "svc", body: body, headers: key})
+	fx.do(call{route: routeAnnounce, caller: "svc", body: body, headers: key})
+	var a announcementBody
+	first.decode(t, &a)
+	if len(an.ids) != 2 || an.ids[0] != a.ID || an.ids[1] != a.ID {
+		t.Fatalf("announced %v, want %s (created, then replayed)", an.ids, a.ID)
+	}
+	an.ids = nil
+	if r := fx.do(call{route: routeAnnounce, caller: "svc", body: `{"title":"t","body":"b","publishedAt":"2026-05-02T00:00:00Z","expiresAt":"2026-05-03T00:00:00Z"}`}); r.status != 201 || len(an.ids) != 0 {
+		t.Fatalf("scheduled: %d, announced %v", r.status, an.ids)
+	}
+	an.err = errors.New("queue down")
+	if r := fx.do(call{route: routeAnnounce, caller: "svc", body: body}); r.status != 201 || len(an.ids) != 1 {
+		t.Errorf("a failed broadcast: %d, announced %v", r.status, an.ids)
 	}
 }

@@ -86,6 +86,8 @@ type Handler struct {
 	// budget is kept free before the invocation's deadline.
 	budget  time.Duration
 	metrics metrics.Recorder
+	// announcements: see Deps.Announcements.
+	announcements Announcements
 }
 
 // Deps are the scheduler's collaborators. Store, Publisher, Releases,
@@ -107,6 +109,15 @@ type Deps struct {
 	// second (the template's SchedulerReleaseRate / the due shards); 0 or
 	// more than MaxPartitionReleaseRate means MaxPartitionReleaseRate.
 	PartitionReleaseRate float64
+	// Announcements starts the live broadcast of announcements that became
+	// active (live.Announcer), every tick; nil starts none.
+	Announcements Announcements
+}
+
+// Announcements broadcasts the announcements that became active and were
+// not broadcast yet; it bounds its own time.
+type Announcements interface {
+	AnnouncePending(ctx context.Context) (int, error)
 }
 
 // MaxPartitionReleaseRate is the most deliveries one release invocation
@@ -117,7 +128,8 @@ const MaxPartitionReleaseRate = 800
 // New wires a scheduler.
 func New(d Deps) *Handler {
 	h := &Handler{store: d.Store, pub: d.Publisher, releases: d.Releases, visibility: d.Visibility, now: d.Now, log: d.Log, pageSize: 100, concurrency: 32,
-		maxRate: MaxPartitionReleaseRate, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics}
+		maxRate: MaxPartitionReleaseRate, grace: time.Hour, maxScan: 48 * time.Hour, budget: 10 * time.Second, metrics: d.Metrics,
+		announcements: d.Announcements}
 	if d.PartitionReleaseRate > 0 {
 		h.maxRate = min(d.PartitionReleaseRate, MaxPartitionReleaseRate)
 	}
@@ -149,8 +161,26 @@ type Summary struct {
 
 // Handle is the schedule's tick.
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Summary, error) {
+	h.announce(ctx)
 	n, err := h.Tick(ctx)
 	return Summary{Partitions: n}, err
+}
+
+// announce starts the broadcasts of announcements that became active.
+// Best effort: a failure is logged and the next tick tries again; it never
+// fails the tick's releases.
+func (h *Handler) announce(ctx context.Context) {
+	if h.announcements == nil {
+		return
+	}
+	n, err := h.announcements.AnnouncePending(ctx)
+	if err != nil {
+		h.log.WarnContext(ctx, "announcement broadcasts not started; next tick retries", "started", n, "error", err)
+		return
+	}
+	if n > 0 {
+		h.log.InfoContext(ctx, "announcement broadcasts started", "started", n)
+	}
 }
 
 // Tick finds the due partitions and sends one release message for each. The

@@ -544,3 +544,29 @@ func TestHandleReleaseVisibility(t *testing.T) {
 		})
 	}
 }
+
+type fakeAnnouncements struct {
+	calls int
+	err   error
+}
+
+func (f *fakeAnnouncements) AnnouncePending(context.Context) (int, error) {
+	f.calls++
+	return 1, f.err
+}
+
+// Each tick starts the broadcasts of announcements that became active; a
+// failure there never fails the tick (its releases go on).
+func TestTickAnnounces(t *testing.T) {
+	an := &fakeAnnouncements{}
+	h, _ := newHandler(&memStore{deliveries: map[string]*domain.Delivery{}}, &memPublisher{})
+	h.announcements = an
+	tick := json.RawMessage(`{"detail-type":"Scheduled Event","source":"aws.events"}`)
+	if _, err := h.Invoke(context.Background(), tick); err != nil || an.calls != 1 {
+		t.Fatalf("tick: %v, %d announcement runs", err, an.calls)
+	}
+	an.err = errors.New("down")
+	if _, err := h.Invoke(context.Background(), tick); err != nil || an.calls != 2 {
+		t.Fatalf("tick with the announcements down: %v, %d runs", err, an.calls)
+	}
+}

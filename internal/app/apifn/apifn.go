@@ -65,7 +65,7 @@ func New(d app.Deps) (*api.Handler, error) {
 		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
 		Campaigns:      st, CampaignQueue: campaigns,
 		Devices: st, DeviceEndpoints: endpoints,
-		Live: liveNotifier(d, sqsClient)}), nil
+		Live: liveNotifier(d, sqsClient), Announcer: liveAnnouncer(d, st, sqsClient)}), nil
 }
 
 func randomID() string {
@@ -81,4 +81,13 @@ func liveNotifier(d app.Deps, sqsClient *sqs.Client) live.Notifier {
 		return queue.NewLiveQueue(sqsClient, url)
 	}
 	return live.NopNotifier{}
+}
+
+// liveAnnouncer broadcasts new active announcements through LIVE_QUEUE_URL;
+// none without it.
+func liveAnnouncer(d app.Deps, st *dynamo.Store, sqsClient *sqs.Client) api.Announcer {
+	if url := d.Getenv(queue.LiveQueueEnv); url != "" {
+		return &live.Announcer{Store: st, Queue: queue.NewLiveQueue(sqsClient, url), Now: d.Now, Log: d.Log}
+	}
+	return nil
 }

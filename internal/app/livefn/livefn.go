@@ -15,6 +15,7 @@ import (
 var (
 	_ live.ConnectionStore = (*dynamo.Store)(nil)
 	_ live.PresenceStore   = (*dynamo.Store)(nil)
+	_ live.OnlineStore     = (*dynamo.Store)(nil)
 	_ live.Closer          = (*connections.Client)(nil)
 )
 
@@ -37,5 +38,5 @@ func New(d app.Deps) (*live.Routes, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &live.Routes{Store: st, Presence: st, Closer: client, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
+	return &live.Routes{Store: st, Presence: st, Online: st, Closer: client, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
 }

@@ -2,23 +2,39 @@
 package livepostfn
 
 import (
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/live/connections"
+	"github.com/heraldhq/herald/internal/queue"
 )
 
 var (
 	_ live.ConnectionReader = (*dynamo.Store)(nil)
 	_ live.BadgeStore       = (*dynamo.Store)(nil)
+	_ live.OnlineReader     = (*dynamo.Store)(nil)
 	_ live.Sender           = (*connections.Client)(nil)
 )
 
-// New wires the poster: TABLE_NAME, LIVE_ENDPOINT.
+// BroadcastRateEnv is an announcement broadcast's pace, users a second
+// (the template's LiveBroadcastRate).
+const BroadcastRateEnv = "LIVE_BROADCAST_RATE"
+
+// New wires the poster: TABLE_NAME, LIVE_ENDPOINT, LIVE_QUEUE_URL (its own
+// queue: a broadcast's continuations), LIVE_BROADCAST_RATE.
 func New(d app.Deps) (*live.Poster, error) {
-	env, err := d.Require("LIVE_ENDPOINT")
+	env, err := d.Require("LIVE_ENDPOINT", queue.LiveQueueEnv, BroadcastRateEnv)
 	if err != nil {
 		return nil, err
+	}
+	rate, err := strconv.ParseFloat(env[BroadcastRateEnv], 64)
+	if err != nil || rate <= 0 {
+		return nil, fmt.Errorf("%s %q: want a positive number of users a second", BroadcastRateEnv, env[BroadcastRateEnv])
 	}
 	st, err := d.Store()
 	if err != nil {
@@ -28,5 +44,7 @@ func New(d app.Deps) (*live.Poster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &live.Poster{Connections: st, Badge: &live.StoreBadge{Store: st, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log}, nil
+	q := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
+	return &live.Poster{Connections: st, Badge: &live.StoreBadge{Store: st, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log,
+		Online: st, Queue: q, BroadcastRate: rate}, nil
 }

@@ -9,15 +9,17 @@ import (
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/scheduler"
 )
 
 var (
-	_ scheduler.Store        = (*dynamo.Store)(nil)
-	_ scheduler.Publisher    = (*queue.Publisher)(nil)
-	_ scheduler.ReleaseQueue = (*queue.Releases)(nil)
-	_ scheduler.Visibility   = (*queue.Visibility)(nil)
+	_ scheduler.Store         = (*dynamo.Store)(nil)
+	_ scheduler.Publisher     = (*queue.Publisher)(nil)
+	_ scheduler.ReleaseQueue  = (*queue.Releases)(nil)
+	_ scheduler.Visibility    = (*queue.Visibility)(nil)
+	_ live.AnnouncementMarker = (*dynamo.Store)(nil)
 )
 
 // ReleaseRateEnv is the release's write budget: deliveries per second all
@@ -28,7 +30,9 @@ const ReleaseRateEnv = "SCHEDULER_RELEASE_RATE"
 // New wires the scheduler function: its tick sends release messages to the
 // release queue (RELEASE_QUEUE_URL); its releases publish released
 // deliveries to the nine queues named in the environment; a malformed release
-// message is made visible again at once (it reaches the DLQ sooner).
+// message is made visible again at once (it reaches the DLQ sooner); each
+// tick also starts the live broadcast of announcements that became active
+// (LIVE_QUEUE_URL).
 func New(d app.Deps) (*scheduler.Handler, error) {
 	st, err := d.Store()
 	if err != nil {
@@ -38,7 +42,7 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := d.Require(queue.ReleaseQueueEnv)
+	env, err := d.Require(queue.ReleaseQueueEnv, queue.LiveQueueEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +55,8 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	client := sqs.NewFromConfig(d.AWS)
 	pub := queue.NewPublisher(client, urls)
 	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
+	// Announcements that became active: their live broadcast (LIVE_QUEUE_URL).
+	announcer := &live.Announcer{Store: st, Queue: queue.NewLiveQueue(client, env[queue.LiveQueueEnv]), Now: d.Now, Log: d.Log}
 	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder(),
-		PartitionReleaseRate: rate / dynamo.DueShards}), nil
+		PartitionReleaseRate: rate / dynamo.DueShards, Announcements: announcer}), nil
 }
