@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/coder/websocket"
 
+	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/live"
 )
@@ -247,4 +249,149 @@ func TestLiveGoneConnectionIsForgotten(t *testing.T) {
 		_, gone := conns.Value["GoneConnXyz0AA="]
 		return !gone && len(conns.Value) == 1
 	})
+}
+
+// liveQueueIdle reports whether the live queue holds nothing, in flight or
+// delayed (every broadcast page posted).
+func liveQueueIdle(t testing.TB) bool {
+	q, err := stacktest.Stack(t).QueueDepths(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range q {
+		if c.LogicalID == "LiveQueue" {
+			return c.Visible+c.InFlight+c.Delayed == 0
+		}
+	}
+	t.Fatal("no LiveQueue")
+	return false
+}
+
+// quiet fails if ch delivers anything once the live queue is idle.
+func quiet(t testing.TB, ch <-chan live.Message, what string) {
+	t.Helper()
+	stacktest.Eventually(t, 10*time.Second, "the live queue idle", func() bool { return liveQueueIdle(t) })
+	select {
+	case m := <-ch:
+		t.Fatalf("%s: got %+v", what, m)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// unreadCount is the user's badge as GET …/inbox/unread-count answers it.
+func unreadCount(t testing.TB, user string) int {
+	t.Helper()
+	status, raw, _ := request(t, http.MethodGet, "/v1/users/"+user+"/inbox/unread-count", nil,
+		http.Header{"Authorization": {"Bearer " + stacktest.Stack(t).Token(user, time.Hour)}})
+	var c struct{ Count int }
+	if status != http.StatusOK || json.Unmarshal(raw, &c) != nil {
+		t.Fatalf("unread count: %d %s", status, raw)
+	}
+	return c.Count
+}
+
+// TestLiveAnnouncementBroadcast: an announcement reaches every user's open
+// socket — two users, within 2 seconds, with a badge that counts it, and
+// the inbox the kit refetches shows it — never a socket that closed (its
+// online-set entry stays: stale and harmless); the same Idempotency-Key
+// twice broadcasts once; a scheduled one is posted once, by the
+// scheduler's run, when it becomes active.
+func TestLiveAnnouncementBroadcast(t *testing.T) {
+	st := stacktest.Stack(t)
+	a, b, gone := stacktest.UniqueID("live-ann-a"), stacktest.UniqueID("live-ann-b"), stacktest.UniqueID("live-ann-gone")
+	socket := func(user string) *websocket.Conn {
+		c, status := dialLive(t, st.Token(user, time.Hour))
+		if c == nil {
+			t.Fatalf("%s's connect refused: %d", user, status)
+		}
+		return c
+	}
+	ma, mb := messages(socket(a)), messages(socket(b))
+	cg := socket(gone)
+	conns, _ := liveItem(t, gone)["conns"].(*types.AttributeValueMemberM)
+	if conns == nil || len(conns.Value) != 1 {
+		t.Fatalf("the closing user's connections: %v", liveItem(t, gone))
+	}
+	var goneID string
+	for id := range conns.Value {
+		goneID = id
+	}
+	_ = cg.Close(websocket.StatusNormalClosure, "")
+	stacktest.Eventually(t, 5*time.Second, "the closed socket's $disconnect", func() bool {
+		c, _ := liveItem(t, gone)["conns"].(*types.AttributeValueMemberM)
+		return c != nil && len(c.Value) == 0
+	})
+	out, err := stacktest.DB(t).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(st.Resources.Table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "LIVE#" + strconv.Itoa(live.OnlineShard(gone))},
+			"sk": &types.AttributeValueMemberS{Value: gone}},
+	})
+	if err != nil || len(out.Item) == 0 {
+		t.Fatalf("the closed user's online-set entry: %v %v", out.Item, err)
+	}
+
+	svc := stacktest.Client(t, "")
+	ctx := context.Background()
+	expires := st.Clock.Now().Add(5 * time.Minute)
+	key := stacktest.UniqueID("ann-key")
+	apiSends := func() int { return st.Calls.FunctionSnapshot("ApiFunction")["SQS.SendMessageBatch"] }
+	sends := apiSends()
+	start := time.Now()
+	ann, err := svc.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance tonight", Body: "From 22:00.", ExpiresAt: expires, IdempotencyKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, ch := range map[string]<-chan live.Message{a: ma, b: mb} {
+		got := next(t, ch, 2*time.Second, user+"'s inbox.created")
+		if got.Kind != live.KindCreated || got.ID != ann.ID || got.Unread.Count < 1 || got.Unread.Count != unreadCount(t, user) {
+			t.Errorf("%s got %+v, want inbox.created %s with the badge counting it (%d unread)", user, got, ann.ID, unreadCount(t, user))
+		}
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("posted after %s, want within 2 s", elapsed)
+	}
+	// The API started it (one message per shard, ten a call), not the
+	// scheduler's next run.
+	if n := apiSends() - sends; n != (live.OnlineShards+9)/10 {
+		t.Errorf("the API sent %d live message batches creating it, want %d", n, (live.OnlineShards+9)/10)
+	}
+	// What the kit does on the message: refetch the first page, which shows it.
+	status, raw, _ := request(t, http.MethodGet, "/v1/users/"+a+"/inbox", nil, http.Header{"Authorization": {"Bearer " + st.Token(a, time.Hour)}})
+	var page struct{ Items []struct{ ID, Kind string } }
+	if status != http.StatusOK || json.Unmarshal(raw, &page) != nil || len(page.Items) == 0 || page.Items[0].ID != ann.ID || page.Items[0].Kind != "announcement" {
+		t.Errorf("A's refetched inbox: %d %s, want the announcement first", status, raw)
+	}
+	// The same key again: replayed, not broadcast again.
+	again, err := svc.CreateAnnouncement(ctx, client.Announcement{Title: "Maintenance tonight", Body: "From 22:00.", ExpiresAt: expires, IdempotencyKey: key})
+	if err != nil || !again.Replayed || again.ID != ann.ID {
+		t.Fatalf("replay: %+v, %v", again, err)
+	}
+	quiet(t, ma, "A after the replay")
+	quiet(t, mb, "B after the replay")
+	for _, c := range st.IAM.Calls() {
+		if c.Function == "LivePostFunction" && strings.HasSuffix(c.Resource, "/@connections/"+goneID) {
+			t.Errorf("a post to the closed socket: %+v", c)
+		}
+	}
+
+	// Scheduled a little ahead on the stack's clock: nothing at creation,
+	// then once, from the scheduler's run (every second on this stack).
+	publish := st.Clock.Now().Add(time.Second)
+	sched, err := svc.CreateAnnouncement(ctx, client.Announcement{Title: "Release notes", Body: "Version 2.", PublishedAt: &publish, ExpiresAt: expires})
+	if err != nil || sched.Status != "scheduled" {
+		t.Fatalf("scheduled: %+v, %v", sched, err)
+	}
+	got := next(t, ma, 10*time.Second, "A's scheduled inbox.created")
+	if now := st.Clock.Now(); got.Kind != live.KindCreated || got.ID != sched.ID || now.Before(publish) {
+		t.Errorf("A got %+v at %s, want inbox.created %s once published at %s", got, now, sched.ID, publish)
+	}
+	if got := next(t, mb, 2*time.Second, "B's scheduled inbox.created"); got.ID != sched.ID {
+		t.Errorf("B got %+v, want %s", got, sched.ID)
+	}
+	// Each run reads the release watermark once (GetItem).
+	runs := st.Calls.FunctionSnapshot("SchedulerFunction")["DynamoDB.GetItem"]
+	stacktest.Eventually(t, 10*time.Second, "two more scheduler runs", func() bool {
+		return st.Calls.FunctionSnapshot("SchedulerFunction")["DynamoDB.GetItem"]-runs >= 2
+	})
+	quiet(t, ma, "A after more scheduler runs")
 }
