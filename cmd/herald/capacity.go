@@ -104,6 +104,9 @@ func printCapacity(w io.Writer, res capacity.Result) {
 		100*lc.Profile.OnlineShare, lc.Profile.ConnectionsPerOnlineUser, lc.Profile.PingSeconds, lc.PerMillionNotifications, lc.PerMillionPosts)
 	fmt.Fprintf(w, "  %.2f per million connected hours (connection minutes, pings); a 10 M campaign: %.0f queue messages, %.0f batch reads, %.0f posts, %.2f\n",
 		lc.PerMillionConnectedHours, lc.Campaign10MQueueMessages, lc.Campaign10MBatchReads, lc.Campaign10MPosts, lc.Campaign10MUSD)
+	lb := res.LiveBroadcast
+	fmt.Fprintf(w, "  an announcement's broadcast: %.0f users online, %.0f posts, %.0f online-set queries = queue messages = invocations, %.0f s at LiveBroadcastRate %.0f users/s, %.2f\n",
+		lb.OnlineUsers, lb.Posts, lb.Queries, lb.Seconds, res.Limits.LiveBroadcastRate, lb.USD)
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

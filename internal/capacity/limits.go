@@ -85,6 +85,8 @@ type Limits struct {
 	// SchedulerReleaseRate: deliveries/s the scheduler releases at a due
 	// time, all due partitions together (0: each at its own bound).
 	SchedulerReleaseRate float64 `json:"schedulerReleaseRate"`
+	// LiveBroadcastRate: users/s an announcement's live broadcast posts to.
+	LiveBroadcastRate float64 `json:"liveBroadcastRate"`
 	// Warm throughput of the table ("table") and each index; absent: a new
 	// table's.
 	WarmWrite map[string]float64 `json:"warmWriteUnitsPerSecond"`
@@ -245,6 +247,7 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	}
 	l.CampaignFanOutRate = param("CampaignFanOutRate")
 	l.SchedulerReleaseRate = param("SchedulerReleaseRate")
+	l.LiveBroadcastRate = param("LiveBroadcastRate")
 	if len(l.Batch) != 3 || l.RouteRateLimit == 0 || l.CampaignMaxConcurrency == 0 || l.CampaignTimeoutSeconds == 0 {
 		errs = append(errs, fmt.Sprintf("template %s: channel mappings %v, route throttle %v, campaign mapping %v / timeout %v not all found",
 			path, l.Batch, l.RouteRateLimit, l.CampaignMaxConcurrency, l.CampaignTimeoutSeconds))
@@ -278,6 +281,14 @@ func (l Limits) partitionReleaseRate() int {
 		r = math.Min(l.SchedulerReleaseRate/dynamo.DueShards, r)
 	}
 	return int(r)
+}
+
+// routeBurst is route key's burst limit (its RouteSettings, else the default).
+func (l Limits) routeBurst(key string) float64 {
+	if r, ok := l.Routes[key]; ok {
+		return r.BurstLimit
+	}
+	return l.RouteBurstLimit
 }
 
 // routeLimit is route key's rate limit (its RouteSettings, else the default).

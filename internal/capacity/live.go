@@ -1,5 +1,12 @@
 package capacity
 
+import (
+	"fmt"
+	"math"
+
+	"github.com/heraldhq/herald/internal/live"
+)
+
 // The live inbox (WebSocket API): what it adds to notifications, and what
 // an open connection costs, from the code's counts of calls:
 //
@@ -90,4 +97,89 @@ func LiveCosts(p Prices, lp LiveProfile) LiveCost {
 		Campaign10MPosts:         n * lp.OnlineShare * lp.ConnectionsPerOnlineUser,
 		Campaign10MUSD:           round2(n * (base + lp.OnlineShare*post)),
 	}
+}
+
+// An announcement's broadcast (live.Announcer, live.Poster): every user
+// online when it is published receives one post per open connection. The
+// poster pages through the online set (LIVE#<shard>, live.OnlineShards
+// partitions, live.BroadcastPage entries a Query), one queue message a page
+// (the first of each shard sent by whoever marked the announcement, the
+// rest by the poster, delayed to LiveBroadcastRate), one invocation a
+// page; per page user: a read of the LIVE item (BatchGetItem, 100 a call),
+// and per user with an open connection the badge (the unread COUNT, the
+// announcement's marker) and the posts. Every post makes the kit refetch
+// the inbox, so the broadcast's pace is the inbox route's load.
+
+// Broadcast profile: how the online set relates to the users online now.
+const (
+	// liveSetValidPerOnline: valid entries (a connect in the last 2 h) per
+	// user online now (sessions are shorter than the entry's 2 hours).
+	liveSetValidPerOnline = 1.5
+	// liveSetEntriesPerOnline: entries a Query evaluates per user online,
+	// the expired ones TTL has not deleted yet (within days) included.
+	liveSetEntriesPerOnline = 3.0
+	liveSetEntryBytes       = 60  // pk, sk, kind, ttl
+	liveMarkerReadUnits     = 0.5 // the user's marker of the announcement (absent: 0.5)
+	// WebSocketNewConnectionsPerSecond is API Gateway's "New connections
+	// per second" per account and Region (adjustable): API Gateway
+	// developer guide, "Amazon API Gateway quotas for configuring and
+	// running a WebSocket API". Each connect writes one online-set entry.
+	WebSocketNewConnectionsPerSecond = 500
+	// onlineSetWriteUnits: an entry is far under 1 KB.
+	onlineSetWriteUnits = 1.0
+)
+
+// LiveBroadcast is one announcement broadcast to the profile's users.
+type LiveBroadcast struct {
+	// OnlineUsers: the profile's users online when it is published;
+	// Posts: their open connections (one PostToConnection each).
+	OnlineUsers float64 `json:"onlineUsers"`
+	Posts       float64 `json:"posts"`
+	// Queries (pages of the online set), queue messages and invocations:
+	// one each a page.
+	Queries       float64 `json:"queries"`
+	QueueMessages float64 `json:"queueMessages"`
+	Invocations   float64 `json:"invocations"`
+	// Seconds: how long it takes at LiveBroadcastRate.
+	Seconds float64 `json:"seconds"`
+	USD     float64 `json:"usd"`
+}
+
+// LiveBroadcastCost prices one broadcast to users (the profile's
+// OnlineShare of them online) at rate users a second.
+func LiveBroadcastCost(p Prices, lp LiveProfile, users, rate float64) LiveBroadcast {
+	online := users * lp.OnlineShare
+	valid := online * liveSetValidPerOnline
+	entries := online * liveSetEntriesPerOnline
+	pages := math.Max(float64(live.OnlineShards), math.Ceil(entries/live.BroadcastPage))
+	queryUnits := math.Ceil(live.BroadcastPage*liveSetEntryBytes/4096.0) * 0.5 // eventually consistent
+	posts := online * lp.ConnectionsPerOnlineUser
+	usd := pages*(3*p.SQSRequest+ // send, receive, delete (paced: one message a call)
+		p.LambdaRequest+liveInvocationFixed*liveMemoryGB*p.LambdaGBSecond+
+		queryUnits*p.ReadRequestUnit) +
+		valid*liveItemReadUnits*p.ReadRequestUnit +
+		online*((liveBadgeReadUnits+liveMarkerReadUnits)*p.ReadRequestUnit+livePostSeconds*liveMemoryGB*p.LambdaGBSecond) +
+		posts*p.WebSocketMessage
+	b := LiveBroadcast{OnlineUsers: online, Posts: posts, Queries: pages, QueueMessages: pages, Invocations: pages, USD: round2(usd)}
+	if rate > 0 {
+		b.Seconds = round2(valid / rate)
+	}
+	return b
+}
+
+// checkLive: a broadcast's pace (every post a refetch of the inbox) and its
+// first wave (a page of every shard at once) under the inbox route's
+// throttle, and the online set's writes (one a connect, at API Gateway's
+// connect quota) under a partition's write limit.
+func (res *Result) checkLive(l Limits) {
+	lp := res.Live.Profile
+	refetch := l.LiveBroadcastRate * lp.ConnectionsPerOnlineUser
+	res.check("live broadcast: "+routeInbox+" refetches/s × headroom vs route throttle", refetch*apiHeadroom, l.routeLimit(routeInbox), true,
+		fmt.Sprintf("an announcement's broadcast at LiveBroadcastRate %.0f users/s makes %.0f inbox refetches/s, over half the route's %.0f/s throttle", l.LiveBroadcastRate, refetch, l.routeLimit(routeInbox)))
+	wave := float64(live.OnlineShards*live.BroadcastPage) * lp.ConnectionsPerOnlineUser
+	res.check("live broadcast: first wave's refetches vs "+routeInbox+" burst", wave, l.routeBurst(routeInbox), true,
+		fmt.Sprintf("a broadcast's first pages (%d shards × %d users) make %.0f refetches at once, over the route's burst %.0f", live.OnlineShards, live.BroadcastPage, wave, l.routeBurst(routeInbox)))
+	perShard := WebSocketNewConnectionsPerSecond * onlineSetWriteUnits / live.OnlineShards
+	res.check("live online set: write units/s per shard at the connect quota vs partition limit", perShard, PartitionWriteUnitsPerSecond, true,
+		fmt.Sprintf("%d connects/s over %d online-set shards write %.0f units/s a partition, over %d", WebSocketNewConnectionsPerSecond, live.OnlineShards, perShard, PartitionWriteUnitsPerSecond))
 }

@@ -80,6 +80,8 @@ const (
 	routePutUser  = "PUT /v1/users/{userId}"
 	routeUpload   = "POST /v1/campaigns/{id}/recipients"
 	routeUnsubGet = "GET /v1/unsubscribe"
+	// The kit's refetch on a live message (a broadcast's pace).
+	routeInbox = "GET /v1/users/{userId}/inbox"
 )
 
 // Kind is one notification kind the model prices.
@@ -610,8 +612,11 @@ type Result struct {
 	EventsPerMillionFailuresUSD float64                       `json:"eventsPerMillionFailuresUSD"`
 	// Live is the live inbox's cost (WebSocket messages, connection
 	// minutes, the poster's reads).
-	Live   LiveCost `json:"live"`
-	Prices Prices   `json:"prices"`
+	Live LiveCost `json:"live"`
+	// LiveBroadcast is one announcement's broadcast to the profile's
+	// online users at LiveBroadcastRate.
+	LiveBroadcast LiveBroadcast `json:"liveBroadcast"`
+	Prices        Prices        `json:"prices"`
 }
 
 // check records a check and, when it fails, the limit exceeded.
@@ -638,6 +643,7 @@ func Run(p Profile, l Limits) (Result, error) {
 		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{},
 		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices),
 		Live: LiveCosts(ListPrices, DefaultLiveProfile())}
+	res.LiveBroadcast = LiveBroadcastCost(ListPrices, res.Live.Profile, float64(p.Users), l.LiveBroadcastRate)
 	for _, k := range Kinds() {
 		_, c, err := CostOf(k, ListPrices, l.Batch, l.Traced)
 		if err != nil {
@@ -835,6 +841,7 @@ func (res *Result) checkLimits(p Profile, l Limits) {
 	}
 	res.check("route burst vs account burst", l.RouteBurstLimit, HTTPAPIBurst, true,
 		fmt.Sprintf("route burst %.0f > the account's %d", l.RouteBurstLimit, HTTPAPIBurst))
+	res.checkLive(l)
 
 	// Drain: per channel, the campaign's recipients over what the low
 	// pollers, the bulk share and the fan-out let through; channels drain
