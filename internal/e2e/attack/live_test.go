@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -330,6 +331,26 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 		t.Fatalf("the closed user's online-set entry: %v %v", out.Item, err)
 	}
 
+	// A page's worth of expired entries ahead of A in A's shard (TTL has
+	// not deleted them yet): A is on the shard's second page, which the
+	// poster's continuation message reaches.
+	shardA := "LIVE#" + strconv.Itoa(live.OnlineShard(a))
+	past := strconv.FormatInt(st.Clock.Now().Add(-time.Hour).Unix(), 10)
+	for start := 0; start < live.BroadcastPage; start += 25 {
+		var puts []types.WriteRequest
+		for i := start; i < start+25; i++ {
+			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: shardA}, "sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s-expired-%03d", a[:len(a)-1], i)},
+				"kind": &types.AttributeValueMemberS{Value: "online"}, "ttl": &types.AttributeValueMemberN{Value: past}}}})
+		}
+		if _, err := stacktest.DB(t).BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{st.Resources.Table: puts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	continued := func() int { return st.Calls.FunctionSnapshot("LivePostFunction")["SQS.SendMessageBatch"] }
+	continuations := continued()
+
 	svc := stacktest.Client(t, "")
 	ctx := context.Background()
 	expires := st.Clock.Now().Add(5 * time.Minute)
@@ -349,6 +370,9 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("posted after %s, want within 2 s", elapsed)
+	}
+	if continued() == continuations {
+		t.Error("A's shard was read in one page: no continuation sent")
 	}
 	// The API started it (one message per shard, ten a call), not the
 	// scheduler's next run.
