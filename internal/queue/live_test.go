@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +17,13 @@ import (
 // sendFake records SendMessageBatch calls.
 type sendFake struct {
 	queue.API
+	mu    sync.Mutex
 	calls []*sqs.SendMessageBatchInput
 }
 
 func (f *sendFake) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.calls = append(f.calls, in)
 	return &sqs.SendMessageBatchOutput{}, nil
 }
