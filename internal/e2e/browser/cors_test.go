@@ -53,7 +53,10 @@ const inbox = document.createElement('herald-inbox');
 inbox.setAttribute('api-base', q.get('api'));
 inbox.setAttribute('user-id', q.get('user'));
 if (q.get('live')) inbox.setAttribute('live-url', q.get('live'));
-inbox.addEventListener('herald-inbox-live', (e) => window.liveStates.push(e.detail.state));
+inbox.addEventListener('herald-inbox-live', (e) => {
+  window.liveStates.push(e.detail.state);
+  if (e.detail.state === 'open') window.liveOpenedAt = performance.now();
+});
 inbox.setAttribute('poll-seconds', q.get('poll') || '0');
 inbox.setAttribute('presence-seconds', '0');
 inbox.tokenProvider = async () => q.get('token');
