@@ -348,6 +348,13 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		t.Errorf("roles = %q, want list,listitem,tablist,3", roles)
 	}
 
+	// The demo page's preference center (<herald-preferences>, beside the
+	// inbox, with the same user's token): the demo user turns email off for
+	// invoice.payment_failed and the API holds it off for that user; a
+	// mandatory type's switch is locked with the reason and a click sends
+	// nothing (turning invoice email back on is the only other save).
+	consolePrefs(t, run, st.Token(user, time.Hour), apiCalls)
+
 	// Subscribe this browser; Herald's push reaches the local push service;
 	// the DevTools protocol delivers it to the service worker, which shows it.
 	run("subscribe this browser",
@@ -510,6 +517,19 @@ type apiRequest struct {
 	bearer, devCaller bool
 }
 
+// count is how many requests the page made with method to a URL ending in path.
+func (p *pageRequests) count(method, path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.seen {
+		if r.method == method && strings.HasSuffix(strings.SplitN(r.url, "?", 2)[0], path) {
+			n++
+		}
+	}
+	return n
+}
+
 func (p *pageRequests) add(r *network.Request) {
 	if !strings.Contains(r.URL, "/v1/") {
 		return
@@ -563,7 +583,8 @@ func (p *pageRequests) checkOnlyUserRoutes(t *testing.T, apiURL string) {
 		}
 	}
 	for _, want := range []string{"GET /v1/push/config", "GET /v1/users/{userId}/inbox", "GET /v1/users/{userId}/inbox/unread-count",
-		"POST /v1/users/{userId}/inbox/{id}/read", "POST /v1/users/{userId}/inbox/read-all", "POST /v1/users/{userId}/inbox/{id}/archive"} {
+		"POST /v1/users/{userId}/inbox/{id}/read", "POST /v1/users/{userId}/inbox/read-all", "POST /v1/users/{userId}/inbox/{id}/archive",
+		"GET /v1/me/preferences", "PUT /v1/me/preferences"} {
 		if !kitRoutes[want] {
 			t.Errorf("the kit never called %s in this test (called: %v)", want, kitRoutes)
 		}
