@@ -104,7 +104,76 @@ func TestLiveInboxUpdatesWithoutPolling(t *testing.T) {
 	if after != before {
 		t.Errorf("%d unread-count requests while the socket was open, want none", after-before)
 	}
+
+	t.Run("older answers do not undo a live message", func(t *testing.T) {
+		tab, cancelTab := chromedp.NewContext(bctx) // another tab of the same browser
+		defer cancelTab()
+		var got struct {
+			Count int
+			Badge string
+			Items []string
+			Left  []string
+		}
+		if err := chromedp.Run(tab,
+			chromedp.Navigate(app+"/kit-only"),
+			chromedp.Poll(`window.kitLoaded === true`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(staleAnswers, &got, awaitPromise),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if got.Count != 1 || got.Badge != "1" || len(got.Items) != 1 || got.Items[0] != "n1" {
+			t.Errorf("after the live message and the catch-up's older answers: count %d, badge %q, items %v; want 1, \"1\", [n1]", got.Count, got.Badge, got.Items)
+		}
+		if len(got.Left) != 0 {
+			t.Errorf("requests left unanswered: %v", got.Left)
+		}
+	})
 }
+
+// staleAnswers drives <herald-inbox> with the page's fetch and WebSocket
+// replaced, so that answers arrive in the order a loaded network may give
+// them: the socket opens (the kit reloads list and count to catch up), a
+// live message says one unread item arrived (and the kit reloads the
+// list), then the reload for the message answers first, and the catch-up's
+// older answers (count 0, empty list) last. The kit must keep the newer
+// state: badge 1 and the item.
+const staleAnswers = `(async () => {
+  const pending = [];
+  window.fetch = (u) => new Promise((resolve) => pending.push({ path: new URL(String(u)).pathname,
+    answer: (body) => resolve(new Response(JSON.stringify(body), { status: 200, headers: { 'Content-Type': 'application/json' } })) }));
+  const sockets = [];
+  window.WebSocket = class { constructor(u) { this.url = String(u); sockets.push(this); } send() {} close() {} };
+  const settle = async () => { for (let i = 0; i < 10; i++) await new Promise((r) => setTimeout(r, 0)); };
+  const take = (suffix, last) => {
+    const all = pending.map((p, i) => [p, i]).filter(([p]) => p.path.endsWith(suffix));
+    if (!all.length) throw new Error('no request for ' + suffix + ' among ' + pending.map((p) => p.path));
+    const [p, i] = all[last ? all.length - 1 : 0];
+    pending.splice(i, 1);
+    return p;
+  };
+  const item = { id: 'n1', kind: 'notification', title: 'Arrived', createdAt: new Date().toISOString() };
+  const inbox = document.createElement('herald-inbox');
+  for (const [k, v] of Object.entries({ 'api-base': 'http://api.invalid', 'user-id': 'u1', 'live-url': 'ws://live.invalid/live', 'poll-seconds': '0', 'presence-seconds': '0' })) inbox.setAttribute(k, v);
+  document.body.append(inbox);
+  inbox.tokenProvider = async () => 'token';
+  await settle();
+  take('/inbox').answer({ items: [] });
+  take('/inbox/unread-count').answer({ count: 0, display: '0' });
+  await settle();
+  if (sockets.length !== 1) throw new Error(sockets.length + ' sockets opened, want 1');
+  sockets[0].onopen();
+  await settle();
+  sockets[0].onmessage({ data: JSON.stringify({ kind: 'inbox.created', id: 'n1', unread: { count: 1, display: '1' } }) });
+  await settle();
+  take('/inbox', true).answer({ items: [item] });
+  await settle();
+  take('/inbox/unread-count').answer({ count: 0, display: '0' });
+  take('/inbox').answer({ items: [] });
+  await settle();
+  const root = inbox.shadowRoot;
+  return { count: inbox.count, badge: root.querySelector('.badge').hidden ? '' : root.querySelector('.badge').textContent,
+    items: [...root.querySelectorAll('li.item')].map((li) => li.dataset.id), left: pending.map((p) => p.path) };
+})()`
 
 // readActiveAnnouncements marks every active announcement read for user
 // (with the user's token), looking them up in the table through the service
