@@ -106,15 +106,13 @@ func TestLiveInboxUpdatesWithoutPolling(t *testing.T) {
 	}
 
 	t.Run("older answers do not undo a live message", func(t *testing.T) {
-		tab, cancelTab := chromedp.NewContext(bctx) // another tab of the same browser
-		defer cancelTab()
 		var got struct {
 			Count int
 			Badge string
 			Items []string
 			Left  []string
 		}
-		if err := chromedp.Run(tab,
+		if err := chromedp.Run(bctx, // the same tab, on a page with the kit only
 			chromedp.Navigate(app+"/kit-only"),
 			chromedp.Poll(`window.kitLoaded === true`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 			chromedp.Evaluate(staleAnswers, &got, awaitPromise),
