@@ -162,6 +162,17 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+	// Without a user the demo's inbox and preference center are hidden (no
+	// token to load them with); with one, both show (consolePrefs below).
+	var demoShown []string
+	run("open the console without a user",
+		chromedp.Navigate(st.APIURL+"/_dev/"),
+		chromedp.WaitVisible(`#user-form`),
+		chromedp.Evaluate(`['#inbox-row', '#prefs-box', 'herald-inbox', 'herald-preferences'].filter((s) => document.querySelector(s)?.getClientRects().length > 0)`, &demoShown),
+	)
+	if len(demoShown) != 0 {
+		t.Errorf("the console without a user shows %v of the demo", demoShown)
+	}
 	run("open the console",
 		browser.GrantPermissions([]browser.PermissionType{browser.PermissionTypeNotifications}).WithOrigin(st.APIURL),
 		serviceworker.Enable(),
