@@ -4,7 +4,9 @@
 // queue and DLQ of the template with its depths, fault switches that show
 // the state just set, and refreshes on its own; the demo inbox
 // (<herald-inbox>) shows the unread badge and drops it when an item is marked read
-// from the keyboard, a push Herald sent to the browser's subscription is
+// from the keyboard, the demo's <herald-preferences> beside it turns the
+// demo user's invoice email off (a mandatory switch stays locked; without a
+// user neither shows), a push Herald sent to the browser's subscription is
 // shown as a notification by herald-sw.js (and the inbox refreshes on it),
 // "Unsubscribe" removes the subscription at Herald too, and the inbox pages
 // with its cursor, lists an announcement, archives, marks all read, and
