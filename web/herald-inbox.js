@@ -27,7 +27,9 @@
 // (an open connection is presence), reconnects with exponential backoff and
 // full jitter (1 s doubling to 30 s; a connection lasts at most 2 hours),
 // falls back to polling while the socket cannot be opened, and closes it
-// when the page is hidden.
+// when the page is hidden. Answers arriving out of order never undo newer
+// state: only the newest list load is shown, and a count answer whose request
+// started before a live message (which carries the badge) is dropped.
 // Events: herald-inbox-count {count, display}, herald-inbox-error {status, code, message},
 // herald-inbox-live {state: "open" | "closed" | "polling"}.
 // It refreshes at once when herald-sw.js reports a push it showed.
@@ -85,6 +87,10 @@ class HeraldInbox extends HTMLElement {
     this._liveOpen = false;
     this._liveFailures = 0;
     this._reconnectTimer = 0;
+    // Answers can arrive out of order (a live message and the loads it or a
+    // reconnect started): only the newest load's answer is shown.
+    this._listSeq = 0;
+    this._countSeq = 0;
     this._build();
   }
 
@@ -192,7 +198,10 @@ class HeraldInbox extends HTMLElement {
       let m;
       try { m = JSON.parse(e.data); } catch { return; }
       if (!m || (m.kind !== 'inbox.created' && m.kind !== 'inbox.updated')) return;
-      if (m.unread) this._setCount(m.unread.count, m.unread.display);
+      if (m.unread) {
+        this._countSeq++; // newer than any count request still under way
+        this._setCount(m.unread.count, m.unread.display);
+      }
       this._refreshList();
     };
     ws.onclose = () => {
@@ -237,8 +246,10 @@ class HeraldInbox extends HTMLElement {
 
   /** Reloads the first page only (the badge came with the live message). */
   async _refreshList() {
+    const seq = ++this._listSeq;
     try {
       const page = await this._call('GET', '/inbox', { limit: String(this.pageSize), filter: this.filter });
+      if (seq !== this._listSeq) return; // a newer load answers for the list
       this.items = page.items || [];
       this.cursor = page.nextCursor || '';
       this._render();
@@ -312,11 +323,13 @@ class HeraldInbox extends HTMLElement {
   /** Reloads the first page and the unread count. */
   async refresh() {
     this.list.setAttribute('aria-busy', 'true');
+    const seq = ++this._listSeq;
     try {
       const [page] = await Promise.all([
         this._call('GET', '/inbox', { limit: String(this.pageSize), filter: this.filter }),
         this.refreshCount(),
       ]);
+      if (seq !== this._listSeq) return; // a newer load answers for the list
       this.items = page.items || [];
       this.cursor = page.nextCursor || '';
       this.status.textContent = '';
@@ -331,8 +344,10 @@ class HeraldInbox extends HTMLElement {
   /** Fetches the next page (cursor paging) and appends it. */
   async loadMore() {
     if (!this.cursor) return;
+    const seq = this._listSeq;
     try {
       const page = await this._call('GET', '/inbox', { limit: String(this.pageSize), filter: this.filter, cursor: this.cursor });
+      if (seq !== this._listSeq) return; // the first page was reloaded meanwhile: this page may not follow it
       const first = this.items.length;
       this.items = this.items.concat(page.items || []);
       this.cursor = page.nextCursor || '';
@@ -346,8 +361,11 @@ class HeraldInbox extends HTMLElement {
 
   /** Re-reads the unread count and updates the badge. */
   async refreshCount() {
+    const seq = ++this._countSeq;
     try {
       const c = await this._call('GET', '/inbox/unread-count');
+      // A live message or a later request since has the newer count.
+      if (seq !== this._countSeq) return;
       this._setCount(c.count, c.display);
     } catch (err) {
       this._fail(err);

@@ -228,7 +228,7 @@ function localPushManager(user) {
 }
 
 async function setupInbox(user) {
-  for (const id of ['#inbox-of', '#inbox-hint', '#inbox-row']) $(id).hidden = false;
+  for (const id of ['#inbox-of', '#inbox-hint', '#inbox-row', '#prefs-box']) $(id).hidden = false;
   $('#inbox-user').textContent = user;
   document.querySelector('#user-form input').value = user;
   const [{ HeraldPush }] = await Promise.all([import('/_dev/kit/herald-push.js'), import('/_dev/kit/herald-inbox.js'), import('/_dev/kit/herald-preferences.js')]);

@@ -239,7 +239,9 @@ func TestLiveGoneConnectionIsForgotten(t *testing.T) {
 		"recipient": map[string]any{"userId": user, "email": user + "@example.com"},
 		"data":      map[string]any{"url": "https://example.com/s/2"},
 	})
-	if m := next(t, msgs, 2*time.Second, "the open connection's message"); m.ID != id {
+	// What this test proves is the forgetting, not the latency (the 2 s
+	// bound is TestLiveInboxReachesOnlyItsUser's): allow for a loaded machine.
+	if m := next(t, msgs, 10*time.Second, "the open connection's message"); m.ID != id {
 		t.Fatalf("got %+v, want %s", m, id)
 	}
 	stacktest.Eventually(t, 5*time.Second, "the gone connection forgotten", func() bool {

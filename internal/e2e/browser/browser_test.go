@@ -4,7 +4,9 @@
 // queue and DLQ of the template with its depths, fault switches that show
 // the state just set, and refreshes on its own; the demo inbox
 // (<herald-inbox>) shows the unread badge and drops it when an item is marked read
-// from the keyboard, a push Herald sent to the browser's subscription is
+// from the keyboard, the demo's <herald-preferences> beside it turns the
+// demo user's invoice email off (a mandatory switch stays locked; without a
+// user neither shows), a push Herald sent to the browser's subscription is
 // shown as a notification by herald-sw.js (and the inbox refreshes on it),
 // "Unsubscribe" removes the subscription at Herald too, and the inbox pages
 // with its cursor, lists an announcement, archives, marks all read, and
@@ -161,6 +163,17 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		if err := chromedp.Run(bctx, actions...); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
+	}
+	// Without a user the demo's inbox and preference center are hidden (no
+	// token to load them with); with one, both show (consolePrefs below).
+	var demoShown []string
+	run("open the console without a user",
+		chromedp.Navigate(st.APIURL+"/_dev/"),
+		chromedp.WaitVisible(`#user-form`),
+		chromedp.Evaluate(`['#inbox-row', '#prefs-box', 'herald-inbox', 'herald-preferences'].filter((s) => document.querySelector(s)?.getClientRects().length > 0)`, &demoShown),
+	)
+	if len(demoShown) != 0 {
+		t.Errorf("the console without a user shows %v of the demo", demoShown)
 	}
 	run("open the console",
 		browser.GrantPermissions([]browser.PermissionType{browser.PermissionTypeNotifications}).WithOrigin(st.APIURL),
@@ -348,6 +361,13 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 		t.Errorf("roles = %q, want list,listitem,tablist,3", roles)
 	}
 
+	// The demo page's preference center (<herald-preferences>, beside the
+	// inbox, with the same user's token): the demo user turns email off for
+	// invoice.payment_failed and the API holds it off for that user; a
+	// mandatory type's switch is locked with the reason and a click sends
+	// nothing (turning invoice email back on is the only other save).
+	consolePrefs(t, run, st.Token(user, time.Hour), apiCalls)
+
 	// Subscribe this browser; Herald's push reaches the local push service;
 	// the DevTools protocol delivers it to the service worker, which shows it.
 	run("subscribe this browser",
@@ -510,6 +530,19 @@ type apiRequest struct {
 	bearer, devCaller bool
 }
 
+// count is how many requests the page made with method to a URL ending in path.
+func (p *pageRequests) count(method, path string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.seen {
+		if r.method == method && strings.HasSuffix(strings.SplitN(r.url, "?", 2)[0], path) {
+			n++
+		}
+	}
+	return n
+}
+
 func (p *pageRequests) add(r *network.Request) {
 	if !strings.Contains(r.URL, "/v1/") {
 		return
@@ -563,7 +596,8 @@ func (p *pageRequests) checkOnlyUserRoutes(t *testing.T, apiURL string) {
 		}
 	}
 	for _, want := range []string{"GET /v1/push/config", "GET /v1/users/{userId}/inbox", "GET /v1/users/{userId}/inbox/unread-count",
-		"POST /v1/users/{userId}/inbox/{id}/read", "POST /v1/users/{userId}/inbox/read-all", "POST /v1/users/{userId}/inbox/{id}/archive"} {
+		"POST /v1/users/{userId}/inbox/{id}/read", "POST /v1/users/{userId}/inbox/read-all", "POST /v1/users/{userId}/inbox/{id}/archive",
+		"GET /v1/me/preferences", "PUT /v1/me/preferences"} {
 		if !kitRoutes[want] {
 			t.Errorf("the kit never called %s in this test (called: %v)", want, kitRoutes)
 		}

@@ -53,7 +53,10 @@ const inbox = document.createElement('herald-inbox');
 inbox.setAttribute('api-base', q.get('api'));
 inbox.setAttribute('user-id', q.get('user'));
 if (q.get('live')) inbox.setAttribute('live-url', q.get('live'));
-inbox.addEventListener('herald-inbox-live', (e) => window.liveStates.push(e.detail.state));
+inbox.addEventListener('herald-inbox-live', (e) => {
+  window.liveStates.push(e.detail.state);
+  if (e.detail.state === 'open') window.liveOpenedAt = performance.now();
+});
 inbox.setAttribute('poll-seconds', q.get('poll') || '0');
 inbox.setAttribute('presence-seconds', '0');
 inbox.tokenProvider = async () => q.get('token');
@@ -76,7 +79,12 @@ prefs.tokenProvider = async () => q.get('token');
 document.body.append(prefs);
 </script>`
 
-// serveApp serves appPage (at /), prefsPage (at /preferences) and the kit on l until the test ends.
+// kitPage only loads the inbox kit: a test builds its element itself.
+const kitPage = `<!doctype html><meta charset="utf-8"><title>kit</title><body>
+<script type="module">import '/kit/herald-inbox.js'; window.kitLoaded = true;</script>`
+
+// serveApp serves appPage (at /), prefsPage (at /preferences), kitPage (at
+// /kit-only) and the kit on l until the test ends.
 func serveApp(t *testing.T, l net.Listener) string {
 	t.Helper()
 	root, err := stacktest.RepoRoot()
@@ -92,6 +100,10 @@ func serveApp(t *testing.T, l net.Listener) string {
 	mux.HandleFunc("GET /preferences", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, prefsPage)
+	})
+	mux.HandleFunc("GET /kit-only", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, kitPage)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
