@@ -298,7 +298,8 @@ func unreadCount(t testing.TB, user string) int {
 // the inbox the kit refetches shows it — never a socket that closed (its
 // online-set entry stays: stale and harmless); the same Idempotency-Key
 // twice broadcasts once; a scheduled one is posted once, by the
-// scheduler's run, when it becomes active.
+// scheduler's run, when it becomes active, also to a user on the second
+// page of its shard (the poster's continuation).
 func TestLiveAnnouncementBroadcast(t *testing.T) {
 	st := stacktest.Stack(t)
 	a, b, gone := stacktest.UniqueID("live-ann-a"), stacktest.UniqueID("live-ann-b"), stacktest.UniqueID("live-ann-gone")
@@ -333,26 +334,6 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 		t.Fatalf("the closed user's online-set entry: %v %v", out.Item, err)
 	}
 
-	// A page's worth of expired entries ahead of A in A's shard (TTL has
-	// not deleted them yet): A is on the shard's second page, which the
-	// poster's continuation message reaches.
-	shardA := "LIVE#" + strconv.Itoa(live.OnlineShard(a))
-	past := strconv.FormatInt(st.Clock.Now().Add(-time.Hour).Unix(), 10)
-	for start := 0; start < live.BroadcastPage; start += 25 {
-		var puts []types.WriteRequest
-		for i := start; i < start+25; i++ {
-			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-				"pk": &types.AttributeValueMemberS{Value: shardA}, "sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s-expired-%03d", a[:len(a)-1], i)},
-				"kind": &types.AttributeValueMemberS{Value: "online"}, "ttl": &types.AttributeValueMemberN{Value: past}}}})
-		}
-		if _, err := stacktest.DB(t).BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{
-			RequestItems: map[string][]types.WriteRequest{st.Resources.Table: puts}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	continued := func() int { return st.Calls.FunctionSnapshot("LivePostFunction")["SQS.SendMessageBatch"] }
-	continuations := continued()
-
 	svc := stacktest.Client(t, "")
 	ctx := context.Background()
 	expires := st.Clock.Now().Add(5 * time.Minute)
@@ -372,9 +353,6 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 	}
 	if elapsed := time.Since(start); elapsed > 2*time.Second {
 		t.Errorf("posted after %s, want within 2 s", elapsed)
-	}
-	if continued() == continuations {
-		t.Error("A's shard was read in one page: no continuation sent")
 	}
 	// The API started it (one message per shard, ten a call), not the
 	// scheduler's next run.
@@ -400,6 +378,26 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 		}
 	}
 
+	// A page's worth of expired entries ahead of A in A's shard (TTL has
+	// not deleted them yet): A is now on the shard's second page, which the
+	// poster's continuation message reaches.
+	shardA := "LIVE#" + strconv.Itoa(live.OnlineShard(a))
+	past := strconv.FormatInt(st.Clock.Now().Add(-time.Hour).Unix(), 10)
+	for start := 0; start < live.BroadcastPage; start += 25 {
+		var puts []types.WriteRequest
+		for i := start; i < start+25; i++ {
+			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: shardA}, "sk": &types.AttributeValueMemberS{Value: fmt.Sprintf("%s-expired-%03d", a[:len(a)-1], i)},
+				"kind": &types.AttributeValueMemberS{Value: "online"}, "ttl": &types.AttributeValueMemberN{Value: past}}}})
+		}
+		if _, err := stacktest.DB(t).BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{st.Resources.Table: puts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	continued := func() int { return st.Calls.FunctionSnapshot("LivePostFunction")["SQS.SendMessageBatch"] }
+	continuations := continued()
+
 	// Scheduled a little ahead on the stack's clock: nothing at creation,
 	// then once, from the scheduler's run (every second on this stack).
 	publish := st.Clock.Now().Add(time.Second)
@@ -413,6 +411,9 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 	}
 	if got := next(t, mb, 2*time.Second, "B's scheduled inbox.created"); got.ID != sched.ID {
 		t.Errorf("B got %+v, want %s", got, sched.ID)
+	}
+	if continued() == continuations {
+		t.Error("A's shard was read in one page: no continuation sent")
 	}
 	// Each run reads the release watermark once (GetItem).
 	runs := st.Calls.FunctionSnapshot("SchedulerFunction")["DynamoDB.GetItem"]
