@@ -14,7 +14,8 @@
 //
 // Attributes: api-base, user-id, page-size (default 20), poll-seconds (unread
 // count refresh, default 30; 0 turns it off), presence-seconds (how often a
-// visible page reports presence, default 60; 0 turns it off).
+// visible page reports presence, default 60; 0 turns it off), live-url,
+// catch-up-seconds (Catch-up, below; leave the default).
 // Presence: while the page is visible (Page Visibility API) the element tells
 // Herald the user is in the app (POST …/presence), so catalog channels with
 // unlessActiveWithin (e.g. push) are skipped; when the page is hidden it stops
@@ -30,6 +31,11 @@
 // when the page is hidden. Answers arriving out of order never undo newer
 // state: only the newest list load is shown, and a count answer whose request
 // started before a live message (which carries the badge) is dropped.
+// Catch-up: when the list reloaded for an announcement's inbox.created lacks
+// it (the API instance that answered had not seen it yet), the element
+// reloads the list once more catch-up-seconds later (default 12; see
+// CATCH_UP_SECONDS), at most once per announcement, never while the page is
+// hidden.
 // Events: herald-inbox-count {count, display}, herald-inbox-error {status, code, message},
 // herald-inbox-live {state: "open" | "closed" | "polling"}.
 // It refreshes at once when herald-sw.js reports a push it showed.
@@ -37,6 +43,22 @@
 // item's link (and marks it read), R marks read, A archives.
 
 const FILTERS = [['all', 'All'], ['unread', 'Unread'], ['archived', 'Archived']];
+
+// CATCH_UP_SECONDS: how long after a list reload that lacks the announcement
+// an inbox.created named the element reloads once more (catch-up-seconds
+// overrides it; leave the default). Each API instance reuses its read of the
+// announcements for AnnouncementCacheTTL (10 s, internal/api/announcements.go),
+// so the reload a broadcast's message starts can reach an instance whose copy
+// predates the announcement while the badge (read by the poster) counts it; a
+// copy read up to 2 s after the announcement was stored may still lack it
+// (it is read from the inbox index, eventually consistent). After 10 + 2 s
+// every instance's copy is newer. A test in internal/api (kit_test.go) holds
+// this value to the Go constant.
+export const CATCH_UP_SECONDS = 12;
+
+// Announcement ids: "a" and 26 base32 characters. Only announcements get a
+// catch-up: a notification's item is not behind any instance's cache.
+const ANNOUNCEMENT_ID = /^a[a-z0-9]{26}$/;
 
 /** The badge text for a count: "99+" from 100 on. */
 export function badgeText(count, display) {
@@ -91,6 +113,12 @@ class HeraldInbox extends HTMLElement {
     // reconnect started): only the newest load's answer is shown.
     this._listSeq = 0;
     this._countSeq = 0;
+    // Catch-up: announcement ids named by inbox.created not yet checked
+    // against a list load started after the message, the pending catch-up timers by id, and
+    // the ids that had theirs (at most one each; the newest kept).
+    this._awaited = new Set();
+    this._catchUps = new Map();
+    this._caughtUp = new Set();
     this._build();
   }
 
@@ -123,6 +151,8 @@ class HeraldInbox extends HTMLElement {
     clearInterval(this._timer);
     clearInterval(this._presenceTimer);
     this._closeLive();
+    for (const timer of this._catchUps.values()) clearTimeout(timer);
+    this._catchUps.clear();
     document.removeEventListener('visibilitychange', this._onVisibility);
     if ('serviceWorker' in navigator) navigator.serviceWorker.removeEventListener('message', this._onPush);
   }
@@ -139,6 +169,11 @@ class HeraldInbox extends HTMLElement {
   get pageSize() { return Math.min(100, Math.max(1, parseInt(this.getAttribute('page-size') || '20', 10) || 20)); }
 
   get liveUrl() { return this.getAttribute('live-url') || ''; }
+
+  get catchUpSeconds() {
+    const s = parseFloat(this.getAttribute('catch-up-seconds') ?? '');
+    return s > 0 ? s : CATCH_UP_SECONDS;
+  }
 
   _schedule() {
     clearInterval(this._timer);
@@ -202,6 +237,7 @@ class HeraldInbox extends HTMLElement {
         this._countSeq++; // newer than any count request still under way
         this._setCount(m.unread.count, m.unread.display);
       }
+      if (m.kind === 'inbox.created' && ANNOUNCEMENT_ID.test(m.id)) this._awaited.add(m.id);
       this._refreshList();
     };
     ws.onclose = () => {
@@ -253,8 +289,29 @@ class HeraldInbox extends HTMLElement {
       this.items = page.items || [];
       this.cursor = page.nextCursor || '';
       this._render();
+      this._checkAwaited();
     } catch (err) {
       this._fail(err);
+    }
+  }
+
+  /**
+   * After a first-page load that started after the live messages awaited
+   * (only the newest load is shown): an item it lacks gets one catch-up
+   * reload later, unless the filter would not show a new item anyway.
+   */
+  _checkAwaited() {
+    for (const id of this._awaited) {
+      this._awaited.delete(id);
+      if (this.filter === 'archived' || this._caughtUp.has(id) || this.items.some((i) => i.id === id)) continue;
+      this._caughtUp.add(id);
+      if (this._caughtUp.size > 100) this._caughtUp.delete(this._caughtUp.values().next().value);
+      this._catchUps.set(id, setTimeout(() => {
+        this._catchUps.delete(id);
+        // Hidden: no request; the reconnect on visibility reloads the list.
+        if (document.hidden || !this.isConnected || this.filter === 'archived' || this.items.some((i) => i.id === id)) return;
+        this._refreshList();
+      }, this.catchUpSeconds * 1000));
     }
   }
 
@@ -334,6 +391,7 @@ class HeraldInbox extends HTMLElement {
       this.cursor = page.nextCursor || '';
       this.status.textContent = '';
       this._render();
+      this._checkAwaited();
     } catch (err) {
       this._fail(err);
     } finally {

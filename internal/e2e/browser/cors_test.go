@@ -46,13 +46,20 @@ const q = new URLSearchParams(location.search);
 window.inboxErrors = [];
 // Every request the kit makes, for tests that count them.
 window.requests = [];
+// And when each started and was answered (performance.now()).
+window.answered = [];
 const realFetch = window.fetch;
-window.fetch = (u, o) => { window.requests.push(String(u)); return realFetch(u, o); };
+window.fetch = (u, o) => {
+  window.requests.push(String(u));
+  const started = performance.now();
+  return realFetch(u, o).then((r) => { window.answered.push({ url: String(u), started, at: performance.now() }); return r; });
+};
 window.liveStates = [];
 const inbox = document.createElement('herald-inbox');
 inbox.setAttribute('api-base', q.get('api'));
 inbox.setAttribute('user-id', q.get('user'));
 if (q.get('live')) inbox.setAttribute('live-url', q.get('live'));
+if (q.get('catchup')) inbox.setAttribute('catch-up-seconds', q.get('catchup'));
 inbox.addEventListener('herald-inbox-live', (e) => {
   window.liveStates.push(e.detail.state);
   if (e.detail.state === 'open') window.liveOpenedAt = performance.now();
