@@ -114,8 +114,8 @@ class HeraldInbox extends HTMLElement {
     this._listSeq = 0;
     this._countSeq = 0;
     // Catch-up: announcement ids named by inbox.created not yet checked
-    // against a list load started after the message, the pending catch-up timers by id, and
-    // the ids that had theirs (at most one each; the newest kept).
+    // against a list load started after the message, the pending catch-up
+    // timers by id, and the ids that had theirs (one each; the newest 100).
     this._awaited = new Set();
     this._catchUps = new Map();
     this._caughtUp = new Set();
@@ -297,8 +297,8 @@ class HeraldInbox extends HTMLElement {
 
   /**
    * After a first-page load that started after the live messages awaited
-   * (only the newest load is shown): an item it lacks gets one catch-up
-   * reload later, unless the filter would not show a new item anyway.
+   * (only the newest load is shown): an announcement it lacks gets one
+   * catch-up reload later, unless the filter (Archived) would not show it.
    */
   _checkAwaited() {
     for (const id of this._awaited) {
