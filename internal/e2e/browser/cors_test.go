@@ -157,7 +157,7 @@ func TestKitFromAnotherOrigin(t *testing.T) {
 	q := url.Values{"api": {st.APIURL}, "user": {user}, "token": {token}}.Encode()
 	items := `(document.querySelector('herald-inbox')?.shadowRoot?.querySelectorAll('li') || []).length`
 
-	app := serveApp(t, appListener)
+	app := serveApp(t, appOriginListener())
 	var text string
 	if err := chromedp.Run(bctx,
 		chromedp.Navigate(app+"/?"+q),

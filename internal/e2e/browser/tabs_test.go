@@ -120,7 +120,8 @@ func TestMarkReadInAnotherTabUpdatesThisOne(t *testing.T) {
 
 // appOriginListener listens on the listed app origin's address again (a
 // test that served it before closed it), or returns appListener itself if
-// no test has served it yet.
+// no test has served it yet. Every test serving the app origin takes its
+// listener from here, so the tests' order (file names) does not matter.
 func appOriginListener() net.Listener {
 	l, err := net.Listen("tcp", appListener.Addr().String())
 	if err != nil {
