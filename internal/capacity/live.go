@@ -176,6 +176,12 @@ func (res *Result) checkLive(l Limits) {
 	refetch := l.LiveBroadcastRate * lp.ConnectionsPerOnlineUser
 	res.check("live broadcast: "+routeInbox+" refetches/s × headroom vs route throttle", refetch*apiHeadroom, l.routeLimit(routeInbox), true,
 		fmt.Sprintf("an announcement's broadcast at LiveBroadcastRate %.0f users/s makes %.0f inbox refetches/s, over half the route's %.0f/s throttle", l.LiveBroadcastRate, refetch, l.routeLimit(routeInbox)))
+	// A kit whose refetch was served from an API instance's announcement
+	// copy older than the announcement reloads once more, the API's cache
+	// TTL + 2 s later (web/herald-inbox.js, CATCH_UP_SECONDS): at worst every
+	// refetch of that window is repeated, doubling the route's load for it.
+	res.check("live broadcast: "+routeInbox+" refetches/s with the kit's catch-up reloads vs route throttle", 2*refetch, l.routeLimit(routeInbox), true,
+		fmt.Sprintf("an announcement's broadcast at LiveBroadcastRate %.0f users/s, with every refetch of the API cache's window reloaded once more, makes %.0f inbox requests/s, over the route's %.0f/s throttle", l.LiveBroadcastRate, 2*refetch, l.routeLimit(routeInbox)))
 	wave := float64(live.OnlineShards*live.BroadcastPage) * lp.ConnectionsPerOnlineUser
 	res.check("live broadcast: first wave's refetches vs "+routeInbox+" burst", wave, l.routeBurst(routeInbox), true,
 		fmt.Sprintf("a broadcast's first pages (%d shards × %d users) make %.0f refetches at once, over the route's burst %.0f", live.OnlineShards, live.BroadcastPage, wave, l.routeBurst(routeInbox)))

@@ -39,9 +39,10 @@ func TestLiveBroadcastChecks(t *testing.T) {
 	l := repoLimits(t)
 	res := run(l)
 	want := map[string][2]float64{
-		"live broadcast: GET /v1/users/{userId}/inbox refetches/s × headroom vs route throttle": {1300, 1500},
-		"live broadcast: first wave's refetches vs GET /v1/users/{userId}/inbox burst":          {2080, 3000},
-		"live online set: write units/s per shard at the connect quota vs partition limit":      {31.25, 1000},
+		"live broadcast: GET /v1/users/{userId}/inbox refetches/s × headroom vs route throttle":                      {1300, 1500},
+		"live broadcast: first wave's refetches vs GET /v1/users/{userId}/inbox burst":                               {2080, 3000},
+		"live broadcast: GET /v1/users/{userId}/inbox refetches/s with the kit's catch-up reloads vs route throttle": {1300, 1500},
+		"live online set: write units/s per shard at the connect quota vs partition limit":                           {31.25, 1000},
 	}
 	for _, c := range res.Checks {
 		w, ok := want[c.Name]
@@ -58,7 +59,8 @@ func TestLiveBroadcastChecks(t *testing.T) {
 		t.Errorf("missing checks %v; exceeded %v", want, res.LimitsExceeded)
 	}
 	l.LiveBroadcastRate = 600 // 600 × 1.3 × 2 = 1,560 > 1,500
-	if res := run(l); len(res.LimitsExceeded) != 1 || !strings.Contains(res.LimitsExceeded[0], "LiveBroadcastRate 600") {
+	// Both the headroom and the catch-up checks refuse it.
+	if res := run(l); len(res.LimitsExceeded) != 2 || !strings.Contains(res.LimitsExceeded[0], "LiveBroadcastRate 600") || !strings.Contains(res.LimitsExceeded[1], "LiveBroadcastRate 600") {
 		t.Errorf("a pace over the route's throttle: %v", res.LimitsExceeded)
 	}
 }
