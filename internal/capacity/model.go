@@ -191,10 +191,16 @@ type model struct {
 	seq   int
 	// batch is the channel mappings' BatchSize per priority (the template's).
 	batch map[domain.Priority]float64
+	// watchSizes are the sizes of a full watch item (perWatch notifications'
+	// entries) by priority and channels, from the store's builder: every
+	// watch of a shape has the same size (fixed-length ids and times), so
+	// the 100-entry item is built once per shape, not per notification.
+	watchSizes map[string]dynamo.ItemKeys
 }
 
 func newModel(batch map[domain.Priority]float64) *model {
-	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch}
+	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch,
+		watchSizes: map[string]dynamo.ItemKeys{}}
 }
 
 func (m *model) id() string {
@@ -295,15 +301,38 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 	}
 	const perWatch = relayRecordsPerBatch // notifications a watch covers
 	w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
-	for i := range perWatch {
-		for _, c := range channels[:len(dks)] {
-			w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+	shape := fmt.Sprint(p, channels[:len(dks)])
+	sized, ok := m.watchSizes[shape]
+	if !ok {
+		// Entries as the relay lists them: one per notification and
+		// channel sent, with the model's fixed-length notification ids.
+		full := w
+		for i := range perWatch {
+			for _, c := range channels[:len(dks)] {
+				full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+			}
+		}
+		var err error
+		if sized, err = m.store.WatchItemKeys(full); err != nil {
+			return err
+		}
+		m.watchSizes[shape] = sized
+	} else {
+		// The ids the entries would have taken, drawn all the same: the
+		// random stream (users, kinds, deferrals) stays the one a full
+		// build draws.
+		for range perWatch * len(dks) {
+			m.seq++
+			m.rng.Uint64()
 		}
 	}
+	// This watch's own keys (its id picks its due shard) with the shape's
+	// sizes.
 	wk, err := m.store.WatchItemKeys(w)
 	if err != nil {
 		return err
 	}
+	wk.Size, wk.Sparse = sized.Size, sized.Sparse
 	due := wk.Index[dynamo.IndexDue]
 	share := 1.0 / perWatch
 	t.w("table", wk.PK, share*dynamo.WriteUnits(wk.Size))
