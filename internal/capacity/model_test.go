@@ -96,7 +96,8 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 
 // defaultRun is the model's run of the default profile against the
 // repository template, made once for the tests that only read it (a run
-// simulates 50,000 notifications: tens of seconds under -race).
+// simulates 50,000 notifications: a few seconds under -race, tens of
+// seconds before the model built each shape's watch item once).
 var defaultRun = func() func(t *testing.T) (Result, error) {
 	var (
 		once sync.Once
