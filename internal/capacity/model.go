@@ -191,16 +191,14 @@ type model struct {
 	seq   int
 	// batch is the channel mappings' BatchSize per priority (the template's).
 	batch map[domain.Priority]float64
-	// watchSizes are the sizes of a full watch item (perWatch notifications'
-	// entries) by priority and channels, from the store's builder: every
-	// watch of a shape has the same size (fixed-length ids and times), so
-	// the 100-entry item is built once per shape, not per notification.
-	watchSizes map[string]dynamo.ItemKeys
+	// watchEntries is, by watch shape, the size a watch's entries add to
+	// its item and index entries (watchKeys).
+	watchEntries map[string]dynamo.ItemKeys
 }
 
 func newModel(batch map[domain.Priority]float64) *model {
 	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch,
-		watchSizes: map[string]dynamo.ItemKeys{}}
+		watchEntries: map[string]dynamo.ItemKeys{}}
 }
 
 func (m *model) id() string {
@@ -301,38 +299,10 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 	}
 	const perWatch = relayRecordsPerBatch // notifications a watch covers
 	w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
-	shape := fmt.Sprint(p, channels[:len(dks)])
-	sized, ok := m.watchSizes[shape]
-	if !ok {
-		// Entries as the relay lists them: one per notification and
-		// channel sent, with the model's fixed-length notification ids.
-		full := w
-		for i := range perWatch {
-			for _, c := range channels[:len(dks)] {
-				full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
-			}
-		}
-		var err error
-		if sized, err = m.store.WatchItemKeys(full); err != nil {
-			return err
-		}
-		m.watchSizes[shape] = sized
-	} else {
-		// The ids the entries would have taken, drawn all the same: the
-		// random stream (users, kinds, deferrals) stays the one a full
-		// build draws.
-		for range perWatch * len(dks) {
-			m.seq++
-			m.rng.Uint64()
-		}
-	}
-	// This watch's own keys (its id picks its due shard) with the shape's
-	// sizes.
-	wk, err := m.store.WatchItemKeys(w)
+	wk, err := m.watchKeys(w, channels[:len(dks)])
 	if err != nil {
 		return err
 	}
-	wk.Size, wk.Sparse = sized.Size, sized.Sparse
 	due := wk.Index[dynamo.IndexDue]
 	share := 1.0 / perWatch
 	t.w("table", wk.PK, share*dynamo.WriteUnits(wk.Size))
@@ -346,6 +316,55 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 	t.w("table", wk.PK, share*dynamo.WriteUnits(wk.Size))
 	t.w(dynamo.IndexDue, due, share*dynamo.WriteUnits(wk.Sparse[dynamo.IndexDue]))
 	return nil
+}
+
+// watchKeys is w's item keys and sizes with perWatch notifications' entries
+// on channels, as the relay lists them. The entries' part of the item (and
+// of each index entry) is the same for every watch of a shape (priority,
+// channels: the model's ids are of fixed length), so the full item is built
+// once per shape and every other watch adds that part to its own entry-less
+// item, whose keys (the id picks the due shard, whose number's length shows
+// in the size) are its own.
+func (m *model) watchKeys(w domain.Watch, channels []domain.Channel) (dynamo.ItemKeys, error) {
+	const perWatch = relayRecordsPerBatch
+	shape := fmt.Sprint(w.Priority, channels)
+	part, ok := m.watchEntries[shape]
+	if ok {
+		// The ids the entries would have taken, drawn all the same: the
+		// random stream (users, kinds, deferrals) stays the one a full
+		// build draws.
+		for range perWatch * len(channels) {
+			m.seq++
+			m.rng.Uint64()
+		}
+	}
+	own, err := m.store.WatchItemKeys(w)
+	if err != nil {
+		return own, err
+	}
+	if ok {
+		own.Size += part.Size
+		for idx, n := range part.Sparse {
+			own.Sparse[idx] += n
+		}
+		return own, nil
+	}
+	full := w
+	for i := range perWatch {
+		for _, c := range channels {
+			full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+		}
+	}
+	k, err := m.store.WatchItemKeys(full)
+	if err != nil {
+		return k, err
+	}
+	part = dynamo.ItemKeys{Size: k.Size - own.Size, Sparse: map[string]int{}}
+	for idx, n := range k.Sparse {
+		part.Sparse[idx] = n - own.Sparse[idx]
+	}
+	m.watchEntries[shape] = part
+	return k, nil
 }
 
 // send is the work message's way: queue, worker load, claim, provider,

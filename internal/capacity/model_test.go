@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/events"
 )
 
@@ -371,5 +374,42 @@ func TestOldDefaultsFail(t *testing.T) {
 				t.Errorf("no limit exceeded naming %q: %v", tc.want, res.LimitsExceeded)
 			}
 		})
+	}
+}
+
+// TestWatchKeysAreAFullBuilds: the model builds one full watch item per
+// shape (priority, channels) and sizes the others from it; every watch's keys
+// and sizes are still exactly those of its own full item (the due shard in
+// its keys changes the size by a byte or two).
+func TestWatchKeysAreAFullBuilds(t *testing.T) {
+	m := newModel(repoLimits(t).Batch)
+	shards := map[string]bool{}
+	for _, p := range domain.Priorities {
+		for _, chans := range [][]domain.Channel{{domain.ChannelEmail}, {domain.ChannelSMS}, {domain.ChannelEmail, domain.ChannelPush}} {
+			for range 40 {
+				w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
+				got, err := m.watchKeys(w, chans)
+				if err != nil {
+					t.Fatal(err)
+				}
+				full := w
+				for i := range relayRecordsPerBatch {
+					for _, c := range chans {
+						full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+					}
+				}
+				want, err := m.store.WatchItemKeys(full)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.PK != want.PK || got.Size != want.Size || !maps.Equal(got.Index, want.Index) || !maps.Equal(got.Sparse, want.Sparse) {
+					t.Fatalf("%s %v: the model's watch %+v, its full item %+v", p, chans, got, want)
+				}
+				shards[want.Index[dynamo.IndexDue]] = true
+			}
+		}
+	}
+	if len(shards) < 20 {
+		t.Errorf("%d due partitions over 360 watches: the ids did not vary the shard", len(shards))
 	}
 }
