@@ -98,11 +98,13 @@ dev: deps herald
 	./bin/herald dev
 
 ## test: all tests with the race detector; integration tests start their own emulators and
-## record their functions' AWS calls, which the IAM conformance then checks (with cfn-lint)
+## record their functions' AWS calls, which the IAM conformance then checks; then aws-lint's
+## control-plane and update checks (its cfn-lint of template.yaml ran in go test: TestCfnLint)
 test: deps
 	$(GO) vet ./...
 	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
-	$(MAKE) --no-print-directory aws-lint iam-conformance
+	$(GO) run ./scripts/controlplane
+	$(MAKE) --no-print-directory iam-conformance
 
 ## aws-check: cfn-lint, then the e2e packages of IAM_E2E (recording each function's AWS calls) and
 ## the IAM conformance of those calls to the roles the SAM transform makes of template.yaml

@@ -193,10 +193,14 @@ type model struct {
 	seq   int
 	// batch is the channel mappings' BatchSize per priority (the template's).
 	batch map[domain.Priority]float64
+	// watchEntries is, by watch shape, the size a watch's entries add to
+	// its item and index entries (watchKeys).
+	watchEntries map[string]dynamo.ItemKeys
 }
 
 func newModel(batch map[domain.Priority]float64) *model {
-	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch}
+	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch,
+		watchEntries: map[string]dynamo.ItemKeys{}}
 }
 
 func (m *model) id() string {
@@ -297,12 +301,7 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 	}
 	const perWatch = relayRecordsPerBatch // notifications a watch covers
 	w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
-	for i := range perWatch {
-		for _, c := range channels[:len(dks)] {
-			w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
-		}
-	}
-	wk, err := m.store.WatchItemKeys(w)
+	wk, err := m.watchKeys(w, channels[:len(dks)])
 	if err != nil {
 		return err
 	}
@@ -319,6 +318,55 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 	t.w("table", wk.PK, share*dynamo.WriteUnits(wk.Size))
 	t.w(dynamo.IndexDue, due, share*dynamo.WriteUnits(wk.Sparse[dynamo.IndexDue]))
 	return nil
+}
+
+// watchKeys is w's item keys and sizes with perWatch notifications' entries
+// on channels, as the relay lists them. The entries' part of the item (and
+// of each index entry) is the same for every watch of a shape (priority,
+// channels: the model's ids are of fixed length), so the full item is built
+// once per shape and every other watch adds that part to its own entry-less
+// item, whose keys (the id picks the due shard, whose number's length shows
+// in the size) are its own.
+func (m *model) watchKeys(w domain.Watch, channels []domain.Channel) (dynamo.ItemKeys, error) {
+	const perWatch = relayRecordsPerBatch
+	shape := fmt.Sprint(w.Priority, channels)
+	part, ok := m.watchEntries[shape]
+	if ok {
+		// The ids the entries would have taken, drawn all the same: the
+		// random stream (users, kinds, deferrals) stays the one a full
+		// build draws.
+		for range perWatch * len(channels) {
+			m.seq++
+			m.rng.Uint64()
+		}
+	}
+	own, err := m.store.WatchItemKeys(w)
+	if err != nil {
+		return own, err
+	}
+	if ok {
+		own.Size += part.Size
+		for idx, n := range part.Sparse {
+			own.Sparse[idx] += n
+		}
+		return own, nil
+	}
+	full := w
+	for i := range perWatch {
+		for _, c := range channels {
+			full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+		}
+	}
+	k, err := m.store.WatchItemKeys(full)
+	if err != nil {
+		return k, err
+	}
+	part = dynamo.ItemKeys{Size: k.Size - own.Size, Sparse: map[string]int{}}
+	for idx, n := range k.Sparse {
+		part.Sparse[idx] = n - own.Sparse[idx]
+	}
+	m.watchEntries[shape] = part
+	return k, nil
 }
 
 // send is the work message's way: queue, worker load, claim, provider,

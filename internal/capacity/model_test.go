@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/events"
 )
 
@@ -96,7 +99,8 @@ func TestModelAgreesWithMeasuredCost(t *testing.T) {
 
 // defaultRun is the model's run of the default profile against the
 // repository template, made once for the tests that only read it (a run
-// simulates 50,000 notifications: tens of seconds under -race).
+// simulates 50,000 notifications: a few seconds under -race, tens of
+// seconds before the model built each shape's watch item once).
 var defaultRun = func() func(t *testing.T) (Result, error) {
 	var (
 		once sync.Once
@@ -325,30 +329,42 @@ func TestSeedProfileFigures(t *testing.T) {
 }
 
 // TestOldDefaultsFail: the template's defaults before this model checked
-// them each break a check (they fail the seed profile).
+// them each break a check (they fail the seed profile). A limit checked per
+// simulated second (route throttles, per-table quota, warm throughput) runs
+// the whole model; one that is not (drain, record age, reserved
+// concurrency, retention) is checked as Run ends, by checkLimits, from the
+// profile and the limits alone (no simulated notification changes it), so
+// it is checked there without simulating 50,000 notifications again (Run
+// makes those checks: TestSeedProfileFigures finds them in its result).
 func TestOldDefaultsFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model")
 	}
 	for _, tc := range []struct {
-		name   string
-		change func(*Limits)
-		want   string
+		name      string
+		change    func(*Limits)
+		want      string
+		perSecond bool
 	}{
-		{"low batch 2 × 2 pollers", func(l *Limits) { l.Batch[domain.PriorityLow], l.MaxConcurrency[domain.PriorityLow] = 2, 2 }, "drains in 22.9 h"},
-		{"100 requests/s per route", func(l *Limits) { l.RouteRateLimit = 100 }, "POST /v1/notifications takes 600 requests/s"},
-		{"records discarded after an hour", func(l *Limits) { l.StreamRecordAge["RelayStreamMapping"] = 3600 }, "MaximumRecordAgeInSeconds 3600"},
-		{"fan-out unpaced at the 20,000/s peak", func(l *Limits) { l.CampaignFanOutRate = 20000; l.CampaignMaxConcurrency = 100 }, "> the per-table quota 40000"},
-		{"no warm throughput", func(l *Limits) { delete(l.WarmWrite, "table") }, "> its warm throughput 4000"},
-		{"reserved beyond the pool", func(l *Limits) { l.Reserved["EmailFunction"] = 950 }, "fewer than 100"},
-		{"retention shorter than the drain", func(l *Limits) { l.QueueRetention["EmailLowQueue"] = 3600 }, "EmailLowQueue keeps messages 1 h"},
+		{"low batch 2 × 2 pollers", func(l *Limits) { l.Batch[domain.PriorityLow], l.MaxConcurrency[domain.PriorityLow] = 2, 2 }, "drains in 22.9 h", false},
+		{"100 requests/s per route", func(l *Limits) { l.RouteRateLimit = 100 }, "POST /v1/notifications takes 600 requests/s", true},
+		{"records discarded after an hour", func(l *Limits) { l.StreamRecordAge["RelayStreamMapping"] = 3600 }, "MaximumRecordAgeInSeconds 3600", false},
+		{"fan-out unpaced at the 20,000/s peak", func(l *Limits) { l.CampaignFanOutRate = 20000; l.CampaignMaxConcurrency = 100 }, "> the per-table quota 40000", true},
+		{"no warm throughput", func(l *Limits) { delete(l.WarmWrite, "table") }, "> its warm throughput 4000", true},
+		{"reserved beyond the pool", func(l *Limits) { l.Reserved["EmailFunction"] = 950 }, "fewer than 100", false},
+		{"retention shorter than the drain", func(l *Limits) { l.QueueRetention["EmailLowQueue"] = 3600 }, "EmailLowQueue keeps messages 1 h", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := repoLimits(t)
 			tc.change(&l)
-			res, err := Run(DefaultProfile(), l)
-			if err != nil {
-				t.Fatal(err)
+			res := Result{CampaignDrain: map[string]Drain{}}
+			if tc.perSecond {
+				var err error
+				if res, err = Run(DefaultProfile(), l); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				res.checkLimits(DefaultProfile(), l)
 			}
 			found := false
 			for _, e := range res.LimitsExceeded {
@@ -358,5 +374,42 @@ func TestOldDefaultsFail(t *testing.T) {
 				t.Errorf("no limit exceeded naming %q: %v", tc.want, res.LimitsExceeded)
 			}
 		})
+	}
+}
+
+// TestWatchKeysAreAFullBuilds: the model builds one full watch item per
+// shape (priority, channels) and sizes the others from it; every watch's keys
+// and sizes are still exactly those of its own full item (the due shard in
+// its keys changes the size by a byte or two).
+func TestWatchKeysAreAFullBuilds(t *testing.T) {
+	m := newModel(repoLimits(t).Batch)
+	shards := map[string]bool{}
+	for _, p := range domain.Priorities {
+		for _, chans := range [][]domain.Channel{{domain.ChannelEmail}, {domain.ChannelSMS}, {domain.ChannelEmail, domain.ChannelPush}} {
+			for range 40 {
+				w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
+				got, err := m.watchKeys(w, chans)
+				if err != nil {
+					t.Fatal(err)
+				}
+				full := w
+				for i := range relayRecordsPerBatch {
+					for _, c := range chans {
+						full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+					}
+				}
+				want, err := m.store.WatchItemKeys(full)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.PK != want.PK || got.Size != want.Size || !maps.Equal(got.Index, want.Index) || !maps.Equal(got.Sparse, want.Sparse) {
+					t.Fatalf("%s %v: the model's watch %+v, its full item %+v", p, chans, got, want)
+				}
+				shards[want.Index[dynamo.IndexDue]] = true
+			}
+		}
+	}
+	if len(shards) < 20 {
+		t.Errorf("%d due partitions over 360 watches: the ids did not vary the shard", len(shards))
 	}
 }

@@ -1,6 +1,6 @@
 // Package campaignscale is issue 15 §3 at scale on a private local stack with
 // an email quota of 40/s (bulk share 60 %: at most 120 bulk in any 5 s): a
-// campaign to 600 users in make test, 2,000 in make bench
+// campaign to 300 users in make test, 2,000 in make bench
 // (HERALD_CAMPAIGNSCALE_USERS; an inline quarter plus chunks of a half and a
 // quarter) reaches every user exactly once, by email and inbox, paced within the
 // bulk share as the SES emulator receives it, while security alerts (high)
