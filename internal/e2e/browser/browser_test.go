@@ -75,6 +75,24 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// newBrowser starts Chromium at exe (headless, no sandbox, no GPU, no
+// /dev/shm) with opts added, and returns its first tab's context, cancelled
+// after timeout; the test's cleanup closes the browser.
+func newBrowser(t *testing.T, exe string, timeout time.Duration, opts ...chromedp.ExecAllocatorOption) context.Context {
+	t.Helper()
+	all := append(append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true)), opts...)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), all...)
+	tab, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
+	tab, cancelTimeout := context.WithTimeout(tab, timeout)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelBrowser()
+		cancelAlloc()
+	})
+	return tab
+}
+
 // screenshotPath is docs/img/name with HERALD_UPDATE_SCREENSHOTS=1, else a
 // temporary file.
 func screenshotPath(t *testing.T, name string) string {
@@ -130,14 +148,7 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	}
 	stacktest.Eventually(t, 30*time.Second, "the email to be sent", func() bool { return len(stacktest.EmailsTo(t, addr)) == 1 })
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	bctx, cancelTimeout := context.WithTimeout(bctx, 3*time.Minute)
-	defer cancelTimeout()
+	bctx := newBrowser(t, exe, 3*time.Minute, chromedp.WindowSize(1280, 1000))
 
 	regs := &registrations{byID: map[serviceworker.RegistrationID]string{}}
 	apiCalls := &pageRequests{}

@@ -146,13 +146,7 @@ func TestKitFromAnotherOrigin(t *testing.T) {
 		return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&body) == nil && len(body.Items) > 0
 	})
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancelTimeout()
+	bctx := newBrowser(t, exe, 2*time.Minute)
 
 	q := url.Values{"api": {st.APIURL}, "user": {user}, "token": {token}}.Encode()
 	items := `(document.querySelector('herald-inbox')?.shadowRoot?.querySelectorAll('li') || []).length`

@@ -39,13 +39,7 @@ func TestLiveAnnouncementCatchUp(t *testing.T) {
 	token := st.Token(user, time.Hour)
 	readActiveAnnouncements(t, user, token) // the badge counts only this test's announcement
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancelTimeout()
+	bctx := newBrowser(t, exe, 2*time.Minute)
 
 	const inboxEl = `document.querySelector('herald-inbox')`
 	const root = inboxEl + `.shadowRoot`

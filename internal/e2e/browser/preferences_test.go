@@ -58,13 +58,7 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 		t.Fatalf("email before the change: %s", got)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancelTimeout()
+	bctx := newBrowser(t, exe, 2*time.Minute)
 	run := func(what string, actions ...chromedp.Action) {
 		t.Helper()
 		if err := chromedp.Run(bctx, actions...); err != nil {

@@ -33,13 +33,7 @@ func TestMarkReadInAnotherTabUpdatesThisOne(t *testing.T) {
 	// the API's caches of them may differ for a while: read them first.
 	readActiveAnnouncements(t, user, token)
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true))...)
-	defer cancelAlloc()
-	tab1, cancelBrowser := chromedp.NewContext(alloc, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	tab1, cancelTimeout := context.WithTimeout(tab1, 2*time.Minute)
-	defer cancelTimeout()
+	tab1 := newBrowser(t, exe, 2*time.Minute)
 	tab2, cancelTab2 := chromedp.NewContext(tab1) // a second tab of the same browser
 	defer cancelTab2()
 
