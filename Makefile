@@ -100,9 +100,12 @@ dev: deps herald
 ## test: all tests with the race detector; integration tests start their own emulators and
 ## record their functions' AWS calls, which the IAM conformance then checks; then aws-lint's
 ## control-plane and update checks (its cfn-lint of template.yaml ran in go test: TestCfnLint)
+# vet runs with -race so that it type-checks against the same compiled packages the
+# -race tests use (one compile of the module, not two), and it runs every analyzer on every
+# package and its tests, so go test's own subset of vet is off (-vet=off).
 test: deps
-	$(GO) vet ./...
-	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+	$(GO) vet -race ./...
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) ./...
 	$(GO) run ./scripts/controlplane
 	$(MAKE) --no-print-directory iam-conformance
 
