@@ -17,6 +17,17 @@ TEST_TIMEOUT ?= 15m
 # the machine's python3 lacks the pinned versions.
 VENV := .cache/python
 CFN_LINT = $(if $(wildcard $(VENV)/bin/cfn-lint),$(VENV)/bin/cfn-lint,cfn-lint)
+# A python3 reached through a version manager's shim (pyenv) costs ~0.5 CPU s
+# per start in bash, and the tests start Python often (the SAM transform,
+# cfn-lint): test and aws-check put the interpreter's own directory first.
+ifneq ($(filter test aws-check,$(MAKECMDGOALS)),)
+PYTHON_DIR := $(shell python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)
+ifneq ($(PYTHON_DIR),)
+ifneq ($(shell command -v python3),$(PYTHON_DIR)/python3)
+export PATH := $(PYTHON_DIR):$(PATH)
+endif
+endif
+endif
 # Where e2e packages record the AWS calls each function made (stacktest).
 IAM_SEEN := $(CURDIR)/.cache/iam/seen
 # The e2e packages aws-check runs and records from, to stay under 5 minutes.
@@ -102,12 +113,13 @@ dev: deps herald
 ## control-plane and update checks (its cfn-lint of template.yaml ran in go test: TestCfnLint)
 # vet runs with -race so that it type-checks against the same compiled packages the
 # -race tests use (one compile of the module, not two), and it runs every analyzer on every
-# package and its tests, so go test's own subset of vet is off (-vet=off).
+# package and its tests, so go test's own subset of vet is off (-vet=off). The two
+# commands after the tests are built with -race for the same reason: they link, not compile.
 test: deps
 	$(GO) vet -race ./...
 	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) ./...
-	$(GO) run ./scripts/controlplane
-	$(MAKE) --no-print-directory iam-conformance
+	$(GO) run -race ./scripts/controlplane
+	$(MAKE) --no-print-directory iam-conformance RUN_FLAGS=-race
 
 ## aws-check: cfn-lint, then the e2e packages of IAM_E2E (recording each function's AWS calls) and
 ## the IAM conformance of those calls to the roles the SAM transform makes of template.yaml
@@ -124,7 +136,7 @@ aws-lint:
 # -cover: with make test's records of every package, no call may be made
 # only by a package aws-check leaves out.
 iam-conformance:
-	$(GO) run ./scripts/iam/conformance -seen $(IAM_SEEN) -cover "$(IAM_E2E)" $(if $(V),-v)
+	$(GO) run $(RUN_FLAGS) ./scripts/iam/conformance -seen $(IAM_SEEN) -cover "$(IAM_E2E)" $(if $(V),-v)
 
 ## screenshots: re-take docs/img/dev-console.png and docs/img/demo-inbox.png in Chromium
 screenshots: deps deps-browser
