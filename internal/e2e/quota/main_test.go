@@ -1,5 +1,5 @@
 // Package quota tests the provider send quota end to end on a private local
-// stack with an email quota of 20/s (bulk share 60 %: at most 60 in any 5 s):
+// stack with an email quota of 10/s (bulk share 60 %: at most 30 in any 5 s):
 // a low-priority backlog is paced by the quota while high-priority mail keeps
 // flowing, and internal/dynamo tests the counter itself.
 package quota
@@ -14,11 +14,14 @@ import (
 )
 
 const (
-	emailRate = 20
+	// 10/s, bulk share 60 %: at most 30 bulk emails in any 5 s, so the
+	// test's 100 bulk emails take ~17 s, several quota spans, with half the
+	// work 200 at 20/s took.
+	emailRate = 10
 	bulkShare = 60
 	// maxReceiveCount 3: a deferred message is delayed by visibility on its
-	// first receive and re-sent on its second, so both paths run; 200
-	// messages at 10/s wait up to ~20 s, deferred many times each, so without
+	// first receive and re-sent on its second, so both paths run; 100
+	// messages at 6/s wait up to ~17 s, deferred many times each, so without
 	// the re-send they would reach the DLQ.
 	maxReceiveCount = 3
 )
