@@ -39,6 +39,13 @@ type sqsMapping struct {
 	onReceive func(mapping string, waits []time.Duration)
 }
 
+// sqsPollWait is each mapping poller's long poll, in seconds. A message
+// ends a poll as soon as it arrives, so this bounds only an idle poller's
+// rate (Lambda's own pollers wait up to 20 s) and how long a stop waits for
+// the polls under way. At 1 s an idle stack's dozens of pollers took about a
+// quarter of a core under -race (docs/benchmarks.md, "Test time").
+const sqsPollWait = 5
+
 func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
 	for range m.concurrency {
 		wg.Add(1)
@@ -57,9 +64,10 @@ func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
 func (m *sqsMapping) pollOnce(ctx context.Context) error {
 	// Not cancelled by a stop: an abandoned long poll can still take messages
 	// off the queue, invisible for the whole visibility timeout. The poll is
-	// short; what it brings after the stop is handed back below.
+	// at most sqsPollWait long; what it brings after the stop is handed back
+	// below.
 	out, err := m.sqs.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(m.queueURL), MaxNumberOfMessages: m.batchSize, WaitTimeSeconds: 1,
+		QueueUrl: aws.String(m.queueURL), MaxNumberOfMessages: m.batchSize, WaitTimeSeconds: sqsPollWait,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
 	})
