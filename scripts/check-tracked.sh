@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a tracked file is an executable binary (ELF, Mach-O, PE) or is
+# Fails when a tracked file is an executable binary (ELF, Mach-O, PE), a symbolic link, or is
 # larger than 1 MB, or carries merge conflict markers, unless scripts/tracked-allow.txt lists it: build outputs
 # never belong in git. Run by make lint and .ci/run.
 set -euo pipefail
@@ -22,6 +22,12 @@ while IFS= read -r -d '' f; do
       bad=1 ;;
   esac
 done < <(git ls-files -z)
+# A symbolic link: a local shortcut (node_modules, an emulator cache) that
+# points outside the clone.
+while IFS= read -r line; do
+  echo "tracked symbolic link: ${line#*	}; links to a machine's own paths do not belong in git" >&2
+  bad=1
+done < <(git ls-files -s | awk '$1 == "120000"')
 # A merge that committed its conflict markers.
 if git grep -n -I -E '^(<<<<<<< |>>>>>>> )' -- . >&2; then
   echo "tracked files carry merge conflict markers (above)" >&2
