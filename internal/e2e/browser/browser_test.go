@@ -315,7 +315,9 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			chromedp.WithPollingTimeout(10*time.Second)))
 
 	// The demo inbox: badge 2; the first item marked read with the keyboard; badge 1.
-	const shadow = `document.querySelector('herald-inbox').shadowRoot`
+	// Optional chaining: the element and its shadow root may not exist yet
+	// while the page loads (a poll must read false, not throw).
+	const shadow = `document.querySelector('herald-inbox')?.shadowRoot?`
 	badge := func() string {
 		var s string
 		run("read the badge", chromedp.Evaluate(shadow+`.querySelector('.badge').hidden ? '' : `+shadow+`.querySelector('.badge').textContent`, &s))

@@ -65,7 +65,9 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	const shadow = `document.querySelector('herald-preferences').shadowRoot`
+	// Optional chaining: the element and its shadow root may not exist yet
+	// while the page loads (a poll must read false, not throw).
+	const shadow = `document.querySelector('herald-preferences')?.shadowRoot?`
 	const invoiceEmail = shadow + `.querySelector('button[data-type="invoice.payment_failed"][data-channel="email"]')`
 	const loginEmail = shadow + `.querySelector('button[data-type="security.login_alert"][data-channel="email"]')`
 	token := st.Token(user, time.Hour)
@@ -73,7 +75,7 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 	var heading, label, quiet, checked, locked, reason string
 	run("open the preference center on the app's origin "+app,
 		chromedp.Navigate(app+"/preferences?"+url.Values{"api": {st.APIURL}, "token": {token}}.Encode()),
-		chromedp.Poll(invoiceEmail+` !== null`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+		chromedp.Poll(`!!`+invoiceEmail, nil, chromedp.WithPollingTimeout(20*time.Second)),
 		chromedp.Evaluate(shadow+`.querySelector('h2').textContent`, &heading),
 		chromedp.Evaluate(`[...`+shadow+`.querySelectorAll('th[scope=row]')].map(th => th.firstChild.textContent).join('|')`, &label),
 		chromedp.Evaluate(shadow+`.querySelector('[data-quiet-hours]').textContent`, &quiet),

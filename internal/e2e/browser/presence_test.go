@@ -67,12 +67,14 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	const shadow = `document.querySelector('herald-inbox').shadowRoot`
+	// Optional chaining: the element and its shadow root may not exist yet
+	// while the page loads (a poll must read false, not throw).
+	const shadow = `document.querySelector('herald-inbox')?.shadowRoot?`
 	var visibility string
 	run("open the inbox",
 		chromedp.Navigate(st.APIURL+"/_dev/?user="+user),
 		chromedp.WaitVisible(`#inbox-row`),
-		chromedp.Poll(shadow+`.querySelector('.badge') !== null && !!document.querySelector('herald-inbox').tokenProvider`, nil,
+		chromedp.Poll(`!!`+shadow+`.querySelector('.badge') && !!document.querySelector('herald-inbox').tokenProvider`, nil,
 			chromedp.WithPollingTimeout(20*time.Second)),
 		chromedp.Evaluate(`document.visibilityState`, &visibility),
 	)
