@@ -93,6 +93,13 @@ func newBrowser(t *testing.T, exe string, timeout time.Duration, opts ...chromed
 	return tab
 }
 
+// shadowRootOf is the JavaScript for the first tag element's shadow root,
+// through optional chaining: the element and its root may not exist yet while
+// the page loads, and a poll must then read false, not throw.
+func shadowRootOf(tag string) string {
+	return `document.querySelector('` + tag + `')?.shadowRoot?`
+}
+
 // screenshotPath is docs/img/name with HERALD_UPDATE_SCREENSHOTS=1, else a
 // temporary file.
 func screenshotPath(t *testing.T, name string) string {
@@ -315,9 +322,7 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 			chromedp.WithPollingTimeout(10*time.Second)))
 
 	// The demo inbox: badge 2; the first item marked read with the keyboard; badge 1.
-	// Optional chaining: the element and its shadow root may not exist yet
-	// while the page loads (a poll must read false, not throw).
-	const shadow = `document.querySelector('herald-inbox')?.shadowRoot?`
+	shadow := shadowRootOf("herald-inbox")
 	badge := func() string {
 		var s string
 		run("read the badge", chromedp.Evaluate(shadow+`.querySelector('.badge').hidden ? '' : `+shadow+`.querySelector('.badge').textContent`, &s))
@@ -351,7 +356,7 @@ func TestConsoleInboxAndPushInChromium(t *testing.T) {
 	// Keyboard and screen readers: ↓/↑ move the focus (one item in the tab
 	// order at a time); the list, its items and the filter tabs carry roles.
 	var focusPath []string
-	const focused = `(() => { const a = ` + shadow + `.activeElement; return a ? a.dataset.id + ':' + a.tabIndex : '' })()`
+	focused := `(() => { const a = ` + shadow + `.activeElement; return a ? a.dataset.id + ':' + a.tabIndex : '' })()`
 	var ids []string
 	run("items", chromedp.Evaluate(`[...`+shadow+`.querySelectorAll('li')].map(li => li.dataset.id)`, &ids))
 	for _, key := range []string{"", kb.ArrowDown, kb.ArrowUp} {

@@ -65,11 +65,9 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	// Optional chaining: the element and its shadow root may not exist yet
-	// while the page loads (a poll must read false, not throw).
-	const shadow = `document.querySelector('herald-preferences')?.shadowRoot?`
-	const invoiceEmail = shadow + `.querySelector('button[data-type="invoice.payment_failed"][data-channel="email"]')`
-	const loginEmail = shadow + `.querySelector('button[data-type="security.login_alert"][data-channel="email"]')`
+	shadow := shadowRootOf("herald-preferences")
+	invoiceEmail := shadow + `.querySelector('button[data-type="invoice.payment_failed"][data-channel="email"]')`
+	loginEmail := shadow + `.querySelector('button[data-type="security.login_alert"][data-channel="email"]')`
 	token := st.Token(user, time.Hour)
 	app := serveApp(t, appOriginListener())
 	var heading, label, quiet, checked, locked, reason string

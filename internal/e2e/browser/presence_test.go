@@ -67,9 +67,7 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	// Optional chaining: the element and its shadow root may not exist yet
-	// while the page loads (a poll must read false, not throw).
-	const shadow = `document.querySelector('herald-inbox')?.shadowRoot?`
+	shadow := shadowRootOf("herald-inbox")
 	var visibility string
 	run("open the inbox",
 		chromedp.Navigate(st.APIURL+"/_dev/?user="+user),
