@@ -610,7 +610,8 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 				conc = *m.ScalingConfig.MaximumConcurrency
 			}
 			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
-				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits}
+				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits,
+				finishPolls: s.cfg.DataDir != ""}
 			mapping.run(ctx, &s.wg)
 			continue
 		}

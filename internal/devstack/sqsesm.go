@@ -37,12 +37,17 @@ type sqsMapping struct {
 	// onReceive, when set, gets each batch's queue waits (SentTimestamp →
 	// the handler's start).
 	onReceive func(mapping string, waits []time.Duration)
+	// finishPolls makes a stop wait for the long polls under way and hand
+	// back what they bring. Set when the queues outlive the stop (a data
+	// directory); in memory they end with the emulator, so a stop cancels
+	// the polls instead of waiting up to sqsPollWait for them.
+	finishPolls bool
 }
 
 // sqsPollWait is each mapping poller's long poll, in seconds. A message
 // ends a poll as soon as it arrives, so this bounds only an idle poller's
 // rate (Lambda's own pollers wait up to 20 s) and how long a stop waits for
-// the polls under way. At 1 s an idle stack's dozens of pollers took about a
+// the polls under way (finishPolls). At 1 s an idle stack's dozens of pollers took about a
 // quarter of a core under -race (docs/benchmarks.md, "Test time").
 const sqsPollWait = 5
 
@@ -62,11 +67,16 @@ func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 func (m *sqsMapping) pollOnce(ctx context.Context) error {
-	// Not cancelled by a stop: an abandoned long poll can still take messages
-	// off the queue, invisible for the whole visibility timeout. The poll is
-	// at most sqsPollWait long; what it brings after the stop is handed back
+	// With finishPolls, not cancelled by a stop: an abandoned long poll can
+	// still take messages off the queue, invisible for the whole visibility
+	// timeout, and the data directory would keep them so. The poll is at
+	// most sqsPollWait long; what it brings after the stop is handed back
 	// below.
-	out, err := m.sqs.ReceiveMessage(context.WithoutCancel(ctx), &sqs.ReceiveMessageInput{
+	pollCtx := ctx
+	if m.finishPolls {
+		pollCtx = context.WithoutCancel(ctx)
+	}
+	out, err := m.sqs.ReceiveMessage(pollCtx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(m.queueURL), MaxNumberOfMessages: m.batchSize, WaitTimeSeconds: sqsPollWait,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
