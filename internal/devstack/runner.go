@@ -149,8 +149,29 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), Usage: NewUsage(), mux: http.NewServeMux(), done: make(chan struct{}),
 		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
+	// The emulators boot (a JVM and two Node processes, seconds) while the
+	// template and the IAM policies load (about a second under -race). A
+	// refused template cancels their start, so the refusal is as quick.
+	emulatorCtx, cancelEmulators := context.WithCancel(ctx)
+	defer cancelEmulators()
+	emulators := make(chan error, 1)
+	emulatorOpts := EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir}
+	go func() {
+		var err error
+		s.Emulators, err = StartEmulators(emulatorCtx, emulatorOpts)
+		emulators <- err
+	}()
+	awaited := false
+	awaitEmulators := func() error {
+		awaited = true
+		return <-emulators
+	}
 	defer func() {
 		if err != nil {
+			if !awaited {
+				cancelEmulators()
+				_ = awaitEmulators()
+			}
 			s.Stop()
 		}
 	}()
@@ -198,8 +219,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 
-	s.Emulators, err = StartEmulators(ctx, EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir})
-	if err != nil {
+	if err = awaitEmulators(); err != nil {
 		ln.Close()
 		return nil, err
 	}

@@ -190,9 +190,9 @@ func TestTemplateUpdateNotesStreamReplaced(t *testing.T) {
 }
 
 // TestStartRefusesWhatAWSRefuses: herald dev's loading path (Start) returns
-// the control-plane error for a template Lambda would refuse, before any
-// emulator starts; and for one whose update from the release CloudFormation
-// would refuse.
+// the control-plane error for a template Lambda would refuse, without waiting
+// for the emulators booting meanwhile (it stops them); and for one whose
+// update from the release CloudFormation would refuse.
 func TestStartRefusesWhatAWSRefuses(t *testing.T) {
 	raw, err := os.ReadFile("../../template.yaml")
 	if err != nil {
