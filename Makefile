@@ -37,6 +37,11 @@ IAM_SEEN := $(CURDIR)/.cache/iam/seen
 # browser (slow, and each call they make a kept package makes too). make test
 # records every package and fails, naming the call, when a left-out package
 # is the only one making a call (docs/decisions.md).
+# Packages holding only benchmarks (make bench runs them): make test vets them,
+# so they compile, but links no test binary that would run nothing
+# (internal/devstack/makefile_test.go keeps them free of tests).
+BENCH_ONLY := internal/e2e/campaignbench internal/e2e/isolation internal/e2e/inbox/bench
+TEST_PKGS = $(shell $(GO) list ./... | grep -vx $(addprefix -e github.com/heraldhq/herald/,$(BENCH_ONLY)))
 IAM_E2E_SKIP := iamcheck lifecycle campaignbench cost isolation inbox/bench campaignscale release inbox browser
 IAM_E2E = $(shell $(GO) list ./internal/e2e/... | sed 's|^github.com/heraldhq/herald/||' | grep -vx $(addprefix -e internal/e2e/,$(IAM_E2E_SKIP)))
 
@@ -117,7 +122,7 @@ dev: deps herald
 # commands after the tests are built with -race for the same reason: they link, not compile.
 test: deps
 	$(GO) vet -race ./...
-	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) ./...
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
 	$(GO) run -race ./scripts/controlplane
 	$(MAKE) --no-print-directory iam-conformance RUN_FLAGS=-race
 
