@@ -149,6 +149,13 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), Usage: NewUsage(), mux: http.NewServeMux(), done: make(chan struct{}),
 		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
+	// Listening first: the emulators' free ports are released just before
+	// they bind them, so the API must not take one meanwhile.
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (set HERALD_API_PORT to change): %w", cfg.APIAddr, err)
+	}
+	s.APIURL = "http://" + ln.Addr().String()
 	// The emulators boot (a JVM and two Node processes, seconds) while the
 	// template and the IAM policies load (about a second under -race). A
 	// refused template cancels their start, so the refusal is as quick.
@@ -168,6 +175,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	defer func() {
 		if err != nil {
+			ln.Close() // not served yet
 			if !awaited {
 				cancelEmulators()
 				_ = awaitEmulators()
@@ -197,11 +205,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
 	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
 	maps.Copy(overrides, cfg.Overrides)
-	ln, err := net.Listen("tcp", cfg.APIAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (set HERALD_API_PORT to change): %w", cfg.APIAddr, err)
-	}
-	s.APIURL = "http://" + ln.Addr().String()
 	s.Template, err = LoadTemplate(cfg.Template, overrides)
 	if err == nil {
 		s.Template, err = LoadTemplate(cfg.Template,
@@ -214,13 +217,11 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		s.IAM, err = s.newIAM(ctx)
 	}
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 
 	if err = awaitEmulators(); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	// The same environment `herald dlq` derives from the state file, with the
@@ -236,7 +237,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.AWS, err = config.LoadDefaultConfig(ctx)
 	if err != nil {
-		ln.Close()
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
@@ -246,18 +246,15 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.sqs = sqs.NewFromConfig(s.AWS)
 	s.Resources, err = CreateResources(ctx, s.Template, dynamodb.NewFromConfig(s.AWS), s.sqs, LocalResourcePrefix)
 	if err != nil {
-		ln.Close()
 		return nil, err
 	}
 	if s.Push, err = pushsink.New(s.APIURL, s.Clock.Now); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	s.SMS = smssink.New(s.Clock.Now)
 	for _, param := range PlatformApplicationParams {
 		if arn := s.Template.Params[param]; arn != "" {
 			if err := s.SMS.AddPlatformApplication(arn); err != nil {
-				ln.Close()
 				return nil, fmt.Errorf("parameter %s: %w", param, err)
 			}
 		}
@@ -265,11 +262,9 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
 	s.Faults.SNS = s.SMS
 	if s.Bus, err = s.newEventBus(); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	if err := s.wire(); err != nil {
-		ln.Close()
 		return nil, err
 	}
 	if stage := s.webSocketStage(); stage != "" {
