@@ -120,9 +120,11 @@ dev: deps herald
 # -race tests use (one compile of the module, not two), and it runs every analyzer on every
 # package and its tests, so go test's own subset of vet is off (-vet=off). The two
 # commands after the tests are built with -race for the same reason: they link, not compile.
+# scripts/testdynamodb runs the tests with one DynamoDB Local for all packages, each
+# stack in a database of its own, instead of a JVM started per package.
 test: deps
 	$(GO) vet -race ./...
-	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) run -race ./scripts/testdynamodb $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
 	$(GO) run -race ./scripts/controlplane
 	$(MAKE) --no-print-directory iam-conformance RUN_FLAGS=-race
 

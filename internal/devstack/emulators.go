@@ -24,6 +24,12 @@ import (
 	"time"
 )
 
+// SharedDynamoDBEnv names the variable holding the endpoint of a DynamoDB
+// Local that test packages' stacks and emulators share, each in a database
+// of its own (make test starts one through scripts/testdynamodb): one JVM
+// for the run instead of one per package. Unset, each starts its own.
+const SharedDynamoDBEnv = "HERALD_TEST_DYNAMODB"
+
 // Emulators are the running local AWS services.
 type Emulators struct {
 	DynamoDB string // endpoint URL (also serves DynamoDB Streams)
@@ -83,6 +89,13 @@ type EmulatorOptions struct {
 	// their messages in DataDir/queues.json. Empty: everything is in memory
 	// and lost when the emulators stop.
 	DataDir string
+	// DynamoDB, when set, is the endpoint of a DynamoDB Local already
+	// running, used instead of starting one.
+	DynamoDB string
+	// DatabasePerKey starts DynamoDB Local without -sharedDb: it keeps a
+	// database per access key and region, so stacks with keys of their own
+	// can share it (make test's shared instance, scripts/testdynamodb).
+	DatabasePerKey bool
 }
 
 // StartEmulators starts DynamoDB Local, fauxqs and aws-ses-v2-local (or the
@@ -127,13 +140,11 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 	dynamoCmd := append([]string{"java"}, dynamoDBJavaOptions...)
 	dynamoCmd = append(dynamoCmd, dynamoDBLauncher(jarDir, filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java"))...)
 	dynamoCmd = append(dynamoCmd, dbArgs...)
-	dynamoCmd = append(dynamoCmd, "-sharedDb", "-disableTelemetry", "-port", fmt.Sprint(ports[0]))
-	specs := []struct {
-		name string
-		dir  string
-		args []string
-		url  string
-	}{
+	if !opts.DatabasePerKey {
+		dynamoCmd = append(dynamoCmd, "-sharedDb")
+	}
+	dynamoCmd = append(dynamoCmd, "-disableTelemetry", "-port", fmt.Sprint(ports[0]))
+	specs := []emulatorSpec{
 		{"dynamodb", jarDir, dynamoCmd, e.DynamoDB},
 		{"sqs", dir, append([]string{"node", "fauxqs.mjs", fmt.Sprint(ports[1])}, sqsArgs...), e.SQS},
 		{"ses", dir, []string{"node", filepath.Join("node_modules", "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", fmt.Sprint(ports[2])}, e.SES},
@@ -153,6 +164,10 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 			return ""
 		}
 		e.DynamoDB, e.SQS, e.SES = started("dynamodb", e.DynamoDB), started("sqs", e.SQS), started("ses", e.SES)
+	}
+	if opts.DynamoDB != "" && e.DynamoDB != "" {
+		specs = slices.DeleteFunc(specs, func(s emulatorSpec) bool { return s.name == "dynamodb" })
+		e.DynamoDB = opts.DynamoDB
 	}
 	for _, s := range specs {
 		p, err := startProcess(s.name, s.dir, s.args, opts.Log, e.exitedEarly)
@@ -219,6 +234,14 @@ func dynamoDBLauncher(jarDir, source string) []string {
 		}
 	}
 	return class
+}
+
+// emulatorSpec is how to start one emulator and where it answers.
+type emulatorSpec struct {
+	name string
+	dir  string
+	args []string
+	url  string
 }
 
 // Exited delivers an *EmulatorExitError for each emulator that ends before

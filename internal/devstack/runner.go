@@ -75,6 +75,11 @@ type Config struct {
 	// table, the queues with their messages, the relay's stream position and
 	// the local secrets. Empty: everything is lost when the stack stops.
 	DataDir string
+	// DynamoDB, when set, is the endpoint of a DynamoDB Local started without
+	// -sharedDb (make test's, scripts/testdynamodb) that the stack keeps its
+	// table in instead of starting its own: under an access key of the
+	// stack's own, so in a database no other stack sees. Not with DataDir.
+	DynamoDB string
 }
 
 // Stack is a running local Herald.
@@ -107,8 +112,10 @@ type Stack struct {
 	// role as the SAM transform produces it, and records the calls.
 	IAM *iam.Enforcer
 
-	mux    *http.ServeMux
-	server *http.Server
+	// accessKey is the static access key of every client of the stack.
+	accessKey string
+	mux       *http.ServeMux
+	server    *http.Server
 	// ws plays the template's WebSocket API (nil without one).
 	ws     *wsGateway
 	jwt    *jwtIssuer
@@ -149,6 +156,13 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s := &Stack{cfg: cfg, Clock: &Clock{}, Calls: NewCalls(), Usage: NewUsage(), mux: http.NewServeMux(), done: make(chan struct{}),
 		log: slog.New(slog.NewJSONHandler(logs, nil)).With("component", "runner")}
+	if cfg.DynamoDB != "" && cfg.DataDir != "" {
+		return nil, errors.New("a data directory needs the stack's own DynamoDB Local (Config.DynamoDB is set)")
+	}
+	s.accessKey = "local"
+	if cfg.DynamoDB != "" {
+		s.accessKey = "local" + strings.ReplaceAll(newRequestID(), "-", "")
+	}
 	// Listening first: the emulators' free ports are released just before
 	// they bind them, so the API must not take one meanwhile.
 	ln, err := net.Listen("tcp", cfg.APIAddr)
@@ -162,7 +176,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	emulatorCtx, cancelEmulators := context.WithCancel(ctx)
 	defer cancelEmulators()
 	emulators := make(chan error, 1)
-	emulatorOpts := EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir}
+	emulatorOpts := EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir, DynamoDB: cfg.DynamoDB}
 	go func() {
 		var err error
 		s.Emulators, err = StartEmulators(emulatorCtx, emulatorOpts)
@@ -226,7 +240,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	// The same environment `herald dlq` derives from the state file, with the
 	// caller's session and profile unset.
-	env := ops.LocalState{Region: LocalRegion, Endpoints: s.endpoints()}.Env()
+	env := ops.LocalState{Region: LocalRegion, Endpoints: s.endpoints(), AccessKeyID: s.accessKey}.Env()
 	env["AWS_SESSION_TOKEN"], env["AWS_PROFILE"] = "", ""
 	for k, v := range env {
 		if v == "" {

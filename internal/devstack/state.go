@@ -21,7 +21,7 @@ func (s *Stack) LocalState() ops.LocalState {
 	return ops.LocalState{
 		EventBus: bus,
 		PID:      os.Getpid(), APIURL: s.APIURL, WebSocketURL: s.WebSocketURL, Region: LocalRegion, Table: s.Resources.Table, Queues: queues,
-		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir, RelayEnv: s.relayEnv(),
+		Endpoints: s.endpoints(), DataDir: s.cfg.DataDir, RelayEnv: s.relayEnv(), AccessKeyID: s.accessKey,
 	}
 }
 

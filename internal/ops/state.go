@@ -39,6 +39,10 @@ type LocalState struct {
 	// template's values resolved locally, with the stack's overrides), so
 	// that a relay DLQ redrive builds the relay as the runner does.
 	RelayEnv map[string]string `json:"relayEnv,omitempty"`
+	// AccessKeyID is the emulators' static access key ("" is "local"). A
+	// stack keeping its tables in a DynamoDB Local it shares has its own:
+	// that DynamoDB Local keeps a database per access key.
+	AccessKeyID string `json:"accessKeyId,omitempty"`
 }
 
 // WriteState writes st to root/.herald/dev.json and returns the path.
@@ -92,8 +96,12 @@ func FindState(dir string) (string, bool) {
 // Env is the process environment that points the AWS SDK at the local
 // stack: endpoint variables, region, and the emulators' static credentials.
 func (st LocalState) Env() map[string]string {
+	key := st.AccessKeyID
+	if key == "" {
+		key = "local"
+	}
 	env := map[string]string{
-		"AWS_REGION": st.Region, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_REGION": st.Region, "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": "local",
 		"AWS_EC2_METADATA_DISABLED": "true",
 	}
 	for svc, u := range st.Endpoints {

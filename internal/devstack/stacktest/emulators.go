@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,6 +81,11 @@ func startEmulated(services []string) (_ *Emulated, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	opts := devstack.EmulatorOptions{InfraDir: filepath.Join(root, "infra", "local"), Services: services}
+	key := "local"
+	if shared := os.Getenv(devstack.SharedDynamoDBEnv); shared != "" && slices.Contains(services, "dynamodb") {
+		// The shared DynamoDB Local keeps a database per access key.
+		opts.DynamoDB, key = shared, fmt.Sprintf("local%d%d", os.Getpid(), time.Now().UnixNano())
+	}
 	if os.Getenv("HERALD_TEST_LOGS") != "" {
 		opts.Log = os.Stderr
 	}
@@ -93,7 +99,7 @@ func startEmulated(services []string) (_ *Emulated, err error) {
 		}
 	}()
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(devstack.LocalRegion),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(key, "local", "")))
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}

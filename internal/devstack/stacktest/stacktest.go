@@ -65,6 +65,9 @@ func run(m *testing.M, cfg devstack.Config, opts Options) int {
 	if cfg.Logs == nil && os.Getenv("HERALD_TEST_LOGS") != "" {
 		cfg.Logs = os.Stderr
 	}
+	if cfg.DataDir == "" {
+		cfg.DynamoDB = os.Getenv(devstack.SharedDynamoDBEnv)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	st, err := devstack.Start(ctx, cfg)
 	cancel()
