@@ -32,7 +32,9 @@ func TestSharedDynamoDBKeepsADatabasePerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer emu.Stop()
-	creds := func(key string) aws.CredentialsProvider { return credentials.NewStaticCredentialsProvider(key, "local", "") }
+	creds := func(key string) aws.CredentialsProvider {
+		return credentials.NewStaticCredentialsProvider(key, "local", "")
+	}
 	items := map[string]int{"stackA": 2, "stackB": 3}
 	for key, n := range items {
 		db := dynamodb.New(dynamodb.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.DynamoDB), Credentials: creds(key)})

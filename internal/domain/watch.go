@@ -38,7 +38,7 @@ type WatchEntry struct {
 
 // Key is the entry's delivery key.
 func (e WatchEntry) Key() DeliveryKey {
-	return DeliveryKey{NotificationID: e.NotificationID, Channel: e.Channel}
+	return DeliveryKey(e)
 }
 
 // NewWatches groups the work items about to be sent into one watch per
