@@ -30,6 +30,12 @@ import (
 // for the run instead of one per package. Unset, each starts its own.
 const SharedDynamoDBEnv = "HERALD_TEST_DYNAMODB"
 
+// NewAccessKey returns a static access key no other client of a shared
+// DynamoDB Local uses, so its tables are in a database of their own.
+func NewAccessKey() string {
+	return "local" + strings.ReplaceAll(newRequestID(), "-", "")
+}
+
 // Emulators are the running local AWS services.
 type Emulators struct {
 	DynamoDB string // endpoint URL (also serves DynamoDB Streams)

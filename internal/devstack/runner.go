@@ -161,7 +161,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.accessKey = "local"
 	if cfg.DynamoDB != "" {
-		s.accessKey = "local" + strings.ReplaceAll(newRequestID(), "-", "")
+		s.accessKey = NewAccessKey()
 	}
 	// Listening first: the emulators' free ports are released just before
 	// they bind them, so the API must not take one meanwhile.

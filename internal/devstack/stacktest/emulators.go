@@ -84,7 +84,7 @@ func startEmulated(services []string) (_ *Emulated, err error) {
 	key := "local"
 	if shared := os.Getenv(devstack.SharedDynamoDBEnv); shared != "" && slices.Contains(services, "dynamodb") {
 		// The shared DynamoDB Local keeps a database per access key.
-		opts.DynamoDB, key = shared, fmt.Sprintf("local%d%d", os.Getpid(), time.Now().UnixNano())
+		opts.DynamoDB, key = shared, devstack.NewAccessKey()
 	}
 	if os.Getenv("HERALD_TEST_LOGS") != "" {
 		opts.Log = os.Stderr
