@@ -28,6 +28,11 @@ export PATH := $(PYTHON_DIR):$(PATH)
 endif
 endif
 endif
+# Packages holding only benchmarks (make bench runs them): make test vets them,
+# so they compile, but links no test binary that would run nothing
+# (internal/devstack/makefile_test.go keeps them free of tests).
+BENCH_ONLY := internal/e2e/campaignbench internal/e2e/isolation internal/e2e/inbox/bench
+TEST_PKGS = $(shell $(GO) list ./... | grep -vx $(addprefix -e github.com/heraldhq/herald/,$(BENCH_ONLY)))
 # Where e2e packages record the AWS calls each function made (stacktest).
 IAM_SEEN := $(CURDIR)/.cache/iam/seen
 # The e2e packages aws-check runs and records from, to stay under 5 minutes.
@@ -37,12 +42,7 @@ IAM_SEEN := $(CURDIR)/.cache/iam/seen
 # browser (slow, and each call they make a kept package makes too). make test
 # records every package and fails, naming the call, when a left-out package
 # is the only one making a call (docs/decisions.md).
-# Packages holding only benchmarks (make bench runs them): make test vets them,
-# so they compile, but links no test binary that would run nothing
-# (internal/devstack/makefile_test.go keeps them free of tests).
-BENCH_ONLY := internal/e2e/campaignbench internal/e2e/isolation internal/e2e/inbox/bench
-TEST_PKGS = $(shell $(GO) list ./... | grep -vx $(addprefix -e github.com/heraldhq/herald/,$(BENCH_ONLY)))
-IAM_E2E_SKIP := iamcheck lifecycle campaignbench cost isolation inbox/bench campaignscale release inbox browser
+IAM_E2E_SKIP := iamcheck lifecycle cost campaignscale release inbox browser $(BENCH_ONLY:internal/e2e/%=%)
 IAM_E2E = $(shell $(GO) list ./internal/e2e/... | sed 's|^github.com/heraldhq/herald/||' | grep -vx $(addprefix -e internal/e2e/,$(IAM_E2E_SKIP)))
 
 .PHONY: all build deps deps-browser python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
