@@ -112,7 +112,8 @@ type Stack struct {
 	// role as the SAM transform produces it, and records the calls.
 	IAM *iam.Enforcer
 
-	// accessKey is the static access key of every client of the stack.
+	// accessKey is the static access key of every client of the stack; ""
+	// is the emulators' "local" (ops.LocalState.Env).
 	accessKey string
 	mux       *http.ServeMux
 	server    *http.Server
@@ -159,7 +160,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if cfg.DynamoDB != "" && cfg.DataDir != "" {
 		return nil, errors.New("a data directory needs the stack's own DynamoDB Local (Config.DynamoDB is set)")
 	}
-	s.accessKey = "local"
 	if cfg.DynamoDB != "" {
 		s.accessKey = NewAccessKey()
 	}
