@@ -40,8 +40,11 @@ type AnnouncementStore interface {
 // may take up to this long to appear.
 const AnnouncementCacheTTL = 10 * time.Second
 
-// announcementCache holds the unexpired announcements of one API instance.
-type announcementCache struct {
+// AnnouncementCache holds the unexpired announcements of one API instance:
+// the inbox routes read them through it, and an announcement created through
+// this instance drops it, so the instance lists its own announcements at
+// once. One per instance, given to both (NewInbox, NewAnnouncements).
+type AnnouncementCache struct {
 	store AnnouncementStore
 	ttl   time.Duration
 	now   func() time.Time
@@ -52,9 +55,15 @@ type announcementCache struct {
 	valid   bool
 }
 
+// NewAnnouncementCache is an instance's cache over store, reread every
+// AnnouncementCacheTTL by now's clock.
+func NewAnnouncementCache(store AnnouncementStore, now func() time.Time) *AnnouncementCache {
+	return &AnnouncementCache{store: store, ttl: AnnouncementCacheTTL, now: now}
+}
+
 // get returns the announcements active now, refreshing the copy when stale.
 // Holding the lock while reading makes concurrent misses share one read.
-func (c *announcementCache) get(ctx context.Context) ([]inbox.Announcement, error) {
+func (c *AnnouncementCache) get(ctx context.Context) ([]inbox.Announcement, error) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -69,10 +78,32 @@ func (c *announcementCache) get(ctx context.Context) ([]inbox.Announcement, erro
 }
 
 // invalidate drops the copy (this instance created an announcement).
-func (c *announcementCache) invalidate() {
+func (c *AnnouncementCache) invalidate() {
 	c.mu.Lock()
 	c.valid = false
 	c.mu.Unlock()
+}
+
+// find returns an announcement users can act on now: from the copy, or from
+// the table when this instance has not seen it yet.
+func (c *AnnouncementCache) find(ctx context.Context, id string, now time.Time) (*inbox.Announcement, error) {
+	active, err := c.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range active {
+		if active[i].ID == id {
+			return &active[i], nil
+		}
+	}
+	a, err := c.store.GetAnnouncement(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Active(now) {
+		return nil, domain.ErrNotFound
+	}
+	return a, nil
 }
 
 // announcementRequest is the body of POST /v1/announcements.

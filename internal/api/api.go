@@ -82,11 +82,11 @@ type Announcer interface {
 
 // Handler is the API Lambda handler.
 type Handler struct {
+	responder
 	notifications NotificationStore
 	catalog       *catalog.Catalog
 	now           func() time.Time
 	newID         func() string
-	log           *slog.Logger
 	routes        map[string]route
 
 	users             UserStore
@@ -102,7 +102,7 @@ type Handler struct {
 	announcements AnnouncementStore
 	// activeAnnouncements is the per-instance cache the inbox and
 	// announcement routes read the active announcements through.
-	activeAnnouncements *announcementCache
+	activeAnnouncements *AnnouncementCache
 	unsubscribe         Unsubscribe
 	vapidPublicKey      string
 	presence            PresenceStore
@@ -130,13 +130,13 @@ type response struct {
 
 // New wires the API handler.
 func New(d Deps) *Handler {
-	h := &Handler{notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID, log: d.Log}
+	h := &Handler{responder: responder{log: d.Log}, notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
 	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
 	h.inboxStore, h.announcements, h.unsubscribe = d.Inbox, d.Announcements, d.Unsubscribe
 	h.vapidPublicKey = d.VAPIDPublicKey
-	h.activeAnnouncements = &announcementCache{store: d.Announcements, ttl: AnnouncementCacheTTL, now: h.now}
+	h.activeAnnouncements = NewAnnouncementCache(d.Announcements, h.now)
 	h.metrics = d.Metrics
 	h.presence = d.Presence
 	h.campaigns, h.campaignQueue = d.Campaigns, d.CampaignQueue
@@ -178,7 +178,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		resp = r(ctx, req)
 	}
 	if intakeRoutes[ev.RouteKey] {
-		h.countRejected(ctx, resp)
+		countRejected(ctx, h.metrics, resp)
 	}
 	return h.encode(ctx, ev, resp), nil
 }
@@ -235,19 +235,6 @@ func (h *Handler) encode(ctx context.Context, ev events.APIGatewayV2HTTPRequest,
 		}
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: r.status, Headers: headers, Body: string(body)}
-}
-
-// internalError logs err with its context and answers a problem that carries
-// no detail (details stay in the logs). A call cut short by the invocation's
-// deadline answers a retryable 503 instead: the work may or may not have been
-// done, and a retry with the same idempotency key settles which.
-func (h *Handler) internalError(ctx context.Context, what string, err error) response {
-	if statusFor(err) == http.StatusServiceUnavailable {
-		h.log.WarnContext(ctx, what, "error", err, "outcome", "timeout")
-		return problemResponse(timeoutProblem())
-	}
-	h.log.ErrorContext(ctx, what, "error", err)
-	return problemResponse(&Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"})
 }
 
 // deadlineReserve is the time an invocation keeps back: a write not started

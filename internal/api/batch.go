@@ -92,7 +92,7 @@ func (h *Handler) createNotificationBatch(ctx context.Context, req *request) res
 	wg.Wait()
 	for _, r := range results {
 		if r.Problem != nil {
-			h.countRejected(ctx, response{body: r.Problem})
+			countRejected(ctx, h.metrics, response{body: r.Problem})
 		}
 	}
 	h.log.InfoContext(ctx, "batch processed", "items", len(results), "outcome", "multi_status")

@@ -140,7 +140,7 @@ func (h *Handler) createCampaign(ctx context.Context, req *request) response {
 		return problemResponse(p)
 	}
 	now := h.now()
-	typ, p := h.lookupType(cr.Type)
+	typ, p := lookupType(h.catalog, cr.Type)
 	if p != nil {
 		return problemResponse(p)
 	}

@@ -279,7 +279,7 @@ func (h *Handler) changeItem(ctx context.Context, req *request, what string,
 	}
 	now := h.now()
 	if inbox.IsAnnouncementID(id) {
-		a, err := h.activeAnnouncement(ctx, id, now)
+		a, err := h.activeAnnouncements.find(ctx, id, now)
 		if err != nil {
 			return h.inboxStoreError(ctx, what, err)
 		}
@@ -297,28 +297,6 @@ func (h *Handler) changeItem(ctx context.Context, req *request, what string,
 	h.log.InfoContext(ctx, "inbox item changed", "notificationId", id, "action", what, "outcome", "ok")
 	h.notifyLive(ctx, user, id)
 	return response{status: http.StatusOK, body: itemState{ID: id, Kind: kindNotification, ReadAt: timePtr(n.ReadAt), ArchivedAt: timePtr(n.ArchivedAt)}}
-}
-
-// activeAnnouncement finds an announcement users can act on now: from the
-// cache, or from the table when this instance has not seen it yet.
-func (h *Handler) activeAnnouncement(ctx context.Context, id string, now time.Time) (*inbox.Announcement, error) {
-	active, err := h.activeAnnouncements.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range active {
-		if active[i].ID == id {
-			return &active[i], nil
-		}
-	}
-	a, err := h.announcements.GetAnnouncement(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if !a.Active(now) {
-		return nil, domain.ErrNotFound
-	}
-	return a, nil
 }
 
 // inboxStoreError answers 404 for missing or foreign items and 500 otherwise.

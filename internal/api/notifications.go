@@ -151,10 +151,11 @@ func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, n
 }
 
 // countRejected counts a refused intake request (or batch item) by its
-// problem code; server errors are not rejections.
-func (h *Handler) countRejected(ctx context.Context, resp response) {
+// problem code; server errors are not rejections. The router counts what it
+// refuses before the route runs, the batch route its refused items.
+func countRejected(ctx context.Context, rec metrics.Recorder, resp response) {
 	if p, ok := resp.body.(*Problem); ok && p.Status < http.StatusInternalServerError {
-		h.metrics.Add(ctx, metrics.Rejected, metrics.Dims{Code: p.Code}, 1)
+		rec.Add(ctx, metrics.Rejected, metrics.Dims{Code: p.Code}, 1)
 	}
 }
 

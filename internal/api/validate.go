@@ -27,7 +27,7 @@ const (
 // checks run in a fixed order, so one request always gets the same problem.
 func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notification, map[string]any, *Problem) {
 	now := h.now()
-	typ, p := h.lookupType(nr.Type)
+	typ, p := lookupType(h.catalog, nr.Type)
 	if p != nil {
 		return nil, nil, p
 	}
@@ -49,12 +49,13 @@ func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notific
 	return n, data, nil
 }
 
-// lookupType finds a request's notification type in the catalog.
-func (h *Handler) lookupType(name string) (*catalog.Type, *Problem) {
+// lookupType finds a request's notification type in the catalog (a
+// notification's or a campaign's).
+func lookupType(c *catalog.Catalog, name string) (*catalog.Type, *Problem) {
 	if name == "" {
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/type", "type is required")
 	}
-	typ, ok := h.catalog.Lookup(name)
+	typ, ok := c.Lookup(name)
 	if !ok {
 		return nil, fieldProblem(http.StatusUnprocessableEntity, "unknown_type", "/type", "type is not in the catalog")
 	}
