@@ -6,6 +6,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,17 +25,21 @@ import (
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
-// Deps are the API's collaborators. Each feature declares the store
-// interface it needs next to its handlers (e.g. NotificationStore); the
-// DynamoDB store implements them all.
+// Deps are the API's collaborators: the feature handlers the router
+// composes, each wired with what its routes need (a nil one serves its
+// routes without collaborators: the route list alone, for the spec tests),
+// and the stores of the routes not yet in a feature handler. Each feature
+// declares the store interface it needs next to its handlers (e.g.
+// NotificationStore); the DynamoDB store implements them all.
 type Deps struct {
-	Notifications NotificationStore
+	Notifications *NotificationsHandler
+
 	Inbox         InboxStore
 	Announcements AnnouncementStore
 	Catalog       *catalog.Catalog
 	Now           func() time.Time
-	NewID         func() string
-	Log           *slog.Logger
+	// Log is where the router logs a response it cannot encode.
+	Log *slog.Logger
 
 	// Users, subscriptions and preferences (service routes).
 	Users             UserStore
@@ -59,8 +64,9 @@ type Deps struct {
 	// Presence records when users were last seen (presence calls and inbox
 	// reads); nil records nothing.
 	Presence PresenceStore
-	// Metrics counts intake outcomes (Accepted, Replayed, Rejected); nil
-	// records nothing.
+	// Metrics counts the intake requests the router refuses before their
+	// route runs (Rejected) and is flushed once per invocation: give the
+	// notification routes the same recorder. Nil records nothing.
 	Metrics metrics.Recorder
 	// Campaigns stores campaigns; CampaignQueue takes a started campaign's
 	// planning message.
@@ -80,14 +86,14 @@ type Announcer interface {
 	Announce(ctx context.Context, id string) (bool, error)
 }
 
-// Handler is the API Lambda handler.
+// Handler is the API Lambda handler: the router over the feature handlers'
+// routes, and the concerns every route shares (authentication, media type,
+// problem documents, encoding, the metrics flush).
 type Handler struct {
 	responder
-	notifications NotificationStore
-	catalog       *catalog.Catalog
-	now           func() time.Time
-	newID         func() string
-	routes        map[string]route
+	catalog *catalog.Catalog
+	now     func() time.Time
+	routes  map[string]route
 
 	users             UserStore
 	pushSubscriptions PushSubscriptionStore
@@ -115,6 +121,11 @@ type Handler struct {
 
 type route func(ctx context.Context, req *request) response
 
+// feature is one room of the API: a handler and the routes it serves.
+type feature interface {
+	routes() map[string]route
+}
+
 // request is an API Gateway request with its authenticated identity.
 type request struct {
 	events.APIGatewayV2HTTPRequest
@@ -128,9 +139,9 @@ type response struct {
 	headers map[string]string
 }
 
-// New wires the API handler.
+// New wires the API handler: the router over d's feature handlers.
 func New(d Deps) *Handler {
-	h := &Handler{responder: responder{log: d.Log}, notifications: d.Notifications, catalog: d.Catalog, now: d.Now, newID: d.NewID}
+	h := &Handler{responder: responder{log: d.Log}, catalog: d.Catalog, now: d.Now}
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
 	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
@@ -149,7 +160,18 @@ func New(d Deps) *Handler {
 		h.metrics = metrics.Nop{}
 	}
 	h.routes = h.routeTable()
+	for _, f := range d.features() {
+		maps.Copy(h.routes, f.routes())
+	}
 	return h
+}
+
+// features are the feature handlers the router composes, a handler without
+// collaborators in place of a nil one.
+func (d Deps) features() []feature {
+	return []feature{
+		cmp.Or(d.Notifications, NewNotifications(NotificationsDeps{})),
+	}
 }
 
 // Routes lists the route keys the handler serves (for the spec and template tests).

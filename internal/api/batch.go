@@ -47,7 +47,7 @@ type batchResponse struct {
 // stored on its own (one conditional write each, with the same idempotency
 // rules as a single request), and answers 207 with one result per item in
 // request order. Only an unusable envelope fails the whole request.
-func (h *Handler) createNotificationBatch(ctx context.Context, req *request) response {
+func (h *NotificationsHandler) createNotificationBatch(ctx context.Context, req *request) response {
 	body, p := readBodyLimit(req, maxBatchBytes, "1 MiB")
 	if p != nil {
 		return problemResponse(p)
@@ -101,7 +101,7 @@ func (h *Handler) createNotificationBatch(ctx context.Context, req *request) res
 
 // decodeBatchItem decodes one item on its own, so a bad item fails alone and
 // its problem points into the batch.
-func (h *Handler) decodeBatchItem(raw json.RawMessage, prefix string, it *batchItem) *Problem {
+func (h *NotificationsHandler) decodeBatchItem(raw json.RawMessage, prefix string, it *batchItem) *Problem {
 	if len(raw) > maxBodyBytes {
 		return fieldProblem(http.StatusRequestEntityTooLarge, "body_too_large", prefix, "a batch item exceeds 64 KiB")
 	}

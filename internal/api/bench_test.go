@@ -26,11 +26,10 @@ func (acceptingStore) CreateNotification(_ context.Context, n *domain.Notificati
 // (figures in docs/benchmarks.md; the 20 µs goal is retired).
 func BenchmarkCreateNotification(b *testing.B) {
 	store := acceptingStore{newFakeStore()}
-	h := New(Deps{
-		Notifications: store, Users: store, PushSubscriptions: store, Preferences: store,
-		Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow }, NewID: func() string { return "n0" },
+	h := New(Deps{Notifications: NewNotifications(NotificationsDeps{
+		Notifications: store, Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow }, NewID: func() string { return "n0" },
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-	})
+	})})
 	ev := events.APIGatewayV2HTTPRequest{
 		RouteKey: "POST /v1/notifications",
 		Headers: map[string]string{"content-type": "application/json", "idempotency-key": "order-1234-payment-failed",

@@ -140,9 +140,9 @@ func newDeviceAPI(t *testing.T, configured ...domain.Platform) *deviceAPI {
 	for _, p := range configured {
 		da.endpoints.configured[p] = true
 	}
-	ta.h = New(Deps{Notifications: ta.store, Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
+	ta.h = New(Deps{Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
 		Catalog: catalog.MustLoad(), Now: func() time.Time { da.clock = da.clock.Add(time.Second); return da.clock },
-		NewID: func() string { return "n" }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Devices: da.devices, DeviceEndpoints: da.endpoints})
 	return da
 }

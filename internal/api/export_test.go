@@ -17,16 +17,17 @@ func NewFakeHandler(t testing.TB) (h *Handler, writes func() int) {
 	t.Helper()
 	store := newFakeStore()
 	in := newFakeInbox()
+	cat, now, log := catalog.MustLoad(), func() time.Time { return testNow }, slog.New(slog.NewTextHandler(io.Discard, nil))
 	h = New(Deps{
-		Notifications: store, Users: store, PushSubscriptions: store, Preferences: store,
+		Notifications: NewNotifications(NotificationsDeps{Notifications: store, Catalog: cat, Now: now, NewID: func() string { return "n" }, Log: log}),
+		Users:         store, PushSubscriptions: store, Preferences: store,
 		Inbox: in, Announcements: in,
 		Campaigns:     &fakeCampaigns{campaigns: map[string]*domain.Campaign{}, chunks: map[string]string{}},
 		CampaignQueue: &fakeCampaignQueue{},
 		Devices:       newFakeDevices(),
 		DeviceEndpoints: &fakeEndpoints{configured: map[domain.Platform]bool{domain.PlatformFCM: true},
 			endpoints: map[string]string{}, data: map[string]string{}},
-		Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow }, NewID: func() string { return "n" },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Catalog: cat, Now: now, Log: log,
 	})
 	return h, store.writeCount
 }

@@ -244,18 +244,18 @@ func (f *fakeStore) writeCount() int {
 var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type testAPI struct {
-	h     *Handler
-	store *fakeStore
-	ids   int
-	mu    sync.Mutex
+	h             *Handler
+	notifications *NotificationsHandler
+	store         *fakeStore
+	ids           int
+	mu            sync.Mutex
 }
 
 func newTestAPI(t testing.TB) *testAPI {
 	t.Helper()
 	ta := &testAPI{store: newFakeStore()}
-	ta.h = New(Deps{
-		Notifications: ta.store, Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
-		Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow },
+	cat, now, log := catalog.MustLoad(), func() time.Time { return testNow }, slog.New(slog.NewTextHandler(io.Discard, nil))
+	ta.notifications = NewNotifications(NotificationsDeps{Notifications: ta.store, Catalog: cat, Now: now, Log: log,
 		NewID: func() string {
 			ta.mu.Lock()
 			defer ta.mu.Unlock()
@@ -264,7 +264,10 @@ func newTestAPI(t testing.TB) *testAPI {
 			b[0], b[1] = byte(ta.ids>>8), byte(ta.ids)
 			return NewRandomID(b[:])
 		},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	ta.h = New(Deps{
+		Notifications: ta.notifications, Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
+		Catalog: cat, Now: now, Log: log,
 	})
 	return ta
 }

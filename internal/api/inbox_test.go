@@ -273,7 +273,7 @@ var testStart = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 func newFixture(t *testing.T) *fixture {
 	fx := &fixture{t: t, store: newFakeInbox(), now: testStart}
 	fx.h = New(Deps{Inbox: fx.store, Announcements: fx.store, Catalog: catalog.MustLoad(),
-		Now: func() time.Time { return fx.now }, NewID: func() string { return "nfixed" },
+		Now: func() time.Time { return fx.now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return fx
 }

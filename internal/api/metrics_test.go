@@ -21,7 +21,7 @@ import (
 func TestIntakeMetrics(t *testing.T) {
 	ta := newTestAPI(t)
 	tally := &metrics.Tally{}
-	ta.h.metrics = tally
+	ta.h.metrics, ta.notifications.metrics = tally, tally
 	ta.post(t, validInvoice, "Idempotency-Key: m1")
 	ta.post(t, validInvoice, "Idempotency-Key: m1")
 	ta.post(t, `{"type":`)
@@ -73,6 +73,7 @@ func TestAcceptLineIsTheMetricsDocument(t *testing.T) {
 			var out bytes.Buffer
 			ta.h.log = app.NewLogger(&out, func(k string) string { return map[string]string{"LOG_LEVEL": c.level}[k] })
 			ta.h.metrics = metrics.NewEMF(&out, "", func() time.Time { return testNow })
+			ta.notifications.log, ta.notifications.metrics = ta.h.log, ta.h.metrics
 			// An invocation as Lambda makes it (its request id is in the lines).
 			ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "8f5c2b1e-1d7a-4c3b-9e2f-0a1b2c3d4e5f"})
 			call := apiCall{route: "POST /v1/notifications", body: validInvoice, caller: "svc", ctx: ctx, headers: map[string]string{}}

@@ -89,7 +89,7 @@ func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Chann
 
 // planned are the channels n plans, from its type (none when the type has
 // left the catalog: only stored deliveries are shown then).
-func (h *Handler) planned(n *domain.Notification) []domain.Channel {
+func (h *NotificationsHandler) planned(n *domain.Notification) []domain.Channel {
 	t, ok := h.catalog.Lookup(n.Type)
 	if !ok {
 		return nil
@@ -115,7 +115,7 @@ func notificationNotFound() *Problem {
 // getNotification returns the caller's own notification; any other id —
 // malformed, unknown or another caller's — is the same 404, so ids of other
 // callers cannot be probed.
-func (h *Handler) getNotification(ctx context.Context, req *request) response {
+func (h *NotificationsHandler) getNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validNotificationID(id) {
 		return problemResponse(notificationNotFound())
@@ -148,7 +148,7 @@ var cancellable = []domain.Status{domain.StatusPlanned, domain.StatusDeferred, d
 // the same and retries the writes, so a crash between the steps heals on
 // retry; a failed put answers an error rather than a dropped the channel
 // might not keep.
-func (h *Handler) cancelNotification(ctx context.Context, req *request) response {
+func (h *NotificationsHandler) cancelNotification(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validNotificationID(id) {
 		return problemResponse(notificationNotFound())

@@ -13,9 +13,46 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
 )
+
+// NotificationsHandler serves the notification routes (service): intake,
+// batch intake, status and cancel.
+type NotificationsHandler struct {
+	responder
+	notifications NotificationStore
+	catalog       *catalog.Catalog
+	now           func() time.Time
+	newID         func() string
+	metrics       metrics.Recorder
+}
+
+// NotificationsDeps are the notification routes' collaborators. Notifications,
+// Catalog, Now, NewID and Log are required.
+type NotificationsDeps struct {
+	Notifications NotificationStore
+	Catalog       *catalog.Catalog
+	Now           func() time.Time
+	// NewID is the id of a notification without a dedupe key.
+	NewID func() string
+	Log   *slog.Logger
+	// Metrics counts intake outcomes (Accepted, Replayed, Rejected batch
+	// items): the router's recorder, which flushes them per invocation; nil
+	// records nothing.
+	Metrics metrics.Recorder
+}
+
+// NewNotifications wires the notification routes.
+func NewNotifications(d NotificationsDeps) *NotificationsHandler {
+	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, catalog: d.Catalog,
+		now: d.Now, newID: d.NewID, metrics: d.Metrics}
+	if h.metrics == nil {
+		h.metrics = metrics.Nop{}
+	}
+	return h
+}
 
 // NotificationStore is what the notification routes need from the table.
 type NotificationStore interface {
@@ -64,7 +101,7 @@ const (
 	replayedHeader = "Idempotent-Replayed"
 )
 
-func (h *Handler) createNotification(ctx context.Context, req *request) response {
+func (h *NotificationsHandler) createNotification(ctx context.Context, req *request) response {
 	body, p := readBody(req)
 	if p != nil {
 		return problemResponse(p)
@@ -99,7 +136,7 @@ func reusedProblem(hasKey bool, pointerPrefix string) *Problem {
 
 // accept validates one notification request and stores it with one
 // conditional write. pointerPrefix locates the request inside a batch.
-func (h *Handler) accept(ctx context.Context, caller, key string, hasKey bool, nr *notificationRequest, pointerPrefix string) response {
+func (h *NotificationsHandler) accept(ctx context.Context, caller, key string, hasKey bool, nr *notificationRequest, pointerPrefix string) response {
 	n, data, p := h.validateNotification(nr)
 	if p != nil {
 		if p.Pointer != "" {

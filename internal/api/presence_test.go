@@ -48,7 +48,7 @@ const routePresence = "POST /v1/users/{userId}/presence"
 func newPresenceFixture(t *testing.T, store *fakePresence) *fixture {
 	fx := newFixture(t)
 	fx.h = New(Deps{Inbox: fx.store, Announcements: fx.store, Presence: store, Catalog: catalog.MustLoad(),
-		Now: func() time.Time { return fx.now }, NewID: func() string { return "nfixed" },
+		Now: func() time.Time { return fx.now },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return fx
 }

@@ -8,20 +8,27 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// routeTable is every route the handler serves, in one place: route key
-// (method and path, as in openapi.yaml and template.yaml) → handler method.
-// Service routes are wrapped in service (IAM caller required); inbox routes
-// check the token's subject against the path's user themselves (owner);
-// announcement routes are service routes that answer their own 403; public
-// routes are listed in publicRoutes.
-func (h *Handler) routeTable() map[string]route {
+// The route tables of the feature handlers, in one file: route key (method
+// and path, as in openapi.yaml and template.yaml) → handler method. Each
+// handler serves its own table; the router (New) joins them. Service routes
+// are wrapped in service (IAM caller required); inbox routes check the
+// token's subject against the path's user themselves (owner); announcement
+// routes are service routes that answer their own 403; public routes are
+// listed in publicRoutes.
+
+// routes of the notifications (service).
+func (h *NotificationsHandler) routes() map[string]route {
 	return map[string]route{
-		// Notifications (service).
 		"POST /v1/notifications":        service(h.createNotification),
 		"POST /v1/notifications/batch":  service(h.createNotificationBatch),
 		"GET /v1/notifications/{id}":    service(h.getNotification),
 		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
+	}
+}
 
+// routeTable is the routes not yet moved to a feature handler.
+func (h *Handler) routeTable() map[string]route {
+	return map[string]route{
 		// Campaigns (service).
 		"POST /v1/campaigns":                 service(h.createCampaign),
 		"GET /v1/campaigns/{id}":             service(h.getCampaign),

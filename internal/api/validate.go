@@ -25,7 +25,7 @@ const (
 // validateNotification checks a decoded request against the catalog and the
 // limits, and builds the notification to store with its decoded data. The
 // checks run in a fixed order, so one request always gets the same problem.
-func (h *Handler) validateNotification(nr *notificationRequest) (*domain.Notification, map[string]any, *Problem) {
+func (h *NotificationsHandler) validateNotification(nr *notificationRequest) (*domain.Notification, map[string]any, *Problem) {
 	now := h.now()
 	typ, p := lookupType(h.catalog, nr.Type)
 	if p != nil {

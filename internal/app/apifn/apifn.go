@@ -58,7 +58,11 @@ func New(d app.Deps) (*api.Handler, error) {
 	// parameters name (an empty one: that platform is off).
 	endpoints := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }),
 		snspush.ApplicationsFrom(d.Getenv))
-	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
+	// One recorder: the router flushes what the notification routes count.
+	rec := d.Recorder()
+	return api.New(api.Deps{Log: d.Log, Metrics: rec,
+		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
+		Inbox:         st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now,
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
