@@ -33,6 +33,7 @@ import (
 // NotificationStore); the DynamoDB store implements them all.
 type Deps struct {
 	Notifications *NotificationsHandler
+	Campaigns     *CampaignsHandler
 
 	Inbox         InboxStore
 	Announcements AnnouncementStore
@@ -68,10 +69,6 @@ type Deps struct {
 	// route runs (Rejected) and is flushed once per invocation: give the
 	// notification routes the same recorder. Nil records nothing.
 	Metrics metrics.Recorder
-	// Campaigns stores campaigns; CampaignQueue takes a started campaign's
-	// planning message.
-	Campaigns     CampaignStore
-	CampaignQueue CampaignQueue
 	// Live hears of the user's inbox changes (read, archive, read-all) for
 	// their open live-inbox connections; nil notifies nothing.
 	Live live.Notifier
@@ -113,8 +110,6 @@ type Handler struct {
 	vapidPublicKey      string
 	presence            PresenceStore
 	presenceCache       presenceCache
-	campaigns           CampaignStore
-	campaignQueue       CampaignQueue
 	live                live.Notifier
 	announcer           Announcer
 }
@@ -150,7 +145,6 @@ func New(d Deps) *Handler {
 	h.activeAnnouncements = NewAnnouncementCache(d.Announcements, h.now)
 	h.metrics = d.Metrics
 	h.presence = d.Presence
-	h.campaigns, h.campaignQueue = d.Campaigns, d.CampaignQueue
 	h.live = d.Live
 	h.announcer = d.Announcer
 	if h.live == nil {
@@ -171,6 +165,7 @@ func New(d Deps) *Handler {
 func (d Deps) features() []feature {
 	return []feature{
 		cmp.Or(d.Notifications, NewNotifications(NotificationsDeps{})),
+		cmp.Or(d.Campaigns, NewCampaigns(CampaignsDeps{})),
 	}
 }
 

@@ -8,14 +8,42 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 )
+
+// CampaignsHandler serves the campaign routes (service): create, add
+// recipients, start, status and cancel.
+type CampaignsHandler struct {
+	responder
+	campaigns     CampaignStore
+	campaignQueue CampaignQueue
+	catalog       *catalog.Catalog
+	now           func() time.Time
+}
+
+// CampaignsDeps are the campaign routes' collaborators, all required.
+type CampaignsDeps struct {
+	Campaigns CampaignStore
+	// CampaignQueue takes a started campaign's planning message.
+	CampaignQueue CampaignQueue
+	Catalog       *catalog.Catalog
+	Now           func() time.Time
+	Log           *slog.Logger
+}
+
+// NewCampaigns wires the campaign routes.
+func NewCampaigns(d CampaignsDeps) *CampaignsHandler {
+	return &CampaignsHandler{responder: responder{log: d.Log}, campaigns: d.Campaigns, campaignQueue: d.CampaignQueue,
+		catalog: d.Catalog, now: d.Now}
+}
 
 // CampaignStore is what the campaign routes need from the table.
 type CampaignStore interface {
@@ -126,7 +154,7 @@ func campaignNotDraft() *Problem {
 
 // createCampaign validates a campaign with the notification intake's rules
 // and stores it as a draft with its inline audience, in one transaction.
-func (h *Handler) createCampaign(ctx context.Context, req *request) response {
+func (h *CampaignsHandler) createCampaign(ctx context.Context, req *request) response {
 	body, p := readBodyLimit(req, maxCampaignBodyBytes, "256 KiB")
 	if p != nil {
 		return problemResponse(p)
@@ -316,7 +344,7 @@ func validCampaignID(id string) bool {
 }
 
 // getCampaign answers the caller's own campaign; any other id is the same 404.
-func (h *Handler) getCampaign(ctx context.Context, req *request) response {
+func (h *CampaignsHandler) getCampaign(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validCampaignID(id) {
 		return problemResponse(campaignNotFound())
@@ -332,7 +360,7 @@ func (h *Handler) getCampaign(ctx context.Context, req *request) response {
 }
 
 // addRecipients stores one chunk of a draft campaign's recipients.
-func (h *Handler) addRecipients(ctx context.Context, req *request) response {
+func (h *CampaignsHandler) addRecipients(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validCampaignID(id) {
 		return problemResponse(campaignNotFound())
@@ -381,7 +409,7 @@ func (h *Handler) addRecipients(ctx context.Context, req *request) response {
 // startCampaign moves a draft to running and sends its planning message;
 // if the message cannot be sent, the campaign goes back to draft and the
 // caller may start it again.
-func (h *Handler) startCampaign(ctx context.Context, req *request) response {
+func (h *CampaignsHandler) startCampaign(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validCampaignID(id) {
 		return problemResponse(campaignNotFound())
@@ -406,7 +434,7 @@ func (h *Handler) startCampaign(ctx context.Context, req *request) response {
 // cancelCampaign cancels a draft or running campaign: what is not yet sent
 // ends dropped: cancelled. Cancelling again answers the same; a done
 // campaign is a 409.
-func (h *Handler) cancelCampaign(ctx context.Context, req *request) response {
+func (h *CampaignsHandler) cancelCampaign(ctx context.Context, req *request) response {
 	id := req.PathParameters["id"]
 	if !validCampaignID(id) {
 		return problemResponse(campaignNotFound())

@@ -151,8 +151,9 @@ type campaignAPI struct {
 
 func newCampaignAPI() *campaignAPI {
 	ca := &campaignAPI{store: &fakeCampaigns{campaigns: map[string]*domain.Campaign{}, chunks: map[string]string{}}, queue: &fakeCampaignQueue{}}
-	ca.h = New(Deps{Campaigns: ca.store, CampaignQueue: ca.queue, Catalog: catalog.MustLoad(), Now: func() time.Time { return testNow },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ca.h = New(Deps{Log: log, Campaigns: NewCampaigns(CampaignsDeps{Campaigns: ca.store, CampaignQueue: ca.queue, Catalog: catalog.MustLoad(),
+		Now: func() time.Time { return testNow }, Log: log})})
 	return ca
 }
 

@@ -26,16 +26,20 @@ func (h *NotificationsHandler) routes() map[string]route {
 	}
 }
 
-// routeTable is the routes not yet moved to a feature handler.
-func (h *Handler) routeTable() map[string]route {
+// routes of the campaigns (service).
+func (h *CampaignsHandler) routes() map[string]route {
 	return map[string]route{
-		// Campaigns (service).
 		"POST /v1/campaigns":                 service(h.createCampaign),
 		"GET /v1/campaigns/{id}":             service(h.getCampaign),
 		"DELETE /v1/campaigns/{id}":          service(h.cancelCampaign),
 		"POST /v1/campaigns/{id}/recipients": service(h.addRecipients),
 		"POST /v1/campaigns/{id}/start":      service(h.startCampaign),
+	}
+}
 
+// routeTable is the routes not yet moved to a feature handler.
+func (h *Handler) routeTable() map[string]route {
+	return map[string]route{
 		// Users, push subscriptions, devices and preferences (service).
 		"PUT /v1/users/{userId}":                                        service(h.putUser),
 		"GET /v1/users/{userId}":                                        service(h.getUser),

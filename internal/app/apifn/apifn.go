@@ -67,8 +67,8 @@ func New(d app.Deps) (*api.Handler, error) {
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
-		Campaigns:      st, CampaignQueue: campaigns,
-		Devices: st, DeviceEndpoints: endpoints,
+		Campaigns:      api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns, Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
+		Devices:        st, DeviceEndpoints: endpoints,
 		Live: liveNotifier(d, sqsClient), Announcer: liveAnnouncer(d, st, sqsClient)}), nil
 }
 
