@@ -34,6 +34,7 @@ import (
 type Deps struct {
 	Notifications *NotificationsHandler
 	Campaigns     *CampaignsHandler
+	Unsubscribe   *UnsubscribeHandler
 
 	Inbox         InboxStore
 	Announcements AnnouncementStore
@@ -60,8 +61,6 @@ type Deps struct {
 	// push); nil: every platform answers platform_not_configured.
 	Devices         DeviceStore
 	DeviceEndpoints DeviceEndpoints
-	// Unsubscribe serves the one-click unsubscribe links of emails.
-	Unsubscribe Unsubscribe
 	// Presence records when users were last seen (presence calls and inbox
 	// reads); nil records nothing.
 	Presence PresenceStore
@@ -106,7 +105,6 @@ type Handler struct {
 	// activeAnnouncements is the per-instance cache the inbox and
 	// announcement routes read the active announcements through.
 	activeAnnouncements *AnnouncementCache
-	unsubscribe         Unsubscribe
 	vapidPublicKey      string
 	presence            PresenceStore
 	presenceCache       presenceCache
@@ -140,7 +138,7 @@ func New(d Deps) *Handler {
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
 	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
-	h.inboxStore, h.announcements, h.unsubscribe = d.Inbox, d.Announcements, d.Unsubscribe
+	h.inboxStore, h.announcements = d.Inbox, d.Announcements
 	h.vapidPublicKey = d.VAPIDPublicKey
 	h.activeAnnouncements = NewAnnouncementCache(d.Announcements, h.now)
 	h.metrics = d.Metrics
@@ -166,6 +164,7 @@ func (d Deps) features() []feature {
 	return []feature{
 		cmp.Or(d.Notifications, NewNotifications(NotificationsDeps{})),
 		cmp.Or(d.Campaigns, NewCampaigns(CampaignsDeps{})),
+		cmp.Or(d.Unsubscribe, NewUnsubscribe(UnsubscribeDeps{})),
 	}
 }
 

@@ -69,8 +69,12 @@ func (h *Handler) routeTable() map[string]route {
 		// Announcements (service; the handlers answer a user's token with 403).
 		"POST /v1/announcements": h.createAnnouncement,
 		"GET /v1/announcements":  h.listAnnouncements,
+	}
+}
 
-		// One-click unsubscribe (public).
+// routes of the one-click unsubscribe links (public).
+func (h *UnsubscribeHandler) routes() map[string]route {
+	return map[string]route{
 		"GET /v1/unsubscribe":  h.showUnsubscribe,
 		"POST /v1/unsubscribe": h.confirmUnsubscribe,
 	}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/unsubscribe"
 )
@@ -24,10 +26,28 @@ type UnsubscribeTokens interface {
 	Verify(ctx context.Context, token string) (unsubscribe.Claims, error)
 }
 
-// Unsubscribe are the collaborators of the unsubscribe routes.
-type Unsubscribe struct {
-	Store  UnsubscribeStore
-	Tokens UnsubscribeTokens
+// UnsubscribeHandler serves the one-click unsubscribe links of emails
+// (public: the signed token is their authentication).
+type UnsubscribeHandler struct {
+	responder
+	store   UnsubscribeStore
+	tokens  UnsubscribeTokens
+	catalog *catalog.Catalog
+}
+
+// UnsubscribeDeps are the unsubscribe routes' collaborators. Catalog and Log
+// are required; without Store or Tokens the routes answer 500 and log that
+// unsubscribe is not configured.
+type UnsubscribeDeps struct {
+	Store   UnsubscribeStore
+	Tokens  UnsubscribeTokens
+	Catalog *catalog.Catalog
+	Log     *slog.Logger
+}
+
+// NewUnsubscribe wires the unsubscribe routes.
+func NewUnsubscribe(d UnsubscribeDeps) *UnsubscribeHandler {
+	return &UnsubscribeHandler{responder: responder{log: d.Log}, store: d.Store, tokens: d.Tokens, catalog: d.Catalog}
 }
 
 // showUnsubscribe and confirmUnsubscribe serve the List-Unsubscribe link of
@@ -36,7 +56,7 @@ type Unsubscribe struct {
 // mailbox provider's one-click request with the body
 // "List-Unsubscribe=One-Click", or the page's button — turns the type's email
 // preference off. Both are idempotent.
-func (h *Handler) showUnsubscribe(ctx context.Context, req *request) response {
+func (h *UnsubscribeHandler) showUnsubscribe(ctx context.Context, req *request) response {
 	claims, p := h.verifyUnsubscribe(ctx, req)
 	if p != nil {
 		return problemResponse(p)
@@ -44,7 +64,7 @@ func (h *Handler) showUnsubscribe(ctx context.Context, req *request) response {
 	return htmlPage(http.StatusOK, unsubscribePage{Type: claims.Type, Confirm: true})
 }
 
-func (h *Handler) confirmUnsubscribe(ctx context.Context, req *request) response {
+func (h *UnsubscribeHandler) confirmUnsubscribe(ctx context.Context, req *request) response {
 	if p := oneClick(req); p != nil {
 		return problemResponse(p)
 	}
@@ -52,7 +72,7 @@ func (h *Handler) confirmUnsubscribe(ctx context.Context, req *request) response
 	if p != nil {
 		return problemResponse(p)
 	}
-	if err := h.unsubscribe.Store.SetPreference(ctx, claims.UserID, claims.Type, domain.ChannelEmail, false); err != nil {
+	if err := h.store.SetPreference(ctx, claims.UserID, claims.Type, domain.ChannelEmail, false); err != nil {
 		return h.internalError(ctx, "unsubscribe: set preference", err)
 	}
 	h.log.InfoContext(ctx, "unsubscribed", "userId", claims.UserID, "type", claims.Type, "channel", domain.ChannelEmail)
@@ -74,13 +94,12 @@ func oneClick(req *request) *Problem {
 	return nil
 }
 
-func (h *Handler) verifyUnsubscribe(ctx context.Context, req *request) (unsubscribe.Claims, *Problem) {
-	u := h.unsubscribe
-	if u.Store == nil || u.Tokens == nil {
+func (h *UnsubscribeHandler) verifyUnsubscribe(ctx context.Context, req *request) (unsubscribe.Claims, *Problem) {
+	if h.store == nil || h.tokens == nil {
 		h.log.ErrorContext(ctx, "unsubscribe is not configured")
 		return unsubscribe.Claims{}, &Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}
 	}
-	claims, err := u.Tokens.Verify(ctx, req.QueryStringParameters["token"])
+	claims, err := h.tokens.Verify(ctx, req.QueryStringParameters["token"])
 	switch {
 	case errors.Is(err, unsubscribe.ErrExpired):
 		return claims, &Problem{Status: http.StatusGone, Code: "unsubscribe_token_expired", Title: "The unsubscribe link has expired",

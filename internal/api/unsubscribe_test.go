@@ -69,8 +69,8 @@ func TestUnsubscribeRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := &fakePrefs{err: tt.storeErr}
-			h := New(Deps{Catalog: catalog.MustLoad(), Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Unsubscribe: Unsubscribe{Store: store, Tokens: tokens{signer}}})
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			h := New(Deps{Log: log, Unsubscribe: NewUnsubscribe(UnsubscribeDeps{Store: store, Tokens: tokens{signer}, Catalog: catalog.MustLoad(), Log: log})})
 			ev := events.APIGatewayV2HTTPRequest{RouteKey: tt.method + " /v1/unsubscribe"}
 			if tt.method == http.MethodPost {
 				ev.Body, ev.Headers = "List-Unsubscribe=One-Click", map[string]string{"content-type": "application/x-www-form-urlencoded"}
@@ -131,8 +131,8 @@ func TestUnsubscribePostRequiresOneClickBody(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &fakePrefs{}
-			h := New(Deps{Catalog: catalog.MustLoad(), Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Unsubscribe: Unsubscribe{Store: store, Tokens: tokens{signer}}})
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			h := New(Deps{Log: log, Unsubscribe: NewUnsubscribe(UnsubscribeDeps{Store: store, Tokens: tokens{signer}, Catalog: catalog.MustLoad(), Log: log})})
 			ev := events.APIGatewayV2HTTPRequest{RouteKey: "POST /v1/unsubscribe", Body: tc.body,
 				QueryStringParameters: map[string]string{"token": good}, Headers: map[string]string{}}
 			if tc.contentType != "" {
@@ -161,7 +161,8 @@ func TestUnsubscribePostRequiresOneClickBody(t *testing.T) {
 // TestOtherRoutesStillRequireAuth: the public exception is exactly the
 // unsubscribe routes.
 func TestOtherRoutesStillRequireAuth(t *testing.T) {
-	h := New(Deps{Catalog: catalog.MustLoad(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h := New(Deps{Log: log, Unsubscribe: NewUnsubscribe(UnsubscribeDeps{Catalog: catalog.MustLoad(), Log: log})})
 	resp, _ := h.Handle(context.Background(), events.APIGatewayV2HTTPRequest{RouteKey: "POST /v1/notifications", Body: "{}"})
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("status %d, want 401", resp.StatusCode)

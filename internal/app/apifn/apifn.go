@@ -66,7 +66,7 @@ func New(d app.Deps) (*api.Handler, error) {
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
-		Unsubscribe:    api.Unsubscribe{Store: st, Tokens: unsubscribekey.Lazy(d)},
+		Unsubscribe:    api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d), Catalog: d.Catalog, Log: d.Log}),
 		Campaigns:      api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns, Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
 		Devices:        st, DeviceEndpoints: endpoints,
 		Live: liveNotifier(d, sqsClient), Announcer: liveAnnouncer(d, st, sqsClient)}), nil
