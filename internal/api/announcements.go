@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,6 +30,42 @@ type AnnouncementStore interface {
 	ListAnnouncements(ctx context.Context, position string, limit int) ([]inbox.Announcement, bool, error)
 	// UnexpiredAnnouncements reads the active and scheduled ones (bounded).
 	UnexpiredAnnouncements(ctx context.Context, now time.Time) ([]inbox.Announcement, error)
+}
+
+// AnnouncementsHandler serves the announcement routes (service): create and
+// list.
+type AnnouncementsHandler struct {
+	responder
+	announcements       AnnouncementStore
+	activeAnnouncements *AnnouncementCache
+	announcer           Announcer
+	now                 func() time.Time
+}
+
+// AnnouncementsDeps are the announcement routes' collaborators. Announcer nil
+// broadcasts nothing; the others are required.
+type AnnouncementsDeps struct {
+	Announcements AnnouncementStore
+	// ActiveAnnouncements is the instance's cache the inbox reads (the same
+	// one): a create drops it.
+	ActiveAnnouncements *AnnouncementCache
+	// Announcer broadcasts a new active announcement to every open
+	// live-inbox connection (once).
+	Announcer Announcer
+	Now       func() time.Time
+	Log       *slog.Logger
+}
+
+// NewAnnouncements wires the announcement routes.
+func NewAnnouncements(d AnnouncementsDeps) *AnnouncementsHandler {
+	return &AnnouncementsHandler{responder: responder{log: d.Log}, announcements: d.Announcements,
+		activeAnnouncements: d.ActiveAnnouncements, announcer: d.Announcer, now: d.Now}
+}
+
+// Announcer starts an announcement's live broadcast unless it was started
+// already (live.Announcer); it bounds its own time.
+type Announcer interface {
+	Announce(ctx context.Context, id string) (bool, error)
 }
 
 // AnnouncementCacheTTL is how long an API instance reuses its read of the
@@ -136,14 +173,14 @@ const (
 	maxAnnouncementLife = 366 * 24 * time.Hour
 )
 
-func (h *Handler) announcementService(req *request) *Problem {
+func (h *AnnouncementsHandler) announcementService(req *request) *Problem {
 	if req.caller == "" {
 		return &Problem{Status: http.StatusForbidden, Code: "forbidden", Detail: "announcements are managed by services (IAM), not users"}
 	}
 	return nil
 }
 
-func (h *Handler) createAnnouncement(ctx context.Context, req *request) response {
+func (h *AnnouncementsHandler) createAnnouncement(ctx context.Context, req *request) response {
 	if p := h.announcementService(req); p != nil {
 		return problemResponse(p)
 	}
@@ -195,7 +232,7 @@ func (h *Handler) createAnnouncement(ctx context.Context, req *request) response
 // and bounded (live.AnnounceTimeout): the announcement is stored and the
 // answer stands; one not started here is started by the scheduler's next
 // run.
-func (h *Handler) announceLive(ctx context.Context, a *inbox.Announcement, now time.Time) {
+func (h *AnnouncementsHandler) announceLive(ctx context.Context, a *inbox.Announcement, now time.Time) {
 	if h.announcer == nil || !a.Active(now) {
 		return
 	}
@@ -272,7 +309,7 @@ type announcementPage struct {
 	NextCursor string             `json:"nextCursor,omitempty"`
 }
 
-func (h *Handler) listAnnouncements(ctx context.Context, req *request) response {
+func (h *AnnouncementsHandler) listAnnouncements(ctx context.Context, req *request) response {
 	if p := h.announcementService(req); p != nil {
 		return problemResponse(p)
 	}

@@ -35,11 +35,14 @@ type Deps struct {
 	Notifications *NotificationsHandler
 	Campaigns     *CampaignsHandler
 	Unsubscribe   *UnsubscribeHandler
+	Announcements *AnnouncementsHandler
 
-	Inbox         InboxStore
-	Announcements AnnouncementStore
-	Catalog       *catalog.Catalog
-	Now           func() time.Time
+	Inbox InboxStore
+	// ActiveAnnouncements is the instance's cache of the active
+	// announcements, the one the announcement routes drop.
+	ActiveAnnouncements *AnnouncementCache
+	Catalog             *catalog.Catalog
+	Now                 func() time.Time
 	// Log is where the router logs a response it cannot encode.
 	Log *slog.Logger
 
@@ -71,15 +74,6 @@ type Deps struct {
 	// Live hears of the user's inbox changes (read, archive, read-all) for
 	// their open live-inbox connections; nil notifies nothing.
 	Live live.Notifier
-	// Announcer broadcasts a new active announcement to every open
-	// live-inbox connection (once); nil broadcasts nothing.
-	Announcer Announcer
-}
-
-// Announcer starts an announcement's live broadcast unless it was started
-// already (live.Announcer); it bounds its own time.
-type Announcer interface {
-	Announce(ctx context.Context, id string) (bool, error)
 }
 
 // Handler is the API Lambda handler: the router over the feature handlers'
@@ -100,8 +94,7 @@ type Handler struct {
 	devices           DeviceStore
 	endpoints         DeviceEndpoints
 
-	inboxStore    InboxStore
-	announcements AnnouncementStore
+	inboxStore InboxStore
 	// activeAnnouncements is the per-instance cache the inbox and
 	// announcement routes read the active announcements through.
 	activeAnnouncements *AnnouncementCache
@@ -109,7 +102,6 @@ type Handler struct {
 	presence            PresenceStore
 	presenceCache       presenceCache
 	live                live.Notifier
-	announcer           Announcer
 }
 
 type route func(ctx context.Context, req *request) response
@@ -138,13 +130,12 @@ func New(d Deps) *Handler {
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
 	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
-	h.inboxStore, h.announcements = d.Inbox, d.Announcements
+	h.inboxStore = d.Inbox
 	h.vapidPublicKey = d.VAPIDPublicKey
-	h.activeAnnouncements = NewAnnouncementCache(d.Announcements, h.now)
+	h.activeAnnouncements = d.ActiveAnnouncements
 	h.metrics = d.Metrics
 	h.presence = d.Presence
 	h.live = d.Live
-	h.announcer = d.Announcer
 	if h.live == nil {
 		h.live = live.NopNotifier{}
 	}
@@ -165,6 +156,7 @@ func (d Deps) features() []feature {
 		cmp.Or(d.Notifications, NewNotifications(NotificationsDeps{})),
 		cmp.Or(d.Campaigns, NewCampaigns(CampaignsDeps{})),
 		cmp.Or(d.Unsubscribe, NewUnsubscribe(UnsubscribeDeps{})),
+		cmp.Or(d.Announcements, NewAnnouncements(AnnouncementsDeps{})),
 	}
 }
 

@@ -18,10 +18,12 @@ func NewFakeHandler(t testing.TB) (h *Handler, writes func() int) {
 	store := newFakeStore()
 	in := newFakeInbox()
 	cat, now, log := catalog.MustLoad(), func() time.Time { return testNow }, slog.New(slog.NewTextHandler(io.Discard, nil))
+	active := NewAnnouncementCache(in, now)
 	h = New(Deps{
 		Notifications: NewNotifications(NotificationsDeps{Notifications: store, Catalog: cat, Now: now, NewID: func() string { return "n" }, Log: log}),
 		Users:         store, PushSubscriptions: store, Preferences: store,
-		Inbox: in, Announcements: in,
+		Inbox: in, ActiveAnnouncements: active,
+		Announcements: NewAnnouncements(AnnouncementsDeps{Announcements: in, ActiveAnnouncements: active, Now: now, Log: log}),
 		Campaigns: NewCampaigns(CampaignsDeps{Campaigns: &fakeCampaigns{campaigns: map[string]*domain.Campaign{}, chunks: map[string]string{}},
 			CampaignQueue: &fakeCampaignQueue{}, Catalog: cat, Now: now, Log: log}),
 		Devices: newFakeDevices(),

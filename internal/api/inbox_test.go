@@ -262,20 +262,30 @@ func (f *fakeInbox) UnexpiredAnnouncements(_ context.Context, now time.Time) ([]
 
 // fixture is a handler over a fake table with a settable clock.
 type fixture struct {
-	t     *testing.T
-	h     *Handler
-	store *fakeInbox
-	now   time.Time
+	t             *testing.T
+	h             *Handler
+	announcements *AnnouncementsHandler
+	store         *fakeInbox
+	now           time.Time
 }
 
 var testStart = time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 
 func newFixture(t *testing.T) *fixture {
 	fx := &fixture{t: t, store: newFakeInbox(), now: testStart}
-	fx.h = New(Deps{Inbox: fx.store, Announcements: fx.store, Catalog: catalog.MustLoad(),
-		Now: func() time.Time { return fx.now },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	fx.wire(nil)
 	return fx
+}
+
+// wire builds the inbox and announcement routes over the fake table, with
+// one announcement cache for both as an instance has; presence nil records
+// none.
+func (fx *fixture) wire(presence PresenceStore) {
+	now, log := func() time.Time { return fx.now }, slog.New(slog.NewTextHandler(io.Discard, nil))
+	active := NewAnnouncementCache(fx.store, now)
+	fx.announcements = NewAnnouncements(AnnouncementsDeps{Announcements: fx.store, ActiveAnnouncements: active, Now: now, Log: log})
+	fx.h = New(Deps{Log: log, Announcements: fx.announcements,
+		Inbox: fx.store, ActiveAnnouncements: active, Presence: presence, Catalog: catalog.MustLoad(), Now: now})
 }
 
 func (fx *fixture) addNotification(user, id, typ, locale string, age time.Duration) *domain.Notification {
@@ -876,7 +886,7 @@ func (f *fakeAnnouncer) Announce(_ context.Context, id string) (bool, error) {
 func TestCreateAnnouncementBroadcasts(t *testing.T) {
 	fx := newFixture(t)
 	an := &fakeAnnouncer{}
-	fx.h.announcer = an
+	fx.announcements.announcer = an
 	key := map[string]string{"idempotency-key": "k-live"}
 	body := `{"title":"t","body":"b","expiresAt":"2026-05-08T00:00:00Z"}`
 	first := fx.do(call{route: routeAnnounce, caller: "svc", body: body, headers: key})

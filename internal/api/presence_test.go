@@ -3,14 +3,10 @@ package api
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/heraldhq/herald/internal/catalog"
 )
 
 // fakePresence plays the conditional write of the table: it writes when
@@ -47,9 +43,7 @@ const routePresence = "POST /v1/users/{userId}/presence"
 
 func newPresenceFixture(t *testing.T, store *fakePresence) *fixture {
 	fx := newFixture(t)
-	fx.h = New(Deps{Inbox: fx.store, Announcements: fx.store, Presence: store, Catalog: catalog.MustLoad(),
-		Now: func() time.Time { return fx.now },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	fx.wire(store)
 	return fx
 }
 

@@ -65,8 +65,13 @@ func (h *Handler) routeTable() map[string]route {
 
 		// Web Push configuration for browsers (user token).
 		"GET /v1/push/config": h.pushConfig,
+	}
+}
 
-		// Announcements (service; the handlers answer a user's token with 403).
+// routes of the announcements (service; the handlers answer a user's token
+// with 403).
+func (h *AnnouncementsHandler) routes() map[string]route {
+	return map[string]route{
 		"POST /v1/announcements": h.createAnnouncement,
 		"GET /v1/announcements":  h.listAnnouncements,
 	}

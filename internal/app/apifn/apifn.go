@@ -60,16 +60,20 @@ func New(d app.Deps) (*api.Handler, error) {
 		snspush.ApplicationsFrom(d.Getenv))
 	// One recorder: the router flushes what the notification routes count.
 	rec := d.Recorder()
+	// One cache of the active announcements: the inbox reads it, a create drops it.
+	active := api.NewAnnouncementCache(st, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
 		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
-		Inbox:         st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now,
+		Inbox:         st, ActiveAnnouncements: active, Presence: st, Catalog: d.Catalog, Now: d.Now,
+		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st, ActiveAnnouncements: active,
+			Announcer: liveAnnouncer(d, st, sqsClient), Now: d.Now, Log: d.Log}),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:    api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d), Catalog: d.Catalog, Log: d.Log}),
 		Campaigns:      api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns, Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
 		Devices:        st, DeviceEndpoints: endpoints,
-		Live: liveNotifier(d, sqsClient), Announcer: liveAnnouncer(d, st, sqsClient)}), nil
+		Live: liveNotifier(d, sqsClient)}), nil
 }
 
 func randomID() string {
