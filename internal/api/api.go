@@ -20,7 +20,6 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/webpush"
 )
@@ -36,13 +35,10 @@ type Deps struct {
 	Campaigns     *CampaignsHandler
 	Unsubscribe   *UnsubscribeHandler
 	Announcements *AnnouncementsHandler
+	Inbox         *InboxHandler
 
-	Inbox InboxStore
-	// ActiveAnnouncements is the instance's cache of the active
-	// announcements, the one the announcement routes drop.
-	ActiveAnnouncements *AnnouncementCache
-	Catalog             *catalog.Catalog
-	Now                 func() time.Time
+	Catalog *catalog.Catalog
+	Now     func() time.Time
 	// Log is where the router logs a response it cannot encode.
 	Log *slog.Logger
 
@@ -64,16 +60,10 @@ type Deps struct {
 	// push); nil: every platform answers platform_not_configured.
 	Devices         DeviceStore
 	DeviceEndpoints DeviceEndpoints
-	// Presence records when users were last seen (presence calls and inbox
-	// reads); nil records nothing.
-	Presence PresenceStore
 	// Metrics counts the intake requests the router refuses before their
 	// route runs (Rejected) and is flushed once per invocation: give the
 	// notification routes the same recorder. Nil records nothing.
 	Metrics metrics.Recorder
-	// Live hears of the user's inbox changes (read, archive, read-all) for
-	// their open live-inbox connections; nil notifies nothing.
-	Live live.Notifier
 }
 
 // Handler is the API Lambda handler: the router over the feature handlers'
@@ -93,15 +83,7 @@ type Handler struct {
 	metrics           metrics.Recorder
 	devices           DeviceStore
 	endpoints         DeviceEndpoints
-
-	inboxStore InboxStore
-	// activeAnnouncements is the per-instance cache the inbox and
-	// announcement routes read the active announcements through.
-	activeAnnouncements *AnnouncementCache
-	vapidPublicKey      string
-	presence            PresenceStore
-	presenceCache       presenceCache
-	live                live.Notifier
+	vapidPublicKey    string
 }
 
 type route func(ctx context.Context, req *request) response
@@ -130,15 +112,8 @@ func New(d Deps) *Handler {
 	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
 	h.pushHosts = d.PushHosts
 	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
-	h.inboxStore = d.Inbox
 	h.vapidPublicKey = d.VAPIDPublicKey
-	h.activeAnnouncements = d.ActiveAnnouncements
 	h.metrics = d.Metrics
-	h.presence = d.Presence
-	h.live = d.Live
-	if h.live == nil {
-		h.live = live.NopNotifier{}
-	}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}
@@ -157,6 +132,7 @@ func (d Deps) features() []feature {
 		cmp.Or(d.Campaigns, NewCampaigns(CampaignsDeps{})),
 		cmp.Or(d.Unsubscribe, NewUnsubscribe(UnsubscribeDeps{})),
 		cmp.Or(d.Announcements, NewAnnouncements(AnnouncementsDeps{})),
+		cmp.Or(d.Inbox, NewInbox(InboxDeps{})),
 	}
 }
 

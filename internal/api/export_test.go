@@ -22,7 +22,7 @@ func NewFakeHandler(t testing.TB) (h *Handler, writes func() int) {
 	h = New(Deps{
 		Notifications: NewNotifications(NotificationsDeps{Notifications: store, Catalog: cat, Now: now, NewID: func() string { return "n" }, Log: log}),
 		Users:         store, PushSubscriptions: store, Preferences: store,
-		Inbox: in, ActiveAnnouncements: active,
+		Inbox:         NewInbox(InboxDeps{Inbox: in, ActiveAnnouncements: active, Catalog: cat, Now: now, Log: log}),
 		Announcements: NewAnnouncements(AnnouncementsDeps{Announcements: in, ActiveAnnouncements: active, Now: now, Log: log}),
 		Campaigns: NewCampaigns(CampaignsDeps{Campaigns: &fakeCampaigns{campaigns: map[string]*domain.Campaign{}, chunks: map[string]string{}},
 			CampaignQueue: &fakeCampaignQueue{}, Catalog: cat, Now: now, Log: log}),

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +15,48 @@ import (
 	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/live"
 )
+
+// InboxHandler serves the user's inbox routes (user token; the path's user
+// must be the token's subject): list, unread count, read, archive, read-all,
+// and presence, which an inbox read also records.
+type InboxHandler struct {
+	responder
+	inboxStore          InboxStore
+	activeAnnouncements *AnnouncementCache
+	presence            PresenceStore
+	presenceCache       presenceCache
+	catalog             *catalog.Catalog
+	now                 func() time.Time
+	live                live.Notifier
+}
+
+// InboxDeps are the inbox routes' collaborators. Inbox, ActiveAnnouncements,
+// Catalog, Now and Log are required.
+type InboxDeps struct {
+	Inbox InboxStore
+	// ActiveAnnouncements is the instance's cache of the active
+	// announcements (the one the announcement routes drop on a create).
+	ActiveAnnouncements *AnnouncementCache
+	// Presence records when users were last seen (presence calls and inbox
+	// reads); nil records nothing.
+	Presence PresenceStore
+	Catalog  *catalog.Catalog
+	Now      func() time.Time
+	Log      *slog.Logger
+	// Live hears of the user's inbox changes (read, archive, read-all) for
+	// their open live-inbox connections; nil notifies nothing.
+	Live live.Notifier
+}
+
+// NewInbox wires the inbox routes.
+func NewInbox(d InboxDeps) *InboxHandler {
+	h := &InboxHandler{responder: responder{log: d.Log}, inboxStore: d.Inbox, activeAnnouncements: d.ActiveAnnouncements,
+		presence: d.Presence, catalog: d.Catalog, now: d.Now, live: d.Live}
+	if h.live == nil {
+		h.live = live.NopNotifier{}
+	}
+	return h
+}
 
 // InboxStore is what the inbox routes need from the table.
 type InboxStore interface {
@@ -47,7 +90,7 @@ var errNoInbox = &Problem{Status: http.StatusNotFound, Code: "not_found", Title:
 // so that ids of other users cannot be probed. A userId that is not a user
 // id (an email address: issue 13) is a 400, as on the service routes: no
 // notification can name such a user, and it would reach the logs.
-func (h *Handler) owner(req *request) (string, *Problem) {
+func (h *InboxHandler) owner(req *request) (string, *Problem) {
 	if req.subject == "" {
 		return "", &Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required",
 			Detail: "inbox routes need a user token"}
@@ -105,7 +148,7 @@ type inboxPage struct {
 	NextCursor string      `json:"nextCursor,omitempty"`
 }
 
-func (h *Handler) listInbox(ctx context.Context, req *request) response {
+func (h *InboxHandler) listInbox(ctx context.Context, req *request) response {
 	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
@@ -156,7 +199,7 @@ func (h *Handler) listInbox(ctx context.Context, req *request) response {
 
 // userAnnouncements returns the active announcements and the user's state
 // (markers, and the profile locale when withLocale).
-func (h *Handler) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, inbox.UserState, error) {
+func (h *InboxHandler) userAnnouncements(ctx context.Context, user string, withLocale bool) ([]inbox.Announcement, inbox.UserState, error) {
 	active, err := h.activeAnnouncements.get(ctx)
 	if err != nil {
 		return nil, inbox.UserState{}, err
@@ -168,7 +211,7 @@ func (h *Handler) userAnnouncements(ctx context.Context, user string, withLocale
 	return active, state, err
 }
 
-func (h *Handler) render(ctx context.Context, e inbox.Entry, profileLocale string) inboxItem {
+func (h *InboxHandler) render(ctx context.Context, e inbox.Entry, profileLocale string) inboxItem {
 	if a := e.Announcement; a != nil {
 		return inboxItem{
 			ID: a.ID, Kind: kindAnnouncement, Type: kindAnnouncement, Title: a.Title, Body: a.Body, URL: optional(a.URL),
@@ -197,7 +240,7 @@ func (h *Handler) render(ctx context.Context, e inbox.Entry, profileLocale strin
 
 var errUnknownType = errors.New("type is not in the catalog")
 
-func (h *Handler) renderInApp(n *domain.Notification, locale string) (catalog.Content, error) {
+func (h *InboxHandler) renderInApp(n *domain.Notification, locale string) (catalog.Content, error) {
 	t, ok := h.catalog.Lookup(n.Type)
 	if !ok {
 		return catalog.Content{}, errUnknownType
@@ -212,7 +255,7 @@ func optional(s string) *string {
 	return &s
 }
 
-func (h *Handler) unreadCount(ctx context.Context, req *request) response {
+func (h *InboxHandler) unreadCount(ctx context.Context, req *request) response {
 	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
@@ -241,7 +284,7 @@ type itemState struct {
 	ArchivedAt *string `json:"archivedAt"`
 }
 
-func (h *Handler) markRead(ctx context.Context, req *request) response {
+func (h *InboxHandler) markRead(ctx context.Context, req *request) response {
 	return h.changeItem(ctx, req, "mark read",
 		func(user, id string, at time.Time) (*domain.Notification, error) {
 			return h.inboxStore.MarkRead(ctx, user, id, at)
@@ -252,7 +295,7 @@ func (h *Handler) markRead(ctx context.Context, req *request) response {
 		})
 }
 
-func (h *Handler) archive(ctx context.Context, req *request) response {
+func (h *InboxHandler) archive(ctx context.Context, req *request) response {
 	return h.changeItem(ctx, req, "archive",
 		func(user, id string, at time.Time) (*domain.Notification, error) {
 			return h.inboxStore.Archive(ctx, user, id, at)
@@ -265,7 +308,7 @@ func (h *Handler) archive(ctx context.Context, req *request) response {
 // changeItem applies a read or archive to one inbox item: a notification
 // through a write conditional on its owner, an active announcement through
 // the user's marker.
-func (h *Handler) changeItem(ctx context.Context, req *request, what string,
+func (h *InboxHandler) changeItem(ctx context.Context, req *request, what string,
 	notification func(user, id string, at time.Time) (*domain.Notification, error),
 	announcement func(user string, a *inbox.Announcement, at time.Time) (inbox.Marker, error),
 ) response {
@@ -300,7 +343,7 @@ func (h *Handler) changeItem(ctx context.Context, req *request, what string,
 }
 
 // inboxStoreError answers 404 for missing or foreign items and 500 otherwise.
-func (h *Handler) inboxStoreError(ctx context.Context, what string, err error) response {
+func (h *InboxHandler) inboxStoreError(ctx context.Context, what string, err error) response {
 	if statusFor(err) == http.StatusNotFound {
 		return problemResponse(errNoInbox)
 	}
@@ -319,7 +362,7 @@ type readAllResult struct {
 	More bool `json:"more,omitempty"`
 }
 
-func (h *Handler) markAllRead(ctx context.Context, req *request) response {
+func (h *InboxHandler) markAllRead(ctx context.Context, req *request) response {
 	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)
@@ -346,7 +389,7 @@ func (h *Handler) markAllRead(ctx context.Context, req *request) response {
 
 // readAllAnnouncements writes read markers for the active announcements the
 // user has not read or archived; announcements that are not active get none.
-func (h *Handler) readAllAnnouncements(ctx context.Context, user string, now time.Time) (int, error) {
+func (h *InboxHandler) readAllAnnouncements(ctx context.Context, user string, now time.Time) (int, error) {
 	active, state, err := h.userAnnouncements(ctx, user, false)
 	if err != nil {
 		return 0, err
@@ -380,7 +423,7 @@ func (h *Handler) readAllAnnouncements(ctx context.Context, user string, now tim
 // notifyLive tells the user's open live-inbox connections that an item (id,
 // or every item for read-all) changed. Best effort: the change is stored and
 // the answer stands whatever becomes of the notice.
-func (h *Handler) notifyLive(ctx context.Context, user, id string) {
+func (h *InboxHandler) notifyLive(ctx context.Context, user, id string) {
 	if err := h.live.Notify(ctx, []live.Event{{UserID: user, Kind: live.KindUpdated, ID: id}}); err != nil {
 		h.log.WarnContext(ctx, "live notify failed; dropped", "error", err)
 	}

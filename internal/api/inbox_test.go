@@ -264,6 +264,7 @@ func (f *fakeInbox) UnexpiredAnnouncements(_ context.Context, now time.Time) ([]
 type fixture struct {
 	t             *testing.T
 	h             *Handler
+	inbox         *InboxHandler
 	announcements *AnnouncementsHandler
 	store         *fakeInbox
 	now           time.Time
@@ -284,8 +285,8 @@ func (fx *fixture) wire(presence PresenceStore) {
 	now, log := func() time.Time { return fx.now }, slog.New(slog.NewTextHandler(io.Discard, nil))
 	active := NewAnnouncementCache(fx.store, now)
 	fx.announcements = NewAnnouncements(AnnouncementsDeps{Announcements: fx.store, ActiveAnnouncements: active, Now: now, Log: log})
-	fx.h = New(Deps{Log: log, Announcements: fx.announcements,
-		Inbox: fx.store, ActiveAnnouncements: active, Presence: presence, Catalog: catalog.MustLoad(), Now: now})
+	fx.inbox = NewInbox(InboxDeps{Inbox: fx.store, ActiveAnnouncements: active, Presence: presence, Catalog: catalog.MustLoad(), Now: now, Log: log})
+	fx.h = New(Deps{Log: log, Inbox: fx.inbox, Announcements: fx.announcements})
 }
 
 func (fx *fixture) addNotification(user, id, typ, locale string, age time.Duration) *domain.Notification {

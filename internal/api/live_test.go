@@ -26,7 +26,7 @@ func (m *memLive) Notify(_ context.Context, evs []live.Event) error {
 func TestInboxChangesNotifyLive(t *testing.T) {
 	fx := newFixture(t)
 	l := &memLive{}
-	fx.h.live = l
+	fx.inbox.live = l
 	fx.addNotification("alice", "n1", "security.login_alert", "", 0)
 	fx.addNotification("alice", "n2", "security.login_alert", "", 0)
 	for _, c := range []call{

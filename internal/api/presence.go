@@ -95,7 +95,7 @@ func (c *presenceCache) forget(user string, at time.Time) {
 
 // seen records the user's presence at most once per interval. Errors are
 // logged, not returned: presence never fails the inbox read it rides on.
-func (h *Handler) seen(ctx context.Context, user string) error {
+func (h *InboxHandler) seen(ctx context.Context, user string) error {
 	if h.presence == nil {
 		return nil
 	}
@@ -112,7 +112,7 @@ func (h *Handler) seen(ctx context.Context, user string) error {
 }
 
 // postPresence is POST /v1/users/{userId}/presence: the user's app is open.
-func (h *Handler) postPresence(ctx context.Context, req *request) response {
+func (h *InboxHandler) postPresence(ctx context.Context, req *request) response {
 	user, p := h.owner(req)
 	if p != nil {
 		return problemResponse(p)

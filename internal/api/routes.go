@@ -50,14 +50,6 @@ func (h *Handler) routeTable() map[string]route {
 		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
 		"PUT /v1/users/{userId}/preferences":                            service(h.putPreferences),
 
-		// Inbox (user token; the path's user must be the token's subject).
-		"GET /v1/users/{userId}/inbox":               h.listInbox,
-		"GET /v1/users/{userId}/inbox/unread-count":  h.unreadCount,
-		"POST /v1/users/{userId}/inbox/{id}/read":    h.markRead,
-		"POST /v1/users/{userId}/inbox/read-all":     h.markAllRead,
-		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
-		"POST /v1/users/{userId}/presence":           h.postPresence,
-
 		// The user's own preference center (user token; the user is the
 		// token's subject, there is no userId in the path).
 		"GET /v1/me/preferences": h.getMyPreferences,
@@ -74,6 +66,19 @@ func (h *AnnouncementsHandler) routes() map[string]route {
 	return map[string]route{
 		"POST /v1/announcements": h.createAnnouncement,
 		"GET /v1/announcements":  h.listAnnouncements,
+	}
+}
+
+// routes of the inbox (user token; the path's user must be the token's
+// subject).
+func (h *InboxHandler) routes() map[string]route {
+	return map[string]route{
+		"GET /v1/users/{userId}/inbox":               h.listInbox,
+		"GET /v1/users/{userId}/inbox/unread-count":  h.unreadCount,
+		"POST /v1/users/{userId}/inbox/{id}/read":    h.markRead,
+		"POST /v1/users/{userId}/inbox/read-all":     h.markAllRead,
+		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
+		"POST /v1/users/{userId}/presence":           h.postPresence,
 	}
 }
 

@@ -109,7 +109,8 @@ func TestPresenceAcrossAPIInstancesIsOneWritePerMinute(t *testing.T) {
 	instances := make([]*api.Handler, 3)
 	for i := range instances {
 		counters[i] = &updateCounter{API: db}
-		instances[i] = api.New(api.Deps{Presence: dynamo.New(counters[i], table), Now: clock, Log: slog.New(slog.DiscardHandler)})
+		log := slog.New(slog.DiscardHandler)
+		instances[i] = api.New(api.Deps{Log: log, Inbox: api.NewInbox(api.InboxDeps{Presence: dynamo.New(counters[i], table), Now: clock, Log: log})})
 	}
 	presence := events.APIGatewayV2HTTPRequest{
 		RouteKey: "POST /v1/users/{userId}/presence", RawPath: "/v1/users/" + user + "/presence",

@@ -64,7 +64,9 @@ func New(d app.Deps) (*api.Handler, error) {
 	active := api.NewAnnouncementCache(st, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
 		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
-		Inbox:         st, ActiveAnnouncements: active, Presence: st, Catalog: d.Catalog, Now: d.Now,
+		Inbox: api.NewInbox(api.InboxDeps{Inbox: st, ActiveAnnouncements: active, Presence: st, Catalog: d.Catalog, Now: d.Now, Log: d.Log,
+			Live: liveNotifier(d, sqsClient)}),
+		Catalog: d.Catalog, Now: d.Now,
 		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st, ActiveAnnouncements: active,
 			Announcer: liveAnnouncer(d, st, sqsClient), Now: d.Now, Log: d.Log}),
 		Users: st, PushSubscriptions: st, Preferences: st,
@@ -72,8 +74,7 @@ func New(d app.Deps) (*api.Handler, error) {
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 		Unsubscribe:    api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d), Catalog: d.Catalog, Log: d.Log}),
 		Campaigns:      api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns, Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
-		Devices:        st, DeviceEndpoints: endpoints,
-		Live: liveNotifier(d, sqsClient)}), nil
+		Devices:        st, DeviceEndpoints: endpoints}), nil
 }
 
 func randomID() string {
