@@ -1,8 +1,11 @@
 // Package api is Herald's HTTP API behind API Gateway (HTTP API, payload 2.0).
 // API Gateway matches routes and authenticates: service routes with IAM
-// (SigV4), user routes with a JWT authorizer. The handler dispatches on the
-// route key and reads the identity from the request context; errors are RFC
-// 9457 problem documents mapped in one place.
+// (SigV4), user routes with a JWT authorizer. One handler per feature
+// (notifications, campaigns, users, inbox, announcements, me, unsubscribe)
+// serves its routes with the collaborators they need; the router (Handler)
+// joins their route tables, dispatches on the route key and reads the
+// identity from the request context; errors are RFC 9457 problem documents
+// mapped in one place.
 package api
 
 import (
@@ -18,48 +21,26 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/webpush"
 )
 
-// Deps are the API's collaborators: the feature handlers the router
-// composes, each wired with what its routes need (a nil one serves its
-// routes without collaborators: the route list alone, for the spec tests),
-// and the stores of the routes not yet in a feature handler. Each feature
-// declares the store interface it needs next to its handlers (e.g.
-// NotificationStore); the DynamoDB store implements them all.
+// Deps are the router's: the feature handlers it composes, each wired with
+// what its routes need (a nil one serves its routes without collaborators:
+// the route list alone, for the spec tests), and what every route shares.
+// Each feature declares the store interface it needs next to its handlers
+// (e.g. NotificationStore); the DynamoDB store implements them all.
 type Deps struct {
 	Notifications *NotificationsHandler
 	Campaigns     *CampaignsHandler
-	Unsubscribe   *UnsubscribeHandler
-	Announcements *AnnouncementsHandler
+	Users         *UsersHandler
 	Inbox         *InboxHandler
+	Announcements *AnnouncementsHandler
+	Me            *MeHandler
+	Unsubscribe   *UnsubscribeHandler
 
-	Catalog *catalog.Catalog
-	Now     func() time.Time
 	// Log is where the router logs a response it cannot encode.
 	Log *slog.Logger
-
-	// Users, subscriptions and preferences (service routes).
-	Users             UserStore
-	PushSubscriptions PushSubscriptionStore
-	Preferences       PreferenceStore
-	// PushHosts is the allow-list of push services a subscription's
-	// endpoint must name (zero value: webpush.DefaultPushServices).
-	PushHosts webpush.HostList
-	// AllowInsecurePushLoopback accepts push endpoints on loopback hosts
-	// that PushHosts names, over http too (the local runner's push service);
-	// false in AWS.
-	AllowInsecurePushLoopback bool
-	// VAPIDPublicKey is the Web Push application server key browsers
-	// subscribe with (GET /v1/push/config); empty: push is not configured.
-	VAPIDPublicKey string
-	// Devices and DeviceEndpoints serve the native device routes (SNS mobile
-	// push); nil: every platform answers platform_not_configured.
-	Devices         DeviceStore
-	DeviceEndpoints DeviceEndpoints
 	// Metrics counts the intake requests the router refuses before their
 	// route runs (Rejected) and is flushed once per invocation: give the
 	// notification routes the same recorder. Nil records nothing.
@@ -67,23 +48,12 @@ type Deps struct {
 }
 
 // Handler is the API Lambda handler: the router over the feature handlers'
-// routes, and the concerns every route shares (authentication, media type,
-// problem documents, encoding, the metrics flush).
+// routes, and the concerns every route shares (authentication, media type
+// and body checks, problem documents, encoding, the metrics flush).
 type Handler struct {
-	responder
-	catalog *catalog.Catalog
-	now     func() time.Time
 	routes  map[string]route
-
-	users             UserStore
-	pushSubscriptions PushSubscriptionStore
-	preferences       PreferenceStore
-	pushLoopback      bool
-	pushHosts         webpush.HostList
-	metrics           metrics.Recorder
-	devices           DeviceStore
-	endpoints         DeviceEndpoints
-	vapidPublicKey    string
+	log     *slog.Logger
+	metrics metrics.Recorder
 }
 
 type route func(ctx context.Context, req *request) response
@@ -108,16 +78,10 @@ type response struct {
 
 // New wires the API handler: the router over d's feature handlers.
 func New(d Deps) *Handler {
-	h := &Handler{responder: responder{log: d.Log}, catalog: d.Catalog, now: d.Now}
-	h.users, h.pushSubscriptions, h.preferences, h.pushLoopback = d.Users, d.PushSubscriptions, d.Preferences, d.AllowInsecurePushLoopback
-	h.pushHosts = d.PushHosts
-	h.devices, h.endpoints = d.Devices, d.DeviceEndpoints
-	h.vapidPublicKey = d.VAPIDPublicKey
-	h.metrics = d.Metrics
+	h := &Handler{routes: map[string]route{}, log: d.Log, metrics: d.Metrics}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
 	}
-	h.routes = h.routeTable()
 	for _, f := range d.features() {
 		maps.Copy(h.routes, f.routes())
 	}
@@ -130,9 +94,11 @@ func (d Deps) features() []feature {
 	return []feature{
 		cmp.Or(d.Notifications, NewNotifications(NotificationsDeps{})),
 		cmp.Or(d.Campaigns, NewCampaigns(CampaignsDeps{})),
-		cmp.Or(d.Unsubscribe, NewUnsubscribe(UnsubscribeDeps{})),
-		cmp.Or(d.Announcements, NewAnnouncements(AnnouncementsDeps{})),
+		cmp.Or(d.Users, NewUsers(UsersDeps{})),
 		cmp.Or(d.Inbox, NewInbox(InboxDeps{})),
+		cmp.Or(d.Announcements, NewAnnouncements(AnnouncementsDeps{})),
+		cmp.Or(d.Me, NewMe(MeDeps{})),
+		cmp.Or(d.Unsubscribe, NewUnsubscribe(UnsubscribeDeps{})),
 	}
 }
 

@@ -129,7 +129,7 @@ const maxOwnerRetries = 3
 // (platform, token) again answers the same device: 201 the first time, 200
 // after, one endpoint either way. The user's devices are bounded by
 // domain.MaxDevicesPerUser: a new device beyond it evicts the oldest.
-func (h *Handler) createDevice(ctx context.Context, req *request) response {
+func (h *UsersHandler) createDevice(ctx context.Context, req *request) response {
 	var dr deviceRequest
 	userID, p := decodeUserBody(req, &dr)
 	if p != nil {
@@ -196,7 +196,7 @@ func (h *Handler) createDevice(ctx context.Context, req *request) response {
 // saveDevice takes the device from whichever user holds its token (a token
 // moved to another user leaves the old one), re-reading the owner when it
 // changes under the write.
-func (h *Handler) saveDevice(ctx context.Context, userID string, d domain.Device) error {
+func (h *UsersHandler) saveDevice(ctx context.Context, userID string, d domain.Device) error {
 	var err error
 	for range maxOwnerRetries {
 		var owner string
@@ -214,7 +214,7 @@ func (h *Handler) saveDevice(ctx context.Context, userID string, d domain.Device
 // evictOldest removes the user's n oldest devices (existing is oldest
 // first) and their endpoints. Best effort: the new device is saved already;
 // a failure leaves one device too many until the next registration.
-func (h *Handler) evictOldest(ctx context.Context, userID string, existing []domain.Device, n int) {
+func (h *UsersHandler) evictOldest(ctx context.Context, userID string, existing []domain.Device, n int) {
 	for _, d := range existing[:n] {
 		if err := h.endpoints.DeleteEndpoint(ctx, d.EndpointARN); err != nil {
 			h.log.WarnContext(ctx, "evict device: delete endpoint failed", "userId", userID, "deviceId", d.ID, "error", err)
@@ -229,7 +229,7 @@ func (h *Handler) evictOldest(ctx context.Context, userID string, existing []dom
 }
 
 // endpointError answers a failed SNS registration call.
-func (h *Handler) endpointError(ctx context.Context, err error) response {
+func (h *UsersHandler) endpointError(ctx context.Context, err error) response {
 	switch {
 	case errors.Is(err, domain.ErrTokenRejected):
 		h.log.InfoContext(ctx, "device token rejected", "error", err, "outcome", "rejected")
@@ -246,7 +246,7 @@ func (h *Handler) endpointError(ctx context.Context, err error) response {
 
 // deleteDevice removes a user's device and its endpoint: 204, or 404 when
 // the user has no such device (another user's device id included).
-func (h *Handler) deleteDevice(ctx context.Context, req *request) response {
+func (h *UsersHandler) deleteDevice(ctx context.Context, req *request) response {
 	userID, p := pathUserID(req)
 	if p != nil {
 		return problemResponse(p)

@@ -140,10 +140,12 @@ func newDeviceAPI(t *testing.T, configured ...domain.Platform) *deviceAPI {
 	for _, p := range configured {
 		da.endpoints.configured[p] = true
 	}
-	ta.h = New(Deps{Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ta.users = NewUsers(UsersDeps{Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
 		Catalog: catalog.MustLoad(), Now: func() time.Time { da.clock = da.clock.Add(time.Second); return da.clock },
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:     log,
 		Devices: da.devices, DeviceEndpoints: da.endpoints})
+	ta.h = New(Deps{Log: log, Users: ta.users})
 	return da
 }
 

@@ -246,6 +246,7 @@ var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 type testAPI struct {
 	h             *Handler
 	notifications *NotificationsHandler
+	users         *UsersHandler
 	store         *fakeStore
 	ids           int
 	mu            sync.Mutex
@@ -265,10 +266,9 @@ func newTestAPI(t testing.TB) *testAPI {
 			return NewRandomID(b[:])
 		},
 	})
-	ta.h = New(Deps{
-		Notifications: ta.notifications, Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
-		Catalog: cat, Now: now, Log: log,
-	})
+	ta.users = NewUsers(UsersDeps{Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store, Catalog: cat, Now: now, Log: log})
+	ta.h = New(Deps{Log: log, Notifications: ta.notifications, Users: ta.users,
+		Me: NewMe(MeDeps{Users: ta.store, Preferences: ta.store, Catalog: cat, Log: log})})
 	return ta
 }
 

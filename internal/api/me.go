@@ -3,14 +3,36 @@ package api
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// The end user's own routes (/v1/me/…): the user is the token's subject and
-// never comes from the path, so no other user's data is addressable. They
-// reuse the service routes' logic (readPreferences, mergePreferences).
+// MeHandler serves the end user's own routes (/v1/me/…): the user is the
+// token's subject and never comes from the path, so no other user's data is
+// addressable. They reuse the service routes' logic (preferenceRules:
+// readPreferences, mergePreferences).
+type MeHandler struct {
+	preferenceRules // with the responder: h.log, h.storeError
+	users           UserStore
+}
+
+// MeDeps are the user's own routes' collaborators, all required.
+type MeDeps struct {
+	// Users reads the profile's locale and schedule.
+	Users       UserStore
+	Preferences PreferenceStore
+	Catalog     *catalog.Catalog
+	Log         *slog.Logger
+}
+
+// NewMe wires the user's own routes.
+func NewMe(d MeDeps) *MeHandler {
+	return &MeHandler{preferenceRules: preferenceRules{responder: responder{log: d.Log}, preferences: d.Preferences, catalog: d.Catalog},
+		users: d.Users}
+}
 
 // typeLabel describes a catalog type to an end user.
 type typeLabel struct {
@@ -45,7 +67,7 @@ func me(req *request) (string, *Problem) {
 	return req.subject, nil
 }
 
-func (h *Handler) getMyPreferences(ctx context.Context, req *request) response {
+func (h *MeHandler) getMyPreferences(ctx context.Context, req *request) response {
 	userID, p := me(req)
 	if p != nil {
 		return problemResponse(p)
@@ -57,7 +79,7 @@ func (h *Handler) getMyPreferences(ctx context.Context, req *request) response {
 	return h.myPreferences(ctx, v)
 }
 
-func (h *Handler) putMyPreferences(ctx context.Context, req *request) response {
+func (h *MeHandler) putMyPreferences(ctx context.Context, req *request) response {
 	userID, p := me(req)
 	if p != nil {
 		return problemResponse(p)
@@ -78,7 +100,7 @@ func (h *Handler) putMyPreferences(ctx context.Context, req *request) response {
 }
 
 // myPreferences adds the labels and the profile's schedule to the matrix.
-func (h *Handler) myPreferences(ctx context.Context, v *preferencesView) response {
+func (h *MeHandler) myPreferences(ctx context.Context, v *preferencesView) response {
 	out := &myPreferencesView{preferencesView: v, Types: make(map[string]typeLabel, len(v.Preferences))}
 	u, err := h.users.GetUser(ctx, v.UserID)
 	switch {

@@ -7,9 +7,20 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/policy"
 )
+
+// preferenceRules reads and merges a user's preferences against the catalog:
+// the service's preference routes (UsersHandler) and the user's own
+// (MeHandler) run this same code. It answers its failures itself, so it
+// carries the handler's responder.
+type preferenceRules struct {
+	responder
+	preferences PreferenceStore
+	catalog     *catalog.Catalog
+}
 
 // PreferenceStore is what the preference routes need from the table.
 type PreferenceStore interface {
@@ -44,7 +55,7 @@ type preferencesRequest struct {
 	Preferences map[string]json.RawMessage `json:"preferences"`
 }
 
-func (h *Handler) effectivePreferences(userID string, prefs domain.Preferences) *preferencesView {
+func (h *preferenceRules) effectivePreferences(userID string, prefs domain.Preferences) *preferencesView {
 	v := &preferencesView{UserID: userID, Preferences: map[string]map[string]preferenceCell{}}
 	for _, name := range h.catalog.Names() {
 		typ, _ := h.catalog.Lookup(name)
@@ -63,7 +74,7 @@ func (h *Handler) effectivePreferences(userID string, prefs domain.Preferences) 
 	return v
 }
 
-func (h *Handler) getPreferences(ctx context.Context, req *request) response {
+func (h *UsersHandler) getPreferences(ctx context.Context, req *request) response {
 	userID, p := pathUserID(req)
 	if p != nil {
 		return problemResponse(p)
@@ -78,7 +89,7 @@ func (h *Handler) getPreferences(ctx context.Context, req *request) response {
 // readPreferences reads the user's effective matrix (the service and the
 // user's own route alike); on failure the view is nil and the response is
 // the problem.
-func (h *Handler) readPreferences(ctx context.Context, userID string) (*preferencesView, response) {
+func (h *preferenceRules) readPreferences(ctx context.Context, userID string) (*preferencesView, response) {
 	prefs, err := h.preferences.GetPreferences(ctx, userID)
 	if err != nil {
 		return nil, h.storeError(ctx, "get preferences", err, nil)
@@ -89,7 +100,7 @@ func (h *Handler) readPreferences(ctx context.Context, userID string) (*preferen
 // putPreferences merges overrides. Overriding a mandatory type is accepted
 // and stored, but has no effect while the type is mandatory (the matrix
 // shows it as mandatory).
-func (h *Handler) putPreferences(ctx context.Context, req *request) response {
+func (h *UsersHandler) putPreferences(ctx context.Context, req *request) response {
 	var pr preferencesRequest
 	userID, p := decodeUserBody(req, &pr)
 	if p != nil {
@@ -106,7 +117,7 @@ func (h *Handler) putPreferences(ctx context.Context, req *request) response {
 // service and the user's own route alike). refuseMandatoryOff refuses
 // turning a mandatory type's channel off (422 mandatory_type) instead of
 // storing an override without effect.
-func (h *Handler) mergePreferences(ctx context.Context, userID string, pr *preferencesRequest, refuseMandatoryOff bool) (*preferencesView, response) {
+func (h *preferenceRules) mergePreferences(ctx context.Context, userID string, pr *preferencesRequest, refuseMandatoryOff bool) (*preferencesView, response) {
 	if pr.Preferences == nil {
 		return nil, problemResponse(fieldProblem(http.StatusBadRequest, "missing_field", "/preferences", "preferences is required"))
 	}
@@ -135,7 +146,7 @@ func (h *Handler) mergePreferences(ctx context.Context, userID string, pr *prefe
 
 // mandatoryOff reports the first change, in a stable order, that turns a
 // mandatory type's channel off.
-func (h *Handler) mandatoryOff(changes map[string]map[domain.Channel]*bool) *Problem {
+func (h *preferenceRules) mandatoryOff(changes map[string]map[domain.Channel]*bool) *Problem {
 	for _, name := range slices.Sorted(maps.Keys(changes)) {
 		typ, _ := h.catalog.Lookup(name)
 		if !typ.Mandatory {
@@ -152,7 +163,7 @@ func (h *Handler) mandatoryOff(changes map[string]map[domain.Channel]*bool) *Pro
 }
 
 // preferenceChanges validates the requested overrides in a stable order.
-func (h *Handler) preferenceChanges(in map[string]json.RawMessage) (map[string]map[domain.Channel]*bool, *Problem) {
+func (h *preferenceRules) preferenceChanges(in map[string]json.RawMessage) (map[string]map[domain.Channel]*bool, *Problem) {
 	out := map[string]map[domain.Channel]*bool{}
 	for _, name := range slices.Sorted(maps.Keys(in)) {
 		base := "/preferences/" + escapePointer(name)

@@ -9,7 +9,7 @@ import (
 // VAPID public key (the applicationServerKey of pushManager.subscribe). It is
 // a user route so that the browser kit (web/herald-push.js) needs only the
 // user's token, never a service credential; the key itself is public.
-func (h *Handler) pushConfig(_ context.Context, req *request) response {
+func (h *UsersHandler) pushConfig(_ context.Context, req *request) response {
 	if req.subject == "" {
 		return problemResponse(&Problem{Status: http.StatusUnauthorized, Code: "unauthenticated", Title: "Authentication required",
 			Detail: "this route needs a user token"})

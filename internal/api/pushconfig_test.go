@@ -29,7 +29,7 @@ func TestPushConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := New(Deps{VAPIDPublicKey: tt.key})
+			h := New(Deps{Users: NewUsers(UsersDeps{VAPIDPublicKey: tt.key})})
 			ev := events.APIGatewayV2HTTPRequest{RouteKey: "GET /v1/push/config"}
 			ev.RequestContext.Authorizer = tt.auth
 			resp, err := h.Handle(context.Background(), ev)

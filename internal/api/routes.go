@@ -37,10 +37,10 @@ func (h *CampaignsHandler) routes() map[string]route {
 	}
 }
 
-// routeTable is the routes not yet moved to a feature handler.
-func (h *Handler) routeTable() map[string]route {
+// routes of the users, their push subscriptions, devices and preferences
+// (service), and the Web Push configuration for browsers (user token).
+func (h *UsersHandler) routes() map[string]route {
 	return map[string]route{
-		// Users, push subscriptions, devices and preferences (service).
 		"PUT /v1/users/{userId}":                                        service(h.putUser),
 		"GET /v1/users/{userId}":                                        service(h.getUser),
 		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
@@ -49,23 +49,7 @@ func (h *Handler) routeTable() map[string]route {
 		"DELETE /v1/users/{userId}/devices/{deviceId}":                  service(h.deleteDevice),
 		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
 		"PUT /v1/users/{userId}/preferences":                            service(h.putPreferences),
-
-		// The user's own preference center (user token; the user is the
-		// token's subject, there is no userId in the path).
-		"GET /v1/me/preferences": h.getMyPreferences,
-		"PUT /v1/me/preferences": h.putMyPreferences,
-
-		// Web Push configuration for browsers (user token).
-		"GET /v1/push/config": h.pushConfig,
-	}
-}
-
-// routes of the announcements (service; the handlers answer a user's token
-// with 403).
-func (h *AnnouncementsHandler) routes() map[string]route {
-	return map[string]route{
-		"POST /v1/announcements": h.createAnnouncement,
-		"GET /v1/announcements":  h.listAnnouncements,
+		"GET /v1/push/config":                                           h.pushConfig,
 	}
 }
 
@@ -79,6 +63,24 @@ func (h *InboxHandler) routes() map[string]route {
 		"POST /v1/users/{userId}/inbox/read-all":     h.markAllRead,
 		"POST /v1/users/{userId}/inbox/{id}/archive": h.archive,
 		"POST /v1/users/{userId}/presence":           h.postPresence,
+	}
+}
+
+// routes of the announcements (service; the handlers answer a user's token
+// with 403).
+func (h *AnnouncementsHandler) routes() map[string]route {
+	return map[string]route{
+		"POST /v1/announcements": h.createAnnouncement,
+		"GET /v1/announcements":  h.listAnnouncements,
+	}
+}
+
+// routes of the user's own preference center (user token; the user is the
+// token's subject, there is no userId in the path).
+func (h *MeHandler) routes() map[string]route {
+	return map[string]route{
+		"GET /v1/me/preferences": h.getMyPreferences,
+		"PUT /v1/me/preferences": h.putMyPreferences,
 	}
 }
 

@@ -37,7 +37,7 @@ const maxEndpointLength = 2048
 // createPushSubscription registers a browser's subscription. Its id derives
 // from the endpoint, so a browser that registers again (e.g. after rotating
 // its keys) replaces its subscription: 201 the first time, 200 after.
-func (h *Handler) createPushSubscription(ctx context.Context, req *request) response {
+func (h *UsersHandler) createPushSubscription(ctx context.Context, req *request) response {
 	var sr subscriptionRequest
 	userID, p := decodeUserBody(req, &sr)
 	if p != nil {
@@ -85,7 +85,7 @@ func subscriptionProblem(err error) *Problem {
 	}
 }
 
-func (h *Handler) deletePushSubscription(ctx context.Context, req *request) response {
+func (h *UsersHandler) deletePushSubscription(ctx context.Context, req *request) response {
 	userID, p := pathUserID(req)
 	if p != nil {
 		return problemResponse(p)

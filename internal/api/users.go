@@ -2,12 +2,64 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"time"
 
+	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/webpush"
 )
+
+// UsersHandler serves the routes of a user's data (service): the profile,
+// push subscriptions, native devices and preferences, and the Web Push
+// configuration browsers subscribe with (user token).
+type UsersHandler struct {
+	preferenceRules   // with the responder: h.log, h.storeError
+	users             UserStore
+	pushSubscriptions PushSubscriptionStore
+	devices           DeviceStore
+	endpoints         DeviceEndpoints
+	pushHosts         webpush.HostList
+	pushLoopback      bool
+	vapidPublicKey    string
+	now               func() time.Time
+}
+
+// UsersDeps are the user routes' collaborators. Users, PushSubscriptions,
+// Preferences, Catalog, Now and Log are required.
+type UsersDeps struct {
+	Users             UserStore
+	PushSubscriptions PushSubscriptionStore
+	Preferences       PreferenceStore
+	// Devices and DeviceEndpoints serve the native device routes (SNS mobile
+	// push); nil: every platform answers platform_not_configured.
+	Devices         DeviceStore
+	DeviceEndpoints DeviceEndpoints
+	// PushHosts is the allow-list of push services a subscription's
+	// endpoint must name (zero value: webpush.DefaultPushServices).
+	PushHosts webpush.HostList
+	// AllowInsecurePushLoopback accepts push endpoints on loopback hosts
+	// that PushHosts names, over http too (the local runner's push service);
+	// false in AWS.
+	AllowInsecurePushLoopback bool
+	// VAPIDPublicKey is the Web Push application server key browsers
+	// subscribe with (GET /v1/push/config); empty: push is not configured.
+	VAPIDPublicKey string
+	Catalog        *catalog.Catalog
+	Now            func() time.Time
+	Log            *slog.Logger
+}
+
+// NewUsers wires the user routes.
+func NewUsers(d UsersDeps) *UsersHandler {
+	return &UsersHandler{
+		preferenceRules: preferenceRules{responder: responder{log: d.Log}, preferences: d.Preferences, catalog: d.Catalog},
+		users:           d.Users, pushSubscriptions: d.PushSubscriptions, devices: d.Devices, endpoints: d.DeviceEndpoints,
+		pushHosts: d.PushHosts, pushLoopback: d.AllowInsecurePushLoopback, vapidPublicKey: d.VAPIDPublicKey, now: d.Now,
+	}
+}
 
 // UserStore is what the user profile routes need from the table.
 type UserStore interface {
@@ -69,7 +121,7 @@ func pathUserID(req *request) (string, *Problem) {
 	return id, nil
 }
 
-func (h *Handler) putUser(ctx context.Context, req *request) response {
+func (h *UsersHandler) putUser(ctx context.Context, req *request) response {
 	var ur userRequest
 	userID, p := decodeUserBody(req, &ur)
 	if p != nil {
@@ -124,7 +176,7 @@ func validTimezone(tz string) bool {
 	return err == nil
 }
 
-func (h *Handler) getUser(ctx context.Context, req *request) response {
+func (h *UsersHandler) getUser(ctx context.Context, req *request) response {
 	userID, p := pathUserID(req)
 	if p != nil {
 		return problemResponse(p)
@@ -154,7 +206,7 @@ func decodeUserBody(req *request, v any) (string, *Problem) {
 
 // userWithDevices answers a profile with the user's native devices (tokens
 // masked), as GET and PUT /v1/users/{userId} both do.
-func (h *Handler) userWithDevices(ctx context.Context, userID string, u *domain.User) response {
+func (h *UsersHandler) userWithDevices(ctx context.Context, userID string, u *domain.User) response {
 	view := userViewOf(u)
 	devices := []deviceView{}
 	if h.devices != nil {

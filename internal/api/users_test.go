@@ -108,8 +108,8 @@ func TestLoopbackPushEndpointsOnlyWhenAllowed(t *testing.T) {
 	body := pushSubscriptionBody(t, "http://127.0.0.1:3000/_dev/push/x")
 	for _, allow := range []bool{false, true} {
 		ta := newTestAPI(t)
-		ta.h.pushLoopback = allow
-		ta.h.pushHosts = localPushHosts(t)
+		ta.users.pushLoopback = allow
+		ta.users.pushHosts = localPushHosts(t)
 		resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, body: body, caller: "svc"})
 		if want := map[bool]int{false: 422, true: 201}[allow]; resp.StatusCode != want {
 			t.Errorf("allow=%v: %d %s", allow, resp.StatusCode, resp.Body)
@@ -117,8 +117,8 @@ func TestLoopbackPushEndpointsOnlyWhenAllowed(t *testing.T) {
 	}
 	// Never a non-loopback http endpoint, even when allowed.
 	ta := newTestAPI(t)
-	ta.h.pushLoopback = true
-	ta.h.pushHosts = localPushHosts(t)
+	ta.users.pushLoopback = true
+	ta.users.pushHosts = localPushHosts(t)
 	resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, caller: "svc",
 		body: pushSubscriptionBody(t, "http://push.example.com/x")})
 	if resp.StatusCode != 400 {

@@ -63,18 +63,23 @@ func New(d app.Deps) (*api.Handler, error) {
 	// One cache of the active announcements: the inbox reads it, a create drops it.
 	active := api.NewAnnouncementCache(st, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
-		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
-		Inbox: api.NewInbox(api.InboxDeps{Inbox: st, ActiveAnnouncements: active, Presence: st, Catalog: d.Catalog, Now: d.Now, Log: d.Log,
-			Live: liveNotifier(d, sqsClient)}),
-		Catalog: d.Catalog, Now: d.Now,
+		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st,
+			Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
+		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns,
+			Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
+		Users: api.NewUsers(api.UsersDeps{Users: st, PushSubscriptions: st, Preferences: st,
+			Devices: st, DeviceEndpoints: endpoints,
+			PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
+			VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
+			Catalog:        d.Catalog, Now: d.Now, Log: d.Log}),
+		Inbox: api.NewInbox(api.InboxDeps{Inbox: st, ActiveAnnouncements: active, Presence: st, Live: liveNotifier(d, sqsClient),
+			Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
 		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st, ActiveAnnouncements: active,
 			Announcer: liveAnnouncer(d, st, sqsClient), Now: d.Now, Log: d.Log}),
-		Users: st, PushSubscriptions: st, Preferences: st,
-		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
-		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
-		Unsubscribe:    api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d), Catalog: d.Catalog, Log: d.Log}),
-		Campaigns:      api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns, Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
-		Devices:        st, DeviceEndpoints: endpoints}), nil
+		Me: api.NewMe(api.MeDeps{Users: st, Preferences: st, Catalog: d.Catalog, Log: d.Log}),
+		Unsubscribe: api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d),
+			Catalog: d.Catalog, Log: d.Log}),
+	}), nil
 }
 
 func randomID() string {
