@@ -18,27 +18,18 @@ type PresenceStore interface {
 // user per interval, whatever the request rate.
 const PresenceInterval = time.Minute
 
-// presenceCacheMax bounds the per-instance cache; past it, entries older
-// than the interval are dropped (they no longer save anything). The bound is
-// soft: entries younger than the interval are kept (dropping them would cost
-// a billed conditional write per call), at ~127 bytes a user
-// (BenchmarkPresenceCache).
-const presenceCacheMax = 10000
-
 // presenceCache remembers, per API instance, when this instance last wrote
 // (or found written) each user's presence, so that repeated calls within
 // the interval make no request at all; the conditional write covers the
-// other instances.
+// other instances. It keeps two generations: the first call an interval
+// after the current one began starts a new one and drops the older whole.
+// Every entry dropped is over an interval old (it would save nothing), no
+// entry is ever scanned, and what it holds is the users seen in the current
+// generation and the one before (docs/decisions.md, "Presence").
 type presenceCache struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-	// nextSweep is when a cache at the bound is next scanned: not before
-	// its oldest entry is older than the interval (nothing to drop until
-	// then) nor within presenceSweepGap of the last scan, so new users do
-	// not each pay a scan of 10,000 entries under the lock.
-	nextSweep time.Time
-	// sweeps counts full scans of last (the tests bound them).
-	sweeps int
+	mu                sync.Mutex
+	current, previous map[string]time.Time
+	started           time.Time // when current began
 }
 
 // due reports whether user's presence needs a write at now, and if so
@@ -46,50 +37,26 @@ type presenceCache struct {
 func (c *presenceCache) due(user string, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last == nil {
-		c.last = map[string]time.Time{}
+	if c.current == nil || now.Sub(c.started) >= PresenceInterval || now.Before(c.started) {
+		c.previous, c.current, c.started = c.current, map[string]time.Time{}, now
 	}
-	if t, ok := c.last[user]; ok && now.Sub(t) < PresenceInterval && !now.Before(t) {
-		return false
-	}
-	if len(c.last) >= presenceCacheMax && !now.Before(c.nextSweep) {
-		c.sweep(now)
-	}
-	c.last[user] = now
-	return true
-}
-
-// presenceSweepGap is the least time between two scans at the bound, so that
-// a steady stream of new users (entries ageing out one by one) costs at most
-// ten scans a minute, not one per call; the cache may exceed its bound by
-// the users that arrive in between (a soft bound).
-const presenceSweepGap = PresenceInterval / 10
-
-// sweep drops the entries older than the interval (they no longer save a
-// request) and sets when the next sweep can drop anything.
-func (c *presenceCache) sweep(now time.Time) {
-	c.sweeps++
-	oldest := now
-	for u, t := range c.last {
-		switch {
-		case now.Sub(t) >= PresenceInterval:
-			delete(c.last, u)
-		case t.Before(oldest):
-			oldest = t
+	for _, seen := range [2]map[string]time.Time{c.current, c.previous} {
+		if t, ok := seen[user]; ok && now.Sub(t) < PresenceInterval && !now.Before(t) {
+			return false
 		}
 	}
-	c.nextSweep = oldest.Add(PresenceInterval)
-	if gap := now.Add(presenceSweepGap); c.nextSweep.Before(gap) {
-		c.nextSweep = gap
-	}
+	c.current[user] = now
+	return true
 }
 
 // forget drops a reservation whose write failed, so the next call retries.
 func (c *presenceCache) forget(user string, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last[user].Equal(at) {
-		delete(c.last, user)
+	for _, seen := range [2]map[string]time.Time{c.current, c.previous} {
+		if t, ok := seen[user]; ok && t.Equal(at) {
+			delete(seen, user)
+		}
 	}
 }
 

@@ -18,12 +18,16 @@ func presenceUsers(n int) []string {
 	return out
 }
 
-// fullPresenceCache returns a cache holding presenceCacheMax users, each
-// last written at seenAt. Keys are copied, as a request's path value is its
-// own string, so that the memory measured includes them.
+// presenceHeld is how many users the benchmarks' cache holds: the bound the
+// first cache had.
+const presenceHeld = 10_000
+
+// fullPresenceCache returns a cache holding the first presenceHeld users,
+// each last written at seenAt. Keys are copied, as a request's path value is
+// its own string, so that the memory measured includes them.
 func fullPresenceCache(users []string, seenAt time.Time) *presenceCache {
 	c := &presenceCache{}
-	for _, u := range users[:presenceCacheMax] {
+	for _, u := range users[:presenceHeld] {
 		c.due(strings.Clone(u), seenAt)
 	}
 	return c
@@ -32,16 +36,16 @@ func fullPresenceCache(users []string, seenAt time.Time) *presenceCache {
 // BenchmarkPresenceCache measures the per-instance presence memory (the
 // check every presence call and inbox read makes before any request):
 //   - hit: a user seen within the minute, the common case;
-//   - bound-fresh-new-user: the cache holds presenceCacheMax users all seen
-//     within the minute, and each op is a user not in it (nothing can be
-//     dropped, so no op may scan the cache);
-//   - bound-stale-sweep: the same, but every entry is over a minute old, so
-//     the op drops them all (one scan);
-//   - bound-memory: the heap the cache holds at the bound (bytes/user, MiB).
+//   - hit-previous-generation: the same, found in the older generation;
+//   - new-user-10k-held: the cache holds 10,000 users all seen within the
+//     minute, and each op is a user not in it;
+//   - new-generation-10k-stale: the same, but every entry is over a minute
+//     old, so the op starts a generation and drops them all;
+//   - memory-10k: the heap the cache holds for 10,000 users (bytes/user, MiB).
 func BenchmarkPresenceCache(b *testing.B) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	b.Run("hit", func(b *testing.B) {
-		users := presenceUsers(presenceCacheMax)
+		users := presenceUsers(presenceHeld)
 		c := fullPresenceCache(users, now)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -51,35 +55,48 @@ func BenchmarkPresenceCache(b *testing.B) {
 			}
 		}
 	})
-	b.Run("bound-fresh-new-user", func(b *testing.B) {
-		users := presenceUsers(presenceCacheMax + 100_000)
+	b.Run("hit-previous-generation", func(b *testing.B) {
+		users := presenceUsers(presenceHeld + 1)
+		c := fullPresenceCache(users, now.Add(30*time.Second))
+		c.due(users[presenceHeld], now.Add(61*time.Second)) // a new generation: the others are in the older one
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			if c.due(users[i%presenceHeld], now.Add(62*time.Second)) {
+				b.Fatal("a user seen 32 seconds ago is due")
+			}
+		}
+	})
+	b.Run("new-user-10k-held", func(b *testing.B) {
+		users := presenceUsers(presenceHeld + 100_000)
 		c := fullPresenceCache(users, now)
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
-			u := users[presenceCacheMax+i%100_000]
+			u := users[presenceHeld+i%100_000]
 			if !c.due(u, now.Add(time.Second)) {
 				b.Fatal("a new user is not due")
 			}
 			b.StopTimer()
-			c.forget(u, now.Add(time.Second)) // back to exactly the bound
+			c.forget(u, now.Add(time.Second)) // back to the same 10,000
 			b.StartTimer()
 		}
 	})
-	b.Run("bound-stale-sweep", func(b *testing.B) {
-		users := presenceUsers(presenceCacheMax + 1)
+	b.Run("new-generation-10k-stale", func(b *testing.B) {
+		users := presenceUsers(presenceHeld + 1)
 		b.ReportAllocs()
 		for b.Loop() {
 			b.StopTimer()
 			c := fullPresenceCache(users, now)
+			c.due(users[0], now.Add(time.Minute)) // the 10,000 in the older generation
 			b.StartTimer()
-			if !c.due(users[presenceCacheMax], now.Add(2*time.Minute)) {
+			if !c.due(users[presenceHeld], now.Add(2*time.Minute)) {
 				b.Fatal("a new user is not due")
 			}
 		}
 	})
-	b.Run("bound-memory", func(b *testing.B) {
-		users := presenceUsers(presenceCacheMax)
+	b.Run("memory-10k", func(b *testing.B) {
+		users := presenceUsers(presenceHeld)
 		var held uint64
 		for b.Loop() {
 			var before, after runtime.MemStats
@@ -91,7 +108,7 @@ func BenchmarkPresenceCache(b *testing.B) {
 			held = after.HeapAlloc - before.HeapAlloc
 			runtime.KeepAlive(c)
 		}
-		b.ReportMetric(float64(held)/presenceCacheMax, "bytes/user")
+		b.ReportMetric(float64(held)/presenceHeld, "bytes/user")
 		b.ReportMetric(float64(held)/(1<<20), "MiB")
 	})
 }
