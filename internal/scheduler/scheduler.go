@@ -15,7 +15,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,18 +138,83 @@ func New(d Deps) *Handler {
 	return h
 }
 
-// Invoke dispatches a raw Lambda event: SQS records are release messages,
-// anything else is the schedule's tick.
-func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
-	if bytes.Contains(raw, []byte(`"aws:sqs"`)) {
-		var ev events.SQSEvent
-		if err := json.Unmarshal(raw, &ev); err == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
-			return h.HandleRelease(ctx, ev)
-		}
+// ErrUnknownTrigger refuses an invocation that is neither of the
+// scheduler's two triggers: it is not guessed to be the tick.
+var ErrUnknownTrigger = errors.New("scheduler: event is neither a scheduled tick nor release queue messages")
+
+// trigger is one of the scheduler's event sources.
+type trigger int
+
+const (
+	triggerUnknown trigger = iota
+	// triggerTick: the schedule's EventBridge "Scheduled Event".
+	triggerTick
+	// triggerRelease: a batch of release queue messages (an SQS event).
+	triggerRelease
+)
+
+// eventShape holds the fields that tell the two triggers apart.
+type eventShape struct {
+	// Records is present in an SQS event (and in other services' events:
+	// each record must come from SQS).
+	Records *[]struct {
+		EventSource string `json:"eventSource"`
+	} `json:"Records"`
+	// Source and DetailType identify an EventBridge event.
+	Source     *string `json:"source"`
+	DetailType *string `json:"detail-type"`
+}
+
+// classify tells the triggers apart by the event's shape: an EventBridge
+// scheduled event (source aws.events, detail-type Scheduled Event, no
+// records) or an SQS event (records only, each from aws:sqs). Anything else
+// — another rule's event, a stream's records, a mix — is unknown.
+func classify(raw json.RawMessage) (trigger, string) {
+	var e eventShape
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return triggerUnknown, "undecodable event"
 	}
-	var ev events.EventBridgeEvent
-	_ = json.Unmarshal(raw, &ev) // the tick reads nothing from its event
-	return h.Handle(ctx, ev)
+	switch {
+	case e.Records != nil && e.Source == nil && e.DetailType == nil:
+		if len(*e.Records) == 0 {
+			return triggerUnknown, "no records"
+		}
+		for i, r := range *e.Records {
+			if r.EventSource != "aws:sqs" {
+				return triggerUnknown, fmt.Sprintf("record %d has eventSource %q", i, r.EventSource)
+			}
+		}
+		return triggerRelease, ""
+	case e.Records == nil && e.Source != nil && e.DetailType != nil:
+		if *e.Source != "aws.events" || *e.DetailType != "Scheduled Event" {
+			return triggerUnknown, fmt.Sprintf("EventBridge event %q from %q", *e.DetailType, *e.Source)
+		}
+		return triggerTick, ""
+	}
+	return triggerUnknown, "neither records alone nor an EventBridge source and detail-type"
+}
+
+// Invoke dispatches a raw Lambda event by its shape (classify): release
+// queue messages to HandleRelease, the schedule's event to Handle; any other
+// event is refused with ErrUnknownTrigger and nothing runs.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	kind, why := classify(raw)
+	switch kind {
+	case triggerRelease:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownTrigger, err)
+		}
+		return h.HandleRelease(ctx, ev)
+	case triggerTick:
+		var ev events.EventBridgeEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownTrigger, err)
+		}
+		return h.Handle(ctx, ev)
+	}
+	h.log.ErrorContext(ctx, "scheduler invoked by an unknown event", "outcome", "refused", "shape", why)
+	return nil, fmt.Errorf("%w: %s", ErrUnknownTrigger, why)
 }
 
 // Summary is the tick's invocation result.
