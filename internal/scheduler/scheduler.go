@@ -390,12 +390,9 @@ func (h *Handler) releasePage(ctx context.Context, due []domain.Delivery) (int, 
 	errs := make([]error, len(due))
 	h.parallel(len(due), func(i int) {
 		d := due[i]
-		if d.Status == domain.StatusPlanned {
-			ready[i] = true // an earlier release stopped before queued
-			return
-		}
-		// The index does not project the status: the conditional transition
-		// decides, and a conflict returns the current state.
+		// The index does not project the status (a listed one is not the
+		// item's): the conditional transition decides, and a conflict
+		// returns the current state.
 		cur, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
 			To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
 		})

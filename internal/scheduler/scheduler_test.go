@@ -330,6 +330,28 @@ func TestStaleIndexEntriesEndThePass(t *testing.T) {
 	}
 }
 
+// The release trusts no listed state: the index projects no status (an
+// entry's Status is empty), and one listed as planned — a stale or wider
+// index, a fake — is released only if the conditional transition finds the
+// item deferred or planned. Here the item was cancelled meanwhile.
+func TestListedStatusIsNotTrusted(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}}
+	cancelled := deferred("gone", now.Add(-time.Minute))
+	cancelled.Status = domain.StatusDropped
+	st.deliveries[key("gone", domain.ChannelEmail)] = cancelled
+	listed := *deferred("gone", now.Add(-time.Minute))
+	listed.Status = domain.StatusPlanned
+	st.stale = []domain.Delivery{listed}
+	pub := &memPublisher{}
+	h, _ := newHandler(st, pub)
+	h.budget = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // trusting it, the release sent it page after page
+	defer cancel()
+	if n, err := h.Release(ctx, partitionOf(cancelled)); n != 0 || err != nil || len(pub.sent) != 0 {
+		t.Fatalf("Release = %d, %v with %d sent: a cancelled delivery listed as planned was sent", n, err, len(pub.sent))
+	}
+}
+
 func TestSendFailureKeepsTheDeliveryDue(t *testing.T) {
 	st := &memStore{deliveries: map[string]*domain.Delivery{key("a", domain.ChannelEmail): deferred("a", now.Add(-time.Minute))}}
 	pub := &memPublisher{fail: map[string]bool{"a": true}}
