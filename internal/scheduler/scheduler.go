@@ -249,7 +249,10 @@ func (h *Handler) announce(ctx context.Context) {
 
 // Tick finds the due partitions and sends one release message for each. The
 // watermark moves to the oldest bucket still holding due entries (never past
-// an hour ago), so buckets a release left unfinished are probed again.
+// an hour ago), so buckets a release left unfinished are probed again. A
+// probe that fails fails only its partition: the partitions known due are
+// released, the watermark stays at the failed one's bucket, and the tick
+// returns the probes' errors.
 func (h *Handler) Tick(ctx context.Context) (int, error) {
 	now := h.now()
 	wm, err := h.store.ReleaseWatermark(ctx)
@@ -268,11 +271,16 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 	has := make([]bool, len(parts))
 	errs := make([]error, len(parts))
 	h.parallel(len(parts), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, parts[i], now) })
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
-	}
 	var due []domain.DuePartition
+	next := to // every bucket before next is known empty
+	failed := 0
 	for i, p := range parts {
+		if errs[i] != nil {
+			failed++
+		}
+		if (has[i] || errs[i] != nil) && p.Bucket.Before(next) {
+			next = p.Bucket
+		}
 		if has[i] {
 			due = append(due, p)
 		}
@@ -282,10 +290,6 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("enqueue %d releases: %w", len(due), err)
 		}
 	}
-	next := to
-	if len(due) > 0 {
-		next = due[0].Bucket
-	}
 	if g := now.Add(-h.grace); next.After(g) {
 		next = g
 	}
@@ -293,6 +297,10 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 		if err := h.store.AdvanceReleaseWatermark(ctx, next); err != nil {
 			return len(due), err
 		}
+	}
+	if failed > 0 {
+		h.log.ErrorContext(ctx, "scheduler tick: due partitions not probed; the watermark waits for them", "probed", len(parts), "due", len(due), "failed", failed)
+		return len(due), fmt.Errorf("probe %d of %d due partitions: %w", failed, len(parts), errors.Join(errs...))
 	}
 	h.log.InfoContext(ctx, "scheduler tick", "probed", len(parts), "due", len(due))
 	return len(due), nil

@@ -30,6 +30,8 @@ type memStore struct {
 	watermark  time.Time
 	// listErr fails every ListDue (a store outage).
 	listErr error
+	// probeErr fails the probes of these partitions.
+	probeErr map[domain.DuePartition]error
 	// watches are the in-flight watches by id; notifications the
 	// notifications a stuck check reads.
 	watches       map[string]*domain.Watch
@@ -152,6 +154,9 @@ func (s *memStore) HasDue(_ context.Context, p domain.DuePartition, now time.Tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.probes++
+	if err := s.probeErr[p]; err != nil {
+		return false, err
+	}
 	return len(s.due(p, now))+len(s.dueWatches(p, now)) > 0, nil
 }
 
@@ -425,6 +430,35 @@ func TestTickWatermark(t *testing.T) {
 				t.Errorf("release messages %v for an empty index", rel.sent)
 			}
 		})
+	}
+}
+
+// A failed probe fails only its partition (issue 36, defect 8): the tick
+// still releases every partition known due, keeps the watermark at the
+// failed partition's bucket so the next tick probes it again, and reports
+// the failure.
+func TestTickReleasesWhatIsKnownDueWhenAProbeFails(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: now.Add(-5 * time.Hour)}
+	early := deferred("dd", now.Add(-150*time.Minute)) // shard 0 of the 09:00 bucket
+	st.deliveries[key("dd", domain.ChannelEmail)] = early
+	st.deliveries[key("a", domain.ChannelEmail)] = deferred("a", now.Add(-3*time.Hour)) // shard 1 of 09:00
+	st.deliveries[key("b", domain.ChannelEmail)] = deferred("b", now.Add(-time.Minute)) // shard 1 of 11:00
+	st.probeErr = map[domain.DuePartition]error{partitionOf(early): errors.New("injected ProvisionedThroughputExceededException")}
+	pub := &memPublisher{}
+	h, rel := newHandler(st, pub)
+	n, err := h.Tick(context.Background())
+	if err == nil {
+		t.Error("the tick reported no error though a probe failed")
+	}
+	if n != 2 || len(pub.sent) != 2 {
+		t.Fatalf("%d partitions released, %d sent: want the two known due despite the failed probe", n, len(pub.sent))
+	}
+	if want := partitionOf(early).Bucket; !st.watermark.Equal(want) {
+		t.Errorf("watermark %v, want %v: the failed partition's bucket is probed again", st.watermark, want)
+	}
+	delete(st.probeErr, partitionOf(early))
+	if got, err := run(t, h, rel, pub); err != nil || got != 1 || st.deliveries[key("dd", domain.ChannelEmail)].Status != domain.StatusQueued {
+		t.Errorf("next tick: %d released, %v; want the partition that failed released", got, err)
 	}
 }
 
