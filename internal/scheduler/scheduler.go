@@ -87,6 +87,9 @@ type Handler struct {
 	metrics metrics.Recorder
 	// announcements: see Deps.Announcements.
 	announcements Announcements
+	// sweptAt is when this handler last swept behind the watermark.
+	sweepMu sync.Mutex
+	sweptAt time.Time
 }
 
 // Deps are the scheduler's collaborators. Store, Publisher, Releases,
@@ -225,6 +228,7 @@ type Summary struct {
 
 // Handle is the schedule's tick.
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Summary, error) {
+	defer h.metrics.Flush(ctx)
 	h.announce(ctx)
 	n, err := h.Tick(ctx)
 	return Summary{Partitions: n}, err
@@ -268,10 +272,16 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 		to = limit
 	}
 	parts := h.store.DuePartitions(from, to)
-	has := make([]bool, len(parts))
-	errs := make([]error, len(parts))
-	h.parallel(len(parts), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, parts[i], now) })
+	behind := h.sweepPartitions(from, now)
+	probed := append(parts[:len(parts):len(parts)], behind...)
+	has := make([]bool, len(probed))
+	errs := make([]error, len(probed))
+	h.parallel(len(probed), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, probed[i], now) })
 	var due []domain.DuePartition
+	if found := h.foundBehind(ctx, behind, has[len(parts):], errs[len(parts):]); len(found) > 0 {
+		due = append(due, found...)
+	}
+	has, errs = has[:len(parts)], errs[:len(parts)]
 	next := to // every bucket before next is known empty
 	failed := 0
 	for i, p := range parts {
@@ -299,11 +309,54 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 		}
 	}
 	if failed > 0 {
-		h.log.ErrorContext(ctx, "scheduler tick: due partitions not probed; the watermark waits for them", "probed", len(parts), "due", len(due), "failed", failed)
+		h.log.ErrorContext(ctx, "scheduler tick: due partitions not probed; the watermark waits for them", "probed", len(probed), "due", len(due), "failed", failed)
 		return len(due), fmt.Errorf("probe %d of %d due partitions: %w", failed, len(parts), errors.Join(errs...))
 	}
-	h.log.InfoContext(ctx, "scheduler tick", "probed", len(parts), "due", len(due))
+	h.log.InfoContext(ctx, "scheduler tick", "probed", len(probed), "due", len(due))
 	return len(due), nil
+}
+
+// SweepBack is how far behind the watermark the ticks look for due entries,
+// one hour bucket a minute in turn (336 buckets: each once in about 5.6
+// hours, for 32 more one-item queries a minute). No entry belongs there —
+// every writer defers to now or later — but one planned with a past due
+// time would lie in a bucket no tick probes, lost. 14 days: the RelayDLQ's
+// retention, the latest a notification is planned (herald dlq redrive relay).
+const SweepBack = 14 * 24 * time.Hour
+
+// sweepPartitions returns the partitions of this minute's bucket behind
+// from, or none when this handler swept less than a minute ago (the local
+// stack ticks every second).
+func (h *Handler) sweepPartitions(from, now time.Time) []domain.DuePartition {
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	if d := now.Sub(h.sweptAt); !h.sweptAt.IsZero() && d >= 0 && d < time.Minute {
+		return nil
+	}
+	h.sweptAt = now
+	k := now.Unix() / 60 % int64(SweepBack/time.Hour)
+	at := from.Add(-time.Duration(k+1) * time.Hour)
+	return h.store.DuePartitions(at, at)
+}
+
+// foundBehind returns the swept partitions that hold due entries, counting
+// them (DueBehindWatermark, alarmed: something planned a past due time). A
+// failed sweep probe is only logged: the bucket comes round again.
+func (h *Handler) foundBehind(ctx context.Context, parts []domain.DuePartition, has []bool, errs []error) []domain.DuePartition {
+	var found []domain.DuePartition
+	for i, p := range parts {
+		switch {
+		case errs[i] != nil:
+			h.log.WarnContext(ctx, "sweep behind the watermark: probe failed", "bucket", p.Bucket, "shard", p.Shard, "error", errs[i])
+		case has[i]:
+			found = append(found, p)
+		}
+	}
+	if len(found) > 0 {
+		h.metrics.Add(ctx, metrics.DueBehindWatermark, metrics.Dims{}, len(found))
+		h.log.ErrorContext(ctx, "due entries behind the watermark; released", "partitions", len(found), "bucket", found[0].Bucket)
+	}
+	return found
 }
 
 // HandleRelease releases the partition named by each release message. A

@@ -468,12 +468,52 @@ func TestTickProbesBoundedAfterAnOutage(t *testing.T) {
 	if _, err := run(t, h, rel, &memPublisher{}); err != nil {
 		t.Fatal(err)
 	}
-	if max := 2 * (48 + 1); st.probes > max {
-		t.Errorf("%d probes, want at most %d (48 hours of buckets)", st.probes, max)
+	if max := 2 * (48 + 1 + 1); st.probes > max {
+		t.Errorf("%d probes, want at most %d (48 hours of buckets and one behind the watermark)", st.probes, max)
 	}
 	if want := now.Add(-30*24*time.Hour + 48*time.Hour); !st.watermark.Equal(want) {
 		t.Errorf("watermark %v, want %v (the end of what was probed)", st.watermark, want)
 	}
+}
+
+// An entry due in a bucket behind the watermark — planned with a past due
+// time — is in no bucket a tick probes; the sweep behind the watermark finds
+// it within one round of SweepBack, releases it and counts it (issue 36,
+// defect 2: a late digest leader was lost there). A sweep probes one bucket
+// a minute, however often the tick runs.
+func TestSweepReleasesEntriesBehindTheWatermark(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: now.Add(-time.Hour)}
+	lost := deferred("late", now.Add(-30*time.Hour))
+	st.deliveries[key("late", domain.ChannelEmail)] = lost
+	pub := &memPublisher{}
+	h, rel := newHandler(st, pub)
+	tally := &metrics.Tally{}
+	h.metrics = tally
+	clock := now
+	h.now = func() time.Time { return clock }
+	rounds := int(SweepBack / time.Hour)
+	minutes := 0
+	for ; minutes <= rounds && lost.Status == domain.StatusDeferred; minutes++ {
+		before := st.probes
+		for range 3 { // the second and third tick of a minute sweep nothing
+			if _, err := run(t, h, rel, pub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Two shards a bucket: the first tick of an hour probes three
+		// buckets, the others two, and one bucket is swept.
+		if got, want := st.probes-before, 2*(3+2+2)+2; got > want {
+			t.Fatalf("minute %d: %d probes in a minute's three ticks, want at most %d: one swept bucket a minute", minutes, got, want)
+		}
+		clock = clock.Add(time.Minute)
+	}
+	if lost.Status != domain.StatusQueued || len(pub.sent) != 1 {
+		t.Fatalf("after %d minutes: %s, %d sent; want released within one sweep round (%d minutes)", minutes, lost.Status, len(pub.sent), rounds)
+	}
+	if got := tally.Count(metrics.DueBehindWatermark, metrics.Dims{}); got != 1 {
+		t.Errorf("DueBehindWatermark = %d, want the one partition", got)
+	}
+	t.Logf("found after %d minutes", minutes)
 }
 
 func TestHandleReleaseMessages(t *testing.T) {
