@@ -411,7 +411,7 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 	if err != nil {
 		return err
 	}
-	lot := &domain.CampaignLot{Chunk: m.Chunk, Total: len(ids)}
+	lot := &domain.CampaignLot{Chunk: m.Chunk, Total: len(ids), RetainFrom: c.RetainFrom()}
 	if c.Status == domain.CampaignCancelled {
 		lot.Counts.Dropped = len(ids)
 	} else {
@@ -535,8 +535,8 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 
 // NotificationFor is the notification a campaign creates for one user: the
 // campaign's content, an id derived from (campaign, user), the campaign's
-// caller (who may read it), and without a requested expiry the type's
-// default counted from now (or sendAt when later).
+// caller (who may read it), without a requested expiry the type's default
+// counted from now (or sendAt when later), and its latest due time.
 func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string, now time.Time) *domain.Notification {
 	n := &domain.Notification{
 		ID: domain.CampaignNotificationID(c.ID, userID), Caller: c.Caller, Type: c.Type,
@@ -551,6 +551,7 @@ func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string
 		}
 		n.ExpiresAt = start.Add(typ.DefaultExpiry)
 	}
+	n.LastDue = policy.LatestDue(n, typ) // kept until then plus the retention
 	return n
 }
 

@@ -97,6 +97,12 @@ type Campaign struct {
 // campaign is then done (or stays cancelled).
 func (c *Campaign) Settled() bool { return c.LotsSettled >= c.Chunks }
 
+// RetainFrom is when the retention of the campaign's items starts: its
+// sendAt when later than its creation, so a campaign scheduled past the
+// retention keeps its items (its status copies the workers read, its lots)
+// until its notifications go out.
+func (c *Campaign) RetainFrom() time.Time { return Latest(c.CreatedAt, c.SendAt) }
+
 // CampaignCounts are per-recipient outcomes. Each recipient ends in exactly
 // one of Sent, Skipped, Failed or Dropped; Notified counts the recipients
 // whose notification was created.
@@ -196,6 +202,10 @@ type CampaignLot struct {
 	// Version is the lot item's version: each reconcile writes version+1
 	// conditioned on the version it read, so a retry never counts twice.
 	Version int
+	// RetainFrom is the campaign's (Campaign.RetainFrom): the lot is kept
+	// until then, or its first record when later, plus the retention. Not
+	// stored.
+	RetainFrom time.Time
 }
 
 // Settled reports whether every recipient of the lot has its outcome.

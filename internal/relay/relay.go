@@ -530,7 +530,7 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 			// past due time would land behind the scheduler's watermark.
 			// Deferred rather than sent at once, so the rest of a backlog's
 			// members still join before the release seals the digest.
-			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonDigest, latest(out.WindowEnd, now), n.ID
+			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonDigest, domain.Latest(out.WindowEnd, now), n.ID
 			return nil
 		case domain.DigestJoined:
 			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusSkipped, domain.ReasonDigested, time.Time{}, out.DigestID
@@ -548,13 +548,6 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 		}
 	}
 	return nil
-}
-
-func latest(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // profileOnce holds one user's profile for the batch: from the batch read,
