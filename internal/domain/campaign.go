@@ -263,6 +263,13 @@ type CampaignMessage struct {
 	Segment  int `json:"segment,omitempty"`
 	Segments int `json:"segments,omitempty"`
 	Page     int `json:"page,omitempty"`
+	// NotBefore holds a reconcile back until its lot's earliest due time
+	// when that is further off than a queue delay reaches: received
+	// earlier, it is sent on again without reading anything.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+	// Idle counts a lot's reconciles in a row that counted nothing; the
+	// next one backs off accordingly.
+	Idle int `json:"idle,omitempty"`
 }
 
 // ErrMalformedCampaignMessage: a campaign queue body that is not a campaign
@@ -274,8 +281,11 @@ func DecodeCampaignMessage(body string) (CampaignMessage, error) {
 	var m CampaignMessage
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil || m.CampaignID == "" {
+	if err := dec.Decode(&m); err != nil || m.CampaignID == "" || m.Idle < 0 {
 		return m, ErrMalformedCampaignMessage
+	}
+	if m.Kind != CampaignReconcile && (!m.NotBefore.IsZero() || m.Idle != 0) {
+		return m, ErrMalformedCampaignMessage // a reconcile's wait on another step
 	}
 	switch m.Kind {
 	case CampaignPlan:
