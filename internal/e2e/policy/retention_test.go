@@ -1,14 +1,8 @@
 package policy
 
 import (
-	"context"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
@@ -22,29 +16,16 @@ import (
 // the due time plus the retention.
 func TestFarSendAtOutlivesTheRetention(t *testing.T) {
 	st := stacktest.Stack(t)
-	retention, err := strconv.Atoi(st.Template.Params["RetentionDays"])
-	if err != nil {
-		t.Fatalf("RetentionDays %q: %v", st.Template.Params["RetentionDays"], err)
-	}
 	user := uniqueUser(t)
 	sendAt := st.Clock.Now().Add(300 * 24 * time.Hour).UTC().Truncate(time.Second)
 	id := stacktest.Notify(t, reservation(user, user+"@example.com", map[string]any{"sendAt": sendAt.Format(time.RFC3339)}))
 	if d := waitStatus(t, id, domain.ChannelEmail, domain.StatusDeferred, 10*time.Second); !d.DueAt.Equal(sendAt) {
 		t.Fatalf("deferred to %v, want sendAt %v", d.DueAt, sendAt)
 	}
-	floor := sendAt.Add(time.Duration(retention) * 24 * time.Hour)
+	floor := sendAt.Add(stacktest.Retention(t))
 	for _, sk := range []string{"N", "D#email"} {
-		out, err := dynamodb.NewFromConfig(st.AWS).GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(st.Resources.Table), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamo.NotificationPK(id)}, "sk": &types.AttributeValueMemberS{Value: sk}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ttl, ok := out.Item["ttl"].(*types.AttributeValueMemberN)
-		if !ok {
-			t.Fatalf("%s: no ttl in %v", sk, out.Item)
-		}
-		if got, _ := strconv.ParseInt(ttl.Value, 10, 64); got < floor.Unix() {
-			t.Errorf("%s expires %v, before sendAt + %d days (%v)", sk, time.Unix(got, 0).UTC(), retention, floor)
+		if got := stacktest.Expiry(t, dynamo.NotificationPK(id), sk); got.Before(floor) {
+			t.Errorf("%s expires %v, before sendAt + RetentionDays (%v)", sk, got, floor)
 		}
 	}
 }
