@@ -107,6 +107,11 @@ func printCapacity(w io.Writer, res capacity.Result) {
 	lb := res.LiveBroadcast
 	fmt.Fprintf(w, "  an announcement's broadcast: %.0f users online, %.0f posts, %.0f online-set queries = queue messages = invocations, %.0f s at LiveBroadcastRate %.0f users/s, %.2f\n",
 		lb.OnlineUsers, lb.Posts, lb.Queries, lb.Seconds, res.Limits.LiveBroadcastRate, lb.USD)
+	dr := res.DeferredReconcile
+	fmt.Fprintf(w, "a deferred campaign lot (%d recipients, one channel), a day before its due time: recounted every %.0f s %.0f times, %.2f M read units, %.2f;\n",
+		dr.Recipients, dr.DelaySeconds, dr.PollingRecountsPerDay, dr.PollingReadUnitsPerDay/1e6, dr.PollingUSDPerDay)
+	fmt.Fprintf(w, "  waiting for its due time (15-minute queue delays): %.0f messages, %.0f read units, %.4f\n",
+		dr.WaitingMessagesPerDay, dr.WaitingReadUnitsPerDay, dr.WaitingUSDPerDay)
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

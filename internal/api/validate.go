@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/policy"
 
 	jsonv2 "github.com/go-json-experiment/json"
 )
@@ -46,6 +47,7 @@ func (h *NotificationsHandler) validateNotification(nr *notificationRequest) (*d
 	if p != nil {
 		return nil, nil, p
 	}
+	n.LastDue = policy.LatestDue(n, typ) // kept until then plus the retention
 	return n, data, nil
 }
 

@@ -137,8 +137,20 @@ type Deps struct {
 }
 
 const (
-	// DefaultReconcileDelay spaces a lot's reconciles.
+	// DefaultReconcileDelay spaces a lot's reconciles while its deliveries
+	// move (NextReconcile).
 	DefaultReconcileDelay = 30 * time.Second
+	// MaxQueueDelay is the longest delay a campaign queue message can
+	// have (SQS DelaySeconds).
+	MaxQueueDelay = 15 * time.Minute
+	// waitStepsPerDelay: a reconcile waiting for a due time looks at the
+	// clock again every 30 reconcile delays at most (MaxQueueDelay at the
+	// default 30 s), so a clock that jumps (the local runner's) is noticed
+	// within a minute locally.
+	waitStepsPerDelay = 30
+	// reconcileBackoffSteps bounds the doubling of an idle lot's reconcile
+	// delay: at most 2^3 = 8 × the delay (4 minutes at 30 s).
+	reconcileBackoffSteps = 3
 	// DefaultPendingLimit bounds how long a recipient may stay pending.
 	DefaultPendingLimit = 48 * time.Hour
 	// DefaultScanSegments: 16 segments page through 10 M profiles in
@@ -411,7 +423,7 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 	if err != nil {
 		return err
 	}
-	lot := &domain.CampaignLot{Chunk: m.Chunk, Total: len(ids)}
+	lot := &domain.CampaignLot{Chunk: m.Chunk, Total: len(ids), RetainFrom: c.RetainFrom()}
 	if c.Status == domain.CampaignCancelled {
 		lot.Counts.Dropped = len(ids)
 	} else {
@@ -535,8 +547,8 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 
 // NotificationFor is the notification a campaign creates for one user: the
 // campaign's content, an id derived from (campaign, user), the campaign's
-// caller (who may read it), and without a requested expiry the type's
-// default counted from now (or sendAt when later).
+// caller (who may read it), without a requested expiry the type's default
+// counted from now (or sendAt when later), and its latest due time.
 func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string, now time.Time) *domain.Notification {
 	n := &domain.Notification{
 		ID: domain.CampaignNotificationID(c.ID, userID), Caller: c.Caller, Type: c.Type,
@@ -551,6 +563,7 @@ func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string
 		}
 		n.ExpiresAt = start.Add(typ.DefaultExpiry)
 	}
+	n.LastDue = policy.LatestDue(n, typ) // kept until then plus the retention
 	return n
 }
 
@@ -564,8 +577,13 @@ func (h *Handler) afterRecord(ctx context.Context, m domain.CampaignMessage, lot
 	return h.queue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignReconcile, CampaignID: m.CampaignID, Chunk: m.Chunk}}, h.delay)
 }
 
-// reconcile recounts a lot's pending recipients from their deliveries.
+// reconcile recounts a lot's pending recipients from their deliveries, and
+// sends itself again for the time NextReconcile gives. Received before its
+// NotBefore, it only waits on (no read).
 func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.CampaignMessage) error {
+	if wait := m.NotBefore.Sub(h.now()); wait > 0 {
+		return h.queue.SendCampaign(ctx, []domain.CampaignMessage{m}, min(wait, ReconcileWaitStep(h.delay)))
+	}
 	lot, err := h.store.GetLot(ctx, m.CampaignID, m.Chunk)
 	if err != nil {
 		return err
@@ -593,9 +611,10 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 	if err != nil {
 		return err
 	}
-	next := Recount(lot, c, channels, existing, h.now(), h.pendingLimit)
-	if len(next.Pending) == len(lot.Pending) {
-		return h.afterRecord(ctx, m, lot) // nothing final yet: later
+	now := h.now()
+	next := Recount(lot, c, channels, existing, now, h.pendingLimit)
+	if len(next.Pending) == len(lot.Pending) { // nothing final yet: later, backing off
+		return h.recountAt(ctx, m, NextReconcile(lot.Pending, c, channels, existing, now, h.delay, m.Idle+1, h.pendingLimit), m.Idle+1)
 	}
 	err = h.store.ReconcileLot(ctx, c.ID, lot, next)
 	if errors.Is(err, domain.ErrConflict) {
@@ -607,8 +626,75 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 	h.metrics.Add(ctx, metrics.CampaignReconciles, metrics.Dims{Priority: c.Priority}, 1)
 	log.InfoContext(ctx, "campaign lot reconciled", "pending", len(next.Pending), "sent", next.Counts.Sent,
 		"skipped", next.Counts.Skipped, "failed", next.Counts.Failed, "dropped", next.Counts.Dropped, "outcome", "reconciled")
-	return h.afterRecord(ctx, m, next)
+	if next.Settled() {
+		_, err := h.store.FinishCampaign(ctx, m.CampaignID)
+		return err
+	}
+	return h.recountAt(ctx, m, NextReconcile(next.Pending, c, channels, existing, now, h.delay, 0, h.pendingLimit), 0)
 }
+
+// recountAt sends the lot's next reconcile, due at `at`: delayed by at
+// most ReconcileWaitStep, holding NotBefore when that is not far enough.
+func (h *Handler) recountAt(ctx context.Context, m domain.CampaignMessage, at time.Time, idle int) error {
+	wait, step := at.Sub(h.now()), ReconcileWaitStep(h.delay)
+	msg := domain.CampaignMessage{Kind: domain.CampaignReconcile, CampaignID: m.CampaignID, Chunk: m.Chunk, Idle: idle}
+	if wait > step {
+		msg.NotBefore = at
+	}
+	return h.queue.SendCampaign(ctx, []domain.CampaignMessage{msg}, min(wait, step))
+}
+
+// ReconcileWaitStep is the longest one reconcile message is delayed: SQS's
+// 15 minutes, or 30 reconcile delays when shorter. A longer wait is a chain
+// of such messages that read nothing.
+func ReconcileWaitStep(delay time.Duration) time.Duration {
+	return min(MaxQueueDelay, waitStepsPerDelay*delay)
+}
+
+// MaxReconcileBackoff is the longest an idle lot's recounts are apart:
+// 2^reconcileBackoffSteps × the reconcile delay.
+func MaxReconcileBackoff(delay time.Duration) time.Duration { return delay << reconcileBackoffSteps }
+
+// NextReconcile is when a lot with pending recipients is recounted next.
+// While a pending recipient has a channel in flight — planned, queued,
+// sending, retrying, or no item yet (not planned, or sent at once and not
+// claimed) — after delay, doubled for each idle recount before (at most
+// MaxReconcileBackoff). When every pending channel is deferred, nothing can
+// change before the earliest due time: after it (plus delay, for the
+// release). Never after the pending limit, where Recount counts the rest
+// failed.
+func NextReconcile(pending []string, c *domain.Campaign, channels []domain.Channel, existing map[domain.DeliveryKey]domain.Delivery,
+	now time.Time, delay time.Duration, idle int, pendingLimit time.Duration) time.Time {
+	var due time.Time // the earliest due time of the deferred channels
+	inFlight := false
+	for _, u := range pending {
+		id := domain.CampaignNotificationID(c.ID, u)
+		for _, ch := range channels {
+			d, ok := existing[domain.DeliveryKey{NotificationID: id, Channel: ch}]
+			switch {
+			case ok && d.Status.Terminal():
+			case ok && d.Status == domain.StatusDeferred && d.DueAt.After(now):
+				if due.IsZero() || d.DueAt.Before(due) {
+					due = d.DueAt
+				}
+			default:
+				inFlight = true
+			}
+		}
+	}
+	at := due.Add(delay)
+	if inFlight || due.IsZero() {
+		at = now.Add(min(delay<<min(max(idle, 0), reconcileBackoffSteps), MaxReconcileBackoff(delay)))
+	}
+	if limit := pendingSince(c).Add(pendingLimit + delay); !pendingSince(c).IsZero() && limit.After(now) && at.After(limit) {
+		at = limit
+	}
+	return at
+}
+
+// pendingSince is when a campaign's pending limit starts: its start, or its
+// sendAt when later.
+func pendingSince(c *domain.Campaign) time.Time { return domain.Latest(c.StartedAt, c.SendAt) }
 
 // Recount returns lot's next version: every pending recipient whose
 // deliveries on channels are all final moves to its outcome; past the
@@ -616,10 +702,7 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 // are counted failed.
 func Recount(lot *domain.CampaignLot, c *domain.Campaign, channels []domain.Channel, existing map[domain.DeliveryKey]domain.Delivery, now time.Time, pendingLimit time.Duration) *domain.CampaignLot {
 	next := &domain.CampaignLot{Chunk: lot.Chunk, Total: lot.Total, Counts: lot.Counts, Version: lot.Version}
-	start := c.StartedAt
-	if c.SendAt.After(start) {
-		start = c.SendAt
-	}
+	start := pendingSince(c)
 	expired := !start.IsZero() && now.Sub(start) > pendingLimit
 	for _, u := range lot.Pending {
 		id := domain.CampaignNotificationID(c.ID, u)

@@ -31,6 +31,7 @@ type fakeStore struct {
 	scanned      map[string]map[int]bool
 	pageNext     map[string]string // campaign/chunk → next
 	scans        int               // ScanProfiles calls
+	planReads    int               // ReadPlanning calls (a reconcile's recount)
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -174,6 +175,7 @@ func (s *fakeStore) ReconcileLot(_ context.Context, id string, prev, next *domai
 func (s *fakeStore) ReadPlanning(_ context.Context, keys []domain.DeliveryKey, _ []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.planReads++
 	out := map[domain.DeliveryKey]domain.Delivery{}
 	for _, k := range keys {
 		if d, ok := s.deliveries[k]; ok {

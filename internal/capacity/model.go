@@ -664,7 +664,9 @@ type Result struct {
 	// LiveBroadcast is one announcement's broadcast to the profile's
 	// online users at LiveBroadcastRate.
 	LiveBroadcast LiveBroadcast `json:"liveBroadcast"`
-	Prices        Prices        `json:"prices"`
+	// DeferredReconcile is a deferred campaign lot's reconciles per day.
+	DeferredReconcile DeferredReconcile `json:"deferredReconcile"`
+	Prices            Prices            `json:"prices"`
 }
 
 // check records a check and, when it fails, the limit exceeded.
@@ -692,6 +694,11 @@ func Run(p Profile, l Limits) (Result, error) {
 		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices),
 		Live: LiveCosts(ListPrices, DefaultLiveProfile())}
 	res.LiveBroadcast = LiveBroadcastCost(ListPrices, res.Live.Profile, float64(p.Users), l.LiveBroadcastRate)
+	dr, err := DeferredReconcileCost(ListPrices, p)
+	if err != nil {
+		return res, err
+	}
+	res.DeferredReconcile = dr
 	for _, k := range Kinds() {
 		_, c, err := CostOf(k, ListPrices, l.Batch, l.Traced)
 		if err != nil {

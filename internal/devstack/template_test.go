@@ -617,6 +617,62 @@ func TestTemplateOperations(t *testing.T) {
 		}
 	})
 
+	t.Run("due entries behind the scheduler's watermark", func(t *testing.T) {
+		found := ""
+		for id, a := range alarms {
+			if aws.ToString(a.Namespace) == metrics.DefaultNamespace && aws.ToString(a.MetricName) == string(metrics.DueBehindWatermark) {
+				found = id
+				// The scheduler records it without dimensions (one sweep a minute).
+				if len(a.Dimensions) != 0 || aws.ToString(a.Statistic) != "Sum" || a.Threshold == nil || *a.Threshold != 1 ||
+					a.ComparisonOperator != "GreaterThanOrEqualToThreshold" {
+					t.Errorf("%s: want the Sum of DueBehindWatermark, no dimensions, ≥ 1", id)
+				}
+			}
+		}
+		if found == "" {
+			t.Fatal("no alarm on DueBehindWatermark")
+		}
+		notifies(found)
+	})
+
+	// PutMetricAlarm's rules (CloudWatch API reference): a name of 1–255
+	// characters (the stack's name takes up to 128), a description of at
+	// most 1,024, a period of 10, 20, 30 or a multiple of 60 seconds, and
+	// period × evaluation periods at most a day below an hour's period, at
+	// most seven days otherwise.
+	t.Run("every alarm within PutMetricAlarm's limits", func(t *testing.T) {
+		const localStack, longestStack = "herald-local", 128
+		for id, a := range alarms {
+			if n := len(aws.ToString(a.AlarmName)) - len(localStack) + longestStack; n > 255 {
+				t.Errorf("%s: a name of %d characters under a 128-character stack name, more than 255", id, n)
+			}
+			if n := len(aws.ToString(a.AlarmDescription)); n > 1024 {
+				t.Errorf("%s: a description of %d characters, more than 1,024", id, n)
+			}
+			periods := []int{aws.ToInt(a.Period)}
+			for _, q := range a.Metrics {
+				if q.MetricStat != nil {
+					periods = append(periods, q.MetricStat.Period)
+				}
+			}
+			for _, p := range periods {
+				if p == 0 {
+					continue // no period here: a metric-math alarm's is on its queries
+				}
+				if p != 10 && p != 20 && p != 30 && p%60 != 0 {
+					t.Errorf("%s: period %d s, want 10, 20, 30 or a multiple of 60", id, p)
+				}
+				limit := 86400
+				if p >= 3600 {
+					limit = 604800
+				}
+				if span := p * a.EvaluationPeriods; span > limit {
+					t.Errorf("%s: period × evaluation periods = %d s, more than %d", id, span, limit)
+				}
+			}
+		}
+	})
+
 	t.Run("alarms read metrics the code emits", func(t *testing.T) {
 		for id, a := range alarms {
 			if aws.ToString(a.Namespace) == metrics.DefaultNamespace && !isMetric(aws.ToString(a.MetricName)) {

@@ -97,6 +97,12 @@ type Campaign struct {
 // campaign is then done (or stays cancelled).
 func (c *Campaign) Settled() bool { return c.LotsSettled >= c.Chunks }
 
+// RetainFrom is when the retention of the campaign's items starts: its
+// sendAt when later than its creation, so a campaign scheduled past the
+// retention keeps its items (its status copies the workers read, its lots)
+// until its notifications go out.
+func (c *Campaign) RetainFrom() time.Time { return Latest(c.CreatedAt, c.SendAt) }
+
 // CampaignCounts are per-recipient outcomes. Each recipient ends in exactly
 // one of Sent, Skipped, Failed or Dropped; Notified counts the recipients
 // whose notification was created.
@@ -196,6 +202,10 @@ type CampaignLot struct {
 	// Version is the lot item's version: each reconcile writes version+1
 	// conditioned on the version it read, so a retry never counts twice.
 	Version int
+	// RetainFrom is the campaign's (Campaign.RetainFrom): the lot is kept
+	// until then, or its first record when later, plus the retention. Not
+	// stored.
+	RetainFrom time.Time
 }
 
 // Settled reports whether every recipient of the lot has its outcome.
@@ -253,6 +263,13 @@ type CampaignMessage struct {
 	Segment  int `json:"segment,omitempty"`
 	Segments int `json:"segments,omitempty"`
 	Page     int `json:"page,omitempty"`
+	// NotBefore holds a reconcile back until its lot's earliest due time
+	// when that is further off than a queue delay reaches: received
+	// earlier, it is sent on again without reading anything.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+	// Idle counts a lot's reconciles in a row that counted nothing; the
+	// next one backs off accordingly.
+	Idle int `json:"idle,omitempty"`
 }
 
 // ErrMalformedCampaignMessage: a campaign queue body that is not a campaign
@@ -264,8 +281,11 @@ func DecodeCampaignMessage(body string) (CampaignMessage, error) {
 	var m CampaignMessage
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil || m.CampaignID == "" {
+	if err := dec.Decode(&m); err != nil || m.CampaignID == "" || m.Idle < 0 {
 		return m, ErrMalformedCampaignMessage
+	}
+	if m.Kind != CampaignReconcile && (!m.NotBefore.IsZero() || m.Idle != 0) {
+		return m, ErrMalformedCampaignMessage // a reconcile's wait on another step
 	}
 	switch m.Kind {
 	case CampaignPlan:

@@ -1,8 +1,11 @@
 package domain
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestCanTransitionCampaign(t *testing.T) {
@@ -89,6 +92,10 @@ func TestDecodeCampaignMessage(t *testing.T) {
 		{`{"kind":"plan","campaignId":"c1","after":"0000000003"}`, true},
 		{`{"kind":"lot","campaignId":"c1","chunk":"inline"}`, true},
 		{`{"kind":"reconcile","campaignId":"c1","chunk":"0000000000"}`, true},
+		{`{"kind":"reconcile","campaignId":"c1","chunk":"0000000000","notBefore":"2026-12-06T08:00:00Z","idle":2}`, true},
+		{`{"kind":"reconcile","campaignId":"c1","chunk":"0000000000","idle":-1}`, false},
+		{`{"kind":"lot","campaignId":"c1","chunk":"inline","notBefore":"2026-12-06T08:00:00Z"}`, false},
+		{`{"kind":"plan","campaignId":"c1","idle":1}`, false},
 		{`{"kind":"lot","campaignId":"c1"}`, false},
 		{`{"kind":"plan"}`, false},
 		{`{"kind":"send","campaignId":"c1"}`, false},
@@ -111,6 +118,23 @@ func TestDecodeCampaignMessage(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrMalformedCampaignMessage) {
 			t.Errorf("%s: %v is not ErrMalformedCampaignMessage", tt.body, err)
 		}
+	}
+}
+
+// A waiting reconcile's fields survive the queue: encoded as the campaign
+// function sends it, decoded as it receives it.
+func TestReconcileMessageRoundTrip(t *testing.T) {
+	m := CampaignMessage{Kind: CampaignReconcile, CampaignID: "c1", Chunk: "0000000007", NotBefore: time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC), Idle: 3}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeCampaignMessage(string(b))
+	if err != nil || !got.NotBefore.Equal(m.NotBefore) || got.Idle != 3 || got.Chunk != m.Chunk {
+		t.Errorf("%s decoded as %+v, %v", b, got, err)
+	}
+	if b, _ := json.Marshal(CampaignMessage{Kind: CampaignReconcile, CampaignID: "c1", Chunk: "x"}); strings.Contains(string(b), "notBefore") || strings.Contains(string(b), "idle") {
+		t.Errorf("a reconcile that does not wait carries %s", b)
 	}
 }
 

@@ -105,6 +105,21 @@ type Notification struct {
 	// one accepted alone); CampaignChunk the chunk (lot) that created it.
 	CampaignID    string
 	CampaignChunk string
+	// LastDue is the latest any of its deliveries can be due when planned
+	// on time (policy.LatestDue; zero: CreatedAt). The store keeps the
+	// notification until then plus the retention; it is not stored itself.
+	LastDue time.Time
+}
+
+// Latest is the latest of times (the zero time when none).
+func Latest(times ...time.Time) time.Time {
+	var last time.Time
+	for _, t := range times {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
 }
 
 // Expired reports whether the notification must no longer be delivered.

@@ -152,7 +152,7 @@ func (s *Store) toCampaignItem(c *domain.Campaign) campaignItem {
 		CreatedAt: formatTime(c.CreatedAt), StartedAt: formatTime(c.StartedAt), FinishedAt: formatTime(c.FinishedAt),
 		CancelledAt: formatTime(c.CancelledAt), Chunks: c.Chunks, Recipients: c.Recipients,
 		Notified: c.Counts.Notified, Sent: c.Counts.Sent, Skipped: c.Counts.Skipped, Failed: c.Counts.Failed,
-		Dropped: c.Counts.Dropped, LotsSettled: c.LotsSettled, TTL: c.CreatedAt.Add(s.retention).Unix(),
+		Dropped: c.Counts.Dropped, LotsSettled: c.LotsSettled, TTL: s.expiry(c.RetainFrom()),
 	}
 	for _, ch := range c.Channels {
 		it.Channels = append(it.Channels, string(ch))
@@ -186,7 +186,7 @@ func decodeCampaign(av map[string]types.AttributeValue) (*domain.Campaign, error
 // chunkPuts are the conditional puts of a chunk: its marker in the
 // campaign's partition and its ids on their own.
 func (s *Store) chunkPuts(c *domain.Campaign, chunk string, ids []string, hash string) ([]types.TransactWriteItem, error) {
-	ttl := c.CreatedAt.Add(s.retention).Unix()
+	ttl := s.expiry(c.RetainFrom())
 	marker, err := attributevalue.MarshalMap(chunkMarker{PK: CampaignPK(c.ID), SK: chunkPrefix + chunk, Kind: "campaignChunk", Count: len(ids), Hash: hash, TTL: ttl})
 	if err != nil {
 		return nil, fmt.Errorf("marshal chunk marker: %w", err)
@@ -205,7 +205,7 @@ func (s *Store) chunkPuts(c *domain.Campaign, chunk string, ids []string, hash s
 }
 
 func (s *Store) campaignDataPut(c *domain.Campaign) (types.TransactWriteItem, error) {
-	item, err := attributevalue.MarshalMap(campaignDataItem{PK: CampaignPK(c.ID), SK: campaignDataSK, Kind: "campaignData", Data: c.Data, TTL: c.CreatedAt.Add(s.retention).Unix()})
+	item, err := attributevalue.MarshalMap(campaignDataItem{PK: CampaignPK(c.ID), SK: campaignDataSK, Kind: "campaignData", Data: c.Data, TTL: s.expiry(c.RetainFrom())})
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("marshal campaign data: %w", err)
 	}
@@ -415,9 +415,9 @@ func (s *Store) CancelCampaign(ctx context.Context, id, caller string) (*domain.
 		return nil, fmt.Errorf("campaign %s is done: %w", id, domain.ErrCampaignFinished)
 	case domain.CampaignCancelled:
 		// A retry after the status was written: the copies may be missing.
-		return current, s.putStatusReplicas(ctx, id, current.CancelledAt)
+		return current, s.putStatusReplicas(ctx, current, current.CancelledAt)
 	}
-	if err := s.putStatusReplicas(ctx, id, s.now()); err != nil {
+	if err := s.putStatusReplicas(ctx, current, s.now()); err != nil {
 		return nil, err
 	}
 	c, err := s.updateCampaign(ctx, id, caller, domain.CampaignRunning, "SET #status = :to, cancelledAt = :now", to, domain.ErrCampaignFinished)
@@ -432,13 +432,15 @@ func (s *Store) CancelCampaign(ctx context.Context, id, caller string) (*domain.
 }
 
 // putStatusReplicas writes the cancelled status to every copy the workers
-// read (CampaignStatusPK).
-func (s *Store) putStatusReplicas(ctx context.Context, id string, cancelledAt time.Time) error {
+// read (CampaignStatusPK), kept as long as the campaign's notifications may
+// still be sent (a cancel before sendAt is read at sendAt).
+func (s *Store) putStatusReplicas(ctx context.Context, c *domain.Campaign, cancelledAt time.Time) error {
+	id := c.ID
 	for r := range CampaignStatusReplicas {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: map[string]types.AttributeValue{
 			"pk": str(statusReplicaPK(id, r)), "sk": str(statusSK), "kind": str("campaignStatus"),
 			"status": str(string(domain.CampaignCancelled)), "cancelledAt": str(formatTime(cancelledAt)),
-			"ttl": num(cancelledAt.Add(s.retention).Unix()),
+			"ttl": num(s.expiry(cancelledAt, c.RetainFrom())),
 		}})
 		if err != nil {
 			return fmt.Errorf("write status copy %d of campaign %s: %w", r, id, err)
@@ -560,7 +562,7 @@ func (s *Store) RecordLot(ctx context.Context, id string, lot *domain.CampaignLo
 	it := lotItem{
 		PK: CampaignLotPK(id, lot.Chunk), SK: lotSK, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
 		Notified: lot.Counts.Notified, Sent: lot.Counts.Sent, Skipped: lot.Counts.Skipped, Failed: lot.Counts.Failed, Dropped: lot.Counts.Dropped,
-		Version: 1, TTL: s.now().Add(s.retention).Unix(),
+		Version: 1, TTL: s.expiry(s.now(), lot.RetainFrom),
 	}
 	if it.Pending == nil {
 		it.Pending = []string{}
@@ -730,7 +732,7 @@ func (s *Store) ChunkItemKeys(c *domain.Campaign, chunk string, ids []string, ha
 func (s *Store) LotItemKeys(id string, lot *domain.CampaignLot) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(lotItem{PK: CampaignLotPK(id, lot.Chunk), SK: lotSK, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
 		Notified: lot.Counts.Notified, Sent: lot.Counts.Sent, Skipped: lot.Counts.Skipped, Failed: lot.Counts.Failed, Dropped: lot.Counts.Dropped,
-		Version: lot.Version, TTL: s.now().Add(s.retention).Unix()})
+		Version: lot.Version, TTL: s.expiry(s.now(), lot.RetainFrom)})
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal lot: %w", err)
 	}

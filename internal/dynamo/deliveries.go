@@ -51,7 +51,7 @@ func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil),
 		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
 		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
-		TTL: d.UpdatedAt.Add(s.retention).Unix(),
+		TTL: s.expiry(d.UpdatedAt, d.DueAt),
 	}
 	if d.Status == domain.StatusDeferred && !d.DueAt.IsZero() {
 		it.GSI3PK = DuePartitionKey(DuePartitionOf(d.DueAt, d.NotificationID, d.Channel))
@@ -141,6 +141,11 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 	if err != nil {
 		return nil, err
 	}
+	if c.To == domain.StatusDeferred {
+		// Deferred again: kept until its new due time plus the retention.
+		names["#ttl"], vals[":dttl"] = "ttl", num(s.expiry(now, c.DueAt))
+		expr = strings.Replace(expr, "SET ", "SET #ttl = :dttl, ", 1)
+	}
 	if c.Create != nil {
 		// The claim creates the delivery of a channel sent at once: absent
 		// counts as queued, and the item gets its notification's fields.
@@ -190,7 +195,7 @@ func (s *Store) creating(expr, id string, ch domain.Channel, c domain.Change, no
 		names[n], vals[v] = f.name, str(f.value)
 		sets = append(sets, n+" = if_not_exists("+n+", "+v+")")
 	}
-	names["#cttl"], vals[":cttl"] = "ttl", num(now.Add(s.retention).Unix())
+	names["#cttl"], vals[":cttl"] = "ttl", num(s.expiry(now))
 	sets = append(sets, "#cttl = if_not_exists(#cttl, :cttl)")
 	if !c.IncrementAttempts && !c.RefundAttempt {
 		vals[":czero"] = num(0)

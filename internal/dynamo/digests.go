@@ -69,7 +69,8 @@ func (s *Store) JoinDigest(ctx context.Context, req domain.DigestRequest) (domai
 		ExpressionAttributeNames: map[string]string{"#ttl": "ttl"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":me": str(req.NotificationID), ":end": str(formatTime(req.WindowEnd)), ":created": str(created),
-			":ttl": num(req.WindowEnd.Add(digestKeep).Unix()),
+			// Planned after the window ended (a relay backlog): kept from now.
+			":ttl": num(domain.Latest(req.WindowEnd, s.now()).Add(digestKeep).Unix()),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -96,7 +97,7 @@ func (s *Store) JoinDigest(ctx context.Context, req domain.DigestRequest) (domai
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":entry": &types.AttributeValueMemberSS{Value: []string{entry}},
 			":max":   num(MaxDigestMembers),
-			":ttl":   num(end.Add(digestKeep).Unix()),
+			":ttl":   num(domain.Latest(end, s.now()).Add(digestKeep).Unix()),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})

@@ -127,8 +127,8 @@ func TestDeliveryItemRoundTrip(t *testing.T) {
 			if it.PK != "N#n1" || it.SK != "D#"+string(tt.d.Channel) || it.GSI3PK != tt.gsi3pk || it.GSI3SK != tt.due3 {
 				t.Errorf("keys %s/%s gsi3 %s|%s", it.PK, it.SK, it.GSI3PK, it.GSI3SK)
 			}
-			if it.TTL != created.Add(DefaultRetention).Unix() {
-				t.Errorf("ttl %d, want updatedAt + retention", it.TTL)
+			if want := domain.Latest(created, tt.d.DueAt).Add(DefaultRetention).Unix(); it.TTL != want {
+				t.Errorf("ttl %d, want %d: the later of updatedAt and dueAt, + retention", it.TTL, want)
 			}
 			item, err := attributevalue.MarshalMap(it)
 			if err != nil {

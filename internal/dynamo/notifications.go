@@ -74,7 +74,7 @@ func (s *Store) toNotificationItem(n *domain.Notification) notificationItem {
 		Status: string(n.Status), RequestHash: n.RequestHash, DedupeKey: n.DedupeKey,
 		ReadAt: formatTime(n.ReadAt), ArchivedAt: formatTime(n.ArchivedAt), CancelledAt: formatTime(n.CancelledAt),
 		CampaignID: n.CampaignID, CampaignChk: n.CampaignChunk,
-		TTL: n.CreatedAt.Add(s.retention).Unix(),
+		TTL: s.expiry(n.CreatedAt, n.LastDue),
 	}
 	for _, c := range n.Channels {
 		it.Channels = append(it.Channels, string(c))

@@ -77,6 +77,13 @@ func New(db API, table string, opts ...Option) *Store {
 	return s
 }
 
+// expiry is the TTL of an item kept for the retention after the latest of
+// times: its creation, and the latest it can be due (docs/decisions.md,
+// "Retention counts from the latest due time").
+func (s *Store) expiry(times ...time.Time) int64 {
+	return domain.Latest(times...).Add(s.retention).Unix()
+}
+
 // Table is the table name.
 func (s *Store) Table() string { return s.table }
 

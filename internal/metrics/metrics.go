@@ -83,6 +83,11 @@ const (
 	// (its work message lost), counted at each check that finds it (dims:
 	// Channel, Priority; rollup Channel).
 	Stuck Name = "Stuck"
+	// DueBehindWatermark: due-index partitions the scheduler's sweep found
+	// holding due entries in a bucket behind its watermark, which no tick
+	// probes (something planned a due time in the past); released when
+	// found (no dims).
+	DueBehindWatermark Name = "DueBehindWatermark"
 )
 
 // Unit is a CloudWatch unit.
@@ -135,13 +140,14 @@ var specs = map[Name]spec{
 	CampaignReconciles: {unit: Count},
 	CampaignScanPages:  {unit: Count},
 	Stuck:              {unit: Count, rollups: [][]string{{DimChannel}}},
+	DueBehindWatermark: {unit: Count},
 }
 
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
 		Delivered, Bounced, Complained, QuotaDeferred, Throttled,
-		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck}
+		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck, DueBehindWatermark}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).

@@ -9,10 +9,11 @@ import (
 // DefaultDigestMinutes is the digest window of users who did not choose one.
 const DefaultDigestMinutes = 5
 
-// DigestWindow is how long a user's digests stay open.
+// DigestWindow is how long a user's digests stay open, at most
+// MaxDigestWindow (LatestDue counts on it).
 func DigestWindow(u *domain.User) time.Duration {
 	if u != nil && u.DigestMinutes > 0 {
-		return time.Duration(u.DigestMinutes) * time.Minute
+		return min(time.Duration(u.DigestMinutes)*time.Minute, MaxDigestWindow)
 	}
 	return DefaultDigestMinutes * time.Minute
 }

@@ -525,7 +525,12 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 		}
 		switch out.Role {
 		case domain.DigestLeader:
-			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonDigest, out.WindowEnd, n.ID
+			// The window counts from acceptance; planned after it ended (a
+			// stream backlog, a relay redrive), the leader is due now: a
+			// past due time would land behind the scheduler's watermark.
+			// Deferred rather than sent at once, so the rest of a backlog's
+			// members still join before the release seals the digest.
+			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonDigest, domain.Latest(out.WindowEnd, now), n.ID
 			return nil
 		case domain.DigestJoined:
 			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusSkipped, domain.ReasonDigested, time.Time{}, out.DigestID

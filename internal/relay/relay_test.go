@@ -419,6 +419,26 @@ func TestDigests(t *testing.T) {
 	}
 }
 
+// A digest planned hours after acceptance (a stream backlog, a relay DLQ
+// redrive) has a window that ended long ago: its leader is due now, not at
+// the window's end, which lies behind the scheduler's watermark (issue 36,
+// defect 2: the whole digest was lost, its members already skipped:
+// digested). The members still join it.
+func TestLateDigestLeaderIsDueNow(t *testing.T) {
+	f := newFixture(t)
+	f.user("u1", nil)
+	if failed := f.handle(t, insert("1", comment("a1", "u1", "t1", 3*time.Hour)), insert("2", comment("a2", "u1", "t1", 3*time.Hour-time.Second))); len(failed) > 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	lead := f.wantDelivery(t, "a1", domain.ChannelPush, domain.StatusDeferred, domain.ReasonDigest)
+	if !lead.DueAt.Equal(now) {
+		t.Errorf("late leader due %v, want now (%v): its window ended at %v", lead.DueAt, now, now.Add(-3*time.Hour+5*time.Minute))
+	}
+	if d := f.wantDelivery(t, "a2", domain.ChannelPush, domain.StatusSkipped, domain.ReasonDigested); d.DigestID != "a1" {
+		t.Errorf("a2 joined %q, want a1", d.DigestID)
+	}
+}
+
 // digestAlone is a store whose open digests never take anyone (sent or full).
 type digestAlone struct{ *memStore }
 

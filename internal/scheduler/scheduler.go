@@ -15,7 +15,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,6 +87,9 @@ type Handler struct {
 	metrics metrics.Recorder
 	// announcements: see Deps.Announcements.
 	announcements Announcements
+	// sweptAt is when this handler last swept behind the watermark.
+	sweepMu sync.Mutex
+	sweptAt time.Time
 }
 
 // Deps are the scheduler's collaborators. Store, Publisher, Releases,
@@ -139,18 +141,83 @@ func New(d Deps) *Handler {
 	return h
 }
 
-// Invoke dispatches a raw Lambda event: SQS records are release messages,
-// anything else is the schedule's tick.
-func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
-	if bytes.Contains(raw, []byte(`"aws:sqs"`)) {
-		var ev events.SQSEvent
-		if err := json.Unmarshal(raw, &ev); err == nil && len(ev.Records) > 0 && ev.Records[0].EventSource == "aws:sqs" {
-			return h.HandleRelease(ctx, ev)
-		}
+// ErrUnknownTrigger refuses an invocation that is neither of the
+// scheduler's two triggers: it is not guessed to be the tick.
+var ErrUnknownTrigger = errors.New("scheduler: event is neither a scheduled tick nor release queue messages")
+
+// trigger is one of the scheduler's event sources.
+type trigger int
+
+const (
+	triggerUnknown trigger = iota
+	// triggerTick: the schedule's EventBridge "Scheduled Event".
+	triggerTick
+	// triggerRelease: a batch of release queue messages (an SQS event).
+	triggerRelease
+)
+
+// eventShape holds the fields that tell the two triggers apart.
+type eventShape struct {
+	// Records is present in an SQS event (and in other services' events:
+	// each record must come from SQS).
+	Records *[]struct {
+		EventSource string `json:"eventSource"`
+	} `json:"Records"`
+	// Source and DetailType identify an EventBridge event.
+	Source     *string `json:"source"`
+	DetailType *string `json:"detail-type"`
+}
+
+// classify tells the triggers apart by the event's shape: an EventBridge
+// scheduled event (source aws.events, detail-type Scheduled Event, no
+// records) or an SQS event (records only, each from aws:sqs). Anything else
+// — another rule's event, a stream's records, a mix — is unknown.
+func classify(raw json.RawMessage) (trigger, string) {
+	var e eventShape
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return triggerUnknown, "undecodable event"
 	}
-	var ev events.EventBridgeEvent
-	_ = json.Unmarshal(raw, &ev) // the tick reads nothing from its event
-	return h.Handle(ctx, ev)
+	switch {
+	case e.Records != nil && e.Source == nil && e.DetailType == nil:
+		if len(*e.Records) == 0 {
+			return triggerUnknown, "no records"
+		}
+		for i, r := range *e.Records {
+			if r.EventSource != "aws:sqs" {
+				return triggerUnknown, fmt.Sprintf("record %d has eventSource %q", i, r.EventSource)
+			}
+		}
+		return triggerRelease, ""
+	case e.Records == nil && e.Source != nil && e.DetailType != nil:
+		if *e.Source != "aws.events" || *e.DetailType != "Scheduled Event" {
+			return triggerUnknown, fmt.Sprintf("EventBridge event %q from %q", *e.DetailType, *e.Source)
+		}
+		return triggerTick, ""
+	}
+	return triggerUnknown, "neither records alone nor an EventBridge source and detail-type"
+}
+
+// Invoke dispatches a raw Lambda event by its shape (classify): release
+// queue messages to HandleRelease, the schedule's event to Handle; any other
+// event is refused with ErrUnknownTrigger and nothing runs.
+func (h *Handler) Invoke(ctx context.Context, raw json.RawMessage) (any, error) {
+	kind, why := classify(raw)
+	switch kind {
+	case triggerRelease:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownTrigger, err)
+		}
+		return h.HandleRelease(ctx, ev)
+	case triggerTick:
+		var ev events.EventBridgeEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownTrigger, err)
+		}
+		return h.Handle(ctx, ev)
+	}
+	h.log.ErrorContext(ctx, "scheduler invoked by an unknown event", "outcome", "refused", "shape", why)
+	return nil, fmt.Errorf("%w: %s", ErrUnknownTrigger, why)
 }
 
 // Summary is the tick's invocation result.
@@ -161,6 +228,7 @@ type Summary struct {
 
 // Handle is the schedule's tick.
 func (h *Handler) Handle(ctx context.Context, _ events.EventBridgeEvent) (Summary, error) {
+	defer h.metrics.Flush(ctx)
 	h.announce(ctx)
 	n, err := h.Tick(ctx)
 	return Summary{Partitions: n}, err
@@ -185,7 +253,10 @@ func (h *Handler) announce(ctx context.Context) {
 
 // Tick finds the due partitions and sends one release message for each. The
 // watermark moves to the oldest bucket still holding due entries (never past
-// an hour ago), so buckets a release left unfinished are probed again.
+// an hour ago), so buckets a release left unfinished are probed again. A
+// probe that fails fails only its partition: the partitions known due are
+// released, the watermark stays at the failed one's bucket, and the tick
+// returns the probes' errors.
 func (h *Handler) Tick(ctx context.Context) (int, error) {
 	now := h.now()
 	wm, err := h.store.ReleaseWatermark(ctx)
@@ -201,14 +272,25 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 		to = limit
 	}
 	parts := h.store.DuePartitions(from, to)
-	has := make([]bool, len(parts))
-	errs := make([]error, len(parts))
-	h.parallel(len(parts), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, parts[i], now) })
-	if err := errors.Join(errs...); err != nil {
-		return 0, err
-	}
+	behind := h.sweepPartitions(from, now)
+	probed := append(parts[:len(parts):len(parts)], behind...)
+	has := make([]bool, len(probed))
+	errs := make([]error, len(probed))
+	h.parallel(len(probed), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, probed[i], now) })
 	var due []domain.DuePartition
+	if found := h.foundBehind(ctx, behind, has[len(parts):], errs[len(parts):]); len(found) > 0 {
+		due = append(due, found...)
+	}
+	has, errs = has[:len(parts)], errs[:len(parts)]
+	next := to // every bucket before next is known empty
+	failed := 0
 	for i, p := range parts {
+		if errs[i] != nil {
+			failed++
+		}
+		if (has[i] || errs[i] != nil) && p.Bucket.Before(next) {
+			next = p.Bucket
+		}
 		if has[i] {
 			due = append(due, p)
 		}
@@ -218,10 +300,6 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 			return 0, fmt.Errorf("enqueue %d releases: %w", len(due), err)
 		}
 	}
-	next := to
-	if len(due) > 0 {
-		next = due[0].Bucket
-	}
 	if g := now.Add(-h.grace); next.After(g) {
 		next = g
 	}
@@ -230,8 +308,55 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 			return len(due), err
 		}
 	}
-	h.log.InfoContext(ctx, "scheduler tick", "probed", len(parts), "due", len(due))
+	if failed > 0 {
+		h.log.ErrorContext(ctx, "scheduler tick: due partitions not probed; the watermark waits for them", "probed", len(probed), "due", len(due), "failed", failed)
+		return len(due), fmt.Errorf("probe %d of %d due partitions: %w", failed, len(parts), errors.Join(errs...))
+	}
+	h.log.InfoContext(ctx, "scheduler tick", "probed", len(probed), "due", len(due))
 	return len(due), nil
+}
+
+// SweepBack is how far behind the watermark the ticks look for due entries,
+// one hour bucket a minute in turn (336 buckets: each once in about 5.6
+// hours, for 32 more one-item queries a minute). No entry belongs there —
+// every writer defers to now or later — but one planned with a past due
+// time would lie in a bucket no tick probes, lost. 14 days: the RelayDLQ's
+// retention, the latest a notification is planned (herald dlq redrive relay).
+const SweepBack = 14 * 24 * time.Hour
+
+// sweepPartitions returns the partitions of this minute's bucket behind
+// from, or none when this handler swept less than a minute ago (the local
+// stack ticks every second).
+func (h *Handler) sweepPartitions(from, now time.Time) []domain.DuePartition {
+	h.sweepMu.Lock()
+	defer h.sweepMu.Unlock()
+	if d := now.Sub(h.sweptAt); !h.sweptAt.IsZero() && d >= 0 && d < time.Minute {
+		return nil
+	}
+	h.sweptAt = now
+	k := now.Unix() / 60 % int64(SweepBack/time.Hour)
+	at := from.Add(-time.Duration(k+1) * time.Hour)
+	return h.store.DuePartitions(at, at)
+}
+
+// foundBehind returns the swept partitions that hold due entries, counting
+// them (DueBehindWatermark, alarmed: something planned a past due time). A
+// failed sweep probe is only logged: the bucket comes round again.
+func (h *Handler) foundBehind(ctx context.Context, parts []domain.DuePartition, has []bool, errs []error) []domain.DuePartition {
+	var found []domain.DuePartition
+	for i, p := range parts {
+		switch {
+		case errs[i] != nil:
+			h.log.WarnContext(ctx, "sweep behind the watermark: probe failed", "bucket", p.Bucket, "shard", p.Shard, "error", errs[i])
+		case has[i]:
+			found = append(found, p)
+		}
+	}
+	if len(found) > 0 {
+		h.metrics.Add(ctx, metrics.DueBehindWatermark, metrics.Dims{}, len(found))
+		h.log.ErrorContext(ctx, "due entries behind the watermark; released", "partitions", len(found), "bucket", found[0].Bucket)
+	}
+	return found
 }
 
 // HandleRelease releases the partition named by each release message. A
@@ -326,12 +451,9 @@ func (h *Handler) releasePage(ctx context.Context, due []domain.Delivery) (int, 
 	errs := make([]error, len(due))
 	h.parallel(len(due), func(i int) {
 		d := due[i]
-		if d.Status == domain.StatusPlanned {
-			ready[i] = true // an earlier release stopped before queued
-			return
-		}
-		// The index does not project the status: the conditional transition
-		// decides, and a conflict returns the current state.
+		// The index does not project the status (a listed one is not the
+		// item's): the conditional transition decides, and a conflict
+		// returns the current state.
 		cur, err := h.store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{
 			To: domain.StatusPlanned, From: []domain.Status{domain.StatusDeferred}, KeepDue: true,
 		})

@@ -30,6 +30,8 @@ type memStore struct {
 	watermark  time.Time
 	// listErr fails every ListDue (a store outage).
 	listErr error
+	// probeErr fails the probes of these partitions.
+	probeErr map[domain.DuePartition]error
 	// watches are the in-flight watches by id; notifications the
 	// notifications a stuck check reads.
 	watches       map[string]*domain.Watch
@@ -152,6 +154,9 @@ func (s *memStore) HasDue(_ context.Context, p domain.DuePartition, now time.Tim
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.probes++
+	if err := s.probeErr[p]; err != nil {
+		return false, err
+	}
 	return len(s.due(p, now))+len(s.dueWatches(p, now)) > 0, nil
 }
 
@@ -330,6 +335,28 @@ func TestStaleIndexEntriesEndThePass(t *testing.T) {
 	}
 }
 
+// The release trusts no listed state: the index projects no status (an
+// entry's Status is empty), and one listed as planned — a stale or wider
+// index, a fake — is released only if the conditional transition finds the
+// item deferred or planned. Here the item was cancelled meanwhile.
+func TestListedStatusIsNotTrusted(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}}
+	cancelled := deferred("gone", now.Add(-time.Minute))
+	cancelled.Status = domain.StatusDropped
+	st.deliveries[key("gone", domain.ChannelEmail)] = cancelled
+	listed := *deferred("gone", now.Add(-time.Minute))
+	listed.Status = domain.StatusPlanned
+	st.stale = []domain.Delivery{listed}
+	pub := &memPublisher{}
+	h, _ := newHandler(st, pub)
+	h.budget = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // trusting it, the release sent it page after page
+	defer cancel()
+	if n, err := h.Release(ctx, partitionOf(cancelled)); n != 0 || err != nil || len(pub.sent) != 0 {
+		t.Fatalf("Release = %d, %v with %d sent: a cancelled delivery listed as planned was sent", n, err, len(pub.sent))
+	}
+}
+
 func TestSendFailureKeepsTheDeliveryDue(t *testing.T) {
 	st := &memStore{deliveries: map[string]*domain.Delivery{key("a", domain.ChannelEmail): deferred("a", now.Add(-time.Minute))}}
 	pub := &memPublisher{fail: map[string]bool{"a": true}}
@@ -406,18 +433,87 @@ func TestTickWatermark(t *testing.T) {
 	}
 }
 
+// A failed probe fails only its partition (issue 36, defect 8): the tick
+// still releases every partition known due, keeps the watermark at the
+// failed partition's bucket so the next tick probes it again, and reports
+// the failure.
+func TestTickReleasesWhatIsKnownDueWhenAProbeFails(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: now.Add(-5 * time.Hour)}
+	early := deferred("dd", now.Add(-150*time.Minute)) // shard 0 of the 09:00 bucket
+	st.deliveries[key("dd", domain.ChannelEmail)] = early
+	st.deliveries[key("a", domain.ChannelEmail)] = deferred("a", now.Add(-3*time.Hour)) // shard 1 of 09:00
+	st.deliveries[key("b", domain.ChannelEmail)] = deferred("b", now.Add(-time.Minute)) // shard 1 of 11:00
+	st.probeErr = map[domain.DuePartition]error{partitionOf(early): errors.New("injected ProvisionedThroughputExceededException")}
+	pub := &memPublisher{}
+	h, rel := newHandler(st, pub)
+	n, err := h.Tick(context.Background())
+	if err == nil {
+		t.Error("the tick reported no error though a probe failed")
+	}
+	if n != 2 || len(pub.sent) != 2 {
+		t.Fatalf("%d partitions released, %d sent: want the two known due despite the failed probe", n, len(pub.sent))
+	}
+	if want := partitionOf(early).Bucket; !st.watermark.Equal(want) {
+		t.Errorf("watermark %v, want %v: the failed partition's bucket is probed again", st.watermark, want)
+	}
+	delete(st.probeErr, partitionOf(early))
+	if got, err := run(t, h, rel, pub); err != nil || got != 1 || st.deliveries[key("dd", domain.ChannelEmail)].Status != domain.StatusQueued {
+		t.Errorf("next tick: %d released, %v; want the partition that failed released", got, err)
+	}
+}
+
 func TestTickProbesBoundedAfterAnOutage(t *testing.T) {
 	st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: now.Add(-30 * 24 * time.Hour)}
 	h, rel := newHandler(st, &memPublisher{})
 	if _, err := run(t, h, rel, &memPublisher{}); err != nil {
 		t.Fatal(err)
 	}
-	if max := 2 * (48 + 1); st.probes > max {
-		t.Errorf("%d probes, want at most %d (48 hours of buckets)", st.probes, max)
+	if max := 2 * (48 + 1 + 1); st.probes > max {
+		t.Errorf("%d probes, want at most %d (48 hours of buckets and one behind the watermark)", st.probes, max)
 	}
 	if want := now.Add(-30*24*time.Hour + 48*time.Hour); !st.watermark.Equal(want) {
 		t.Errorf("watermark %v, want %v (the end of what was probed)", st.watermark, want)
 	}
+}
+
+// An entry due in a bucket behind the watermark — planned with a past due
+// time — is in no bucket a tick probes; the sweep behind the watermark finds
+// it within one round of SweepBack, releases it and counts it (issue 36,
+// defect 2: a late digest leader was lost there). A sweep probes one bucket
+// a minute, however often the tick runs.
+func TestSweepReleasesEntriesBehindTheWatermark(t *testing.T) {
+	st := &memStore{deliveries: map[string]*domain.Delivery{}, watermark: now.Add(-time.Hour)}
+	lost := deferred("late", now.Add(-30*time.Hour))
+	st.deliveries[key("late", domain.ChannelEmail)] = lost
+	pub := &memPublisher{}
+	h, rel := newHandler(st, pub)
+	tally := &metrics.Tally{}
+	h.metrics = tally
+	clock := now
+	h.now = func() time.Time { return clock }
+	rounds := int(SweepBack / time.Hour)
+	minutes := 0
+	for ; minutes <= rounds && lost.Status == domain.StatusDeferred; minutes++ {
+		before := st.probes
+		for range 3 { // the second and third tick of a minute sweep nothing
+			if _, err := run(t, h, rel, pub); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Two shards a bucket: the first tick of an hour probes three
+		// buckets, the others two, and one bucket is swept.
+		if got, want := st.probes-before, 2*(3+2+2)+2; got > want {
+			t.Fatalf("minute %d: %d probes in a minute's three ticks, want at most %d: one swept bucket a minute", minutes, got, want)
+		}
+		clock = clock.Add(time.Minute)
+	}
+	if lost.Status != domain.StatusQueued || len(pub.sent) != 1 {
+		t.Fatalf("after %d minutes: %s, %d sent; want released within one sweep round (%d minutes)", minutes, lost.Status, len(pub.sent), rounds)
+	}
+	if got := tally.Count(metrics.DueBehindWatermark, metrics.Dims{}); got != 1 {
+		t.Errorf("DueBehindWatermark = %d, want the one partition", got)
+	}
+	t.Logf("found after %d minutes", minutes)
 }
 
 func TestHandleReleaseMessages(t *testing.T) {

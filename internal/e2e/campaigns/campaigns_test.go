@@ -208,19 +208,10 @@ func TestCancelledCampaignStopsSending(t *testing.T) {
 	run := stacktest.UniqueID("cmp-cancel")
 	people := users(run, 0, 12)
 	putUsers(t, people)
-	sendAt := st.Clock.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
-	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", `{`+content+`,"sendAt":"`+sendAt+`","audience":{"userIds":`+quoted(people)+`}}`)
-	if r.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
-	}
-	var c campaign
-	r.JSON(t, &c)
-	if r := stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil); r.StatusCode != http.StatusAccepted {
-		t.Fatalf("start: %d %s", r.StatusCode, r.Body)
-	}
+	c := startScheduled(t, people, st.Clock.Now().Add(2*time.Hour))
 	stacktest.Eventually(t, 30*time.Second, "notifications created", func() bool { return getCampaign(t, c.ID).Notified == len(people) })
 
-	r = stacktest.Do(t, http.MethodDelete, "/v1/campaigns/"+c.ID, nil)
+	r := stacktest.Do(t, http.MethodDelete, "/v1/campaigns/"+c.ID, nil)
 	if r.StatusCode != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.StatusCode, r.Body)
 	}
@@ -260,6 +251,21 @@ func TestCancelledCampaignStopsSending(t *testing.T) {
 		t.Errorf("cancelled draft %+v, want 3 dropped and finished", c)
 	}
 	wantProblem(t, stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil), http.StatusConflict, "campaign_not_draft")
+}
+
+// startScheduled creates and starts a campaign to people, sent at sendAt.
+func startScheduled(t *testing.T, people []string, sendAt time.Time) campaign {
+	t.Helper()
+	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", `{`+content+`,"sendAt":"`+sendAt.UTC().Format(time.RFC3339)+`","audience":{"userIds":`+quoted(people)+`}}`)
+	if r.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.StatusCode, r.Body)
+	}
+	var c campaign
+	r.JSON(t, &c)
+	if r := stacktest.Do(t, http.MethodPost, "/v1/campaigns/"+c.ID+"/start", nil); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("start: %d %s", r.StatusCode, r.Body)
+	}
+	return c
 }
 
 // TestMalformedCampaignMessageGoesToDLQ: a body that is no campaign step is

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -192,6 +193,39 @@ func TestFiveCommentsInAWindowBecomeOneDigest(t *testing.T) {
 			t.Fatalf("digest body %q lacks %s in newest-first order", p.Body, urls[i])
 		}
 		rest = rest[at+len(urls[i]):]
+	}
+}
+
+// Issue 36, defect 2: a digest planned hours after its comments were
+// accepted (a stream backlog, a relay DLQ redrive) had its leader deferred
+// to the window's end, hours in the past: a due-index bucket behind the
+// scheduler's watermark, never probed again, and the whole digest was lost
+// (its member already skipped: digested). The notifications are written as
+// intake writes them, accepted three hours ago, so the relay plans them
+// three hours late.
+func TestDigestPlannedHoursLateIsSent(t *testing.T) {
+	st, s := stacktest.Stack(t), stacktest.Store(t)
+	user := uniqueUser(t)
+	putUser(t, domain.User{ID: user})
+	sub := addPushSubscription(t, user)
+	accepted := st.Clock.Now().Add(-3 * time.Hour)
+	var ids []string
+	for i := range 2 {
+		n := &domain.Notification{ID: stacktest.UniqueID("late"), Caller: "e2e", Type: "comment.created", Recipient: domain.Recipient{UserID: user},
+			Priority: domain.PriorityLow, BatchKey: "thread-" + user, CreatedAt: accepted.Add(time.Duration(i) * time.Second), Status: domain.NotificationAccepted,
+			Data: map[string]any{"actorLabel": "Someone", "url": fmt.Sprintf("https://example.com/c/%s/%d", user, i)}}
+		if _, err := s.CreateNotification(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, n.ID)
+	}
+	waitStatus(t, ids[1], domain.ChannelPush, domain.StatusSkipped, 10*time.Second)
+	lead := waitStatus(t, ids[0], domain.ChannelPush, domain.StatusSent, 15*time.Second)
+	if lead.DigestID != ids[0] {
+		t.Errorf("leader %+v: want its own digest", lead)
+	}
+	if got := pushesTo(t, sub); len(got) != 1 || got[0].Title != "2 new comments" {
+		t.Errorf("pushes %+v, want one digest of both comments", got)
 	}
 }
 
