@@ -393,6 +393,9 @@ func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOpt
 	if failed := res.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d message(s) could not be redriven (see above); they are still in the DLQ", len(failed))
 	}
+	if res.Unseen > 0 {
+		return fmt.Errorf("about %d message(s) of the DLQ were not looked at: another reader held them for longer than %s (a `herald dlq show`, a console); run the redrive again", res.Unseen, op.hold())
+	}
 	return nil
 }
 

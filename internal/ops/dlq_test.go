@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
@@ -664,5 +665,43 @@ func TestRedriveNeverClaimedChannel(t *testing.T) {
 	}
 	if len(res.Items) != 1 || res.Items[0].Action != ActionLeave || !strings.Contains(res.Items[0].Note, "has no email delivery") {
 		t.Errorf("result %+v, want an unplanned channel left", res)
+	}
+}
+
+// TestRedriveAllReadsUntilEmpty: --all looks at every message the DLQ
+// holds, also those another reader holds for a while when it starts (an
+// inspection, an operator's console): an empty receive does not end it
+// while fewer messages were seen than the DLQ held; it waits for them (at
+// most the hold an inspection takes), for every kind of DLQ.
+func TestRedriveAllReadsUntilEmpty(t *testing.T) {
+	for _, name := range []string{"campaign", "email"} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv()
+			q, _ := e.op.Target.DLQ(name)
+			for i := range 40 {
+				e.sqs.park(q.URL, campaignQ, fmt.Sprintf(`{"kind":"plan","campaignId":"c-%02d"}`, i), 3, t0.Add(-time.Hour))
+			}
+			// Another reader holds 9 of them for 20 seconds.
+			if _, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 9, VisibilityTimeout: 20}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.op.Redrive(ctx, name, RedriveOptions{All: true, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Items) != 40 || res.Unseen != 0 {
+				t.Errorf("looked at %d of 40 (unseen %d)", len(res.Items), res.Unseen)
+			}
+			// Held longer than an inspection's hold: the run ends, and says
+			// how many it did not see.
+			e.clock.Sleep(ctx, time.Minute)
+			if _, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 9, VisibilityTimeout: 3600}); err != nil {
+				t.Fatal(err)
+			}
+			res, err = e.op.Redrive(ctx, name, RedriveOptions{All: true, DryRun: true})
+			if err != nil || len(res.Items) != 31 || res.Unseen != 9 {
+				t.Errorf("9 held for an hour: %v, looked at %d, unseen %d; want 31 and 9", err, len(res.Items), res.Unseen)
+			}
+		})
 	}
 }
