@@ -35,7 +35,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 8 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 9 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
 		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" || tg.Campaign != "https://sqs.eu-west-1.amazonaws.com/1/prod-CampaignQueue-AbC" {
 		t.Fatalf("target %+v", tg)
 	}
@@ -45,6 +45,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 		{"release", "release"}, {"ReleaseDLQ", "release"},
 		{"campaign", "campaign"}, {"CampaignDLQ", "campaign"}, {"prod-CampaignDLQ-AbC", "campaign"},
 		{"events", "events"}, {"EventsDLQ", "events"},
+		{"live", "live"}, {"LiveDLQ", "live"}, {"prod-LiveDLQ-AbC", "live"},
 	}
 	for _, l := range lookups {
 		q, err := tg.DLQ(l.arg)
@@ -130,6 +131,7 @@ func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
 		{Name: "release", Queue: "herald-ReleaseDLQ"},
 		{Name: "campaign", Queue: "herald-CampaignDLQ", Depth: 1, OldestAgeSeconds: 600},
 		{Name: "feedback", Queue: "herald-FeedbackDLQ"},
+		{Name: "live", Queue: "herald-LiveDLQ"},
 	}
 	if !reflect.DeepEqual(qs, want) {
 		t.Errorf("list\n got %+v\nwant %+v", qs, want)

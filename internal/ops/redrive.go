@@ -157,6 +157,8 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 	switch {
 	case q.Name == FeedbackDLQName:
 		return res, ErrNoRedrive
+	case q.Name == LiveDLQName:
+		return res, ErrLiveNotRedriven
 	case q.Name == ReleaseDLQName:
 		return o.redriveRelease(ctx, q, opts, res)
 	case q.Name == CampaignDLQName:

@@ -48,3 +48,26 @@ func TestRedriveAllLooksAtEveryMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLiveDLQListed: herald dlq lists the live queue's DLQ with every other
+// DLQ, shows a parked message by kind (never its users), and purges it.
+func TestLiveDLQListed(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := stacktest.UniqueID("u-live-dlq")
+	if _, err := sqs.NewFromConfig(st.AWS).SendMessage(context.Background(), &sqs.SendMessageInput{
+		QueueUrl:    aws.String(st.Resources.Queues["LiveDLQ"].URL),
+		MessageBody: aws.String(`{"events":[{"userId":"` + user + `","kind":"inbox.created","id":"n1"}]}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if q := depth(t, "live"); q.Depth != 1 || q.Queue != (ops.DLQ{URL: st.Resources.Queues["LiveDLQ"].URL}).QueueName() {
+		t.Errorf("live DLQ listed as %+v, want depth 1", q)
+	}
+	out, err := herald(t, "show", "live")
+	if err != nil || !strings.Contains(out, "post 1 inbox changes (inbox.created)") || strings.Contains(out, user) {
+		t.Errorf("show live: %v\n%s", err, out)
+	}
+	if _, err := herald(t, "purge", "live", "--yes"); err != nil {
+		t.Fatal(err)
+	}
+}
