@@ -33,12 +33,16 @@ const ConnectWindow = 30 * time.Second
 // Close is an evicted connection to close once its $connect has returned
 // (a live queue message: Batch.Close).
 type Close struct {
+	// User is set while the connection's record is still to be removed
+	// (the connect's EvictConnection failed: throttled, out of time); the
+	// poster evicts it first.
+	User         string `json:"userId,omitempty"`
 	ConnectionID string `json:"connectionId"`
 	// Until is the end of the connection's ConnectWindow: a 410 after it
 	// means the connection is gone (it was never established, or closed).
 	Until time.Time `json:"until"`
-	// Attempt counts the DeleteConnection calls made so far (the evicting
-	// connect's is the first).
+	// Attempt counts the EvictConnection and DeleteConnection calls made
+	// so far (the evicting connect's is the first).
 	Attempt int `json:"attempt,omitempty"`
 }
 
@@ -46,6 +50,12 @@ type Close struct {
 // (whole seconds).
 type LaterCloser interface {
 	CloseLater(ctx context.Context, c Close, delay time.Duration) error
+}
+
+// ConnectionEvictor removes a connection's record if it is still there and
+// reports whether this call removed it (ConnectionStore.EvictConnection).
+type ConnectionEvictor interface {
+	EvictConnection(ctx context.Context, user, connectionID string) (bool, error)
 }
 
 // closeRetryDelay is how long the next call to close a connection waits
@@ -94,8 +104,9 @@ func overLimit(conns []Connection, newID string, max int, now time.Time) (closed
 
 // evict applies the limit after newID was recorded: it forgets the closed
 // connections and evicts the oldest past max, closing each one it removed.
-// Nothing here fails the connect: a connection left over is evicted by the
-// next connect.
+// Nothing here fails the connect: an eviction it cannot finish (a store
+// write or a DeleteConnection that failed, a connection still inside its
+// $connect) is finished by the poster, from the live queue.
 func (r *Routes) evict(ctx context.Context, user string, conns []Connection, newID string, max int, now time.Time) int {
 	closed, over := overLimit(conns, newID, max, now)
 	if len(closed) > 0 {
@@ -105,17 +116,21 @@ func (r *Routes) evict(ctx context.Context, user string, conns []Connection, new
 	}
 	evicted := 0
 	for _, c := range over {
+		pending := Close{User: user, ConnectionID: c.ID, Until: c.ConnectedAt.Add(ConnectWindow)}
 		removed, err := r.Store.EvictConnection(ctx, user, c.ID)
-		if err != nil {
-			r.Log.WarnContext(ctx, "evict connection failed", "error", err)
-			continue
-		}
-		if !removed {
+		var outcome closeOutcome
+		switch {
+		case err != nil:
+			r.Log.WarnContext(ctx, "evict connection failed; the poster finishes it", "error", err)
+			outcome, err = closeAgain(ctx, r.Later, pending, 1, err, now)
+		case !removed:
 			continue // another connect evicted it, or it disconnected
+		default:
+			evicted++
+			pending.User = ""
+			outcome, err = closeConnection(ctx, r.Closer, r.Later, pending, now)
 		}
-		evicted++
-		later := Close{ConnectionID: c.ID, Until: c.ConnectedAt.Add(ConnectWindow)}
-		if outcome, err := closeConnection(ctx, r.Closer, r.Later, later, now); outcome == closeDropped {
+		if outcome == closeDropped {
 			r.Log.WarnContext(ctx, "evicted connection not closed", "error", err)
 		}
 	}
@@ -139,31 +154,55 @@ const (
 // the window means the connection is gone.
 func closeConnection(ctx context.Context, closer Closer, later LaterCloser, c Close, now time.Time) (closeOutcome, error) {
 	err := closer.DeleteConnection(ctx, c.ConnectionID)
-	calls := c.Attempt + 1
 	switch {
 	case err == nil:
 		return closeDone, nil
 	case isGone(err) && !now.Before(c.Until):
 		return closeGone, nil
-	case later == nil, calls >= maxCloseAttempts:
-		return closeDropped, err
 	}
-	next := Close{ConnectionID: c.ConnectionID, Until: c.Until, Attempt: calls}
-	if qerr := later.CloseLater(ctx, next, closeRetryDelay(calls, now, c.Until)); qerr != nil {
-		return closeDropped, fmt.Errorf("%w; and sending it to the live queue: %w", err, qerr)
+	return closeAgain(ctx, later, c, c.Attempt+1, err, now)
+}
+
+// closeAgain sends c, after `calls` calls of which the last failed with
+// cause, to the live queue for its next step; past maxCloseAttempts (or
+// without a queue) it gives up.
+func closeAgain(ctx context.Context, later LaterCloser, c Close, calls int, cause error, now time.Time) (closeOutcome, error) {
+	if later == nil || calls >= maxCloseAttempts {
+		return closeDropped, cause
+	}
+	c.Attempt = calls
+	if err := later.CloseLater(ctx, c, closeRetryDelay(calls, now, c.Until)); err != nil {
+		return closeDropped, fmt.Errorf("%w; and sending it to the live queue: %w", cause, err)
 	}
 	return closeQueued, nil
 }
 
-// closeLater serves a Close from the live queue. One given up is logged:
-// the connection then lives until API Gateway's own limits, untracked.
+// closeLater serves a Close from the live queue: the record's eviction
+// first when the connect could not make it, then the close. One given up is
+// logged: the connection then lives until API Gateway's own limits.
 func (p *Poster) closeLater(ctx context.Context, c Close, t *tally) {
-	if p.Closer == nil {
+	if p.Closer == nil || (c.User != "" && p.Evict == nil) {
 		p.Log.WarnContext(ctx, "live close without a closer; dropped")
 		t.dropped.Add(1)
 		return
 	}
-	outcome, err := closeConnection(ctx, p.Closer, p.Later, c, p.Now())
+	now := p.Now()
+	if c.User != "" {
+		removed, err := p.Evict.EvictConnection(ctx, c.User, c.ConnectionID)
+		switch {
+		case err != nil:
+			if outcome, err := closeAgain(ctx, p.Later, c, c.Attempt+1, err, now); outcome == closeDropped {
+				p.Log.WarnContext(ctx, "live close given up", "attempts", c.Attempt+1, "error", err)
+				t.dropped.Add(1)
+			}
+			return
+		case !removed:
+			t.gone.Add(1) // another connect evicted it, or it disconnected
+			return
+		}
+		c.User, c.Attempt = "", c.Attempt+1
+	}
+	outcome, err := closeConnection(ctx, p.Closer, p.Later, c, now)
 	switch outcome {
 	case closeDone:
 		t.closed.Add(1)

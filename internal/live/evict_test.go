@@ -20,6 +20,8 @@ type memConns struct {
 	mu    sync.Mutex
 	conns map[string]map[string]Connection
 	err   error
+	// evictErr fails EvictConnection (a throttled or timed-out write).
+	evictErr error
 }
 
 func newMemConns() *memConns { return &memConns{conns: map[string]map[string]Connection{}} }
@@ -44,6 +46,9 @@ func (m *memConns) AddConnection(_ context.Context, user string, c Connection) (
 func (m *memConns) EvictConnection(_ context.Context, user, id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.evictErr != nil {
+		return false, m.evictErr
+	}
 	_, ok := m.conns[user][id]
 	delete(m.conns[user], id)
 	return ok, nil
@@ -58,9 +63,11 @@ func (m *memConns) ForgetConnections(_ context.Context, user string, ids []strin
 	return nil
 }
 
-func (m *memConns) RemoveConnection(ctx context.Context, user, id string) error {
-	_, err := m.EvictConnection(ctx, user, id)
-	return err
+func (m *memConns) RemoveConnection(_ context.Context, user, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.conns[user], id)
+	return nil
 }
 
 func (m *memConns) TouchConnection(_ context.Context, user, id string, at time.Time) error {
@@ -301,6 +308,7 @@ func TestRoutesEvictedClose(t *testing.T) {
 		queued   bool
 		noQueue  bool
 		queueErr error
+		evictErr error
 	}{
 		{name: "established", age: time.Minute, closer: &fakeCloser{}, closed: true},
 		{name: "still connecting", age: 2 * time.Second, closer: &fakeCloser{goneAll: true}, queued: true},
@@ -308,10 +316,12 @@ func TestRoutesEvictedClose(t *testing.T) {
 		{name: "call failed", age: time.Minute, closer: &fakeCloser{err: errors.New("timeout")}, queued: true},
 		{name: "no live queue", age: 2 * time.Second, closer: &fakeCloser{goneAll: true}, noQueue: true},
 		{name: "queue down", age: 2 * time.Second, closer: &fakeCloser{goneAll: true}, queueErr: errors.New("down")},
+		{name: "eviction write failed", age: time.Minute, closer: &fakeCloser{}, evictErr: errors.New("throttled"), queued: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st, q := newMemConns(), &laterQueue{err: tt.queueErr}
 			st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-tt.age), LastActive: now})
+			st.evictErr = tt.evictErr
 			r := &Routes{Store: st, Closer: tt.closer, Later: q, Now: func() time.Time { return now }, Log: quiet, MaxConnections: 1}
 			if tt.noQueue {
 				r.Later = nil
@@ -319,16 +329,57 @@ func TestRoutesEvictedClose(t *testing.T) {
 			if resp, _ := r.Handle(context.Background(), wsEvent("$connect", "new", auth)); resp.StatusCode != http.StatusOK {
 				t.Fatalf("connect: %d", resp.StatusCode)
 			}
-			if got := st.ids("u1"); !slices.Equal(got, []string{"new"}) {
-				t.Errorf("recorded %v, want [new]", got)
+			wantIDs, wantUser := []string{"new"}, ""
+			if tt.evictErr != nil {
+				wantIDs, wantUser = []string{"new", "old"}, "u1" // the poster evicts it
+			}
+			if got := st.ids("u1"); !slices.Equal(got, wantIDs) {
+				t.Errorf("recorded %v, want %v", got, wantIDs)
 			}
 			if closed := slices.Equal(tt.closer.closed, []string{"old"}); closed != tt.closed {
 				t.Errorf("closed %v, want %v", tt.closer.closed, tt.closed)
 			}
-			want := Close{ConnectionID: "old", Until: now.Add(-tt.age + ConnectWindow), Attempt: 1}
+			want := Close{User: wantUser, ConnectionID: "old", Until: now.Add(-tt.age + ConnectWindow), Attempt: 1}
 			if queued := len(q.closes) == 1 && q.closes[0] == want && q.delays[0] == time.Second; queued != tt.queued || len(q.closes) > 1 {
 				t.Errorf("queued %+v after %v, want %v (%+v after 1 s)", q.closes, q.delays, tt.queued, want)
 			}
 		})
+	}
+}
+
+// A Close whose record is still to be removed (the connect's eviction
+// write failed): the poster evicts it, then closes it; one another connect
+// evicted (or that disconnected) meanwhile is left alone; a failed
+// eviction is sent again, with its user.
+func TestPosterCloseEvictsFirst(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	body := func(c Close) string {
+		b, _ := json.Marshal(Batch{Close: &c})
+		return string(b)
+	}
+	pending := Close{User: "u1", ConnectionID: "old", Until: now.Add(-time.Minute), Attempt: 1}
+	run := func(st *memConns) (*fakeCloser, *laterQueue) {
+		t.Helper()
+		cl, q := &fakeCloser{}, &laterQueue{}
+		p := &Poster{Evict: st, Closer: cl, Later: q, Now: func() time.Time { return now }, Log: quiet}
+		if resp, err := p.Handle(context.Background(), sqsEvent(body(pending))); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("%+v, %v", resp, err)
+		}
+		return cl, q
+	}
+	st := newMemConns()
+	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour), LastActive: now}, Connection{ID: "new", ConnectedAt: now, LastActive: now})
+	if cl, q := run(st); !slices.Equal(st.ids("u1"), []string{"new"}) || !slices.Equal(cl.closed, []string{"old"}) || len(q.closes) != 0 {
+		t.Errorf("evicted and closed: recorded %v, closed %v, sent again %+v", st.ids("u1"), cl.closed, q.closes)
+	}
+	if cl, q := run(st); len(cl.closed) != 0 || len(q.closes) != 0 {
+		t.Errorf("already evicted: closed %v, sent again %+v", cl.closed, q.closes)
+	}
+	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour), LastActive: now})
+	st.evictErr = errors.New("throttled")
+	next := pending
+	next.Attempt = 2
+	if cl, q := run(st); len(cl.closed) != 0 || len(q.closes) != 1 || q.closes[0] != next || q.delays[0] != 2*time.Second {
+		t.Errorf("eviction failed: closed %v, sent again %+v after %v; want %+v after 2 s", cl.closed, q.closes, q.delays, next)
 	}
 }

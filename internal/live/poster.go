@@ -47,9 +47,11 @@ type Poster struct {
 	// broadcast message is dropped.
 	Online OnlineReader
 	Queue  BroadcastQueue
-	// Closer and Later serve a Close (a connection evicted inside its
-	// $connect): DeleteConnection, and the Close sent again while the
-	// connection may still be connecting. Without them it is dropped.
+	// Evict, Closer and Later serve a Close (an eviction a connect could
+	// not finish): EvictConnection when the record is still to be removed,
+	// DeleteConnection, and the Close sent again while the connection may
+	// still be connecting. Without them it is dropped.
+	Evict  ConnectionEvictor
 	Closer Closer
 	Later  LaterCloser
 	// BroadcastRate bounds a broadcast's pace, in users a second all

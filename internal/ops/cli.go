@@ -350,6 +350,9 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 func describeLive(l LiveMessage) string {
 	switch l.Kind {
 	case "close":
+		if l.Evict {
+			return fmt.Sprintf("evict and close a connection (%d calls made)", l.Attempts)
+		}
 		return fmt.Sprintf("close an evicted connection (%d calls made)", l.Attempts)
 	case "broadcast":
 		return fmt.Sprintf("post a broadcast page: announcement %s, shard %d", l.AnnouncementID, *l.Shard)

@@ -433,16 +433,17 @@ func TestLiveDLQ(t *testing.T) {
 		`{"events":[{"userId":"u-private-1","kind":"inbox.created","id":"n1"},{"userId":"u-private-2","kind":"inbox.updated"}]}`,
 		`{"broadcast":{"id":"a00000000000000000000000001","shard":3,"after":"u-private-3"}}`,
 		`{"close":{"connectionId":"ConnPrivate0A=","until":"2026-03-01T12:00:30Z","attempt":2}}`,
+		`{"close":{"userId":"u-private-4","connectionId":"ConnPrivate0B=","until":"2026-03-01T12:00:30Z","attempt":1}}`,
 		`not json`,
 	} {
 		e.sqs.park(liveDLQ, "", b, 3, t0.Add(-time.Minute))
 	}
 	out, _, err := runCLI(t, e, "list")
-	if err != nil || !regexp.MustCompile(`(?m)^live\s+-\s+4\s`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`(?m)^live\s+-\s+5\s`).MatchString(out) {
 		t.Errorf("list: %v\n%s", err, out)
 	}
 	out, _, err = runCLI(t, e, "show", "live")
-	for _, want := range []string{"2 inbox changes (inbox.created, inbox.updated)", "announcement a00000000000000000000000001, shard 3", "close an evicted connection (2 calls made)", "malformed body"} {
+	for _, want := range []string{"2 inbox changes (inbox.created, inbox.updated)", "announcement a00000000000000000000000001, shard 3", "close an evicted connection (2 calls made)", "evict and close a connection (1 calls made)", "malformed body"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("show live: %v, want %q in\n%s", err, want, out)
 		}

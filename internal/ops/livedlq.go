@@ -27,8 +27,10 @@ type LiveMessage struct {
 	// AnnouncementID and Shard are a broadcast page's.
 	AnnouncementID string `json:"announcementId,omitempty"`
 	Shard          *int   `json:"shard,omitempty"`
-	// Attempts are the DeleteConnection calls a close made.
-	Attempts int `json:"attempts,omitempty"`
+	// Attempts are the calls a close made; Evict is true while the
+	// connection's record was still to be removed.
+	Attempts int  `json:"attempts,omitempty"`
+	Evict    bool `json:"evict,omitempty"`
 }
 
 // describeLiveMessage reads a live DLQ message.
@@ -40,7 +42,7 @@ func describeLiveMessage(m sqstypes.Message, p *Parked) {
 	}
 	switch {
 	case b.Close != nil:
-		p.Live = &LiveMessage{Kind: "close", Attempts: b.Close.Attempt}
+		p.Live = &LiveMessage{Kind: "close", Attempts: b.Close.Attempt, Evict: b.Close.User != ""}
 	case b.Broadcast != nil:
 		shard := b.Broadcast.Shard
 		p.Live = &LiveMessage{Kind: "broadcast", AnnouncementID: b.Broadcast.ID, Shard: &shard}
