@@ -45,10 +45,11 @@ func TestEachFunctionLinksOnlyWhatItCalls(t *testing.T) {
 		"campaign":  {ses, sns, ssm, secretsmanager},
 		// The live inbox: the authorizer calls no AWS service (the issuer's
 		// JWKS over HTTPS); the routes and the poster call DynamoDB and the
-		// management API (signed HTTP, no SDK client); the poster sends a
-		// broadcast's continuations to its own queue (sqs).
+		// management API; the poster sends a broadcast's continuations to
+		// its own queue (sqs), and the routes an evicted connection still
+		// inside its $connect, to close later (sqs).
 		"liveauthorizer": {sqs, ses, sns, ssm, secretsmanager},
-		"live":           {sqs, ses, sns, ssm, secretsmanager},
+		"live":           {ses, sns, ssm, secretsmanager},
 		"livepost":       {ses, sns, ssm, secretsmanager},
 	}
 	deps := functionDeps(t)

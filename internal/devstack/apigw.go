@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"time"
@@ -225,6 +226,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The body did not arrive within requestReadTimeout.
+		writeGatewayError(w, http.StatusRequestTimeout, "Request Timeout")
+		return
+	}
 	if err != nil || len(body) > maxPayload {
 		writeGatewayError(w, http.StatusRequestEntityTooLarge, "Request Entity Too Large")
 		return

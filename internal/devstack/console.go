@@ -36,9 +36,6 @@ func (s *Stack) routeConsole() {
 	// The kit is served from the working tree: edits show on reload.
 	s.mux.Handle("GET /_dev/kit/", noStore(http.StripPrefix("/_dev/kit/", http.FileServer(http.Dir(filepath.Join(s.cfg.Root, "web"))))))
 	s.mux.HandleFunc("GET /_dev/notifications", s.recentNotifications)
-	s.mux.HandleFunc("GET /_dev/faults", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Faults.state())
-	})
 }
 
 func noStore(h http.Handler) http.Handler {
@@ -58,7 +55,10 @@ type FaultState struct {
 func (f *Faults) state() map[domain.Channel]FaultState {
 	out := map[domain.Channel]FaultState{}
 	f.mu.Lock()
-	for _, ch := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, FaultMobile} {
+	for _, ch := range FaultChannels {
+		if ch == domain.ChannelPush {
+			continue // the push sink's own faults, below
+		}
 		st := FaultState{Mode: FaultOff, Served: len(f.hits[ch])}
 		if p, ok := f.pending[ch]; ok {
 			st.Mode, st.Remaining = p.mode, p.remaining

@@ -53,7 +53,7 @@ func (s *Stack) routeDev() {
 	s.mux.Handle("/_dev/sns", s.SMS.APIHandler())
 	s.mux.Handle("/_dev/sms", s.SMS.ListHandler())
 	s.mux.Handle("/_dev/mobile-push", s.SMS.MobileHandler())
-	s.mux.HandleFunc("POST /_dev/faults", s.faultsRoute)
+	s.routeFaults(s.mux)
 	if s.Bus != nil {
 		s.mux.Handle("/_dev/eventbridge", s.Bus)
 	}

@@ -40,6 +40,10 @@ const (
 // platform endpoint), which are part of the push channel's deliveries.
 const FaultMobile domain.Channel = "mobile"
 
+// FaultChannels are the fault switches, in the order GET /_dev/faults and
+// the console show them: POST /_dev/faults accepts these and no other.
+var FaultChannels = []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, domain.ChannelPush, FaultMobile, EventsChannel}
+
 // Faults makes a channel's next provider calls fail, for developers and
 // tests (POST /_dev/faults). Email and SMS faults are an SDK middleware on
 // the email and SMS functions' aws.Config that answers SES SendEmail or SNS
@@ -82,7 +86,7 @@ func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
 // Set makes the next times provider calls of ch fail in mode; times ≤ 0
 // means until Set(ch, FaultOff, 0).
 func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
-	if _, err := domain.ParseChannel(string(ch)); err != nil && ch != FaultMobile && ch != EventsChannel {
+	if !slices.Contains(FaultChannels, ch) {
 		return fmt.Errorf("channel %q: want email, sms, push, mobile or events (the event bus's PutEvents)", ch)
 	}
 	switch mode {
@@ -213,6 +217,15 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 			enforcer: s.IAM, base: defaultHTTPClient()}
 	}
 	return cfg
+}
+
+// routeFaults serves the fault switches: POST /_dev/faults sets one, GET
+// lists them all.
+func (s *Stack) routeFaults(mux *http.ServeMux) {
+	mux.HandleFunc("POST /_dev/faults", s.faultsRoute)
+	mux.HandleFunc("GET /_dev/faults", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Faults.state())
+	})
 }
 
 // faultsRoute serves POST /_dev/faults

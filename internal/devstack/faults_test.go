@@ -2,9 +2,11 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,5 +171,54 @@ func TestMobileFaults(t *testing.T) {
 	}
 	if n := len(f.Hits(FaultMobile)); n != 2 {
 		t.Errorf("%d mobile hits, want 2", n)
+	}
+}
+
+// GET /_dev/faults lists every fault POST /_dev/faults accepts, with the
+// switch just set; a channel POST refuses is listed nowhere.
+func TestFaultsRouteListsEveryFault(t *testing.T) {
+	push, _ := pushsink.New("http://127.0.0.1:1", nil)
+	s := &Stack{Faults: NewFaults(push, time.Now)}
+	mux := http.NewServeMux()
+	s.routeFaults(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	candidates := []string{"mobile", "events", "bogus", "inbox", ""}
+	for _, c := range domain.Channels {
+		candidates = append(candidates, string(c))
+	}
+	accepted := 0
+	for _, ch := range candidates {
+		resp, err := http.Post(srv.URL+"/_dev/faults", "application/json", strings.NewReader(`{"channel":"`+ch+`","mode":"transient","times":2}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		resp, err = http.Get(srv.URL + "/_dev/faults")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var state map[string]FaultState
+		err = json.NewDecoder(resp.Body).Decode(&state)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, ok := state[ch]
+		switch {
+		case resp.StatusCode != http.StatusOK:
+			t.Fatalf("GET: %d", resp.StatusCode)
+		case ok && listed != (FaultState{Mode: FaultTransient, Remaining: 2}):
+			t.Errorf("%q accepted, listed as %+v, want transient ×2", ch, listed)
+		case !ok && s.Faults.Set(domain.Channel(ch), FaultOff, 0) == nil:
+			t.Errorf("POST accepts %q, GET does not list it (lists %v)", ch, state)
+		}
+		if ok {
+			accepted++
+		}
+		_ = s.Faults.Set(domain.Channel(ch), FaultOff, 0)
+	}
+	if accepted != len(FaultChannels) {
+		t.Errorf("%d channels accepted and listed, want %d (%v)", accepted, len(FaultChannels), FaultChannels)
 	}
 }

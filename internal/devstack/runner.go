@@ -233,7 +233,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.server = newHTTPServer(s.mux)
 
 	if err = awaitEmulators(); err != nil {
 		return nil, err
@@ -772,4 +772,18 @@ func (s *Stack) QueueDepths(ctx context.Context) ([]QueueCounts, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// requestReadTimeout bounds reading a whole request, headers and body, as
+// API Gateway bounds a request by its 30-second integration limit: a client
+// that declares a body and stalls (Content-Length: 100, one byte sent) is
+// answered 408 and its connection closed, instead of holding it for good.
+// A WebSocket connection is not bounded by it once upgraded (net/http
+// clears the deadline of a hijacked connection).
+const requestReadTimeout = 30 * time.Second
+
+// newHTTPServer is the runner's server: the request bounds above; idle
+// keep-alive connections are kept as before (no idle timeout).
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: requestReadTimeout, IdleTimeout: -1}
 }

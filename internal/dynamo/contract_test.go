@@ -3,11 +3,17 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/inbox"
+	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/storetest"
 )
 
@@ -80,6 +86,35 @@ func TestStoreContractOnline(t *testing.T) {
 					t.Fatal(err)
 				}
 				return a.LiveAt
+			},
+		}
+	})
+}
+
+func TestStoreContractConnections(t *testing.T) {
+	storetest.ConnectionContract(t, func(t *testing.T) storetest.ConnectionHarness {
+		s, db, _ := newStore(t)
+		return storetest.ConnectionHarness{
+			Add: func(ctx context.Context, user, id string, at time.Time) ([]string, error) {
+				conns, err := s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at, LastActive: at})
+				ids := make([]string, len(conns))
+				for i, c := range conns {
+					ids[i] = c.ID
+				}
+				return ids, err
+			},
+			Evict: s.EvictConnection, Forget: s.ForgetConnections, Remove: s.RemoveConnection, Touch: s.TouchConnection,
+			IDs: func(t testing.TB, user string) []string {
+				item := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "U#"+user, "LIVE")
+				if item == nil {
+					return nil
+				}
+				conns, _ := item["conns"].(*types.AttributeValueMemberM)
+				ids := []string{}
+				if conns != nil {
+					ids = slices.Sorted(maps.Keys(conns.Value))
+				}
+				return ids
 			},
 		}
 	})

@@ -3,8 +3,8 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,10 +18,16 @@ import (
 // liveSK is a user's live-inbox connections item, next to the profile:
 // one item holding every open connection (at most live's bound), so that
 // the poster reads a whole batch's users in one BatchGetItem, and a user
-// without connections costs a read of nothing. Its TTL is when the last
-// connection reaches API Gateway's 2-hour limit; readers skip connections
-// past their deadline (2 h, or 10 minutes idle) before that.
+// without connections costs a read of nothing. Its TTL is when the newest
+// connection reaches API Gateway's 2-hour limit (and liveTTLSlack); readers
+// skip connections past their deadline (2 h, or 10 minutes idle) before
+// that.
 const liveSK = "LIVE"
+
+// liveTTLSlack: each connect sets the TTL from its own clock, so the last
+// write is not always the newest connection's; a minute covers the clocks
+// of concurrent connects (Lambda's are NTP-synchronised to milliseconds).
+const liveTTLSlack = time.Minute
 
 // liveItem is the stored shape.
 type liveItem struct {
@@ -29,7 +35,6 @@ type liveItem struct {
 	SK    string              `dynamodbav:"sk"`
 	Kind  string              `dynamodbav:"kind"`
 	Conns map[string]liveConn `dynamodbav:"conns"`
-	Ver   int64               `dynamodbav:"ver"`
 	TTL   int64               `dynamodbav:"ttl"`
 	_     struct{}            `dynamodbav:"-"`
 }
@@ -44,106 +49,110 @@ func (c liveConn) toDomain(id string) live.Connection {
 	return live.Connection{ID: id, ConnectedAt: time.UnixMilli(c.Connected).UTC(), LastActive: time.UnixMilli(c.LastActive).UTC()}
 }
 
-// maxLiveWriteAttempts bounds the optimistic retries of a connect racing
-// another connect of the same user.
-const maxLiveWriteAttempts = 4
-
-// AddConnection records c for user: connections no longer open at now are
-// dropped, and past max the oldest are evicted (returned). The write is
-// conditional on the item's version, so two connects of one user at once
-// both land.
-func (s *Store) AddConnection(ctx context.Context, user string, c live.Connection, max int, now time.Time) ([]string, error) {
-	for attempt := 0; attempt < maxLiveWriteAttempts; attempt++ {
-		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(UserPK(user), liveSK), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return nil, fmt.Errorf("read connections: %w", err)
-		}
-		it := liveItem{PK: UserPK(user), SK: liveSK, Kind: "live", Conns: map[string]liveConn{}}
-		exists := len(out.Item) > 0
-		if exists {
-			if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+// AddConnection records c for user and returns the user's connections as
+// of this write. The write is an UpdateItem that sets the connection's own
+// map entry, so connects of one user at once never conflict; only the very
+// first connect of a user creates the item (a conditional PutItem; losing
+// that race, it adds its entry to the item the winner created).
+func (s *Store) AddConnection(ctx context.Context, user string, c live.Connection) ([]live.Connection, error) {
+	entry := liveConn{Connected: c.ConnectedAt.UnixMilli(), LastActive: c.LastActive.UnixMilli()}
+	av, err := attributevalue.Marshal(entry)
+	if err != nil {
+		return nil, err
+	}
+	ttl := c.ConnectedAt.Add(live.MaxConnectionAge + liveTTLSlack).Unix()
+	for range 2 {
+		out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(UserPK(user), liveSK),
+			UpdateExpression:          aws.String("SET conns.#c = :c, #ttl = :ttl"),
+			ConditionExpression:       aws.String("attribute_exists(conns)"),
+			ExpressionAttributeNames:  map[string]string{"#c": c.ID, "#ttl": "ttl"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":c": av, ":ttl": num(ttl)},
+			ReturnValues:              types.ReturnValueAllNew,
+		})
+		if err == nil {
+			var it liveItem
+			if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
 				return nil, fmt.Errorf("unmarshal connections: %w", err)
 			}
-			if it.Conns == nil {
-				it.Conns = map[string]liveConn{}
+			conns := make([]live.Connection, 0, len(it.Conns))
+			for id, lc := range it.Conns {
+				conns = append(conns, lc.toDomain(id))
 			}
+			return conns, nil
 		}
-		prev := it.Ver
-		evicted := pruneConnections(it.Conns, c.ID, max, now)
-		it.Conns[c.ID] = liveConn{Connected: c.ConnectedAt.UnixMilli(), LastActive: c.LastActive.UnixMilli()}
-		it.Ver = prev + 1
-		for _, lc := range it.Conns {
-			it.TTL = maxInt64(it.TTL, time.UnixMilli(lc.Connected).Add(live.MaxConnectionAge).Unix())
+		if !isConditionFailed(err) {
+			return nil, fmt.Errorf("write connections: %w", err)
 		}
-		av, err := attributevalue.MarshalMap(it)
+		first, err := attributevalue.MarshalMap(liveItem{PK: UserPK(user), SK: liveSK, Kind: "live", Conns: map[string]liveConn{c.ID: entry}, TTL: ttl})
 		if err != nil {
 			return nil, err
 		}
-		in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: av}
-		if exists {
-			in.ConditionExpression = aws.String("ver = :v")
-			in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": num(prev)}
-		} else {
-			in.ConditionExpression = aws.String("attribute_not_exists(pk)")
+		_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: first,
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		if err == nil {
+			return []live.Connection{c}, nil
 		}
-		_, err = s.db.PutItem(ctx, in)
-		if isConditionFailed(err) {
-			continue
-		}
-		if err != nil {
+		if !isConditionFailed(err) {
 			return nil, fmt.Errorf("write connections: %w", err)
 		}
-		return evicted, nil
+		// Another connect created the item meanwhile: add to it.
 	}
-	return nil, fmt.Errorf("write connections: %d concurrent changes", maxLiveWriteAttempts)
+	return nil, fmt.Errorf("write connections: the item was created and deleted meanwhile")
 }
 
-// pruneConnections drops the connections closed by now (not reported: API
-// Gateway closed them) and evicts the oldest open ones so that, with the
-// new one, at most max remain; it returns the evicted ids.
-func pruneConnections(conns map[string]liveConn, newID string, max int, now time.Time) []string {
-	type entry struct {
-		id string
-		c  liveConn
-	}
-	var open []entry
-	for id, c := range conns {
-		if id == newID || !c.toDomain(id).Open(now) {
-			delete(conns, id)
-			continue
-		}
-		open = append(open, entry{id, c})
-	}
-	sort.Slice(open, func(i, j int) bool {
-		if open[i].c.Connected != open[j].c.Connected {
-			return open[i].c.Connected < open[j].c.Connected
-		}
-		return open[i].id < open[j].id
+// EvictConnection removes a connection if it is still recorded; the
+// removal is conditional on it (never creating the item), so of concurrent
+// evictions exactly one reports true.
+func (s *Store) EvictConnection(ctx context.Context, user, connectionID string) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(UserPK(user), liveSK),
+		UpdateExpression:         aws.String("REMOVE conns.#c"),
+		ConditionExpression:      aws.String("attribute_exists(conns.#c)"),
+		ExpressionAttributeNames: map[string]string{"#c": connectionID},
 	})
-	var evicted []string
-	for len(open) >= max && len(open) > 0 {
-		evicted = append(evicted, open[0].id)
-		delete(conns, open[0].id)
-		open = open[1:]
+	if isConditionFailed(err) {
+		return false, nil
 	}
-	return evicted
+	if err != nil {
+		return false, fmt.Errorf("remove connection: %w", err)
+	}
+	return true, nil
+}
+
+// ForgetConnections removes connections API Gateway has closed, in one
+// write (a missing one is nothing to remove); the item must exist, and
+// never is created.
+func (s *Store) ForgetConnections(ctx context.Context, user string, connectionIDs []string) error {
+	if len(connectionIDs) == 0 {
+		return nil
+	}
+	names := map[string]string{}
+	paths := make([]string, len(connectionIDs))
+	for i, id := range connectionIDs {
+		n := "#c" + strconv.Itoa(i)
+		names[n], paths[i] = id, "conns."+n
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      key(UserPK(user), liveSK),
+		UpdateExpression:         aws.String("REMOVE " + strings.Join(paths, ", ")),
+		ConditionExpression:      aws.String("attribute_exists(conns)"),
+		ExpressionAttributeNames: names,
+	})
+	if err != nil && !isConditionFailed(err) {
+		return fmt.Errorf("forget connections: %w", err)
+	}
+	return nil
 }
 
 // RemoveConnection forgets a connection; an absent item or connection is
 // not an error (the update is conditional so it never creates the item).
 func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(UserPK(user), liveSK),
-		UpdateExpression:          aws.String("REMOVE conns.#c ADD ver :one"),
-		ConditionExpression:       aws.String("attribute_exists(conns.#c)"),
-		ExpressionAttributeNames:  map[string]string{"#c": connectionID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-	})
-	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("remove connection: %w", err)
-	}
-	return nil
+	_, err := s.EvictConnection(ctx, user, connectionID)
+	return err
 }
 
 // TouchConnection records the client's activity at `at` (its idle deadline
@@ -192,11 +201,4 @@ func (s *Store) Connections(ctx context.Context, users []string) (map[string][]l
 		}
 	}
 	return out, nil
-}
-
-func maxInt64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }

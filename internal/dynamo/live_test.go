@@ -2,7 +2,7 @@ package dynamo_test
 
 import (
 	"context"
-	"slices"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,92 +11,78 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
+	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/live"
 )
 
-// TestLiveConnections: connections are kept per user with their deadlines;
-// past the bound the oldest are evicted, closed ones pruned; concurrent
-// connects all land; touch and remove never recreate a removed one; one
-// batch read answers many users.
+// TestLiveConnections: connections are kept per user with their times and
+// read back for many users in one batch; the item's TTL is the newest
+// connection's 2-hour limit (and a minute of clock slack); a connect writes
+// once (an UpdateItem; the user's first a PutItem), reading nothing.
 func TestLiveConnections(t *testing.T) {
 	s, db, clock := newStore(t)
 	ctx := context.Background()
 	user, other := uniq(t), uniq(t)+"-other"
 	t0 := clock.Now().Truncate(time.Millisecond)
-	add := func(id string, at time.Time) []string {
+	add := func(u, id string, at time.Time) []live.Connection {
 		t.Helper()
-		ev, err := s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at, LastActive: at}, 3, at)
+		conns, err := s.AddConnection(ctx, u, live.Connection{ID: id, ConnectedAt: at, LastActive: at})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return ev
+		return conns
 	}
-	for i := range 3 {
-		if ev := add("c"+strconv.Itoa(i), t0.Add(time.Duration(i)*time.Second)); len(ev) != 0 {
-			t.Fatalf("connect %d evicted %v", i, ev)
+	if got := add(user, "c0", t0); len(got) != 1 || got[0] != (live.Connection{ID: "c0", ConnectedAt: t0, LastActive: t0}) {
+		t.Fatalf("first connect answered %+v", got)
+	}
+	got := add(user, "c1", t0.Add(time.Second))
+	sort.Slice(got, func(i, j int) bool { return got[i].ID < got[j].ID })
+	if len(got) != 2 || !got[0].ConnectedAt.Equal(t0) || !got[1].ConnectedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("second connect answered %+v", got)
+	}
+	item := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "U#"+user, "LIVE")
+	if got, want := numAttr(t, item, "ttl"), strconv.FormatInt(t0.Add(time.Second+live.MaxConnectionAge+time.Minute).Unix(), 10); got != want {
+		t.Errorf("ttl %s, want %s (the newest connection's limit and a minute)", got, want)
+	}
+	if err := s.TouchConnection(ctx, user, "c1", t0.Add(9*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	add(other, "o1", t0)
+	m, err := s.Connections(ctx, []string{user, other, "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 2 || len(m[user]) != 2 || len(m[other]) != 1 {
+		t.Fatalf("connections %+v", m)
+	}
+	for _, c := range m[user] {
+		if c.ID == "c1" && !c.LastActive.Equal(t0.Add(9*time.Minute)) {
+			t.Errorf("c1 last active %s, want the touch", c.LastActive)
 		}
 	}
-	if ev := add("c3", t0.Add(3*time.Second)); !slices.Equal(ev, []string{"c0"}) {
-		t.Fatalf("the fourth of three evicted %v, want the oldest c0", ev)
-	}
-	ids := func(u string) []string {
-		t.Helper()
-		m, err := s.Connections(ctx, []string{u, other, "nobody"})
-		if err != nil {
+	// What a connect costs: one write, no read (the user's first: the
+	// update finds no item, then the put).
+	calls := devstack.NewCalls()
+	e := stacktest.Emulators(t)
+	counted := dynamo.New(dynamodb.NewFromConfig(e.AWS, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(e.Emulators.DynamoDB)
+		o.APIOptions = append(o.APIOptions, calls.Middleware)
+	}), e.Resources.Table, dynamo.WithClock(clock.Now))
+	fresh := uniq(t) + "-fresh"
+	for i, want := range []map[string]int{{"DynamoDB.UpdateItem": 1, "DynamoDB.PutItem": 1}, {"DynamoDB.UpdateItem": 1}} {
+		calls.Reset()
+		if _, err := counted.AddConnection(ctx, fresh, live.Connection{ID: "f" + strconv.Itoa(i), ConnectedAt: t0, LastActive: t0}); err != nil {
 			t.Fatal(err)
 		}
-		var out []string
-		for _, c := range m[u] {
-			out = append(out, c.ID)
+		if got := calls.Snapshot(); !maps.Equal(got, want) {
+			t.Errorf("connect %d made %v, want %v", i, got, want)
 		}
-		sort.Strings(out)
-		return out
-	}
-	if got := ids(user); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
-		t.Fatalf("connections %v", got)
-	}
-	// Idle connections are pruned by the next connect, not evicted.
-	if err := s.TouchConnection(ctx, user, "c3", t0.Add(9*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	later := t0.Add(11 * time.Minute)
-	if ev := add("c4", later); len(ev) != 0 {
-		t.Fatalf("evicted %v; the idle ones should have been pruned", ev)
-	}
-	if got := ids(user); !slices.Equal(got, []string{"c3", "c4"}) {
-		t.Fatalf("after pruning: %v, want c3 (touched) and c4", got)
-	}
-	// Removing, and touching a removed one, leave it removed.
-	if err := s.RemoveConnection(ctx, user, "c3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.TouchConnection(ctx, user, "c3", later); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RemoveConnection(ctx, other, "nothing"); err != nil {
-		t.Fatal(err)
-	}
-	if got := ids(user); !slices.Equal(got, []string{"c4"}) {
-		t.Fatalf("after remove: %v", got)
-	}
-	if raw := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "U#"+other, "LIVE"); raw != nil {
-		t.Fatalf("removing from a user without connections created %v", raw)
-	}
-	// Concurrent connects of one user all land (conditional on the version).
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Go(func() {
-			id := "p" + strconv.Itoa(i)
-			if _, err := s.AddConnection(ctx, other, live.Connection{ID: id, ConnectedAt: later, LastActive: later}, 5, later); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	if got := ids(other); len(got) != 4 {
-		t.Fatalf("concurrent connects kept %v, want all four", got)
 	}
 }
 

@@ -13,9 +13,17 @@ import (
 
 // ConnectionStore keeps each user's open connections (one item a user).
 type ConnectionStore interface {
-	// AddConnection records c for user, dropping those no longer open at
-	// now, and, past max, the oldest; it returns the ids it evicted.
-	AddConnection(ctx context.Context, user string, c Connection, max int, now time.Time) (evicted []string, err error)
+	// AddConnection records c for user with a write that never conflicts
+	// with another connect of the user, and returns the user's connections
+	// as of that write: every one recorded before it, c included.
+	AddConnection(ctx context.Context, user string, c Connection) ([]Connection, error)
+	// EvictConnection removes a connection if it is still recorded and
+	// reports whether this call removed it: of concurrent evictions of one
+	// connection, exactly one is true.
+	EvictConnection(ctx context.Context, user, connectionID string) (bool, error)
+	// ForgetConnections removes connections API Gateway has closed
+	// (absent ones: nothing to do).
+	ForgetConnections(ctx context.Context, user string, connectionIDs []string) error
 	// RemoveConnection forgets a connection (absent: nothing to do).
 	RemoveConnection(ctx context.Context, user, connectionID string) error
 	// TouchConnection records the client's activity at `at`.
@@ -43,8 +51,11 @@ type Routes struct {
 	// Online is the online set a broadcast walks; nil records nothing.
 	Online OnlineStore
 	Closer Closer
-	Now    func() time.Time
-	Log    *slog.Logger
+	// Later closes, from the live queue, an evicted connection that was
+	// still inside its own $connect; nil leaves it open (logged).
+	Later LaterCloser
+	Now   func() time.Time
+	Log   *slog.Logger
 	// MaxConnections per user; 0 means DefaultMaxConnections.
 	MaxConnections int
 }
@@ -89,19 +100,14 @@ func (r *Routes) Handle(ctx context.Context, ev events.APIGatewayWebsocketProxyR
 				return events.APIGatewayProxyResponse{StatusCode: http.StatusInternalServerError}, nil
 			}
 		}
-		evicted, err := r.Store.AddConnection(ctx, user, Connection{ID: conn, ConnectedAt: now, LastActive: now}, limit, now)
+		conns, err := r.Store.AddConnection(ctx, user, Connection{ID: conn, ConnectedAt: now, LastActive: now})
 		if err != nil {
 			r.Log.ErrorContext(ctx, "live connect failed", "error", err)
 			return events.APIGatewayProxyResponse{StatusCode: http.StatusInternalServerError}, nil
 		}
-		for _, id := range evicted {
-			// The evicted connection learns it is closed; a gone one is fine.
-			if err := r.Closer.DeleteConnection(ctx, id); err != nil && !isGone(err) {
-				r.Log.WarnContext(ctx, "close evicted connection failed", "error", err)
-			}
-		}
+		evicted := r.evict(ctx, user, conns, conn, limit, now)
 		r.touchPresence(ctx, user, now)
-		r.Log.InfoContext(ctx, "live connected", "evicted", len(evicted))
+		r.Log.InfoContext(ctx, "live connected", "evicted", evicted)
 	case "$disconnect":
 		if err := r.Store.RemoveConnection(ctx, user, conn); err != nil {
 			r.Log.WarnContext(ctx, "live disconnect failed", "error", err)

@@ -46,10 +46,12 @@ type Event struct {
 }
 
 // Batch is the body of one message of the live queue: a batch of
-// per-user events, or one page of an announcement's broadcast.
+// per-user events, one page of an announcement's broadcast, or a
+// connection to close (evicted while inside its $connect).
 type Batch struct {
 	Events    []Event    `json:"events,omitempty"`
 	Broadcast *Broadcast `json:"broadcast,omitempty"`
+	Close     *Close     `json:"close,omitempty"`
 }
 
 // Broadcast posts an announcement (ID) to the users of one shard of the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -142,32 +143,26 @@ func TestConnectionDeadline(t *testing.T) {
 	}
 }
 
-type fakeStore struct {
-	added   []Connection
-	evict   []string
-	removed []string
-	touched []string
+type fakeCloser struct {
+	mu     sync.Mutex
+	closed []string
+	// gone answers 410 for these ids (or every id when nil and goneAll).
+	gone    map[string]bool
+	goneAll bool
 	err     error
 }
 
-func (f *fakeStore) AddConnection(_ context.Context, user string, c Connection, max int, now time.Time) ([]string, error) {
-	f.added = append(f.added, c)
-	return f.evict, f.err
-}
-func (f *fakeStore) RemoveConnection(_ context.Context, user, id string) error {
-	f.removed = append(f.removed, user+"/"+id)
-	return nil
-}
-func (f *fakeStore) TouchConnection(_ context.Context, user, id string, at time.Time) error {
-	f.touched = append(f.touched, user+"/"+id)
-	return nil
-}
-
-type fakeCloser struct{ closed []string }
-
 func (f *fakeCloser) DeleteConnection(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if f.goneAll || f.gone[id] {
+		return ErrGone
+	}
 	f.closed = append(f.closed, id)
-	return ErrGone
+	return nil
 }
 
 func wsEvent(route, conn string, authorizer any) events.APIGatewayWebsocketProxyRequest {
@@ -175,24 +170,31 @@ func wsEvent(route, conn string, authorizer any) events.APIGatewayWebsocketProxy
 		RouteKey: route, ConnectionID: conn, Authorizer: authorizer}}
 }
 
+// TestRoutes: $connect records the connection and evicts past the bound,
+// closing what it evicted; $default touches, $disconnect removes; without
+// the authorizer's user nothing is recorded; a store failure refuses.
 func TestRoutes(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	st, cl := &fakeStore{evict: []string{"old"}}, &fakeCloser{}
-	r := &Routes{Store: st, Closer: cl, Now: func() time.Time { return now }, Log: quiet}
+	st, cl := newMemConns(), &fakeCloser{}
+	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-time.Minute)})
+	r := &Routes{Store: st, Closer: cl, Now: func() time.Time { return now }, Log: quiet, MaxConnections: 1}
 	auth := map[string]any{"principalId": "u1", "userId": "u1"}
 	resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c1", auth))
-	if resp.StatusCode != http.StatusOK || len(st.added) != 1 || st.added[0].ID != "c1" || len(cl.closed) != 1 || cl.closed[0] != "old" {
-		t.Errorf("connect: %d, added %+v, closed %v", resp.StatusCode, st.added, cl.closed)
+	if ids := st.ids("u1"); resp.StatusCode != http.StatusOK || !slices.Equal(ids, []string{"c1"}) || !slices.Equal(cl.closed, []string{"old"}) {
+		t.Errorf("connect: %d, recorded %v, closed %v", resp.StatusCode, ids, cl.closed)
 	}
 	_, _ = r.Handle(context.Background(), wsEvent("$default", "c1", auth))
+	if c := st.get("u1", "c1"); !c.LastActive.Equal(now) {
+		t.Errorf("$default: last active %s", c.LastActive)
+	}
 	_, _ = r.Handle(context.Background(), wsEvent("$disconnect", "c1", auth))
-	if len(st.touched) != 1 || len(st.removed) != 1 || st.removed[0] != "u1/c1" {
-		t.Errorf("touched %v removed %v", st.touched, st.removed)
+	if ids := st.ids("u1"); len(ids) != 0 {
+		t.Errorf("after $disconnect: %v", ids)
 	}
 	// Without the authorizer's user nothing is recorded.
 	resp, _ = r.Handle(context.Background(), wsEvent("$connect", "c2", nil))
-	if resp.StatusCode != http.StatusForbidden || len(st.added) != 1 {
-		t.Errorf("no user: %d, added %d", resp.StatusCode, len(st.added))
+	if resp.StatusCode != http.StatusForbidden || st.users() != 1 || len(st.ids("u1")) != 0 {
+		t.Errorf("no user: %d, %d users recorded", resp.StatusCode, st.users())
 	}
 	// A store failure refuses the connect.
 	st.err = errors.New("down")

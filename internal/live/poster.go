@@ -47,6 +47,13 @@ type Poster struct {
 	// broadcast message is dropped.
 	Online OnlineReader
 	Queue  BroadcastQueue
+	// Evict, Closer and Later serve a Close (an eviction a connect could
+	// not finish): EvictConnection when the record is still to be removed,
+	// DeleteConnection, and the Close sent again while the connection may
+	// still be connecting. Without them it is dropped.
+	Evict  ConnectionEvictor
+	Closer Closer
+	Later  LaterCloser
 	// BroadcastRate bounds a broadcast's pace, in users a second all
 	// shards together (each post makes the kit refetch the inbox); 0 means
 	// DefaultBroadcastRate.
@@ -84,12 +91,12 @@ func (p *Poster) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	resp := p.handle(ctx, ev, &t)
 	// Counts only: no user, connection or message text in logs.
 	p.Log.InfoContext(ctx, "live posts", "posted", t.posted.Load(), "gone", t.gone.Load(), "dropped", t.dropped.Load(),
-		"broadcastUsers", t.broadcast.Load(), "malformed", len(resp.BatchItemFailures))
+		"broadcastUsers", t.broadcast.Load(), "closed", t.closed.Load(), "malformed", len(resp.BatchItemFailures))
 	return resp, nil
 }
 
 // tally counts one invocation's outcomes.
-type tally struct{ posted, gone, dropped, broadcast atomic.Int64 }
+type tally struct{ posted, gone, dropped, broadcast, closed atomic.Int64 }
 
 func (p *Poster) handle(ctx context.Context, ev events.SQSEvent, t *tally) events.SQSEventResponse {
 	var resp events.SQSEventResponse
@@ -100,6 +107,10 @@ func (p *Poster) handle(ctx context.Context, ev events.SQSEvent, t *tally) event
 		if err := json.Unmarshal([]byte(m.Body), &b); err != nil || !valid(b) {
 			p.Log.ErrorContext(ctx, "malformed live message", "messageId", m.MessageId)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: m.MessageId})
+			continue
+		}
+		if b.Close != nil {
+			p.closeLater(ctx, *b.Close, t)
 			continue
 		}
 		events := b.Events
@@ -196,6 +207,9 @@ func (p *Poster) broadcastPage(ctx context.Context, b Broadcast, t *tally) []Eve
 }
 
 func valid(b Batch) bool {
+	if c := b.Close; c != nil {
+		return len(b.Events) == 0 && b.Broadcast == nil && c.ConnectionID != "" && !c.Until.IsZero() && c.Attempt >= 0
+	}
 	if bc := b.Broadcast; bc != nil {
 		return len(b.Events) == 0 && inbox.IsAnnouncementID(bc.ID) && bc.Shard >= 0 && bc.Shard < OnlineShards
 	}

@@ -36,9 +36,11 @@ const DLQUsage = `Usage:
                                                     scheduler sends each again, or fails it lost
                                                     past its notification's expiry
 
-<queue> is email, sms, push, relay, release, campaign, feedback or events (or the queue's name).
+<queue> is email, sms, push, relay, release, campaign, feedback, events or live (or the queue's name).
 The feedback DLQ (SES events the feedback function failed on) is listed, shown
-and purged, not redriven: replay its events as docs/runbook.md says.
+and purged, not redriven: replay its events as docs/runbook.md says. The live
+DLQ (live inbox posts the poster could not decode) is listed, shown and purged:
+its posts are stale once the cause is fixed.
 
 Which deployment (every subcommand):
   --stack NAME     a CloudFormation stack's outputs (default $HERALD_STACK)
@@ -46,7 +48,8 @@ Which deployment (every subcommand):
                    working directory, written by 'herald dev')
   without either: TABLE_NAME, EMAIL_HIGH_QUEUE_URL …, RELEASE_QUEUE_URL, CAMPAIGN_QUEUE_URL
   and EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL,
-  CAMPAIGN_DLQ_URL, FEEDBACK_DLQ_URL from the environment, else the running 'make dev'.
+  CAMPAIGN_DLQ_URL, FEEDBACK_DLQ_URL (EVENTS_DLQ_URL, LIVE_DLQ_URL optional) from the
+  environment, else the running 'make dev'.
 
 'show' and 'list' receive messages and release them at once: the messages stay,
 but each inspection adds one to their receive count. Output carries ids, states,
@@ -175,7 +178,7 @@ func parse(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		if n == 0 {
 			return nil, usageError("%s takes no arguments, got %s", fs.Name(), strings.Join(pos, " "))
 		}
-		return nil, usageError("%s takes a queue: email, sms, push, relay, release, campaign, feedback or events", fs.Name())
+		return nil, usageError("%s takes a queue: email, sms, push, relay, release, campaign, feedback, events or live", fs.Name())
 	}
 	return pos, nil
 }
@@ -300,6 +303,11 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 				}
 				row("function error", f.ErrorCode)
 			}
+		case q.Name == LiveDLQName:
+			fmt.Fprintf(tw, "message %s\n", p.MessageID)
+			if l := p.Live; l != nil {
+				row("asks", describeLive(*l))
+			}
 		case q.Name == EventsDLQName:
 			fmt.Fprintf(tw, "message %s\n", p.MessageID)
 			if e := p.Event; e != nil {
@@ -336,6 +344,20 @@ func (c CLI) show(ctx context.Context, w Where, queue string, limit int, asJSON 
 		}
 	}
 	return nil
+}
+
+// describeLive says what a live DLQ message asked the poster for.
+func describeLive(l LiveMessage) string {
+	switch l.Kind {
+	case "close":
+		if l.Evict {
+			return fmt.Sprintf("evict and close a connection (%d calls made)", l.Attempts)
+		}
+		return fmt.Sprintf("close an evicted connection (%d calls made)", l.Attempts)
+	case "broadcast":
+		return fmt.Sprintf("post a broadcast page: announcement %s, shard %d", l.AnnouncementID, *l.Shard)
+	}
+	return fmt.Sprintf("post %d inbox changes (%s)", l.Events, strings.Join(l.Kinds, ", "))
 }
 
 func when(t, now time.Time) string {
@@ -392,6 +414,9 @@ func (c CLI) redrive(ctx context.Context, w Where, queue string, opts RedriveOpt
 	}
 	if failed := res.Failed(); len(failed) > 0 {
 		return fmt.Errorf("%d message(s) could not be redriven (see above); they are still in the DLQ", len(failed))
+	}
+	if res.Unseen > 0 {
+		return fmt.Errorf("about %d message(s) of the DLQ were not looked at: another reader held them for longer than %s (a `herald dlq show`, a console); run the redrive again", res.Unseen, op.hold())
 	}
 	return nil
 }

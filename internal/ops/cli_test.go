@@ -129,7 +129,7 @@ func TestResolver(t *testing.T) {
 		{name: "no credentials", where: Where{Stack: "prod"}, wd: sub, creds: failingCreds{}, stack: testOutputs(), wantErr: ErrNoCredentials},
 		{name: "environment", env: map[string]string{"TABLE_NAME": "tbl", "EMAIL_DLQ_URL": emailDLQ, "SMS_DLQ_URL": smsDLQ, "PUSH_DLQ_URL": pushDLQ, "RELAY_DLQ_URL": relayDLQ,
 			"RELEASE_DLQ_URL": releaseDLQ, "RELEASE_QUEUE_URL": releaseQueue, "CAMPAIGN_DLQ_URL": campaignDLQ, "CAMPAIGN_QUEUE_URL": campaignQ, "FEEDBACK_DLQ_URL": feedbackDLQ,
-			"EMAIL_HIGH_QUEUE_URL": "a", "EMAIL_NORMAL_QUEUE_URL": "a", "EMAIL_LOW_QUEUE_URL": "a", "SMS_HIGH_QUEUE_URL": "a", "SMS_NORMAL_QUEUE_URL": "a",
+			"LIVE_DLQ_URL": liveDLQ, "EMAIL_HIGH_QUEUE_URL": "a", "EMAIL_NORMAL_QUEUE_URL": "a", "EMAIL_LOW_QUEUE_URL": "a", "SMS_HIGH_QUEUE_URL": "a", "SMS_NORMAL_QUEUE_URL": "a",
 			"SMS_LOW_QUEUE_URL": "a", "PUSH_HIGH_QUEUE_URL": "a", "PUSH_NORMAL_QUEUE_URL": "a", "PUSH_LOW_QUEUE_URL": "a", "RATE_LIMIT_EMAIL": "3", "RATE_LIMIT_WINDOW": "30s"}, wd: sub, creds: goodCreds, wantDesc: "environment", wantLimit: 3, wantWin: 30 * time.Second},
 		{name: "local state found upwards", wd: sub, alive: true, creds: goodCreds, wantDesc: "local stack http://127.0.0.1:3000", wantSet: "AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9324", wantLimit: 2, wantWin: 2 * time.Minute},
 		{name: "state flag", where: Where{State: statePath}, wd: "/", alive: true, creds: goodCreds, wantDesc: "local stack", wantSet: "AWS_REGION=us-east-1", wantLimit: 2, wantWin: 2 * time.Minute},
@@ -168,7 +168,7 @@ func TestResolver(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 7 || tg.Release == "" || tg.Campaign == "" || stacks.asked != tt.wantStack {
+			if !strings.Contains(desc, tt.wantDesc) || len(tg.DLQs) != 8 || tg.Release == "" || tg.Campaign == "" || stacks.asked != tt.wantStack {
 				t.Errorf("desc %q, target %+v, asked stack %q", desc, tg, stacks.asked)
 			}
 			// The relay a redrive re-runs is configured as the deployed one.
@@ -207,7 +207,7 @@ func TestCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list []map[string]any
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 7 {
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 8 {
 		t.Fatalf("list --json: %v %s", err, out)
 	}
 	for _, k := range []string{"name", "channel", "depth", "oldestAgeSeconds"} {
@@ -420,5 +420,43 @@ func TestFeedbackDLQ(t *testing.T) {
 	}
 	if out, _, err := runCLI(t, e, "purge", "feedback", "--yes"); err != nil || !strings.Contains(out, "purged the feedback DLQ") {
 		t.Errorf("purge feedback: %v %s", err, out)
+	}
+}
+
+// TestLiveDLQ: the live queue's DLQ is listed, its messages shown by kind
+// (inbox changes: how many and of which kinds; a broadcast page: the
+// announcement and shard; a connection to close) without user or
+// connection ids, purged, and not redriven (its posts are stale).
+func TestLiveDLQ(t *testing.T) {
+	e := newEnv()
+	for _, b := range []string{
+		`{"events":[{"userId":"u-private-1","kind":"inbox.created","id":"n1"},{"userId":"u-private-2","kind":"inbox.updated"}]}`,
+		`{"broadcast":{"id":"a00000000000000000000000001","shard":3,"after":"u-private-3"}}`,
+		`{"close":{"connectionId":"ConnPrivate0A=","until":"2026-03-01T12:00:30Z","attempt":2}}`,
+		`{"close":{"userId":"u-private-4","connectionId":"ConnPrivate0B=","until":"2026-03-01T12:00:30Z","attempt":1}}`,
+		`not json`,
+	} {
+		e.sqs.park(liveDLQ, "", b, 3, t0.Add(-time.Minute))
+	}
+	out, _, err := runCLI(t, e, "list")
+	if err != nil || !regexp.MustCompile(`(?m)^live\s+-\s+5\s`).MatchString(out) {
+		t.Errorf("list: %v\n%s", err, out)
+	}
+	out, _, err = runCLI(t, e, "show", "live")
+	for _, want := range []string{"2 inbox changes (inbox.created, inbox.updated)", "announcement a00000000000000000000000001, shard 3", "close an evicted connection (2 calls made)", "evict and close a connection (1 calls made)", "malformed body"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("show live: %v, want %q in\n%s", err, want, out)
+		}
+	}
+	for _, private := range []string{"u-private", "ConnPrivate"} {
+		if strings.Contains(out, private) {
+			t.Errorf("show live prints %s:\n%s", private, out)
+		}
+	}
+	if _, _, err := runCLI(t, e, "redrive", "live", "--all"); !errors.Is(err, ErrLiveNotRedriven) {
+		t.Errorf("redrive live: %v, want ErrLiveNotRedriven", err)
+	}
+	if out, _, err := runCLI(t, e, "purge", "live", "--yes"); err != nil || !strings.Contains(out, "purged the live DLQ") {
+		t.Errorf("purge live: %v %s", err, out)
 	}
 }

@@ -308,6 +308,8 @@ type Parked struct {
 	Feedback *FeedbackEvent `json:"feedback,omitempty"`
 	// Events DLQ messages: the parked event (its id, type and status).
 	Event *ParkedEvent `json:"event,omitempty"`
+	// Live DLQ messages: what the live queue message asked for.
+	Live *LiveMessage `json:"live,omitempty"`
 }
 
 // ErrEmpty reports an empty DLQ.
@@ -351,6 +353,8 @@ func (o *Operator) Show(ctx context.Context, queueArg string, limit int) (DLQ, [
 			describeFeedbackMessage(m, &p)
 		case q.Name == EventsDLQName:
 			describeEventMessage(m, &p)
+		case q.Name == LiveDLQName:
+			describeLiveMessage(m, &p)
 		case q.Channel == "":
 			o.describeRelayMessage(ctx, m, &p)
 		default:

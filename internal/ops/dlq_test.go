@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
@@ -34,7 +35,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 8 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
+	if tg.Table != "prod-Table-1" || len(tg.DLQs) != 9 || tg.Work["sms-low"] != "https://sqs.eu-west-1.amazonaws.com/1/prod-SmsLowQueue" ||
 		tg.Release != "https://sqs.eu-west-1.amazonaws.com/1/prod-ReleaseQueue-AbC" || tg.Campaign != "https://sqs.eu-west-1.amazonaws.com/1/prod-CampaignQueue-AbC" {
 		t.Fatalf("target %+v", tg)
 	}
@@ -44,6 +45,7 @@ func TestTargetFromOutputsAndLookup(t *testing.T) {
 		{"release", "release"}, {"ReleaseDLQ", "release"},
 		{"campaign", "campaign"}, {"CampaignDLQ", "campaign"}, {"prod-CampaignDLQ-AbC", "campaign"},
 		{"events", "events"}, {"EventsDLQ", "events"},
+		{"live", "live"}, {"LiveDLQ", "live"}, {"prod-LiveDLQ-AbC", "live"},
 	}
 	for _, l := range lookups {
 		q, err := tg.DLQ(l.arg)
@@ -129,6 +131,7 @@ func TestListReportsDepthAndAgeAndLeavesMessages(t *testing.T) {
 		{Name: "release", Queue: "herald-ReleaseDLQ"},
 		{Name: "campaign", Queue: "herald-CampaignDLQ", Depth: 1, OldestAgeSeconds: 600},
 		{Name: "feedback", Queue: "herald-FeedbackDLQ"},
+		{Name: "live", Queue: "herald-LiveDLQ"},
 	}
 	if !reflect.DeepEqual(qs, want) {
 		t.Errorf("list\n got %+v\nwant %+v", qs, want)
@@ -664,5 +667,43 @@ func TestRedriveNeverClaimedChannel(t *testing.T) {
 	}
 	if len(res.Items) != 1 || res.Items[0].Action != ActionLeave || !strings.Contains(res.Items[0].Note, "has no email delivery") {
 		t.Errorf("result %+v, want an unplanned channel left", res)
+	}
+}
+
+// TestRedriveAllReadsUntilEmpty: --all looks at every message the DLQ
+// holds, also those another reader holds for a while when it starts (an
+// inspection, an operator's console): an empty receive does not end it
+// while fewer messages were seen than the DLQ held; it waits for them (at
+// most the hold an inspection takes), for every kind of DLQ.
+func TestRedriveAllReadsUntilEmpty(t *testing.T) {
+	for _, name := range []string{"campaign", "email"} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv()
+			q, _ := e.op.Target.DLQ(name)
+			for i := range 40 {
+				e.sqs.park(q.URL, campaignQ, fmt.Sprintf(`{"kind":"plan","campaignId":"c-%02d"}`, i), 3, t0.Add(-time.Hour))
+			}
+			// Another reader holds 9 of them for 20 seconds.
+			if _, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 9, VisibilityTimeout: 20}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.op.Redrive(ctx, name, RedriveOptions{All: true, DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Items) != 40 || res.Unseen != 0 {
+				t.Errorf("looked at %d of 40 (unseen %d)", len(res.Items), res.Unseen)
+			}
+			// Held longer than an inspection's hold: the run ends, and says
+			// how many it did not see.
+			e.clock.Sleep(ctx, time.Minute)
+			if _, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 9, VisibilityTimeout: 3600}); err != nil {
+				t.Fatal(err)
+			}
+			res, err = e.op.Redrive(ctx, name, RedriveOptions{All: true, DryRun: true})
+			if err != nil || len(res.Items) != 31 || res.Unseen != 9 {
+				t.Errorf("9 held for an hour: %v, looked at %d, unseen %d; want 31 and 9", err, len(res.Items), res.Unseen)
+			}
+		})
 	}
 }

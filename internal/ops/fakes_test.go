@@ -431,13 +431,14 @@ const (
 	campaignDLQ  = "http://sqs.local/000000000000/herald-CampaignDLQ"
 	campaignQ    = "http://sqs.local/000000000000/herald-CampaignQueue"
 	feedbackDLQ  = "http://sqs.local/000000000000/herald-FeedbackDLQ"
+	liveDLQ      = "http://sqs.local/000000000000/herald-LiveDLQ"
 	emailHigh    = "http://sqs.local/000000000000/herald-EmailHighQueue"
 	emailLow     = "http://sqs.local/000000000000/herald-EmailLowQueue"
 )
 
 func testTarget() Target {
 	urls := map[string]string{"EmailDLQ": emailDLQ, "SmsDLQ": smsDLQ, "PushDLQ": pushDLQ, "RelayDLQ": relayDLQ, "ReleaseDLQ": releaseDLQ, "ReleaseQueue": releaseQueue,
-		"CampaignDLQ": campaignDLQ, "CampaignQueue": campaignQ, "FeedbackDLQ": feedbackDLQ}
+		"CampaignDLQ": campaignDLQ, "CampaignQueue": campaignQ, "FeedbackDLQ": feedbackDLQ, "LiveDLQ": liveDLQ}
 	for _, c := range domain.Channels {
 		for _, p := range domain.Priorities {
 			id := WorkQueueLogicalID(c, p)

@@ -94,6 +94,10 @@ type RedriveResult struct {
 	Items  []RedriveItem `json:"items"`
 	// Task is set when SQS moved the messages (StartMessageMoveTask).
 	Task *MoveTask `json:"moveTask,omitempty"`
+	// Unseen counts the messages the DLQ held when the redrive started that
+	// it never received (another reader held them longer than an
+	// inspection's hold): run it again.
+	Unseen int `json:"unseen,omitempty"`
 }
 
 // Count returns how many items took (or, in a dry run, would take) action a
@@ -153,6 +157,8 @@ func (o *Operator) Redrive(ctx context.Context, queueArg string, opts RedriveOpt
 	switch {
 	case q.Name == FeedbackDLQName:
 		return res, ErrNoRedrive
+	case q.Name == LiveDLQName:
+		return res, ErrLiveNotRedriven
 	case q.Name == ReleaseDLQName:
 		return o.redriveRelease(ctx, q, opts, res)
 	case q.Name == CampaignDLQName:
@@ -250,19 +256,50 @@ func (o *Operator) redriveHold(rate float64) time.Duration {
 
 // scan receives every message of q once, in batches of ten, and calls fn on
 // each new one; fn returns true when it removed the message from the DLQ.
-// Every message not removed is released when the scan ends.
-func (o *Operator) scan(ctx context.Context, q DLQ, rate float64, fn func(sqstypes.Message) (bool, error)) error {
+// Every message not removed is released when the scan ends. It reads until
+// the DLQ is empty: an empty receive ends it only once it has seen as many
+// messages as the DLQ held when it started; before that it polls again for
+// up to an inspection's hold (another reader, a `herald dlq show` or a
+// console, may hold some for that long) and returns how many it never saw.
+func (o *Operator) scan(ctx context.Context, q DLQ, rate float64, fn func(sqstypes.Message) (bool, error)) (unseen int, err error) {
+	held0, err := o.depth(ctx, q)
+	if err != nil {
+		return 0, err
+	}
 	hold := o.redriveHold(rate)
 	seen := map[string]int{} // message id → index in held, or -1 once removed
 	var held []sqstypes.Message
 	defer func() { o.release(context.WithoutCancel(ctx), q, held) }()
+	var nothingNewSince time.Time
 	for {
 		batch, err := o.receive(ctx, q, 10, hold)
 		if err != nil {
-			return err
+			return 0, err
+		}
+		fresh := 0
+		for _, m := range batch {
+			if _, ok := seen[aws.ToString(m.MessageId)]; !ok {
+				fresh++
+			}
+		}
+		if fresh == 0 {
+			// Empty, or only messages this scan holds back again.
+			now := o.now()
+			if nothingNewSince.IsZero() {
+				nothingNewSince = now
+			}
+			if len(batch) == 0 && len(seen) >= held0 || now.Sub(nothingNewSince) >= o.hold() {
+				return max(held0-len(seen), 0), nil
+			}
+		} else {
+			nothingNewSince = time.Time{}
 		}
 		if len(batch) == 0 {
-			return nil
+			// Long polls already wait; a zero wait must not spin.
+			if err := o.sleep(ctx, scanRetry); err != nil {
+				return 0, err
+			}
+			continue
 		}
 		for _, m := range batch {
 			id := aws.ToString(m.MessageId)
@@ -280,11 +317,15 @@ func (o *Operator) scan(ctx context.Context, q DLQ, rate float64, fn func(sqstyp
 				held = append(held, m)
 			}
 			if err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
 }
+
+// scanRetry is the pause between receives of a scan waiting for messages
+// another reader holds.
+const scanRetry = time.Second
 
 func idSet(ids []string) map[string]bool {
 	s := map[string]bool{}
@@ -395,7 +436,8 @@ const moveTaskPoll = 2 * time.Second
 // delivery is still failed would be discarded by the worker), then lets SQS
 // move all messages back to their source queues.
 func (o *Operator) redriveWithMoveTask(ctx context.Context, q DLQ, arn string, opts RedriveOptions, res RedriveResult) (RedriveResult, error) {
-	err := o.scan(ctx, q, 0, func(m sqstypes.Message) (bool, error) {
+	var err error
+	res.Unseen, err = o.scan(ctx, q, 0, func(m sqstypes.Message) (bool, error) {
 		p, err := o.load(ctx, q, m)
 		if err != nil {
 			return false, err

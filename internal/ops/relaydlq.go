@@ -135,7 +135,8 @@ func (o *Operator) describeRelayMessage(ctx context.Context, m sqstypes.Message,
 func (o *Operator) redriveRelay(ctx context.Context, q DLQ, opts RedriveOptions, res RedriveResult) (RedriveResult, error) {
 	want := idSet(opts.IDs)
 	rp := &relayReplanner{o: o, lim: newLimiter(opts.Rate), planned: map[string]bool{}}
-	err := o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
+	var err error
+	res.Unseen, err = o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
 		return o.redriveRelayRecord(ctx, q, m, opts, want, rp, &res), nil
 	})
 	if err != nil {

@@ -94,7 +94,8 @@ func (o *Operator) redriveParked(ctx context.Context, q DLQ, opts RedriveOptions
 	want := idSet(opts.IDs)
 	found := map[string]bool{}
 	lim := newLimiter(opts.Rate)
-	err := o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
+	var err error
+	res.Unseen, err = o.scan(ctx, q, opts.Rate, func(m sqstypes.Message) (bool, error) {
 		if len(want) > 0 {
 			selected := false
 			for _, k := range r.keys(m) {

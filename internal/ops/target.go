@@ -21,12 +21,12 @@ import (
 // DLQ is one dead-letter queue of a deployment.
 type DLQ struct {
 	// Name is the short stable name the commands take: email, sms, push,
-	// relay, release, campaign, feedback.
+	// relay, release, campaign, feedback, events, live.
 	Name string
 	// LogicalID is the queue's logical id in template.yaml (EmailDLQ).
 	LogicalID string
-	// Channel is the channel whose work queues redrive here; "" for the relay,
-	// release, campaign and feedback DLQs.
+	// Channel is the channel whose work queues redrive here; "" for the
+	// other DLQs.
 	Channel domain.Channel
 	URL     string
 }
@@ -68,6 +68,12 @@ const campaignQueueLogicalID = "CampaignQueue"
 // PutEvents refused after the relay's retries.
 const EventsDLQName = "events"
 
+// LiveDLQName is the name of the live queue's DLQ: live inbox messages
+// (inbox changes to post, broadcast pages, connections to close) the
+// poster could not decode three times. Inspected and purged; not
+// redriven (ErrLiveNotRedriven).
+const LiveDLQName = "live"
+
 // dlqs are the dead-letter queues template.yaml declares, in display order.
 var dlqs = []DLQ{
 	{Name: "email", LogicalID: "EmailDLQ", Channel: domain.ChannelEmail},
@@ -78,11 +84,12 @@ var dlqs = []DLQ{
 	{Name: CampaignDLQName, LogicalID: "CampaignDLQ"},
 	{Name: FeedbackDLQName, LogicalID: "FeedbackDLQ"},
 	{Name: EventsDLQName, LogicalID: "EventsDLQ"},
+	{Name: LiveDLQName, LogicalID: "LiveDLQ"},
 }
 
 // optionalDLQs may be absent from a deployment description (one made before
 // they existed); the commands then do not list them.
-var optionalDLQs = map[string]bool{"EventsDLQ": true}
+var optionalDLQs = map[string]bool{"EventsDLQ": true, "LiveDLQ": true}
 
 // WorkQueueLogicalID is a work queue's logical id in template.yaml
 // (email, high → EmailHighQueue).
@@ -100,7 +107,7 @@ func title(s string) string {
 // Target is one deployment of Herald as the commands see it.
 type Target struct {
 	Table string
-	// DLQs are the seven dead-letter queues, in display order.
+	// DLQs are the dead-letter queues, in display order.
 	DLQs []DLQ
 	// Work maps each work queue name (domain.QueueName: "email-high") to its URL.
 	Work map[string]string
@@ -183,7 +190,8 @@ const ReleaseQueueEnv = "RELEASE_QUEUE_URL"
 // TargetFromEnv reads TABLE_NAME, the work queue variables the functions use
 // (EMAIL_HIGH_QUEUE_URL, …, RELEASE_QUEUE_URL, CAMPAIGN_QUEUE_URL) and
 // EMAIL_DLQ_URL, SMS_DLQ_URL, PUSH_DLQ_URL, RELAY_DLQ_URL, RELEASE_DLQ_URL,
-// CAMPAIGN_DLQ_URL, FEEDBACK_DLQ_URL. ok is false when none of them is set.
+// CAMPAIGN_DLQ_URL, FEEDBACK_DLQ_URL (EVENTS_DLQ_URL, LIVE_DLQ_URL
+// optional). ok is false when none of them is set.
 func TargetFromEnv(getenv func(string) string) (t Target, ok bool, err error) {
 	urls := map[string]string{}
 	ok = getenv("TABLE_NAME") != ""

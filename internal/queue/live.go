@@ -46,16 +46,31 @@ var _ live.BroadcastQueue = (*LiveQueue)(nil)
 // maxDelaySeconds is SQS's largest DelaySeconds (15 minutes).
 const maxDelaySeconds = 900
 
+// delaySeconds is delay as SQS's DelaySeconds: rounded up to whole
+// seconds, at most 15 minutes.
+func delaySeconds(delay time.Duration) int32 {
+	return int32(min(maxDelaySeconds, (delay+time.Second-1)/time.Second))
+}
+
 // Broadcast sends broadcast messages (one a shard, or a shard's
 // continuation), delivered after delay rounded up to whole seconds (SQS's
 // unit), at most 15 minutes.
 func (q *LiveQueue) Broadcast(ctx context.Context, bs []live.Broadcast, delay time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveSendTimeout)
 	defer cancel()
-	secs := int32(min(maxDelaySeconds, (delay+time.Second-1)/time.Second))
 	msgs := make([]live.Batch, len(bs))
 	for i := range bs {
 		msgs[i] = live.Batch{Broadcast: &bs[i]}
 	}
-	return sendJSON(ctx, q.api, q.url, "live broadcast", msgs, secs)
+	return sendJSON(ctx, q.api, q.url, "live broadcast", msgs, delaySeconds(delay))
+}
+
+var _ live.LaterCloser = (*LiveQueue)(nil)
+
+// CloseLater sends a connection to close (evicted while inside its
+// $connect), delivered after delay rounded up to whole seconds.
+func (q *LiveQueue) CloseLater(ctx context.Context, c live.Close, delay time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveSendTimeout)
+	defer cancel()
+	return sendJSON(ctx, q.api, q.url, "live close", []live.Batch{{Close: &c}}, delaySeconds(delay))
 }

@@ -63,3 +63,25 @@ func TestLiveQueueBroadcast(t *testing.T) {
 		}
 	}
 }
+
+// A Close is one message {"close":…} delayed by whole seconds (a
+// connection evicted inside its $connect, closed once established).
+func TestLiveQueueCloseLater(t *testing.T) {
+	f := &sendFake{}
+	q := queue.NewLiveQueue(f, "url")
+	until := time.Date(2026, 12, 4, 12, 0, 30, 0, time.UTC)
+	if err := q.CloseLater(context.Background(), live.Close{ConnectionID: "c1", Until: until, Attempt: 2}, 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 1 || len(f.calls[0].Entries) != 1 {
+		t.Fatalf("calls %+v, want one message", f.calls)
+	}
+	e := f.calls[0].Entries[0]
+	var b live.Batch
+	if err := json.Unmarshal([]byte(aws.ToString(e.MessageBody)), &b); err != nil || b.Close == nil || len(b.Events) != 0 || b.Broadcast != nil {
+		t.Fatalf("body %s: %+v, %v", aws.ToString(e.MessageBody), b, err)
+	}
+	if *b.Close != (live.Close{ConnectionID: "c1", Until: until, Attempt: 2}) || e.DelaySeconds != 2 {
+		t.Errorf("close %+v after %d s, want c1 until %s, attempt 2, after 2 s", *b.Close, e.DelaySeconds, until)
+	}
+}

@@ -1,7 +1,9 @@
 // Command controlplane checks template.yaml against the rules AWS's control
 // plane enforces (internal/devstack/controlplane), then the stack update from
-// the released template (RELEASED) to it. make aws-lint runs it, so make test
-// and make aws-check do.
+// the released template (RELEASED) to it, and prints the update's release
+// notes (changes CloudFormation accepts that need a plan: README, "Upgrade
+// notes"). make aws-lint runs it, so make test and make aws-check do; herald
+// dev checks the update but shows no release note.
 //
 // With -keep-released-index NAME -out FILE it writes the intermediate
 // template of an upgrade instead (template.yaml with the released template's
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -37,13 +40,13 @@ func main() {
 		}
 		*template = *out
 	}
-	if err := run(*root, *template, *account); err != nil {
+	if err := run(os.Stdout, *root, *template, *account); err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, template string, account int) error {
+func run(w io.Writer, root, template string, account int) error {
 	if template == "" {
 		template = filepath.Join(root, "template.yaml")
 	}
@@ -76,9 +79,9 @@ func run(root, template string, account int) error {
 		return err
 	}
 	for _, n := range notes {
-		fmt.Printf("controlplane: release note (update from %s): %s\n", rev[:12], n)
+		fmt.Fprintf(w, "controlplane: release note (update from %s): %s\n", rev[:12], n)
 	}
-	fmt.Printf("controlplane: %s passes AWS's control-plane rules and updates from the released template (%s)\n", template, rev[:12])
+	fmt.Fprintf(w, "controlplane: %s passes AWS's control-plane rules and updates from the released template (%s)\n", template, rev[:12])
 	return nil
 }
 

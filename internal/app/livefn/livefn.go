@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/live/connections"
+	"github.com/heraldhq/herald/internal/queue"
 )
 
 var (
@@ -17,12 +20,14 @@ var (
 	_ live.PresenceStore   = (*dynamo.Store)(nil)
 	_ live.OnlineStore     = (*dynamo.Store)(nil)
 	_ live.Closer          = (*connections.Client)(nil)
+	_ live.LaterCloser     = (*queue.LiveQueue)(nil)
 )
 
 // New wires the routes: TABLE_NAME, LIVE_ENDPOINT (the stage's management
-// endpoint), LIVE_MAX_CONNECTIONS (per user).
+// endpoint), LIVE_MAX_CONNECTIONS (per user), LIVE_QUEUE_URL (where an
+// evicted connection still inside its $connect is closed from).
 func New(d app.Deps) (*live.Routes, error) {
-	env, err := d.Require("LIVE_ENDPOINT", "LIVE_MAX_CONNECTIONS")
+	env, err := d.Require("LIVE_ENDPOINT", "LIVE_MAX_CONNECTIONS", queue.LiveQueueEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -38,5 +43,6 @@ func New(d app.Deps) (*live.Routes, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &live.Routes{Store: st, Presence: st, Online: st, Closer: client, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
+	later := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
+	return &live.Routes{Store: st, Presence: st, Online: st, Closer: client, Later: later, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
 }

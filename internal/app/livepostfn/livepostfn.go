@@ -15,10 +15,12 @@ import (
 )
 
 var (
-	_ live.ConnectionReader = (*dynamo.Store)(nil)
-	_ live.BadgeStore       = (*dynamo.Store)(nil)
-	_ live.OnlineReader     = (*dynamo.Store)(nil)
-	_ live.Sender           = (*connections.Client)(nil)
+	_ live.ConnectionReader  = (*dynamo.Store)(nil)
+	_ live.ConnectionEvictor = (*dynamo.Store)(nil)
+	_ live.BadgeStore        = (*dynamo.Store)(nil)
+	_ live.OnlineReader      = (*dynamo.Store)(nil)
+	_ live.Sender            = (*connections.Client)(nil)
+	_ live.Closer            = (*connections.Client)(nil)
 )
 
 // BroadcastRateEnv is an announcement broadcast's pace, users a second
@@ -26,7 +28,7 @@ var (
 const BroadcastRateEnv = "LIVE_BROADCAST_RATE"
 
 // New wires the poster: TABLE_NAME, LIVE_ENDPOINT, LIVE_QUEUE_URL (its own
-// queue: a broadcast's continuations), LIVE_BROADCAST_RATE.
+// queue: a broadcast's continuations, a close retried), LIVE_BROADCAST_RATE.
 func New(d app.Deps) (*live.Poster, error) {
 	env, err := d.Require("LIVE_ENDPOINT", queue.LiveQueueEnv, BroadcastRateEnv)
 	if err != nil {
@@ -46,5 +48,5 @@ func New(d app.Deps) (*live.Poster, error) {
 	}
 	q := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
 	return &live.Poster{Connections: st, Badge: &live.StoreBadge{Store: st, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log,
-		Online: st, Queue: q, BroadcastRate: rate}, nil
+		Online: st, Queue: q, Evict: st, Closer: client, Later: q, BroadcastRate: rate}, nil
 }

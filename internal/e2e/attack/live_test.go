@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -425,4 +426,149 @@ func TestLiveAnnouncementBroadcast(t *testing.T) {
 		return st.Calls.FunctionSnapshot("SchedulerFunction")["DynamoDB.GetItem"]-runs >= 2
 	})
 	quiet(t, ma, "A after more scheduler runs")
+}
+
+// TestLiveConnectBurst: a user opening many tabs at once (12 simultaneous
+// connects) gets every handshake (none refused for a write conflict), and
+// once the burst settles at most the bound stay open, each of them a
+// recorded connection: none of the closed ones is still open untracked
+// (evicted while its own $connect was under way, when API Gateway answers
+// its DeleteConnection 410).
+func TestLiveConnectBurst(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := stacktest.UniqueID("live-burst")
+	const burst = 12
+	token := st.Token(user, time.Hour)
+	conns := make([]*websocket.Conn, burst)
+	errs := make([]error, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Go(func() {
+			// A loaded machine: allow what API Gateway allows a $connect (29 s).
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var resp *http.Response
+			conns[i], resp, errs[i] = websocket.Dial(ctx, st.WebSocketURL+"?token="+token, nil)
+			if resp != nil && errs[i] != nil {
+				errs[i] = fmt.Errorf("HTTP %d: %w", resp.StatusCode, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	var closed sync.Map // index → true once the runner closed it
+	for i, c := range conns {
+		if c == nil {
+			t.Errorf("connect %d: %v", i, errs[i])
+			continue
+		}
+		t.Cleanup(func() { _ = c.CloseNow() })
+		go func() {
+			for {
+				if _, _, err := c.Read(context.Background()); err != nil {
+					closed.Store(i, true)
+					return
+				}
+			}
+		}()
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	open := func() []int {
+		var out []int
+		for i := range burst {
+			if _, ok := closed.Load(i); !ok {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	recorded := func() int {
+		m, _ := liveItem(t, user)["conns"].(*types.AttributeValueMemberM)
+		if m == nil {
+			return 0
+		}
+		return len(m.Value)
+	}
+	// An evicted connection still inside its $connect is closed once
+	// established, from the live queue (tries 1, 2, 4 … s later).
+	for deadline := time.Now().Add(live.ConnectWindow); ; time.Sleep(50 * time.Millisecond) {
+		n, r := len(open()), recorded()
+		if n <= live.DefaultMaxConnections && n == r {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sockets open, %d recorded after %s, want at most %d, all recorded", n, r, live.ConnectWindow, live.DefaultMaxConnections)
+		}
+	}
+	// Settled: nothing closes later (a late eviction) and nothing opens.
+	time.Sleep(time.Second)
+	if n, r := len(open()), recorded(); n != live.DefaultMaxConnections || r != n {
+		t.Fatalf("after the burst: %d sockets open, %d recorded; want %d and %d", n, r, live.DefaultMaxConnections, live.DefaultMaxConnections)
+	}
+}
+
+// TestLiveEvictedWhileConnectingIsClosedLater: a connection evicted while
+// it may still be inside its own $connect (recorded 10 s ago; API Gateway
+// answers its DeleteConnection 410) is not forgotten: the live function
+// asks the poster, through the live queue, to close it once established;
+// the poster's DELETEs find it gone (this one never connected) and stop
+// once its window has ended.
+func TestLiveEvictedWhileConnectingIsClosedLater(t *testing.T) {
+	st := stacktest.Stack(t)
+	user := stacktest.UniqueID("live-pending")
+	const pending = "PendingConnXyz="
+	now := st.Clock.Now()
+	recorded := strconv.FormatInt(now.Add(-10*time.Second).UnixMilli(), 10)
+	active := strconv.FormatInt(now.UnixMilli(), 10)
+	if _, err := stacktest.DB(t).PutItem(context.Background(), &dynamodb.PutItemInput{
+		TableName: aws.String(st.Resources.Table),
+		Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "U#" + user}, "sk": &types.AttributeValueMemberS{Value: "LIVE"},
+			"kind": &types.AttributeValueMemberS{Value: "live"},
+			"conns": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{pending: &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+				"c": &types.AttributeValueMemberN{Value: recorded}, "a": &types.AttributeValueMemberN{Value: active}}}}},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sends := func() int { return st.Calls.FunctionSnapshot("LiveFunction")["SQS.SendMessageBatch"] }
+	before := sends()
+	var reads []<-chan live.Message // closed when the connection closes
+	for i := range live.DefaultMaxConnections {
+		c, status := dialLive(t, st.Token(user, time.Hour))
+		if c == nil {
+			t.Fatalf("connect %d refused: %d", i, status)
+		}
+		reads = append(reads, messages(c))
+	}
+	m, _ := liveItem(t, user)["conns"].(*types.AttributeValueMemberM)
+	if _, still := m.Value[pending]; still || len(m.Value) != live.DefaultMaxConnections {
+		t.Fatalf("after %d connects: %d recorded, the pending one still there: %v", live.DefaultMaxConnections, len(m.Value), still)
+	}
+	if sends() != before+1 {
+		t.Errorf("the live function sent %d live queue messages, want 1 (the close of the pending connection)", sends()-before)
+	}
+	deletes := func() int {
+		n := 0
+		for _, c := range st.IAM.Calls() {
+			// The SDK escapes the id in the path ("=" is "%3D").
+			if c.Function == "LivePostFunction" && c.Decision == "allow" && strings.HasSuffix(c.Resource, "/DELETE/@connections/"+strings.ReplaceAll(pending, "=", "%3D")) {
+				n++
+			}
+		}
+		return n
+	}
+	stacktest.Eventually(t, 10*time.Second, "the poster's DELETE of the pending connection", func() bool { return deletes() > 0 })
+	// Past its window a 410 means gone: the poster stops.
+	st.Clock.Advance(live.ConnectWindow)
+	t.Cleanup(func() { st.Clock.Advance(-live.ConnectWindow) })
+	stacktest.Eventually(t, 20*time.Second, "the live queue idle (the close given up as gone)", func() bool { return liveQueueIdle(t) })
+	for i, ch := range reads {
+		select {
+		case <-ch:
+			t.Errorf("connection %d closed", i)
+		default:
+		}
+	}
 }
