@@ -1,5 +1,6 @@
-// Command controlplane checks template.yaml against the rules AWS's control
-// plane enforces (internal/devstack/controlplane), then the stack update from
+// Command controlplane checks template.yaml, as the SAM transform hands it to
+// CloudFormation, against the rules AWS's control plane enforces
+// (internal/devstack/controlplane), then the stack update from
 // the released template (RELEASED) to it. make aws-lint runs it, so make test
 // and make aws-check do.
 //
@@ -9,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -47,8 +49,10 @@ func run(root, template string, account int) error {
 	if template == "" {
 		template = filepath.Join(root, "template.yaml")
 	}
-	// LoadTemplate applies the rules with Lambda's default account quota.
-	tm, err := devstack.LoadTemplate(template, nil)
+	// The template as CloudFormation receives it (the SAM transform's
+	// output, as the local runner plays it); loading it applies the rules
+	// with Lambda's default account quota.
+	tm, err := devstack.LoadTransformed(context.Background(), root, template, nil)
 	if err != nil {
 		return err
 	}
