@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/time/rate"
 )
 
 // APIHandler is the API function's handler.
@@ -30,8 +31,9 @@ type APIHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.AP
 const DevCallerHeader = "X-Herald-Dev-Caller"
 
 // gateway emulates an API Gateway HTTP API (payload format 2.0) as the
-// transformed template defines it (HTTPAPI): route matching, IAM and JWT
-// authorizers, CORS, the request and response mapping.
+// transformed template defines it (HTTPAPI): route matching, the stage's
+// throttles, IAM and JWT authorizers, CORS, the request and response
+// mapping.
 type gateway struct {
 	routes  []compiledRoute
 	handler APIHandler
@@ -42,6 +44,8 @@ type gateway struct {
 	invoke  func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
 	// cors is the API's CORS configuration (nil: none, as without one on AWS).
 	cors *CORS
+	// limiters throttle routes by key (a route without one is not throttled).
+	limiters map[string]*rate.Limiter
 }
 
 // newHTTPGateway serves the template's HTTP API (Template.HTTPAPI) with the
@@ -63,7 +67,12 @@ func (s *Stack) newHTTPGateway(handlers map[string]APIHandler, timeouts map[stri
 		fn = r.Function
 	}
 	g := &gateway{routes: compileRoutes(api.Routes), handler: handlers[fn], timeout: timeouts[fn], log: s.log, now: s.Clock.Now,
-		invoke: s.invoke(fn), cors: api.CORS}
+		invoke: s.invoke(fn), cors: api.CORS, limiters: map[string]*rate.Limiter{}}
+	for _, r := range api.Routes {
+		if th, ok := api.ThrottleOf(r.Key()); ok {
+			g.limiters[r.Key()] = rate.NewLimiter(rate.Limit(th.RateLimit), th.BurstLimit)
+		}
+	}
 	var issuer *JWTAuthorizer
 	for _, name := range slices.Sorted(maps.Keys(api.JWT)) {
 		a := api.JWT[name]
@@ -267,6 +276,10 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, params := g.match(r.Method, r.URL.EscapedPath())
 	if route == nil {
 		writeGatewayError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if l := g.limiters[route.Key()]; l != nil && !l.AllowN(g.now(), 1) {
+		writeGatewayError(w, http.StatusTooManyRequests, "Too Many Requests")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))

@@ -27,8 +27,8 @@ func (r Route) Key() string { return r.Method + " " + r.Path }
 // HttpApi events into an AWS::ApiGatewayV2::Api whose OpenAPI Body holds the
 // routes (paths × methods, each with its Lambda integration and security
 // requirement), the authorizers (components.securitySchemes) and the CORS
-// configuration (x-amazon-apigateway-cors). The local gateway serves exactly
-// this.
+// configuration (x-amazon-apigateway-cors), and an AWS::ApiGatewayV2::Stage
+// with the throttles. The local gateway serves exactly this.
 type HTTPAPI struct {
 	LogicalID string
 	Routes    []Route
@@ -37,6 +37,10 @@ type HTTPAPI struct {
 	// CORS is nil when the API has none (API Gateway then answers no
 	// preflight).
 	CORS *CORS
+	// DefaultThrottle is the stage's DefaultRouteSettings (nil: none);
+	// RouteThrottles its RouteSettings by route key.
+	DefaultThrottle *Throttle
+	RouteThrottles  map[string]Throttle
 }
 
 // JWTAuthorizer is a JWT authorizer's configuration.
@@ -44,6 +48,37 @@ type JWTAuthorizer struct {
 	Issuer         string
 	Audience       []string
 	IdentitySource string
+}
+
+// Throttle is a route's steady rate (requests per second) and burst; in
+// RouteThrottles, a limit the route's settings leave unset is -1 (the
+// stage's default applies).
+type Throttle struct {
+	RateLimit  float64
+	BurstLimit int
+}
+
+// ThrottleOf is the route's effective throttle: its RouteSettings, each
+// limit it does not set taken from the stage's default; ok is false when
+// neither throttles it.
+func (a *HTTPAPI) ThrottleOf(routeKey string) (Throttle, bool) {
+	r, hasRoute := a.RouteThrottles[routeKey]
+	if a.DefaultThrottle == nil && !hasRoute {
+		return Throttle{}, false
+	}
+	out := Throttle{RateLimit: -1, BurstLimit: -1}
+	if hasRoute {
+		out = r
+	}
+	if d := a.DefaultThrottle; d != nil {
+		if out.RateLimit < 0 {
+			out.RateLimit = d.RateLimit
+		}
+		if out.BurstLimit < 0 {
+			out.BurstLimit = d.BurstLimit
+		}
+	}
+	return out, out.RateLimit >= 0 && out.BurstLimit >= 0
 }
 
 // errUntransformed: an HTTP API is read from the transformed template only.
@@ -85,7 +120,7 @@ func (t *Template) HTTPAPI() (*HTTPAPI, error) {
 	if id == "" {
 		return nil, nil
 	}
-	api := &HTTPAPI{LogicalID: id, JWT: map[string]JWTAuthorizer{}}
+	api := &HTTPAPI{LogicalID: id, JWT: map[string]JWTAuthorizer{}, RouteThrottles: map[string]Throttle{}}
 	iamSchemes := map[string]bool{}
 	components, _ := body["components"].(map[string]any)
 	schemes, _ := components["securitySchemes"].(map[string]any)
@@ -137,6 +172,9 @@ func (t *Template) HTTPAPI() (*HTTPAPI, error) {
 			return nil, fmt.Errorf("%s: %w", id, err)
 		}
 		api.CORS = c
+	}
+	if err := api.stageThrottles(t); err != nil {
+		return nil, err
 	}
 	return api, nil
 }
@@ -192,6 +230,64 @@ func (a *HTTPAPI) route(path, method string, op map[string]any, global any, iamS
 		}
 	}
 	return r, nil
+}
+
+// stageThrottles reads the API's stage (AWS::ApiGatewayV2::Stage).
+func (a *HTTPAPI) stageThrottles(t *Template) error {
+	stage := ""
+	for _, sid := range slices.Sorted(maps.Keys(t.GetAllApiGatewayV2StageResources())) {
+		if t.GetAllApiGatewayV2StageResources()[sid].ApiId != "${ref:"+a.LogicalID+"}" {
+			continue
+		}
+		if stage != "" {
+			return fmt.Errorf("%s: the local runner plays one stage; the template has %s and %s", a.LogicalID, stage, sid)
+		}
+		stage = sid
+	}
+	if stage == "" {
+		return nil
+	}
+	props := documentProps(t.Document, stage)
+	read := func(v any, where string) (Throttle, bool, error) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return Throttle{}, false, nil
+		}
+		th := Throttle{RateLimit: -1, BurstLimit: -1}
+		if x, ok := m["ThrottlingRateLimit"]; ok {
+			n, ok := x.(float64)
+			if !ok {
+				return th, false, fmt.Errorf("%s %s ThrottlingRateLimit %v is not a number", stage, where, x)
+			}
+			th.RateLimit = n
+		}
+		if x, ok := m["ThrottlingBurstLimit"]; ok {
+			n, ok := x.(float64)
+			if !ok {
+				return th, false, fmt.Errorf("%s %s ThrottlingBurstLimit %v is not a number", stage, where, x)
+			}
+			th.BurstLimit = int(n)
+		}
+		return th, th.RateLimit >= 0 || th.BurstLimit >= 0, nil
+	}
+	d, ok, err := read(props["DefaultRouteSettings"], "DefaultRouteSettings")
+	if err != nil {
+		return err
+	}
+	if ok {
+		a.DefaultThrottle = &d
+	}
+	routeSettings, _ := props["RouteSettings"].(map[string]any)
+	for key, v := range routeSettings {
+		th, ok, err := read(v, "RouteSettings "+key)
+		if err != nil {
+			return err
+		}
+		if ok {
+			a.RouteThrottles[key] = th
+		}
+	}
+	return nil
 }
 
 // parseCORS reads x-amazon-apigateway-cors, the object API Gateway's

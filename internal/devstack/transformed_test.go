@@ -84,10 +84,11 @@ func TestRateInterval(t *testing.T) {
 	}
 }
 
-// TestTransformedHTTPAPI: routes and authorizers are what the SAM
-// transform makes of the HttpApi and its events.
+// TestTransformedHTTPAPI: routes, authorizers and throttles are what the
+// SAM transform makes of the HttpApi and its events.
 func TestTransformedHTTPAPI(t *testing.T) {
-	tm := transformedTemplate(t, "../../template.yaml", map[string]string{"JwtIssuer": "http://127.0.0.1:9", "JwtAudience": "inbox-app"})
+	tm := transformedTemplate(t, "../../template.yaml", map[string]string{"JwtIssuer": "http://127.0.0.1:9", "JwtAudience": "inbox-app",
+		"ApiThrottlingRateLimit": "700", "ApiThrottlingBurstLimit": "900", "UnsubscribeThrottlingRateLimit": "7", "UnsubscribeThrottlingBurstLimit": "9"})
 	api, err := tm.HTTPAPI()
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +109,11 @@ func TestTransformedHTTPAPI(t *testing.T) {
 	if j := api.JWT["UserJwt"]; len(api.JWT) != 1 || j.Issuer != "http://127.0.0.1:9" || !slices.Equal(j.Audience, []string{"inbox-app"}) ||
 		j.IdentitySource != "$request.header.Authorization" {
 		t.Errorf("JWT authorizers %+v", api.JWT)
+	}
+	for key, want := range map[string]Throttle{"POST /v1/notifications": {700, 900}, "GET /v1/unsubscribe": {7, 9}, "POST /v1/unsubscribe": {7, 9}} {
+		if got, ok := api.ThrottleOf(key); !ok || got != want {
+			t.Errorf("%s throttle %+v %v, want %+v", key, got, ok, want)
+		}
 	}
 	// The template as written has no HTTP API the gateway reads.
 	written, err := LoadTemplate("../../template.yaml", nil)
@@ -158,6 +164,32 @@ func TestSAMShorthandsThatTransformDifferentlyDoNotPassLocally(t *testing.T) {
 			t.Errorf("a token with the scope: %d", resp.StatusCode)
 		}
 	})
+}
+
+// TestGatewayThrottlesAsTheStage: the stage's RouteSettings throttle their
+// route (429 {"message":"Too Many Requests"} past the burst, before the
+// function), the rest of the API keeps the default's room, and the bucket
+// refills at the rate.
+func TestGatewayThrottlesAsTheStage(t *testing.T) {
+	srv, st, calls := servedGateway(t, transformedTemplate(t, "../../template.yaml",
+		map[string]string{"UnsubscribeThrottlingRateLimit": "1", "UnsubscribeThrottlingBurstLimit": "1"}))
+	unsubscribe := srv.URL + "/v1/unsubscribe?token=x"
+	if resp, _ := do(t, http.MethodGet, unsubscribe, nil); resp.StatusCode != 200 {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	resp, body := do(t, http.MethodGet, unsubscribe, nil)
+	if resp.StatusCode != http.StatusTooManyRequests || body != `{"message":"Too Many Requests"}` || *calls != 1 {
+		t.Fatalf("second request at once: %d %s, calls %d", resp.StatusCode, body, *calls)
+	}
+	for range 5 {
+		if resp, _ := do(t, http.MethodPost, srv.URL+"/v1/notifications", nil); resp.StatusCode != 200 {
+			t.Fatalf("another route: %d", resp.StatusCode)
+		}
+	}
+	st.Clock.Advance(time.Second)
+	if resp, _ := do(t, http.MethodGet, unsubscribe, nil); resp.StatusCode != 200 {
+		t.Errorf("a second later: %d", resp.StatusCode)
+	}
 }
 
 // TestTransformIgnoresTheRunnersParameters: the stack transforms the
