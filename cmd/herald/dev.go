@@ -86,7 +86,7 @@ func runDev(ctx context.Context, args []string) error {
 		port = "3000"
 	}
 	overrides := devOverrides(os.Getenv)
-	interval := time.Minute
+	var interval time.Duration // the schedule rule's rate in the template
 	if v := os.Getenv("HERALD_SCHEDULE_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

@@ -37,7 +37,7 @@ type hostileBody struct {
 // no body refuses one; the form route refuses JSON. Nothing is written.
 func TestHostileBodiesOnEveryBodyRoute(t *testing.T) {
 	spec, root := loadSpec(t)
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	tmpl, err := devstack.LoadTransformed(context.Background(), root, filepath.Join(root, "template.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

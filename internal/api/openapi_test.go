@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,7 +111,7 @@ func (d *openapiDoc) resolve(t *testing.T, v any) map[string]any {
 
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	spec, root := loadSpec(t)
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	tmpl, err := devstack.LoadTransformed(context.Background(), root, filepath.Join(root, "template.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,16 +9,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/time/rate"
 )
 
 // APIHandler is the API function's handler.
@@ -28,9 +31,10 @@ type APIHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.AP
 // IAM caller of service routes. Default "dev".
 const DevCallerHeader = "X-Herald-Dev-Caller"
 
-// gateway emulates an API Gateway HTTP API (payload format 2.0): route
-// matching from the template, IAM and JWT authorizers, the request and
-// response mapping.
+// gateway emulates an API Gateway HTTP API (payload format 2.0) as the
+// transformed template defines it (HTTPAPI): route matching, the stage's
+// throttles, IAM and JWT authorizers, CORS, the request and response
+// mapping.
 type gateway struct {
 	routes  []compiledRoute
 	handler APIHandler
@@ -39,8 +43,58 @@ type gateway struct {
 	log     *slog.Logger
 	now     func() time.Time
 	invoke  func(ctx context.Context, timeout time.Duration, fn func(context.Context) error) error
-	// cors is the API's CorsConfiguration (nil: none, as without one on AWS).
+	// cors is the API's CORS configuration (nil: none, as without one on AWS).
 	cors *CORS
+	// limiters throttle routes by key (a route without one is not throttled).
+	limiters map[string]*rate.Limiter
+}
+
+// newHTTPGateway serves the template's HTTP API (Template.HTTPAPI) with the
+// runner's HTTP functions by logical id, and the JWT authorizer's issuer
+// (the runner itself unless JwtIssuer is overridden).
+func (s *Stack) newHTTPGateway(handlers map[string]APIHandler, timeouts map[string]time.Duration) error {
+	api, err := s.Template.HTTPAPI()
+	if err != nil || api == nil {
+		return err
+	}
+	fn := ""
+	for _, r := range api.Routes {
+		if _, ok := handlers[r.Function]; !ok {
+			return fmt.Errorf("%s: route %s integrates %s, which the local runner does not serve HTTP with", api.LogicalID, r.Key(), r.Function)
+		}
+		if fn != "" && r.Function != fn {
+			return fmt.Errorf("%s: the local runner's gateway serves one function's routes, not %s's and %s's", api.LogicalID, fn, r.Function)
+		}
+		fn = r.Function
+	}
+	g := &gateway{routes: compileRoutes(api.Routes), handler: handlers[fn], timeout: timeouts[fn], log: s.log, now: s.Clock.Now,
+		invoke: s.invoke(fn), cors: api.CORS, limiters: map[string]*rate.Limiter{}}
+	for _, r := range api.Routes {
+		if th, ok := api.ThrottleOf(r.Key()); ok {
+			g.limiters[r.Key()] = rate.NewLimiter(rate.Limit(th.RateLimit), th.BurstLimit)
+		}
+	}
+	var issuer *JWTAuthorizer
+	for _, name := range slices.Sorted(maps.Keys(api.JWT)) {
+		a := api.JWT[name]
+		if a.IdentitySource != "$request.header.Authorization" {
+			return fmt.Errorf("%s: authorizer %s reads %s: the local runner's gateway reads $request.header.Authorization", api.LogicalID, name, a.IdentitySource)
+		}
+		if issuer != nil && (issuer.Issuer != a.Issuer || !slices.Equal(issuer.Audience, a.Audience)) {
+			return fmt.Errorf("%s: the local runner plays one JWT issuer and audience; authorizer %s has another", api.LogicalID, name)
+		}
+		issuer = &a
+	}
+	if issuer != nil {
+		if s.jwt, err = newJWTIssuer(issuer.Issuer, issuer.Audience); err != nil {
+			return err
+		}
+		s.jwt.routes(s.mux)
+		g.jwt = s.jwt
+	}
+	s.mux.Handle("/", g)
+	s.server.Handler = exactPaths(s.mux, g) // no path cleaning, as on API Gateway
+	return nil
 }
 
 type compiledRoute struct {
@@ -223,6 +277,10 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, params := g.match(r.Method, r.URL.EscapedPath())
 	if route == nil {
 		writeGatewayError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if l := g.limiters[route.Key()]; l != nil && !l.AllowN(g.now(), 1) {
+		writeGatewayError(w, http.StatusTooManyRequests, "Too Many Requests")
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))

@@ -31,7 +31,7 @@ const (
 // verified subject.
 func newTestGateway(t *testing.T) (*httptest.Server, *jwtIssuer, *int) {
 	t.Helper()
-	iss, err := newJWTIssuer(testIssuer, testAudience)
+	iss, err := newJWTIssuer(testIssuer, []string{testAudience})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,14 @@
 package devstack
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// CORS is an HTTP API's CorsConfiguration as API Gateway applies it
+// CORS is an HTTP API's CORS configuration (x-amazon-apigateway-cors in
+// the transformed template's OpenAPI body: HTTPAPI) as API Gateway applies it
 // (docs: "Configure CORS for HTTP APIs in API Gateway"):
 //
 //   - a preflight (OPTIONS with Origin and Access-Control-Request-Method) is
@@ -29,37 +29,6 @@ type CORS struct {
 	ExposeHeaders    []string
 	MaxAge           int // seconds; 0 sends no Access-Control-Max-Age
 	AllowCredentials bool
-}
-
-// Cors reads the HTTP API's CorsConfiguration; nil when it has none.
-func (t *Template) Cors() *CORS {
-	for _, r := range t.Resources {
-		raw, err := json.Marshal(r)
-		if err != nil {
-			continue
-		}
-		var v struct {
-			Type       string
-			Properties struct {
-				CorsConfiguration *struct {
-					AllowOrigins, AllowHeaders, AllowMethods, ExposeHeaders []string
-					MaxAge                                                  *int
-					AllowCredentials                                        bool
-				}
-			}
-		}
-		if json.Unmarshal(raw, &v) != nil || v.Type != "AWS::Serverless::HttpApi" || v.Properties.CorsConfiguration == nil {
-			continue
-		}
-		c := v.Properties.CorsConfiguration
-		out := &CORS{AllowOrigins: c.AllowOrigins, AllowHeaders: c.AllowHeaders, AllowMethods: c.AllowMethods,
-			ExposeHeaders: c.ExposeHeaders, AllowCredentials: c.AllowCredentials}
-		if c.MaxAge != nil {
-			out.MaxAge = *c.MaxAge
-		}
-		return out
-	}
-	return nil
 }
 
 // allowed reports whether origin is one the configuration lists.

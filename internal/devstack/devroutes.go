@@ -22,6 +22,10 @@ func (s *Stack) routeDev() {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "sub is required"})
 			return
 		}
+		if s.jwt == nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "the template's HTTP API has no JWT authorizer"})
+			return
+		}
 		ttl := time.Hour
 		writeJSON(w, http.StatusOK, map[string]any{"token": s.Token(sub, ttl), "expiresIn": int(ttl.Seconds())})
 	})

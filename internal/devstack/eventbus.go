@@ -110,6 +110,9 @@ func (s *Stack) newEventBus() (*EventBus, error) {
 		}
 	}) {
 		r := s.Template.GetAllEventsRuleResources()[id]
+		if r.ScheduleExpression != nil {
+			continue // a function's schedule (FunctionSpec.Schedule), played by the runner's tick
+		}
 		bus := ""
 		if r.EventBusName != nil {
 			var err error

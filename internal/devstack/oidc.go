@@ -24,13 +24,18 @@ import (
 // the issuer's JWKS, signature, iss, aud (or client_id when there is no aud),
 // exp (required), nbf and iat, and the route's scopes.
 type jwtIssuer struct {
-	key      *rsa.PrivateKey
-	kid      string
-	issuer   string
-	audience string
+	key    *rsa.PrivateKey
+	kid    string
+	issuer string
+	// audience is the authorizer's audience list: a token's aud (or
+	// client_id) must name one; minted tokens name the first.
+	audience []string
 }
 
-func newJWTIssuer(issuer, audience string) (*jwtIssuer, error) {
+func newJWTIssuer(issuer string, audience []string) (*jwtIssuer, error) {
+	if len(audience) == 0 {
+		return nil, errors.New("dev issuer: the JWT authorizer has no audience")
+	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("dev issuer key: %w", err)
@@ -62,7 +67,7 @@ func (j *jwtIssuer) routes(mux *http.ServeMux) {
 
 func (j *jwtIssuer) mint(sub string, now time.Time, ttl time.Duration) string {
 	return j.sign(map[string]any{
-		"iss": j.issuer, "aud": j.audience, "sub": sub, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(ttl).Unix(),
+		"iss": j.issuer, "aud": j.audience[0], "sub": sub, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(ttl).Unix(),
 	})
 }
 
@@ -110,7 +115,9 @@ func (j *jwtIssuer) verify(authz string, now time.Time, scopes []string) (map[st
 	if err != nil {
 		return nil, errBadToken
 	}
-	if len(aud) > 0 && !slices.Contains(aud, j.audience) || len(aud) == 0 && c["client_id"] != j.audience {
+	clientID, _ := c["client_id"].(string)
+	if len(aud) > 0 && !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(j.audience, a) }) ||
+		len(aud) == 0 && !slices.Contains(j.audience, clientID) {
 		return nil, errBadToken
 	}
 	if len(scopes) > 0 && !hasScope(c, scopes) {

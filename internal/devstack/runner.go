@@ -60,7 +60,8 @@ type Config struct {
 	APIAddr string
 	// Overrides sets template parameters (e.g. MaxReceiveCount, BackoffBase).
 	Overrides map[string]string
-	// ScheduleInterval replaces the scheduler's rate(1 minute); default 1m.
+	// ScheduleInterval replaces the scheduler's schedule; default its
+	// rate() expression in the template (rate(1 minute)).
 	ScheduleInterval time.Duration
 	// PollInterval is how often an idle stream shard is polled; default 100ms.
 	PollInterval time.Duration
@@ -145,9 +146,6 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if cfg.APIAddr == "" {
 		cfg.APIAddr = "127.0.0.1:3000"
 	}
-	if cfg.ScheduleInterval == 0 {
-		cfg.ScheduleInterval = time.Minute
-	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
@@ -219,20 +217,26 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	s.vapid, s.unsubscribeSecret = secrets.VAPID, secrets.UnsubscribeSecret
 	overrides := map[string]string{"VapidPublicKey": s.vapid.PublicKey}
 	maps.Copy(overrides, cfg.Overrides)
-	s.Template, err = LoadTemplate(cfg.Template, overrides)
-	if err == nil {
-		s.Template, err = LoadTemplate(cfg.Template,
-			localOverrides(overrides, s.Template.Params["PushEndpointAllowList"], ln.Addr().String()))
+	if cfg.Root != "" {
+		if err = CheckRelease(cfg.Root, cfg.Template, s.log); err != nil {
+			return nil, err
+		}
 	}
-	if err == nil && cfg.Root != "" {
-		err = CheckRelease(cfg.Root, cfg.Template, s.log)
+	// One SAM transform (cached) gives the functions' IAM policies and the
+	// template the runner plays: the one CloudFormation receives, resolved
+	// with this run's parameters.
+	policies, err := s.LoadPolicies(ctx, cfg.Template)
+	var params map[string]string
+	if err == nil {
+		params, err = TemplateParams(policies.Template, overrides)
 	}
 	if err == nil {
-		s.IAM, err = s.newIAM(ctx)
+		s.Template, err = ParseTransformed(policies.Template, localOverrides(overrides, params["PushEndpointAllowList"], ln.Addr().String()))
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.IAM = s.newIAM(policies)
 	s.server = newHTTPServer(s.mux)
 
 	if err = awaitEmulators(); err != nil {
@@ -477,6 +481,7 @@ func (s *Stack) wire() error {
 	streamHandlers := map[string]StreamHandler{}
 	wsRoutes := map[string]WebSocketRouteHandler{}
 	wsAuthorizers := map[string]WebSocketAuthorizer{}
+	apiHandlers := map[string]APIHandler{}
 	for _, fn := range s.Template.Functions() {
 		d, err := s.deps(fn, cat)
 		if err != nil {
@@ -489,15 +494,7 @@ func (s *Stack) wire() error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", fn.LogicalID, err)
 			}
-			params := s.Template.Params
-			if s.jwt, err = newJWTIssuer(params["JwtIssuer"], params["JwtAudience"]); err != nil {
-				return err
-			}
-			s.jwt.routes(s.mux)
-			gw := &gateway{routes: compileRoutes(s.Template.Routes()), handler: h.Handle, jwt: s.jwt,
-				timeout: timeouts[fn.LogicalID], log: s.log, now: s.Clock.Now, invoke: s.invoke(fn.LogicalID), cors: s.Template.Cors()}
-			s.mux.Handle("/", gw)
-			s.server.Handler = exactPaths(s.mux, gw) // no path cleaning, as on API Gateway
+			apiHandlers[fn.LogicalID] = h.Handle
 		case "RelayFunction", "RelayHighFunction": // one code, one stream mapping each
 			h, err := relayfn.New(d)
 			if err != nil {
@@ -541,9 +538,20 @@ func (s *Stack) wire() error {
 			}
 			s.Scheduler = h
 			sqsHandlers[fn.LogicalID] = h.HandleRelease
-			s.wg.Add(1)
-			go s.runSchedule(ctx, fn, h)
+			if fn.Schedule != "" {
+				every := s.cfg.ScheduleInterval
+				if every == 0 {
+					if every, err = rateInterval(fn.Schedule); err != nil {
+						return fmt.Errorf("%s: %w", fn.LogicalID, err)
+					}
+				}
+				s.wg.Add(1)
+				go s.runSchedule(ctx, fn, h, every)
+			}
 		default:
+			if fn.Schedule != "" {
+				return fmt.Errorf("%s: the local runner plays SchedulerFunction's schedule only", fn.LogicalID)
+			}
 			build, ok := channelFunctions[fn.LogicalID]
 			if !ok {
 				return fmt.Errorf("the local runner does not know function %s", fn.LogicalID)
@@ -554,6 +562,9 @@ func (s *Stack) wire() error {
 			}
 			sqsHandlers[fn.LogicalID] = h
 		}
+	}
+	if err := s.newHTTPGateway(apiHandlers, timeouts); err != nil {
+		return err
 	}
 	if s.ws, err = s.newWSGateway(wsRoutes, wsAuthorizers, timeouts); err != nil {
 		return err
@@ -719,9 +730,28 @@ func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.D
 	}
 }
 
-func (s *Stack) runSchedule(ctx context.Context, fn FunctionSpec, h *scheduler.Handler) {
+// rateInterval is a rate() schedule expression's period (EventBridge's
+// rate(value unit): minute(s), hour(s), day(s)); the runner plays no cron().
+func rateInterval(expr string) (time.Duration, error) {
+	var n int
+	var unit string
+	if _, err := fmt.Sscanf(expr, "rate(%d %s", &n, &unit); err != nil || n < 1 || !strings.HasSuffix(unit, ")") {
+		return 0, fmt.Errorf("schedule %q: the local runner plays rate(N unit) schedules only", expr)
+	}
+	switch strings.TrimSuffix(strings.TrimSuffix(unit, ")"), "s") {
+	case "minute":
+		return time.Duration(n) * time.Minute, nil
+	case "hour":
+		return time.Duration(n) * time.Hour, nil
+	case "day":
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return 0, fmt.Errorf("schedule %q: unit %q is not minute(s), hour(s) or day(s)", expr, unit)
+}
+
+func (s *Stack) runSchedule(ctx context.Context, fn FunctionSpec, h *scheduler.Handler, every time.Duration) {
 	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.ScheduleInterval)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
-	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/heraldhq/herald/internal/devstack/controlplane"
@@ -26,16 +27,23 @@ const (
 	LocalAccountID = "000000000000"
 )
 
-// Template is template.yaml parsed with goformation, with intrinsic functions
+// Template is a template parsed with goformation, with intrinsic functions
 // resolved for the local stack: parameters take their overrides or defaults,
 // and references to resources become placeholders "${ref:Name}" and
 // "${getatt:Name.Attr}" that Resources.Resolve replaces once the resources
 // exist locally.
+//
+// Two forms are read: the template as written (LoadTemplate: SAM resources,
+// for the template tests and herald capacity) and the template as the SAM
+// transform hands it to CloudFormation (LoadTransformed, ParseTransformed:
+// CloudFormation resources only), which is what the local runner plays.
 type Template struct {
 	*cloudformation.Template
 	Params map[string]string
-	// SystemLogLevel is Globals.Function.LoggingConfig.SystemLogLevel
-	// (goformation's Globals do not carry it).
+	// SystemLogLevel is the functions' LoggingConfig.SystemLogLevel: SAM's
+	// Globals.Function (goformation's Globals do not carry it), or in a
+	// transformed template the level every function has ("" when they
+	// differ).
 	SystemLogLevel string
 	// Resolved is the resolved template as JSON, as the control-plane
 	// check reads it.
@@ -43,13 +51,14 @@ type Template struct {
 	// Document is the whole template as plain JSON values after parameter
 	// resolution, before normalize sets aside what goformation's schema
 	// does not know (WarmThroughput, RouteSettings…): for readers such as the
-	// capacity model.
+	// capacity model and the HTTP API's OpenAPI body.
 	Document map[string]any
 }
 
 var placeholder = regexp.MustCompile(`\$\{(ref|getatt):([A-Za-z0-9]+)(?:\.([A-Za-z0-9.]+))?\}`)
 
-// LoadTemplate parses path with parameter overrides (name → value).
+// LoadTemplate parses path with parameter overrides (name → value): the
+// template as written, SAM resources included.
 func LoadTemplate(path string, overrides map[string]string) (*Template, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -60,25 +69,94 @@ func LoadTemplate(path string, overrides map[string]string) (*Template, error) {
 
 // ParseTemplate parses template YAML; see LoadTemplate.
 func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
-	var head struct {
-		Parameters map[string]parameter `json:"Parameters"`
-		Globals    struct {
-			Function struct {
-				LoggingConfig struct {
-					SystemLogLevel string `json:"SystemLogLevel"`
-				} `json:"LoggingConfig"`
-			} `json:"Function"`
-		} `json:"Globals"`
-	}
+	// The plain JSON is the YAML as ProcessYAML converts it before resolving
+	// (short-form tags in long form): resolving it is resolving the YAML,
+	// without parsing the YAML a second time.
 	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
 		return nil, fmt.Errorf("parse template: %w", err)
 	}
-	if err := json.Unmarshal(plain, &head); err != nil {
+	return parseDocument(plain, overrides)
+}
+
+// LoadTransformed runs the SAM transform of the template at path (default
+// root/template.yaml) as CloudFormation would before a deploy
+// (iam.Transform: scripts/iam/transform.py, cached under root/.cache/iam)
+// and parses its output with the parameter overrides: the document
+// CloudFormation receives.
+//
+// The transform is given the runner's platform applications only, whatever
+// the overrides, so every caller shares one cached transform per template:
+// its output does not depend on parameter values
+// (TestTransformIgnoresTheRunnersParameters), CloudFormation resolves them.
+func LoadTransformed(ctx context.Context, root, path string, overrides map[string]string) (*Template, error) {
+	p, err := transform(ctx, root, path, WithLocalPlatformApplications(nil))
+	if err != nil {
+		return nil, err
+	}
+	return ParseTransformed(p.Template, overrides)
+}
+
+// ParseTransformed parses the SAM transform's output template
+// (iam.Policies.Template, JSON) with parameter overrides, as ParseTemplate
+// parses a template as written.
+func ParseTransformed(doc []byte, overrides map[string]string) (*Template, error) {
+	if len(doc) == 0 {
+		return nil, errors.New("parse transformed template: empty (scripts/iam/transform.py prints it as \"template\")")
+	}
+	t, err := parseDocument(doc, overrides)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.GetAllServerlessFunctionResources()) > 0 || len(t.GetAllServerlessHttpApiResources()) > 0 {
+		return nil, errors.New("parse transformed template: it still has SAM resources")
+	}
+	levels := map[string]bool{}
+	for _, fn := range t.GetAllLambdaFunctionResources() {
+		level := ""
+		if fn.LoggingConfig != nil {
+			level = aws.ToString(fn.LoggingConfig.SystemLogLevel)
+		}
+		levels[level] = true
+	}
+	if len(levels) == 1 {
+		for level := range levels {
+			t.SystemLogLevel = level
+		}
+	}
+	return t, nil
+}
+
+// TemplateParams are a template's parameter values with the overrides
+// applied and checked as CloudFormation checks them, without resolving the
+// rest of the template (doc is JSON: the transform's output, or a template
+// as ProcessYAML converts it).
+func TemplateParams(doc []byte, overrides map[string]string) (map[string]string, error) {
+	var head templateHead
+	if err := json.Unmarshal(doc, &head); err != nil {
 		return nil, fmt.Errorf("parse template parameters: %w", err)
 	}
-	params := map[string]string{}
-	typed := map[string]any{}
+	params, _, err := head.resolveParams(overrides)
+	return params, err
+}
+
+// templateHead is what parseDocument reads before resolving.
+type templateHead struct {
+	Parameters map[string]parameter `json:"Parameters"`
+	Globals    struct {
+		Function struct {
+			LoggingConfig struct {
+				SystemLogLevel string `json:"SystemLogLevel"`
+			} `json:"LoggingConfig"`
+		} `json:"Function"`
+	} `json:"Globals"`
+}
+
+// resolveParams gives each parameter its override or default, checked, as a
+// string and as the value a Ref to it resolves to (a list for a
+// CommaDelimitedList, a number for a Number).
+func (head templateHead) resolveParams(overrides map[string]string) (params map[string]string, typed map[string]any, err error) {
+	params, typed = map[string]string{}, map[string]any{}
 	for name, p := range head.Parameters {
 		v := fmt.Sprint(p.Default)
 		if p.Default == nil {
@@ -92,7 +170,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 			// without a default nor a value stays empty: template tests
 			// read the template without deploying it.
 			if err := p.check(v); err != nil {
-				return nil, fmt.Errorf("parameter %s: %w", name, err)
+				return nil, nil, fmt.Errorf("parameter %s: %w", name, err)
 			}
 		}
 		params[name] = v
@@ -113,15 +191,32 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		} else if p.Type == "Number" {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return nil, fmt.Errorf("parameter %s: %q is not a number", name, v)
+				return nil, nil, fmt.Errorf("parameter %s: %q is not a number", name, v)
 			}
 			typed[name] = n
 		}
 	}
 	for name := range overrides {
 		if _, ok := params[name]; !ok {
-			return nil, fmt.Errorf("override for unknown parameter %s", name)
+			return nil, nil, fmt.Errorf("override for unknown parameter %s", name)
 		}
+	}
+	return params, typed, nil
+}
+
+// subVariable is a ${…} of an Fn::Sub string.
+var subVariable = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// parseDocument resolves and parses a template as JSON (ParseTemplate,
+// ParseTransformed).
+func parseDocument(plain []byte, overrides map[string]string) (*Template, error) {
+	var head templateHead
+	if err := json.Unmarshal(plain, &head); err != nil {
+		return nil, fmt.Errorf("parse template parameters: %w", err)
+	}
+	params, typed, err := head.resolveParams(overrides)
+	if err != nil {
+		return nil, err
 	}
 	ref := func(_ string, input any, _ any) any {
 		name, _ := input.(string)
@@ -155,12 +250,40 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		}
 		return nil
 	}
-	// The plain JSON above is the YAML as ProcessYAML converts it before
-	// resolving (short-form tags in long form): resolving it is resolving
-	// the YAML, without parsing the YAML a second time (a third of a
-	// parse's CPU; every template test and stack start parses).
+	// goformation's own Fn::Sub resolves ${Param} to the parameter's
+	// default and drops ${Resource.Attr}; SAM's output names functions that
+	// way (an HTTP API integration's URI), so Sub takes the same Ref and
+	// GetAtt as the rest of the template.
+	sub := func(_ string, input any, _ any) any {
+		text, vars := "", map[string]any{}
+		switch v := input.(type) {
+		case string:
+			text = v
+		case []any:
+			if len(v) != 2 {
+				return nil
+			}
+			text, _ = v[0].(string)
+			vars, _ = v[1].(map[string]any)
+		default:
+			return nil
+		}
+		return subVariable.ReplaceAllStringFunc(text, func(m string) string {
+			name := m[2 : len(m)-1]
+			if literal, ok := strings.CutPrefix(name, "!"); ok {
+				return "${" + literal + "}"
+			}
+			if v, ok := vars[name]; ok {
+				return scalarString(v)
+			}
+			if id, attr, ok := strings.Cut(name, "."); ok {
+				return scalarString(getAtt("", []any{id, attr}, nil))
+			}
+			return scalarString(ref("", name, nil))
+		})
+	}
 	resolved, err := intrinsics.ProcessJSON(plain, &intrinsics.ProcessorOptions{
-		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt},
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
@@ -182,6 +305,17 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		return nil, fmt.Errorf("load template: %w", err)
 	}
 	return &Template{Template: tmpl, Params: params, SystemLogLevel: head.Globals.Function.LoggingConfig.SystemLogLevel, Resolved: resolved, Document: whole}, nil
+}
+
+// scalarString is a resolved value as Fn::Sub inserts it.
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }
 
 // parameter is a template parameter with the constraints CloudFormation
@@ -298,21 +432,13 @@ type FunctionSpec struct {
 	Tracing string
 }
 
-// Route is an HTTP API route.
-type Route struct {
-	Method, Path string
-	Function     string
-	// Auth is the authorizer: "AWS_IAM" (the API default) or a JWT authorizer's name.
-	Auth string
-	// Scopes are the route's AuthorizationScopes (JWT routes): a token needs one.
-	Scopes []string
-}
-
-// Key is the API Gateway route key, "POST /v1/notifications".
-func (r Route) Key() string { return r.Method + " " + r.Path }
-
-// Functions lists the serverless functions with effective settings.
+// Functions lists the functions with their effective settings: a
+// transformed template's AWS::Lambda::Function resources (SAM merged its
+// Globals into them; a schedule is an AWS::Events::Rule targeting the
+// function), or a template's AWS::Serverless::Function resources with
+// Globals.Function applied as SAM applies it.
 func (t *Template) Functions() []FunctionSpec {
+	out := t.lambdaFunctions()
 	defTimeout, defMemory := 3, 128
 	defTracing, _ := t.globalFunction()["Tracing"].(string)
 	if g, ok := t.globalFunction()["MemorySize"].(float64); ok {
@@ -328,7 +454,6 @@ func (t *Template) Functions() []FunctionSpec {
 	if raw, err := json.Marshal(t.globalFunction()); err == nil {
 		_ = json.Unmarshal(raw, &global)
 	}
-	var out []FunctionSpec
 	for id, fn := range t.GetAllServerlessFunctionResources() {
 		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: defTimeout, MemorySize: defMemory, Tracing: defTracing}
 		if fn.Tracing != nil {
@@ -355,6 +480,43 @@ func (t *Template) Functions() []FunctionSpec {
 	return out
 }
 
+// lambdaFunctions are the AWS::Lambda::Function resources, with Lambda's
+// defaults (3 s, 128 MB) where a property is not set.
+func (t *Template) lambdaFunctions() []FunctionSpec {
+	schedules := map[string]string{} // function → schedule expression
+	for _, r := range t.GetAllEventsRuleResources() {
+		if r.ScheduleExpression == nil || (r.State != nil && *r.State != "ENABLED") {
+			continue
+		}
+		for _, target := range r.Targets {
+			if m := functionARN.FindStringSubmatch(target.Arn); m != nil {
+				schedules[m[1]] = *r.ScheduleExpression
+			}
+		}
+	}
+	var out []FunctionSpec
+	for id, fn := range t.GetAllLambdaFunctionResources() {
+		spec := FunctionSpec{LogicalID: id, Env: map[string]string{}, Timeout: 3, MemorySize: 128, Schedule: schedules[id]}
+		if fn.Timeout != nil {
+			spec.Timeout = *fn.Timeout
+		}
+		if fn.MemorySize != nil {
+			spec.MemorySize = *fn.MemorySize
+		}
+		if fn.TracingConfig != nil {
+			spec.Tracing = aws.ToString(fn.TracingConfig.Mode)
+		}
+		if fn.Environment != nil {
+			maps.Copy(spec.Env, fn.Environment.Variables)
+		}
+		out = append(out, spec)
+	}
+	return out
+}
+
+// functionARN is a resolved reference to a function's ARN.
+var functionARN = regexp.MustCompile(`^\$\{getatt:([A-Za-z0-9]+)\.Arn\}$`)
+
 func (t *Template) globalFunction() map[string]any {
 	raw, err := json.Marshal(t.Globals["Function"])
 	if err != nil {
@@ -367,54 +529,6 @@ func (t *Template) globalFunction() map[string]any {
 
 // GlobalFunction returns the Globals.Function section as plain JSON values.
 func (t *Template) GlobalFunction() map[string]any { return t.globalFunction() }
-
-// Routes lists the HTTP API routes declared as HttpApi events, sorted.
-func (t *Template) Routes() []Route {
-	var out []Route
-	for id, fn := range t.GetAllServerlessFunctionResources() {
-		for _, ev := range fn.Events {
-			if ev.Type != "HttpApi" || ev.Properties == nil {
-				continue
-			}
-			r, ok := httpRoute(ev.Properties)
-			if !ok {
-				continue
-			}
-			r.Function = id
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
-	return out
-}
-
-// httpRoute reads an HttpApi event's properties. goformation decodes event
-// properties as a union and may pick a look-alike member, so the properties
-// are re-read as plain JSON.
-func httpRoute(p *serverless.Function_Properties) (Route, bool) {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return Route{}, false
-	}
-	var v struct {
-		Method, Path string
-		Auth         *struct {
-			Authorizer          string
-			AuthorizationScopes []string
-		}
-	}
-	if err := json.Unmarshal(raw, &v); err != nil || v.Path == "" {
-		return Route{}, false
-	}
-	r := Route{Method: strings.ToUpper(v.Method), Path: v.Path, Auth: "AWS_IAM"}
-	if v.Auth != nil && v.Auth.Authorizer != "" {
-		r.Auth = v.Auth.Authorizer
-	}
-	if v.Auth != nil {
-		r.Scopes = v.Auth.AuthorizationScopes
-	}
-	return r, true
-}
 
 // CheckRelease checks the stack update from the released template (the
 // commit RELEASED names, read from root's git history) to the template at

@@ -834,10 +834,7 @@ func TestDeployWalkthroughSmokeAndPolicy(t *testing.T) {
 			patterns = append(patterns, regexp.MustCompile("^"+strings.ReplaceAll(regexp.QuoteMeta(route), `\*`, ".*")+"$"))
 		}
 	}
-	tm, err := LoadTemplate("../../template.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := transformedTemplate(t, "../../template.yaml", nil)
 	covers := func(r Route) bool {
 		arn := r.Method + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(r.Path, "x")
 		for _, p := range patterns {

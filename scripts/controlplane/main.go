@@ -1,9 +1,10 @@
-// Command controlplane checks template.yaml against the rules AWS's control
-// plane enforces (internal/devstack/controlplane), then the stack update from
-// the released template (RELEASED) to it, and prints the update's release
-// notes (changes CloudFormation accepts that need a plan: README, "Upgrade
-// notes"). make aws-lint runs it, so make test and make aws-check do; herald
-// dev checks the update but shows no release note.
+// Command controlplane checks template.yaml, as the SAM transform hands it to
+// CloudFormation, against the rules AWS's control plane enforces
+// (internal/devstack/controlplane), then the stack update from the released
+// template (RELEASED) to it, and prints the update's release notes (changes
+// CloudFormation accepts that need a plan: README, "Upgrade notes"). make
+// aws-lint runs it, so make test and make aws-check do; herald dev checks the
+// update but shows no release note.
 //
 // With -keep-released-index NAME -out FILE it writes the intermediate
 // template of an upgrade instead (template.yaml with the released template's
@@ -11,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,8 +52,10 @@ func run(w io.Writer, root, template string, account int) error {
 	if template == "" {
 		template = filepath.Join(root, "template.yaml")
 	}
-	// LoadTemplate applies the rules with Lambda's default account quota.
-	tm, err := devstack.LoadTemplate(template, nil)
+	// The template as CloudFormation receives it (the SAM transform's
+	// output, as the local runner plays it); loading it applies the rules
+	// with Lambda's default account quota.
+	tm, err := devstack.LoadTransformed(context.Background(), root, template, nil)
 	if err != nil {
 		return err
 	}

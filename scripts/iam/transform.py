@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Each function's IAM policy as the SAM transform produces it, with resolved ARNs.
+"""The template as the SAM transform hands it to CloudFormation, and each
+function's IAM policy in it with resolved ARNs.
 
 Runs the real SAM transform (aws-sam-translator, what `sam build`/`sam deploy`
 use) on template.yaml, then resolves the intrinsic functions in every function
@@ -11,12 +12,18 @@ in the given region and account. Prints JSON:
   {"samTranslator": "1.110.0", "stack": {...},
    "functions": {"RelayFunction": {"role": ..., "roleArn": ...,
        "managedPolicyArns": [...], "policies": [{"name": ..., "document": {...}}]}},
-   "serviceNeeds": [{"function": ..., "action": ..., "resource": ..., "why": ...}]}
+   "serviceNeeds": [{"function": ..., "action": ..., "resource": ..., "why": ...}],
+   "template": {...}}
 
 serviceNeeds are the calls Lambda itself makes with a function's role: event
 source mappings (SQS queues, DynamoDB streams), their on-failure destinations
 and the function's dead-letter queue. The local runner plays that part with its
 own clients, so these are checked statically, not per call.
+
+template is the transformed template itself, intrinsic functions unresolved
+(CloudFormation resolves them at deploy time): the local runner reads its
+resources (devstack.ParseTransformed) and resolves them with the run's
+parameters, so one transform feeds both the IAM check and the runner.
 
 Usage: transform.py TEMPLATE [--prefix herald-] [--stack herald]
                      [--region us-east-1] [--account 000000000000] [--param K=V ...]
@@ -70,7 +77,7 @@ def main():
     r = Resolver(cfn, params, args)
     out = {"samTranslator": samtranslator.__version__,
            "stack": {"name": args.stack, "prefix": args.prefix, "region": args.region, "account": args.account},
-           "functions": {}, "serviceNeeds": []}
+           "functions": {}, "serviceNeeds": [], "template": cfn}
     resources = cfn["Resources"]
     for fid, fn in sorted(resources.items()):
         if fn["Type"] != "AWS::Lambda::Function":

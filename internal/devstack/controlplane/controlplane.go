@@ -97,6 +97,7 @@ const (
 	RuleGSIUpdate             = "dynamodb-one-gsi-change-per-update"
 	RuleCorsWildcardCreds     = "httpapi-cors-wildcard-with-credentials"
 	RuleCorsMaxAge            = "httpapi-cors-max-age-range"
+	RuleCorsObject            = "httpapi-cors-object"
 	// API Gateway WebSocket APIs (CreateApi, CreateRoute, CreateAuthorizer).
 	RuleWebSocketSelection      = "websocket-route-selection-expression"
 	RuleWebSocketAuthConnect    = "websocket-authorizer-only-on-connect"
@@ -384,24 +385,86 @@ func (c *checker) tables() {
 	}
 }
 
+// httpAPIs applies API Gateway's CORS rules to an HTTP API's CORS
+// configuration, wherever the template holds it: CorsConfiguration (SAM's
+// and CloudFormation's property) or the OpenAPI extension
+// x-amazon-apigateway-cors (DefinitionBody as written, Body as the SAM
+// transform hands it to CloudFormation), which must be the object API
+// Gateway's import reads.
 func (c *checker) httpAPIs() {
 	for _, id := range append(c.ids("AWS::Serverless::HttpApi"), c.ids("AWS::ApiGatewayV2::Api")...) {
-		cors, _ := c.d.Resources[id].Properties["CorsConfiguration"].(map[string]any)
-		if cors == nil {
-			continue
+		p := c.d.Resources[id].Properties
+		var configs []map[string]any // keys as the extension spells them
+		if cors, ok := p["CorsConfiguration"].(map[string]any); ok {
+			lower := map[string]any{}
+			for k, v := range cors {
+				lower[strings.ToLower(k[:1])+k[1:]] = v
+			}
+			configs = append(configs, lower)
 		}
-		if boolean(cors["AllowCredentials"]) {
-			origins, _ := cors["AllowOrigins"].([]any)
-			for _, o := range origins {
-				if o == "*" {
-					c.add(id, RuleCorsWildcardCreds, "BadRequestException: allow-credentials is not supported with a wildcard (*) in allow-origins.")
-				}
+		for _, prop := range []string{"DefinitionBody", "Body"} {
+			body, _ := p[prop].(map[string]any)
+			raw, ok := body["x-amazon-apigateway-cors"]
+			if !ok {
+				continue
+			}
+			if cors, ok := c.corsObject(id, prop, raw); ok {
+				configs = append(configs, cors)
 			}
 		}
-		if v, ok := num(cors["MaxAge"]); ok && (v < -1 || v > 86400) {
-			c.add(id, RuleCorsMaxAge, "BadRequestException: MaxAge %g is out of range: -1 to 86400 seconds.", v)
+		for _, cors := range configs {
+			if boolean(cors["allowCredentials"]) {
+				origins, _ := cors["allowOrigins"].([]any)
+				for _, o := range origins {
+					if o == "*" {
+						c.add(id, RuleCorsWildcardCreds, "BadRequestException: allow-credentials is not supported with a wildcard (*) in allow-origins.")
+					}
+				}
+			}
+			if v, ok := num(cors["maxAge"]); ok && (v < -1 || v > 86400) {
+				c.add(id, RuleCorsMaxAge, "BadRequestException: MaxAge %g is out of range: -1 to 86400 seconds.", v)
+			}
 		}
 	}
+}
+
+// corsObject checks an x-amazon-apigateway-cors value: an object whose
+// allowOrigins, allowHeaders, allowMethods and exposeHeaders are arrays of
+// strings (API Gateway Developer Guide, "x-amazon-apigateway-cors object").
+func (c *checker) corsObject(id, prop string, raw any) (map[string]any, bool) {
+	cors, ok := raw.(map[string]any)
+	if !ok {
+		c.add(id, RuleCorsObject, "BadRequestException: %s x-amazon-apigateway-cors is %s, not an object (allowOrigins, allowHeaders, allowMethods and exposeHeaders arrays of strings, maxAge an integer, allowCredentials a boolean): API Gateway takes no CORS configuration from it.", prop, describe(raw))
+		return nil, false
+	}
+	for _, k := range []string{"allowOrigins", "allowHeaders", "allowMethods", "exposeHeaders"} {
+		v, ok := cors[k]
+		if !ok {
+			continue
+		}
+		list, isList := v.([]any)
+		for _, item := range list {
+			if _, isString := item.(string); !isString {
+				isList = false
+			}
+		}
+		if !isList {
+			c.add(id, RuleCorsObject, "BadRequestException: %s x-amazon-apigateway-cors %s is %s, not an array of strings.", prop, k, describe(v))
+			return nil, false
+		}
+	}
+	return cors, true
+}
+
+// describe names a JSON value's kind with the value.
+func describe(v any) string {
+	switch v.(type) {
+	case []any:
+		return fmt.Sprintf("an array (%v)", v)
+	case string:
+		return fmt.Sprintf("a string (%q)", v)
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // identitySourceRe is a WebSocket REQUEST authorizer's identity source:

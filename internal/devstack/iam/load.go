@@ -61,6 +61,10 @@ type Policies struct {
 	Stack         Stack            `json:"stack"`
 	Functions     map[string]*Role `json:"functions"`
 	ServiceNeeds  []ServiceNeed    `json:"serviceNeeds"`
+	// Template is the transformed template itself, as CloudFormation
+	// receives it (intrinsic functions unresolved): the same transform
+	// feeds the local runner (devstack.ParseTransformed).
+	Template json.RawMessage `json:"template"`
 }
 
 // Role returns a function's role.
@@ -92,6 +96,7 @@ func ParsePolicies(raw []byte) (*Policies, error) {
 	if len(p.Functions) == 0 {
 		return nil, errors.New("iam policies: no functions")
 	}
+
 	for fn, r := range p.Functions {
 		r.Function = fn
 		for _, pol := range r.Policies {
@@ -131,7 +136,8 @@ type TransformOptions struct {
 }
 
 // Transform runs the SAM transform of the template (scripts/iam/transform.py
-// with aws-sam-translator) and returns each function's resolved policies.
+// with aws-sam-translator) and returns each function's resolved policies and
+// the transformed template.
 // Results are cached under Root/.cache/iam by a hash of the template, the
 // script and the options, so only the first run after a change pays for
 // Python.

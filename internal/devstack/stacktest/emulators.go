@@ -74,12 +74,14 @@ func startEmulated(services []string) (_ *Emulated, err error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The resources as CloudFormation creates them, as the local runner
+	// creates them.
+	tmpl, err := devstack.LoadTransformed(ctx, root, filepath.Join(root, "template.yaml"), nil)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	opts := devstack.EmulatorOptions{InfraDir: filepath.Join(root, "infra", "local"), Services: services}
 	key := "local"
 	if shared := os.Getenv(devstack.SharedDynamoDBEnv); shared != "" && slices.Contains(services, "dynamodb") {

@@ -128,15 +128,16 @@ func Stack(t testing.TB) *devstack.Stack {
 	return current
 }
 
-// RepoTemplate loads the repository's template.yaml (no parameter
-// overrides), failing the test if it cannot.
+// RepoTemplate loads the repository's template.yaml as CloudFormation
+// receives it (the SAM transform's output; no parameter overrides), failing
+// the test if it cannot.
 func RepoTemplate(t testing.TB) *devstack.Template {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := devstack.LoadTemplate(filepath.Join(root, "template.yaml"), nil)
+	tmpl, err := devstack.LoadTransformed(context.Background(), root, filepath.Join(root, "template.yaml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

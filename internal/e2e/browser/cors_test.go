@@ -119,9 +119,10 @@ func serveApp(t *testing.T, l net.Listener) string {
 }
 
 // TestKitFromAnotherOrigin: the inbox loads in a page of a listed origin
-// (preflight answered from the template's CorsConfiguration) and fails to
-// load in a page of an origin not listed (no CORS headers: the browser
-// refuses the response, the kit reports the error and shows no item).
+// (preflight answered from the transformed template's
+// x-amazon-apigateway-cors) and fails to load in a page of an origin not
+// listed (no CORS headers: the browser refuses the response, the kit
+// reports the error and shows no item).
 func TestKitFromAnotherOrigin(t *testing.T) {
 	st := stacktest.Stack(t)
 	exe := chromium(t)
