@@ -123,8 +123,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 			return nil, fmt.Errorf("override for unknown parameter %s", name)
 		}
 	}
-	ref := func(_ string, input any, _ any) any {
-		name, _ := input.(string)
+	refValue := func(name string) any {
 		switch name {
 		case "AWS::Region":
 			return LocalRegion
@@ -137,13 +136,25 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		case "AWS::StackName":
 			return "herald-local"
 		case "AWS::NoValue":
-			return nil
+			return noValue
 		}
 		if v, ok := typed[name]; ok {
 			return v
 		}
 		return "${ref:" + name + "}"
 	}
+	ref := func(_ string, input any, _ any) any {
+		name, _ := input.(string)
+		return refValue(name)
+	}
+	// Conditions are evaluated with the parameters' values, as CloudFormation
+	// does at deploy time: Fn::If takes its branch, AWS::NoValue removes the
+	// property, a resource whose condition is false is not created.
+	conds, err := evaluateConditions(plain, refValue)
+	if err != nil {
+		return nil, err
+	}
+	var ifErr error
 	getAtt := func(_ string, input any, _ any) any {
 		switch v := input.(type) {
 		case []any:
@@ -160,13 +171,20 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	// the YAML, without parsing the YAML a second time (a third of a
 	// parse's CPU; every template test and stack start parses).
 	resolved, err := intrinsics.ProcessJSON(plain, &intrinsics.ProcessorOptions{
-		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt},
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt, "Fn::If": fnIf(conds, &ifErr)},
 	})
+	if err == nil {
+		err = ifErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
 	}
 	var whole map[string]any
 	if err := json.Unmarshal(resolved, &whole); err != nil {
+		return nil, fmt.Errorf("resolve template: %w", err)
+	}
+	dropNoValue(whole, conds)
+	if resolved, err = json.Marshal(whole); err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
 	}
 	resolved, err = normalize(resolved)
