@@ -107,6 +107,7 @@ func printCapacity(w io.Writer, res capacity.Result) {
 	lb := res.LiveBroadcast
 	fmt.Fprintf(w, "  an announcement's broadcast: %.0f users online, %.0f posts, %.0f online-set queries = queue messages = invocations, %.0f s at LiveBroadcastRate %.0f users/s, %.2f\n",
 		lb.OnlineUsers, lb.Posts, lb.Queries, lb.Seconds, res.Limits.LiveBroadcastRate, lb.USD)
+	fmt.Fprintln(w, res.ReservedConcurrencyAdvice.Line())
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

@@ -3,6 +3,11 @@
 // the released template (RELEASED) to it. make aws-lint runs it, so make test
 // and make aws-check do.
 //
+// -account-concurrency N checks against the account's Lambda quota (make
+// aws-lint: a new account's 10 with the defaults), -parameter-overrides
+// 'K=V …' (sam deploy's form) with those parameters (make aws-lint: the
+// production profile of docs/deploy.md, on its 1,000).
+//
 // With -keep-released-index NAME -out FILE it writes the intermediate
 // template of an upgrade instead (template.yaml with the released template's
 // index NAME kept: README, "Upgrading") and checks that one.
@@ -12,8 +17,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/controlplane"
@@ -23,6 +31,7 @@ func main() {
 	root := flag.String("root", ".", "repository root (template.yaml, RELEASED, .git)")
 	template := flag.String("template", "", "template to check (default ROOT/template.yaml)")
 	account := flag.Int("account-concurrency", controlplane.DefaultAccountConcurrency, "the account's Lambda concurrent executions quota")
+	overrides := flag.String("parameter-overrides", "", "parameter values, as sam deploy takes them: 'Key=Value Key2=\"a value\"'")
 	keep := flag.String("keep-released-index", "", "write the upgrade step keeping this index of the released template (with -out)")
 	out := flag.String("out", "", "file the upgrade step is written to (-keep-released-index)")
 	flag.Parse()
@@ -37,24 +46,34 @@ func main() {
 		}
 		*template = *out
 	}
-	if err := run(*root, *template, *account); err != nil {
+	params, err := parseOverrides(*overrides)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane: -parameter-overrides:", err)
+		os.Exit(2)
+	}
+	if err := run(*root, *template, *account, params); err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, template string, account int) error {
+func run(root, template string, account int, params map[string]string) error {
 	if template == "" {
 		template = filepath.Join(root, "template.yaml")
 	}
+	profile := fmt.Sprintf("account quota %d, parameters: defaults", account)
+	if len(params) > 0 {
+		keys := slices.Sorted(maps.Keys(params))
+		profile = fmt.Sprintf("account quota %d, parameters: defaults and %s", account, strings.Join(keys, ", "))
+	}
 	// LoadTemplate applies the rules with Lambda's default account quota.
-	tm, err := devstack.LoadTemplate(template, nil)
+	tm, err := devstack.LoadTemplate(template, params)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", profile, err)
 	}
 	if account != controlplane.DefaultAccountConcurrency {
 		if err := controlplane.Check(tm.Resolved, controlplane.Options{AccountConcurrency: account}); err != nil {
-			return err
+			return fmt.Errorf("%s: %w", profile, err)
 		}
 	}
 	released, rev, err := controlplane.ReleasedTemplate(root)
@@ -78,8 +97,32 @@ func run(root, template string, account int) error {
 	for _, n := range notes {
 		fmt.Printf("controlplane: release note (update from %s): %s\n", rev[:12], n)
 	}
-	fmt.Printf("controlplane: %s passes AWS's control-plane rules and updates from the released template (%s)\n", template, rev[:12])
+	fmt.Printf("controlplane: %s passes AWS's control-plane rules (%s) and updates from the released template (%s)\n", template, profile, rev[:12])
 	return nil
+}
+
+// parseOverrides reads sam deploy's --parameter-overrides form: Key=Value
+// pairs separated by spaces, a value in double quotes when it holds one.
+func parseOverrides(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		key, rest, ok := strings.Cut(s, "=")
+		if !ok || key == "" || strings.ContainsAny(key, " \"") {
+			return nil, fmt.Errorf("%q: want Key=Value", s)
+		}
+		var value string
+		if strings.HasPrefix(rest, `"`) {
+			end := strings.Index(rest[1:], `"`)
+			if end < 0 {
+				return nil, fmt.Errorf("%s: unterminated quote", key)
+			}
+			value, s = rest[1:end+1], rest[end+2:]
+		} else {
+			value, s, _ = strings.Cut(rest, " ")
+		}
+		out[key] = value
+	}
+	return out, nil
 }
 
 // writeStep writes template (default ROOT/template.yaml) with the released

@@ -277,5 +277,6 @@ func UpdateNotes(released, next []byte) ([]Note, error) {
 			"StreamViewType %s -> %s: DynamoDB creates a new stream (new StreamArn; the old one is kept 24 h) and CloudFormation replaces the mappings reading it (%s), which start on the new stream; records of the old stream not yet read, and writes made during the switch, are never relayed. Deploy with intake paused and the relay's IteratorAge at 0, then check for unrelayed notifications (README, \"Upgrade notes\"; docs/runbook.md, \"Changing the table's stream\")",
 			view(old), view(after[id]), strings.Join(readers[id], ", "))})
 	}
-	return notes, nil
+	off, err := offByDefaultNotes(released, next)
+	return append(notes, off...), err
 }
