@@ -3,7 +3,8 @@ package controlplane
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/awslabs/goformation/v7/intrinsics"
 )
@@ -31,20 +32,27 @@ func rawProps(raw []byte) (map[string]struct {
 	Type       string
 	Properties map[string]any
 }, error) {
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
-		return nil, fmt.Errorf("parse template: %w", err)
-	}
 	var d struct {
 		Resources map[string]struct {
 			Type       string
 			Properties map[string]any
 		}
 	}
-	if err := json.Unmarshal(plain, &d); err != nil {
-		return nil, fmt.Errorf("parse template: %w", err)
+	err := decodePlain(raw, &d)
+	return d.Resources, err
+}
+
+// decodePlain decodes template YAML into v with its intrinsic functions as
+// written (short tags in their long form).
+func decodePlain(raw []byte, v any) error {
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err == nil {
+		err = json.Unmarshal(plain, v)
 	}
-	return d.Resources, nil
+	if err != nil {
+		return fmt.Errorf("parse template: %w", err)
+	}
+	return nil
 }
 
 // offByDefaultNotes: a property the released template set unconditionally
@@ -59,12 +67,7 @@ func offByDefaultNotes(released, next []byte) ([]Note, error) {
 		return nil, err
 	}
 	var notes []Note
-	ids := make([]string, 0, len(after))
-	for id := range after {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(after)) {
 		old, ok := before[id]
 		if !ok {
 			continue
