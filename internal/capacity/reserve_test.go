@@ -3,6 +3,8 @@ package capacity
 import (
 	"errors"
 	"maps"
+	"os"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -60,5 +62,39 @@ func TestReservationAdvice(t *testing.T) {
 	}
 	if line := a.Line(); line != "reserved concurrency: none by default (a new account's quota of 10 allows none); once the account's Lambda quota is at least 290 (190 reserved + 100 unreserved), set ChannelReservedConcurrency=50 RelayHighReservedConcurrency=40" {
 		t.Errorf("line %q", line)
+	}
+}
+
+// TestProductionProfileReservesTheAdvice: the production profile make
+// aws-lint checks (and docs/deploy.md's production line, held to it by the
+// template tests) sets each reservation to what the model advises, on a
+// quota that holds them.
+func TestProductionProfileReservesTheAdvice(t *testing.T) {
+	raw, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + ` := (.*)$`).FindSubmatch(raw)
+		if m == nil {
+			t.Fatalf("Makefile has no %s", name)
+		}
+		return string(m[1])
+	}
+	params, err := controlplane.ParseParameterOverrides(mk("PRODUCTION_PARAMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := adviseReservations(DefaultProfile(), repoLimits(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, v := range a.Parameters {
+		if params[p] != strconv.FormatFloat(v, 'f', -1, 64) {
+			t.Errorf("PRODUCTION_PARAMS %s=%q, the model advises %v", p, params[p], v)
+		}
+	}
+	if quota, err := strconv.Atoi(mk("PRODUCTION_CONCURRENCY")); err != nil || float64(quota) < a.AccountConcurrencyNeeded {
+		t.Errorf("PRODUCTION_CONCURRENCY %s, the reservations need %v", mk("PRODUCTION_CONCURRENCY"), a.AccountConcurrencyNeeded)
 	}
 }

@@ -46,7 +46,7 @@ func main() {
 		}
 		*template = *out
 	}
-	params, err := parseOverrides(*overrides)
+	params, err := controlplane.ParseParameterOverrides(*overrides)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane: -parameter-overrides:", err)
 		os.Exit(2)
@@ -99,30 +99,6 @@ func run(root, template string, account int, params map[string]string) error {
 	}
 	fmt.Printf("controlplane: %s passes AWS's control-plane rules (%s) and updates from the released template (%s)\n", template, profile, rev[:12])
 	return nil
-}
-
-// parseOverrides reads sam deploy's --parameter-overrides form: Key=Value
-// pairs separated by spaces, a value in double quotes when it holds one.
-func parseOverrides(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
-		key, rest, ok := strings.Cut(s, "=")
-		if !ok || key == "" || strings.ContainsAny(key, " \"") {
-			return nil, fmt.Errorf("%q: want Key=Value", s)
-		}
-		var value string
-		if strings.HasPrefix(rest, `"`) {
-			end := strings.Index(rest[1:], `"`)
-			if end < 0 {
-				return nil, fmt.Errorf("%s: unterminated quote", key)
-			}
-			value, s = rest[1:end+1], rest[end+2:]
-		} else {
-			value, s, _ = strings.Cut(rest, " ")
-		}
-		out[key] = value
-	}
-	return out, nil
 }
 
 // writeStep writes template (default ROOT/template.yaml) with the released
