@@ -45,6 +45,14 @@ IAM_SEEN := $(CURDIR)/.cache/iam/seen
 IAM_E2E_SKIP := iamcheck lifecycle cost campaignscale release inbox browser $(BENCH_ONLY:internal/e2e/%=%)
 IAM_E2E = $(shell $(GO) list ./internal/e2e/... | sed 's|^github.com/heraldhq/herald/||' | grep -vx $(addprefix -e internal/e2e/,$(IAM_E2E_SKIP)))
 
+# The control-plane rules run for two accounts: a new one, whose Lambda
+# quota (10) leaves nothing to reserve, with the template's defaults; and the
+# production profile of docs/deploy.md (its parameters beyond the trial's, on
+# the quota it asks for; a test holds the document to these two lines).
+NEW_ACCOUNT_CONCURRENCY := 10
+PRODUCTION_CONCURRENCY := 1000
+PRODUCTION_PARAMS := EmailSendRate=500 SmsSendRate=500 PushSendRate=500 ChannelReservedConcurrency=35 RelayHighReservedConcurrency=30
+
 .PHONY: all build deps deps-browser python-deps dev test test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
@@ -115,7 +123,7 @@ dev: deps herald
 
 ## test: all tests with the race detector; integration tests start their own emulators and
 ## record their functions' AWS calls, which the IAM conformance then checks; then aws-lint's
-## control-plane and update checks (its cfn-lint of template.yaml ran in go test: TestCfnLint)
+## control-plane (a new account's quota, the production profile) and update checks (its cfn-lint of template.yaml ran in go test: TestCfnLint)
 # vet runs with -race so that it type-checks against the same compiled packages the
 # -race tests use (one compile of the module, not two), and it runs every analyzer on every
 # package and its tests, so go test's own subset of vet is off (-vet=off). The two
@@ -125,7 +133,8 @@ dev: deps herald
 test: deps
 	$(GO) vet -race ./...
 	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) run -race ./scripts/testdynamodb $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
-	$(GO) run -race ./scripts/controlplane
+	$(GO) run -race ./scripts/controlplane -account-concurrency $(NEW_ACCOUNT_CONCURRENCY)
+	$(GO) run -race ./scripts/controlplane -account-concurrency $(PRODUCTION_CONCURRENCY) -parameter-overrides '$(PRODUCTION_PARAMS)'
 	$(MAKE) --no-print-directory iam-conformance RUN_FLAGS=-race
 
 ## aws-check: cfn-lint, then the e2e packages of IAM_E2E (recording each function's AWS calls) and
@@ -138,7 +147,8 @@ aws-check: python-deps aws-lint
 
 aws-lint:
 	$(CFN_LINT) template.yaml
-	$(GO) run ./scripts/controlplane
+	$(GO) run ./scripts/controlplane -account-concurrency $(NEW_ACCOUNT_CONCURRENCY)
+	$(GO) run ./scripts/controlplane -account-concurrency $(PRODUCTION_CONCURRENCY) -parameter-overrides '$(PRODUCTION_PARAMS)'
 
 # -cover: with make test's records of every package, no call may be made
 # only by a package aws-check leaves out.

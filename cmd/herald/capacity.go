@@ -112,6 +112,7 @@ func printCapacity(w io.Writer, res capacity.Result) {
 		dr.Recipients, dr.DelaySeconds, dr.PollingRecountsPerDay, dr.PollingReadUnitsPerDay/1e6, dr.PollingUSDPerDay)
 	fmt.Fprintf(w, "  waiting for its due time (15-minute queue delays): %.0f messages, %.0f read units, %.4f\n",
 		dr.WaitingMessagesPerDay, dr.WaitingReadUnitsPerDay, dr.WaitingUSDPerDay)
+	fmt.Fprintln(w, res.ReservedConcurrencyAdvice.Line())
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

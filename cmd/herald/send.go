@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
 	"github.com/heraldhq/herald/client"
@@ -78,11 +77,17 @@ type sendDeps struct {
 func defaultSendDeps() sendDeps {
 	return sendDeps{
 		getenv: os.Getenv, getwd: os.Getwd,
-		alive:      func(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil },
-		loadConfig: func(ctx context.Context) (aws.Config, error) { return config.LoadDefaultConfig(ctx) },
-		stacks:     func(cfg aws.Config) ops.StacksAPI { return cloudformation.NewFromConfig(cfg) },
-		poll:       500 * time.Millisecond,
-		waitFor:    60 * time.Second,
+		alive: func(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil },
+		loadConfig: func(ctx context.Context) (aws.Config, error) {
+			wd, err := os.Getwd()
+			if err != nil {
+				return aws.Config{}, err
+			}
+			return ops.LoadAWSConfig(ctx, wd)
+		},
+		stacks:  func(cfg aws.Config) ops.StacksAPI { return cloudformation.NewFromConfig(cfg) },
+		poll:    500 * time.Millisecond,
+		waitFor: 60 * time.Second,
 	}
 }
 

@@ -667,6 +667,9 @@ type Result struct {
 	// DeferredReconcile is a deferred campaign lot's reconciles per day.
 	DeferredReconcile DeferredReconcile `json:"deferredReconcile"`
 	Prices            Prices            `json:"prices"`
+	// ReservedConcurrencyAdvice: what to reserve once the account's Lambda
+	// quota is raised (reserve.go).
+	ReservedConcurrencyAdvice ReservationAdvice `json:"reservedConcurrencyAdvice"`
 }
 
 // check records a check and, when it fails, the limit exceeded.
@@ -883,7 +886,9 @@ func Run(p Profile, l Limits) (Result, error) {
 		res.AverageWriteUnitsPerSecond = round2(all(res.Peaks[0]))
 	}
 	res.checkLimits(p, l)
-	return res, nil
+	advice, err := adviseReservations(p, l, res.Peaks)
+	res.ReservedConcurrencyAdvice = advice
+	return res, err
 }
 
 // checkLimits: the unsubscribe routes' low throttle, the campaign's drain and

@@ -274,7 +274,7 @@ func TestLimitsComeFromTheTemplate(t *testing.T) {
 	if l.WarmWrite["table"] != 30000 || l.warm("gsi2", true) != NewTableWarmWriteUnitsPerSecond {
 		t.Errorf("warm throughput %v", l.WarmWrite)
 	}
-	if len(l.Reserved) != 4 || l.Reserved["EmailFunction"] != 40 || l.MappingConcurrency["EmailFunction"] != 20+8+7 || l.Reserved["RelayHighFunction"] != 10 {
+	if len(l.Reserved) != 0 || l.MappingConcurrency["EmailFunction"] != 20+8+7 {
 		t.Errorf("reserved %v, mappings %v", l.Reserved, l.MappingConcurrency)
 	}
 	if len(l.StreamRecordAge) == 0 || len(l.QueueRetention) != 11 {
@@ -320,7 +320,7 @@ func TestSeedProfileFigures(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"campaignDrainHours within 10% of the quota-bound minimum", "average second: POST /v1/notifications requests/s × headroom vs route throttle",
-		"campaign second (2000/s low, 30% deferred to 08:00): table write units/s vs per-table quota", "EmailFunction reserved concurrency vs its mappings' MaximumConcurrency",
+		"campaign second (2000/s low, 30% deferred to 08:00): table write units/s vs per-table quota",
 		"EmailLowQueue retention vs twice the campaign's drain", "RelayStreamMapping MaximumRecordAgeInSeconds is -1 (a backlog is relayed late, never discarded)"} {
 		if !names[want] {
 			t.Errorf("no check %q", want)

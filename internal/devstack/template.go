@@ -218,8 +218,7 @@ func parseDocument(plain []byte, overrides map[string]string) (*Template, error)
 	if err != nil {
 		return nil, err
 	}
-	ref := func(_ string, input any, _ any) any {
-		name, _ := input.(string)
+	refValue := func(name string) any {
 		switch name {
 		case "AWS::Region":
 			return LocalRegion
@@ -232,13 +231,25 @@ func parseDocument(plain []byte, overrides map[string]string) (*Template, error)
 		case "AWS::StackName":
 			return "herald-local"
 		case "AWS::NoValue":
-			return nil
+			return noValue
 		}
 		if v, ok := typed[name]; ok {
 			return v
 		}
 		return "${ref:" + name + "}"
 	}
+	ref := func(_ string, input any, _ any) any {
+		name, _ := input.(string)
+		return refValue(name)
+	}
+	// Conditions are evaluated with the parameters' values, as CloudFormation
+	// does at deploy time: Fn::If takes its branch, AWS::NoValue removes the
+	// property, a resource whose condition is false is not created.
+	conds, err := evaluateConditions(plain, refValue)
+	if err != nil {
+		return nil, err
+	}
+	var ifErr error
 	getAtt := func(_ string, input any, _ any) any {
 		switch v := input.(type) {
 		case []any:
@@ -283,13 +294,20 @@ func parseDocument(plain []byte, overrides map[string]string) (*Template, error)
 		})
 	}
 	resolved, err := intrinsics.ProcessJSON(plain, &intrinsics.ProcessorOptions{
-		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub},
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub, "Fn::If": fnIf(conds, &ifErr)},
 	})
+	if err == nil {
+		err = ifErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
 	}
 	var whole map[string]any
 	if err := json.Unmarshal(resolved, &whole); err != nil {
+		return nil, fmt.Errorf("resolve template: %w", err)
+	}
+	dropNoValue(whole, conds)
+	if resolved, err = json.Marshal(whole); err != nil {
 		return nil, fmt.Errorf("resolve template: %w", err)
 	}
 	resolved, err = normalize(resolved)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,6 +73,10 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 		{controlplane.RuleFunctionMemory, `(?m)^(    MemorySize: )\d+`, `${1}64`, "at 'memorySize'"},
 		{controlplane.RuleUnreservedConcurrency, `(RelayFunction:\n(?:    .*\n)*?      Timeout: \d+\n)`, "${1}      ReservedConcurrentExecutions: 901\n",
 			"decreases account's UnreservedConcurrentExecution below its minimum value of [100]"},
+		{controlplane.RuleReservedRange, `ReserveChannelConcurrency: !Not \[!Equals \[!Ref ChannelReservedConcurrency, "-1"\]\]`, `ReserveChannelConcurrency: !Equals ["a", "a"]`,
+			"Value '-1' at 'reservedConcurrentExecutions' failed to satisfy constraint: Member must have value greater than or equal to 0"},
+		{controlplane.RuleProtectedCreateRollback, `DeletionProtectionEnabled: !If \[ProtectTable, true, false\]`, `DeletionProtectionEnabled: true`,
+			"ROLLBACK_FAILED: a failed create deletes Table (DeletionPolicy RetainExceptOnCreate), and the service refuses: \"Resource cannot be deleted as it is currently protected against deletion."},
 		{controlplane.RuleQueueVisibility, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: )\d+`, `${1}43201`, "Invalid value for the parameter VisibilityTimeout"},
 		{controlplane.RuleQueueRetention, `(?m)^(      MessageRetentionPeriod: )\d+`, `${1}1209601`, "Invalid value for the parameter MessageRetentionPeriod"},
 		{controlplane.RuleQueueDelay, `(EmailHighQueue:\n(?:    .*\n)*?      VisibilityTimeout: \d+\n)`, "${1}      DelaySeconds: 901\n", "DelaySeconds"},
@@ -103,6 +108,49 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 				t.Errorf("refused with\n%v\nwant rule %s and %q", err, tc.rule, tc.message)
 			}
 		})
+	}
+}
+
+// TestFreshAccountDeploys: the template's defaults pass the control plane's
+// rules on a new account's Lambda quota (10: reserving any concurrency would
+// fail the create), a reservation does not, and deletion protection is
+// refused only with a policy that deletes the resource when a create fails.
+func TestFreshAccountDeploys(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := controlplane.Options{AccountConcurrency: controlplane.NewAccountConcurrency}
+	tm, err := ParseTemplate(raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controlplane.Check(tm.Resolved, fresh); err != nil {
+		t.Errorf("defaults on a new account (quota %d): %v", fresh.AccountConcurrency, err)
+	}
+	reserving, err := ParseTemplate(raw, map[string]string{"ChannelReservedConcurrency": "35", "RelayHighReservedConcurrency": "30"})
+	if err != nil {
+		t.Fatalf("reservations on the default 1,000: %v", err)
+	}
+	var cpErr *controlplane.Error
+	err = controlplane.Check(reserving.Resolved, fresh)
+	if !errors.As(err, &cpErr) || !cpErr.Has(controlplane.RuleUnreservedConcurrency) || !strings.Contains(err.Error(), "below its minimum value of [10]") {
+		t.Errorf("135 reserved on a quota of 10: %v, want %s with minimum [10]", err, controlplane.RuleUnreservedConcurrency)
+	}
+	if err := controlplane.Check(reserving.Resolved, controlplane.Options{AccountConcurrency: 235}); err != nil {
+		t.Errorf("135 reserved on a quota of 235 (100 left): %v", err)
+	}
+	if err := controlplane.Check(reserving.Resolved, controlplane.Options{AccountConcurrency: 234}); err == nil {
+		t.Error("135 reserved on a quota of 234 (99 left): accepted")
+	}
+	// Retained even when the create fails: protection cannot block a delete
+	// that never happens.
+	retained := breakTemplate(t, string(raw), `(?m)^(  Table:\n    Type: AWS::DynamoDB::Table\n    DeletionPolicy: )RetainExceptOnCreate`, "${1}Retain")
+	if _, err := ParseTemplate([]byte(retained), map[string]string{"TableDeletionProtection": "true"}); err != nil {
+		t.Errorf("DeletionPolicy Retain with deletion protection: %v, want it accepted", err)
+	}
+	if _, err := ParseTemplate(raw, map[string]string{"TableDeletionProtection": "true"}); !errors.As(err, &cpErr) || !cpErr.Has(controlplane.RuleProtectedCreateRollback) {
+		t.Errorf("RetainExceptOnCreate with TableDeletionProtection=true: %v, want %s", err, controlplane.RuleProtectedCreateRollback)
 	}
 }
 
@@ -185,9 +233,52 @@ func TestTemplateUpdateNotesStreamReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	streamNotes := 0
+	for _, n := range notes {
+		if n.Rule == controlplane.RuleStreamReplaced {
+			streamNotes++
+		}
+	}
 	cur := viewRe.FindSubmatch(current)
-	if want := cur != nil && string(cur[1]) != string(m[1]); (len(notes) == 1) != want {
+	if want := cur != nil && string(cur[1]) != string(m[1]); (streamNotes == 1) != want {
 		t.Errorf("committed template (%s, released %s): notes %v", cur[1], m[1], notes)
+	}
+}
+
+// TestTemplateUpdateNotesOffByDefault: deletion protection and reserved
+// concurrency, on in a release before they became parameters off by
+// default, are release notes on the update (with the defaults it would turn
+// them off), one per resource; the same template is none.
+func TestTemplateUpdateNotesOffByDefault(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := string(raw)
+	released := breakTemplate(t, current, `DeletionProtectionEnabled: !If \[ProtectTable, true, false\]`, "DeletionProtectionEnabled: true")
+	released = regexp.MustCompile(`!If \[Reserve\w+Concurrency, (!Ref \w+), !Ref AWS::NoValue\]`).ReplaceAllString(released, "$1")
+	notes, err := controlplane.UpdateNotes([]byte(released), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, n := range notes {
+		if n.Rule != controlplane.RuleStreamReplaced {
+			got[n.Resource] = n.Rule
+		}
+	}
+	want := map[string]string{
+		"Table":             controlplane.RuleProtectionNowParameter,
+		"EmailFunction":     controlplane.RuleReservationNowParameter,
+		"SmsFunction":       controlplane.RuleReservationNowParameter,
+		"PushFunction":      controlplane.RuleReservationNowParameter,
+		"RelayHighFunction": controlplane.RuleReservationNowParameter,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("notes %v, want %v", notes, want)
+	}
+	if notes, err := controlplane.UpdateNotes(raw, raw); err != nil || len(notes) != 0 {
+		t.Errorf("the template against itself: %v %v", notes, err)
 	}
 }
 

@@ -210,8 +210,16 @@ func TestTemplateInvariants(t *testing.T) {
 			tbl.StreamSpecification == nil || !strings.Contains(tbl.StreamSpecification.StreamViewType, "NEW_") {
 			t.Errorf("table must be on-demand, encrypted, PITR, TTL on ttl, with a NEW image stream")
 		}
-		if !aws.ToBool(tbl.DeletionProtectionEnabled) {
-			t.Error("table must have DeletionProtectionEnabled")
+		// Unprotected for the first create (its rollback must delete the
+		// table), protected by an update with TableDeletionProtection=true.
+		if aws.ToBool(tbl.DeletionProtectionEnabled) {
+			t.Error("table has DeletionProtectionEnabled by default: a failed first create cannot roll back")
+		}
+		_, err = LoadTemplate("../../template.yaml", map[string]string{"TableDeletionProtection": "true"})
+		if err == nil {
+			t.Error("TableDeletionProtection=true loads as a create: want it refused by the control-plane rules (an update turns it on)")
+		} else if !strings.Contains(err.Error(), "deletion-protection-blocks-create-rollback") {
+			t.Errorf("TableDeletionProtection=true: %v, want the create-rollback rule", err)
 		}
 		// The delivery events (internal/events) compare a MODIFY's old and
 		// new images: without the old one every update republishes a state.

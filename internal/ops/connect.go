@@ -14,7 +14,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -78,7 +77,11 @@ func DefaultResolver() Resolver {
 		Getenv: os.Getenv, Setenv: os.Setenv, Getwd: os.Getwd,
 		Alive: func(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil },
 		LoadConfig: func(ctx context.Context) (aws.Config, error) {
-			return config.LoadDefaultConfig(ctx)
+			wd, err := os.Getwd()
+			if err != nil {
+				return aws.Config{}, err
+			}
+			return LoadAWSConfig(ctx, wd)
 		},
 		Stacks:         func(cfg aws.Config) StacksAPI { return cloudformation.NewFromConfig(cfg) },
 		StackResources: func(cfg aws.Config) StackResourcesAPI { return cloudformation.NewFromConfig(cfg) },
@@ -164,7 +167,7 @@ func (r Resolver) awsConfig(ctx context.Context) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("%w: configure a profile (AWS_PROFILE) or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY: %v", ErrNoCredentials, err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, errors.New("no AWS region: set AWS_REGION or the profile's region")
+		return aws.Config{}, ErrNoRegion
 	}
 	return cfg, nil
 }

@@ -41,7 +41,7 @@ func TestReleaseNotesInAWSCheckNotInDev(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := run(&out, "../..", path, controlplane.DefaultAccountConcurrency); err != nil {
+	if err := run(&out, "../..", path, controlplane.DefaultAccountConcurrency, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "controlplane: release note (update from ") || !strings.Contains(out.String(), controlplane.RuleStreamReplaced) {

@@ -25,8 +25,14 @@ import (
 // caller passes the account's own figure (Options.AccountConcurrency).
 const DefaultAccountConcurrency = 1000
 
-// MinUnreservedConcurrency is what PutFunctionConcurrency leaves unreserved.
+// MinUnreservedConcurrency is what PutFunctionConcurrency leaves unreserved
+// (all of it on an account whose quota is lower: a new account's 10 or 50).
 const MinUnreservedConcurrency = 100
+
+// NewAccountConcurrency is the concurrent executions quota a new account
+// may start with (Lambda quotas: "new accounts may have a reduced
+// concurrency quota"): the template's defaults must deploy there.
+const NewAccountConcurrency = 10
 
 // Options are the account's figures the rules depend on.
 type Options struct {
@@ -111,8 +117,9 @@ var (
 )
 
 type resource struct {
-	Type       string         `json:"Type"`
-	Properties map[string]any `json:"Properties"`
+	Type           string         `json:"Type"`
+	DeletionPolicy string         `json:"DeletionPolicy"`
+	Properties     map[string]any `json:"Properties"`
 }
 
 type doc struct {
@@ -136,6 +143,7 @@ func Check(resolved []byte, opts Options) error {
 	c.queues()
 	c.mappings()
 	c.tables()
+	c.createRollback()
 	c.httpAPIs()
 	c.webSocketAPIs()
 	if len(c.v) == 0 {
@@ -200,6 +208,9 @@ func (c *checker) functionTimeout(id string) float64 {
 	return 3
 }
 
+// RuleReservedRange: a negative ReservedConcurrentExecutions.
+const RuleReservedRange = "lambda-reserved-concurrency-range"
+
 func (c *checker) functions(opts Options) {
 	reserved := 0.0
 	for _, id := range append(c.ids("AWS::Serverless::Function"), c.ids("AWS::Lambda::Function")...) {
@@ -217,13 +228,20 @@ func (c *checker) functions(opts Options) {
 		}
 		if r, ok := num(p["ReservedConcurrentExecutions"]); ok {
 			reserved += r
+			// PutFunctionConcurrency: ReservedConcurrentExecutions ≥ 0 (the
+			// parameters' -1, "none", must become no property at all).
+			if r < 0 {
+				c.add(id, RuleReservedRange, "ValidationException: 1 validation error detected: Value '%g' at 'reservedConcurrentExecutions' failed to satisfy constraint: Member must have value greater than or equal to 0", r)
+			}
 		}
 	}
-	// PutFunctionConcurrency keeps at least 100 executions unreserved.
-	if limit := float64(opts.AccountConcurrency); reserved > limit-MinUnreservedConcurrency {
+	// PutFunctionConcurrency keeps at least 100 executions unreserved, or
+	// the whole quota when it is lower: nothing can be reserved there.
+	minimum := min(MinUnreservedConcurrency, opts.AccountConcurrency)
+	if limit := float64(opts.AccountConcurrency); reserved > 0 && reserved > limit-float64(minimum) {
 		c.add("(functions)", RuleUnreservedConcurrency,
 			"InvalidParameterValueException: Specified ReservedConcurrentExecutions for function decreases account's UnreservedConcurrentExecution below its minimum value of [%d]. (reserved in the template: %g of an assumed account quota of %d)",
-			MinUnreservedConcurrency, reserved, opts.AccountConcurrency)
+			minimum, reserved, opts.AccountConcurrency)
 	}
 }
 

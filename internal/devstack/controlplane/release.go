@@ -3,7 +3,6 @@ package controlplane
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,8 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/awslabs/goformation/v7/intrinsics"
 )
 
 // ReleaseFile, at the repository's root, names the commit whose
@@ -82,10 +79,6 @@ func ReleasedTemplate(root string) ([]byte, string, error) {
 // GSIs lists each DynamoDB table's global secondary index names in raw
 // template YAML (names are literals in Herald's template).
 func GSIs(raw []byte) (map[string][]string, error) {
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
-		return nil, fmt.Errorf("parse template: %w", err)
-	}
 	var d struct {
 		Resources map[string]struct {
 			Type       string
@@ -94,8 +87,8 @@ func GSIs(raw []byte) (map[string][]string, error) {
 			}
 		}
 	}
-	if err := json.Unmarshal(plain, &d); err != nil {
-		return nil, fmt.Errorf("parse template: %w", err)
+	if err := decodePlain(raw, &d); err != nil {
+		return nil, err
 	}
 	out := map[string][]string{}
 	for id, r := range d.Resources {
@@ -182,10 +175,6 @@ func (n Note) String() string {
 // and the event source mappings reading each table's stream (EventSourceArn
 // a GetAtt of the table's StreamArn) in raw template YAML.
 func streams(raw []byte) (views map[string]string, readers map[string][]string, err error) {
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
-		return nil, nil, fmt.Errorf("parse template: %w", err)
-	}
 	var d struct {
 		Resources map[string]struct {
 			Type       string
@@ -195,8 +184,8 @@ func streams(raw []byte) (views map[string]string, readers map[string][]string, 
 			}
 		}
 	}
-	if err := json.Unmarshal(plain, &d); err != nil {
-		return nil, nil, fmt.Errorf("parse template: %w", err)
+	if err := decodePlain(raw, &d); err != nil {
+		return nil, nil, err
 	}
 	views, readers = map[string]string{}, map[string][]string{}
 	for id, r := range d.Resources {
@@ -277,5 +266,6 @@ func UpdateNotes(released, next []byte) ([]Note, error) {
 			"StreamViewType %s -> %s: DynamoDB creates a new stream (new StreamArn; the old one is kept 24 h) and CloudFormation replaces the mappings reading it (%s), which start on the new stream; records of the old stream not yet read, and writes made during the switch, are never relayed. Deploy with intake paused and the relay's IteratorAge at 0, then check for unrelayed notifications (README, \"Upgrade notes\"; docs/runbook.md, \"Changing the table's stream\")",
 			view(old), view(after[id]), strings.Join(readers[id], ", "))})
 	}
-	return notes, nil
+	off, err := offByDefaultNotes(released, next)
+	return append(notes, off...), err
 }

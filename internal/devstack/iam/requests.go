@@ -40,12 +40,36 @@ type ManageConnectionsInput struct {
 	APIID, Stage, Method, ConnectionID string
 }
 
+// Account is the AWS account calls are made in, as authorization sees it:
+// its region and id (they make the ARNs of resources named by name) and
+// what SES knows of it.
+type Account struct {
+	Region, ID string
+	SES        SESAccount
+}
+
+// SESAccount is what SES's authorization of a send depends on: the
+// account's verified identities (domains and addresses) and whether it is
+// in the SES sandbox, where a send is authorized against each recipient's
+// identity too. The zero value is an account out of the sandbox that names
+// no identity: a send is authorized against its From address's domain.
+type SESAccount struct {
+	Sandbox  bool
+	Verified []string
+}
+
+// Describe says what IAM authorizes for one SDK operation in the account
+// given by region and account id, with the zero SESAccount (Account.Describe).
+func Describe(serviceID, operation string, input any, region, account string) ([]Request, error) {
+	return Account{Region: region, ID: account}.Describe(serviceID, operation, input)
+}
+
 // Describe says what IAM authorizes for one SDK operation: one request per
 // resource the call touches (a BatchGetItem over two tables is two), each
-// of which must be allowed. Region and account are the caller's (they make
-// the ARNs of resources named by name). An operation it cannot describe is
-// an error: the caller denies it rather than guess.
-func Describe(serviceID, operation string, input any, region, account string) ([]Request, error) {
+// of which must be allowed. An operation it cannot describe is an error:
+// the caller denies it rather than guess.
+func (acct Account) Describe(serviceID, operation string, input any) ([]Request, error) {
+	region, account := acct.Region, acct.ID
 	prefix, ok := servicePrefixes[serviceID]
 	if !ok {
 		return nil, fmt.Errorf("the local IAM check does not know service %q (internal/devstack/iam/requests.go)", serviceID)
@@ -176,7 +200,7 @@ func Describe(serviceID, operation string, input any, region, account string) ([
 
 	// ---------------------------------------------------------------- SES v2
 	case *sesv2.SendEmailInput:
-		return sesSendEmail(in, region, account)
+		return acct.sesSendEmail(in)
 
 	// ---------------------------------------------------------------- SNS
 	case *sns.PublishInput:
@@ -236,14 +260,19 @@ func perTable[V any](action string, items map[string]V, table func(*string) stri
 	return out
 }
 
-// sesSendEmail authorizes SES v2 SendEmail as IAM action ses:SendEmail on the
-// sending identity and, when one is named, the configuration set. The
-// identity is FromEmailAddressIdentityArn when given, else the domain of the
-// From address (the template verifies and scopes a domain identity). The
-// condition keys SES documents are set: ses:FromAddress,
-// ses:FromDisplayName, ses:Recipients, ses:ApiVersion.
-func sesSendEmail(in *sesv2.SendEmailInput, region, account string) ([]Request, error) {
+// sesSendEmail authorizes SES v2 SendEmail as SES does: IAM action
+// ses:SendEmail on the sending identity — FromEmailAddressIdentityArn when
+// given, else the From address's identity — and, when one is named, the
+// configuration set; in the sandbox also on each recipient's identity (SES
+// checks that a sandbox send goes to verified identities, and authorizes
+// the call against them). Every request carries the condition keys SES
+// documents: ses:FromAddress, ses:FromDisplayName, ses:Recipients,
+// ses:ApiVersion.
+func (acct Account) sesSendEmail(in *sesv2.SendEmailInput) ([]Request, error) {
 	ctx := map[string][]string{"ses:ApiVersion": {"2"}}
+	arn := func(identity string) string {
+		return "arn:aws:ses:" + acct.Region + ":" + acct.ID + ":identity/" + identity
+	}
 	identity := deref(in.FromEmailAddressIdentityArn)
 	if from := deref(in.FromEmailAddress); from != "" {
 		addr, err := mail.ParseAddress(from)
@@ -255,21 +284,60 @@ func sesSendEmail(in *sesv2.SendEmailInput, region, account string) ([]Request, 
 			ctx["ses:FromDisplayName"] = []string{addr.Name}
 		}
 		if identity == "" {
-			_, domain, _ := strings.Cut(addr.Address, "@")
-			identity = "arn:aws:ses:" + region + ":" + account + ":identity/" + domain
+			identity = arn(acct.SES.identity(addr.Address))
 		}
 	}
 	if identity == "" {
 		return nil, fmt.Errorf("SendEmail: no FromEmailAddress or FromEmailAddressIdentityArn")
 	}
+	var recipients []string
 	if d := in.Destination; d != nil {
-		ctx["ses:Recipients"] = slices.Concat(d.ToAddresses, d.CcAddresses, d.BccAddresses)
+		recipients = slices.Concat(d.ToAddresses, d.CcAddresses, d.BccAddresses)
+		ctx["ses:Recipients"] = recipients
 	}
 	out := []Request{{Action: "ses:SendEmail", Resource: identity, Context: ctx}}
+	if acct.SES.Sandbox {
+		for _, r := range recipients {
+			addr, err := mail.ParseAddress(r)
+			if err != nil {
+				return nil, fmt.Errorf("SendEmail recipient: %w", err)
+			}
+			res := arn(acct.SES.identity(addr.Address))
+			if !slices.ContainsFunc(out, func(q Request) bool { return q.Resource == res }) {
+				out = append(out, Request{Action: "ses:SendEmail", Resource: res, Context: ctx})
+			}
+		}
+	}
 	if cs := deref(in.ConfigurationSetName); cs != "" {
-		out = append(out, Request{Action: "ses:SendEmail", Resource: "arn:aws:ses:" + region + ":" + account + ":configuration-set/" + cs, Context: ctx})
+		out = append(out, Request{Action: "ses:SendEmail", Resource: "arn:aws:ses:" + acct.Region + ":" + acct.ID + ":configuration-set/" + cs, Context: ctx})
 	}
 	return out, nil
+}
+
+// identity is the identity SES resolves an address to: the address itself
+// when it is a verified identity, else its domain or the closest verified
+// parent domain (a verified domain covers its subdomains); with none
+// verified, the address's domain (SES then refuses the send as unverified,
+// which is no authorization matter).
+func (a SESAccount) identity(address string) string {
+	verified := func(id string) bool {
+		return slices.ContainsFunc(a.Verified, func(v string) bool { return strings.EqualFold(v, id) })
+	}
+	if verified(address) {
+		return address
+	}
+	_, domain, _ := strings.Cut(address, "@")
+	for d := domain; d != ""; {
+		if verified(d) {
+			return d
+		}
+		_, parent, ok := strings.Cut(d, ".")
+		if !ok || !strings.Contains(parent, ".") {
+			break
+		}
+		d = parent
+	}
+	return domain
 }
 
 // queueARN turns a queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>,
