@@ -111,11 +111,11 @@ func TestEscalationIsRecheckedAfterAQuotaDeferralOrARetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.channel, Config{BackoffBase: 20 * time.Second, BackoffCap: 15 * time.Minute, MaxReceiveCount: 6,
-				SendQuota: policy.SendQuota{Rate: 30, BulkShare: 60}}) // bulk: 3 a slot
+				SendQuota: policy.SendQuota{Rate: 30, BulkShare: 60}}) // the whole quota (normal's): 5 a slot
 			clock := &testClock{t: fixedAt}
 			q := &fakeQuota{counts: map[string]int{}}
 			if tc.firstBy == "quota" {
-				q.counts[quotaKey(tc.channel, 0, slot)] = 3
+				q.counts[quotaKey(tc.channel, 0, slot)] = 5
 			} else {
 				h.provider.errs = []error{transient}
 			}
