@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,7 +19,7 @@ import (
 // the poster reads a whole batch's users in one BatchGetItem, and a user
 // without connections costs a read of nothing. Its TTL is when the last
 // connection reaches API Gateway's 2-hour limit; readers skip connections
-// past their deadline (2 h, or 10 minutes idle) before that.
+// past it before that. Pings write nothing here (live.Connection).
 const liveSK = "LIVE"
 
 // liveItem is the stored shape.
@@ -34,14 +33,14 @@ type liveItem struct {
 	_     struct{}            `dynamodbav:"-"`
 }
 
-// liveConn is one connection: connected and last active, Unix ms.
+// liveConn is one connection: connected, Unix ms. (Items written before
+// pings stopped touching them also hold "a", the last message; unread.)
 type liveConn struct {
-	Connected  int64 `dynamodbav:"c"`
-	LastActive int64 `dynamodbav:"a"`
+	Connected int64 `dynamodbav:"c"`
 }
 
 func (c liveConn) toDomain(id string) live.Connection {
-	return live.Connection{ID: id, ConnectedAt: time.UnixMilli(c.Connected).UTC(), LastActive: time.UnixMilli(c.LastActive).UTC()}
+	return live.Connection{ID: id, ConnectedAt: time.UnixMilli(c.Connected).UTC()}
 }
 
 // maxLiveWriteAttempts bounds the optimistic retries of a connect racing
@@ -70,7 +69,7 @@ func (s *Store) AddConnection(ctx context.Context, user string, c live.Connectio
 		}
 		prev := it.Ver
 		evicted := pruneConnections(it.Conns, c.ID, max, now)
-		it.Conns[c.ID] = liveConn{Connected: c.ConnectedAt.UnixMilli(), LastActive: c.LastActive.UnixMilli()}
+		it.Conns[c.ID] = liveConn{Connected: c.ConnectedAt.UnixMilli()}
 		it.Ver = prev + 1
 		for _, lc := range it.Conns {
 			it.TTL = maxInt64(it.TTL, time.UnixMilli(lc.Connected).Add(live.MaxConnectionAge).Unix())
@@ -129,38 +128,38 @@ func pruneConnections(conns map[string]liveConn, newID string, max int, now time
 	return evicted
 }
 
-// RemoveConnection forgets a connection; an absent item or connection is
-// not an error (the update is conditional so it never creates the item).
-func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(UserPK(user), liveSK),
-		UpdateExpression:          aws.String("REMOVE conns.#c ADD ver :one"),
-		ConditionExpression:       aws.String("attribute_exists(conns.#c)"),
-		ExpressionAttributeNames:  map[string]string{"#c": connectionID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+// RemoveConnection forgets a connection and returns the user's connections
+// left in the item (the item as the update left it, or as it was when the
+// connection was not there); an absent item or connection is not an error
+// (the update is conditional so it never creates the item).
+func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string) ([]live.Connection, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(UserPK(user), liveSK),
+		UpdateExpression:                    aws.String("REMOVE conns.#c ADD ver :one"),
+		ConditionExpression:                 aws.String("attribute_exists(conns.#c)"),
+		ExpressionAttributeNames:            map[string]string{"#c": connectionID},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":one": num(1)},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("remove connection: %w", err)
+	var item map[string]types.AttributeValue
+	if err == nil {
+		item = out.Attributes
+	} else if ccf, ok := asConditionFailed(err); ok {
+		item = ccf.Item
+	} else {
+		return nil, fmt.Errorf("remove connection: %w", err)
 	}
-	return nil
-}
-
-// TouchConnection records the client's activity at `at` (its idle deadline
-// moves); a connection no longer recorded stays absent.
-func (s *Store) TouchConnection(ctx context.Context, user, connectionID string, at time.Time) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(UserPK(user), liveSK),
-		UpdateExpression:          aws.String("SET conns.#c.a = :at"),
-		ConditionExpression:       aws.String("attribute_exists(conns.#c)"),
-		ExpressionAttributeNames:  map[string]string{"#c": connectionID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)}},
-	})
-	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("touch connection: %w", err)
+	var it liveItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal connections: %w", err)
 	}
-	return nil
+	var left []live.Connection
+	for id, c := range it.Conns {
+		left = append(left, c.toDomain(id))
+	}
+	return left, nil
 }
 
 // Connections reads the connections of users (100 a BatchGetItem,

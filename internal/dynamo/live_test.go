@@ -17,9 +17,9 @@ import (
 )
 
 // TestLiveConnections: connections are kept per user with their deadlines;
-// past the bound the oldest are evicted, closed ones pruned; concurrent
-// connects all land; touch and remove never recreate a removed one; one
-// batch read answers many users.
+// past the bound the oldest are evicted, those past API Gateway's 2 hours
+// pruned; concurrent connects all land; a removal answers the connections
+// left and never recreates the item; one batch read answers many users.
 func TestLiveConnections(t *testing.T) {
 	s, db, clock := newStore(t)
 	ctx := context.Background()
@@ -27,7 +27,7 @@ func TestLiveConnections(t *testing.T) {
 	t0 := clock.Now().Truncate(time.Millisecond)
 	add := func(id string, at time.Time) []string {
 		t.Helper()
-		ev, err := s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at, LastActive: at}, 3, at)
+		ev, err := s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at}, 3, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,26 +57,35 @@ func TestLiveConnections(t *testing.T) {
 	if got := ids(user); !slices.Equal(got, []string{"c1", "c2", "c3"}) {
 		t.Fatalf("connections %v", got)
 	}
-	// Idle connections are pruned by the next connect, not evicted.
-	if err := s.TouchConnection(ctx, user, "c3", t0.Add(9*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	later := t0.Add(11 * time.Minute)
+	// Connections past API Gateway's 2 hours are pruned by the next
+	// connect, not evicted.
+	later := t0.Add(live.MaxConnectionAge + 2*time.Second)
 	if ev := add("c4", later); len(ev) != 0 {
-		t.Fatalf("evicted %v; the idle ones should have been pruned", ev)
+		t.Fatalf("evicted %v; the expired ones should have been pruned", ev)
 	}
 	if got := ids(user); !slices.Equal(got, []string{"c3", "c4"}) {
-		t.Fatalf("after pruning: %v, want c3 (touched) and c4", got)
+		t.Fatalf("after pruning: %v, want c3 (connected within 2 h) and c4", got)
 	}
-	// Removing, and touching a removed one, leave it removed.
-	if err := s.RemoveConnection(ctx, user, "c3"); err != nil {
-		t.Fatal(err)
+	// A removal answers what is left; removing again answers the same.
+	leftIDs := func(cs []live.Connection, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
 	}
-	if err := s.TouchConnection(ctx, user, "c3", later); err != nil {
-		t.Fatal(err)
+	if got := leftIDs(s.RemoveConnection(ctx, user, "c3")); !slices.Equal(got, []string{"c4"}) {
+		t.Fatalf("removing c3 left %v, want c4", got)
 	}
-	if err := s.RemoveConnection(ctx, other, "nothing"); err != nil {
-		t.Fatal(err)
+	if got := leftIDs(s.RemoveConnection(ctx, user, "c3")); !slices.Equal(got, []string{"c4"}) {
+		t.Fatalf("removing c3 again left %v, want c4", got)
+	}
+	if got := leftIDs(s.RemoveConnection(ctx, other, "nothing")); len(got) != 0 {
+		t.Fatalf("removing from a user without connections left %v", got)
 	}
 	if got := ids(user); !slices.Equal(got, []string{"c4"}) {
 		t.Fatalf("after remove: %v", got)
@@ -89,7 +98,7 @@ func TestLiveConnections(t *testing.T) {
 	for i := range 4 {
 		wg.Go(func() {
 			id := "p" + strconv.Itoa(i)
-			if _, err := s.AddConnection(ctx, other, live.Connection{ID: id, ConnectedAt: later, LastActive: later}, 5, later); err != nil {
+			if _, err := s.AddConnection(ctx, other, live.Connection{ID: id, ConnectedAt: later}, 5, later); err != nil {
 				t.Error(err)
 			}
 		})

@@ -36,11 +36,11 @@ func (f *fakeConns) Connections(_ context.Context, users []string) (map[string][
 	return out, nil
 }
 
-func (f *fakeConns) RemoveConnection(_ context.Context, user, id string) error {
+func (f *fakeConns) RemoveConnection(_ context.Context, user, id string) ([]Connection, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removed = append(f.removed, user+"/"+id)
-	return nil
+	return nil, nil
 }
 
 type fakeBadge struct{ n map[string]int }
@@ -88,12 +88,11 @@ func batch(evs ...Event) string {
 func TestPoster(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	open := func(id string) Connection {
-		return Connection{ID: id, ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-time.Minute)}
+		return Connection{ID: id, ConnectedAt: now.Add(-time.Hour)}
 	}
 	conns := &fakeConns{conns: map[string][]Connection{
 		"a": {open("a1"), open("a2"), open("a-gone"), open("a-fail"),
-			{ID: "a-idle", ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-11 * time.Minute)},
-			{ID: "a-old", ConnectedAt: now.Add(-2*time.Hour - time.Second), LastActive: now}},
+			{ID: "a-old", ConnectedAt: now.Add(-2*time.Hour - time.Second)}},
 		"b": {open("b1")},
 	}}
 	sender := &fakeSender{posts: map[string][]Message{}, fail: map[string]error{"a-gone": ErrGone, "a-fail": errors.New("boom")}}
@@ -114,7 +113,7 @@ func TestPoster(t *testing.T) {
 			t.Errorf("%s got %+v", id, got)
 		}
 	}
-	for _, id := range []string{"b1", "a-idle", "a-old"} {
+	for _, id := range []string{"b1", "a-old"} {
 		if len(sender.posts[id]) != 0 {
 			t.Errorf("%s got %+v: another user's, or a closed connection", id, sender.posts[id])
 		}
@@ -132,13 +131,20 @@ func TestPoster(t *testing.T) {
 
 func TestConnectionDeadline(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	c := Connection{ConnectedAt: t0, LastActive: t0}
-	if !c.Open(t0.Add(IdleTimeout-time.Second)) || c.Open(t0.Add(IdleTimeout)) {
-		t.Error("idle: open until 10 minutes without a message")
-	}
-	c.LastActive = t0.Add(MaxConnectionAge - time.Minute)
+	c := Connection{ConnectedAt: t0}
 	if !c.Open(t0.Add(MaxConnectionAge-time.Second)) || c.Open(t0.Add(MaxConnectionAge)) {
-		t.Error("active: open until 2 hours after connecting")
+		t.Error("recorded: open until 2 hours after connecting")
+	}
+	// API Gateway's own rule, which the local gateway plays: 2 hours, or
+	// 10 minutes after the client's last message.
+	if got := GatewayDeadline(t0, t0.Add(time.Minute)); !got.Equal(t0.Add(11 * time.Minute)) {
+		t.Errorf("idle deadline %v", got)
+	}
+	if got := GatewayDeadline(t0, t0.Add(MaxConnectionAge-time.Minute)); !got.Equal(t0.Add(MaxConnectionAge)) {
+		t.Errorf("age deadline %v", got)
+	}
+	if PingInterval >= IdleTimeout-time.Minute+time.Second {
+		t.Errorf("PingInterval %v leaves less than a minute of the idle timeout %v", PingInterval, IdleTimeout)
 	}
 }
 
@@ -146,7 +152,7 @@ type fakeStore struct {
 	added   []Connection
 	evict   []string
 	removed []string
-	touched []string
+	left    []Connection // what RemoveConnection answers
 	err     error
 }
 
@@ -154,12 +160,23 @@ func (f *fakeStore) AddConnection(_ context.Context, user string, c Connection, 
 	f.added = append(f.added, c)
 	return f.evict, f.err
 }
-func (f *fakeStore) RemoveConnection(_ context.Context, user, id string) error {
+func (f *fakeStore) RemoveConnection(_ context.Context, user, id string) ([]Connection, error) {
 	f.removed = append(f.removed, user+"/"+id)
+	return f.left, nil
+}
+
+// fakePresence records the presence writes.
+type fakePresence struct {
+	holds []time.Time // each lease's term
+	ends  int
+}
+
+func (f *fakePresence) HoldPresence(_ context.Context, _ string, at, until time.Time) error {
+	f.holds = append(f.holds, until)
 	return nil
 }
-func (f *fakeStore) TouchConnection(_ context.Context, user, id string, at time.Time) error {
-	f.touched = append(f.touched, user+"/"+id)
+func (f *fakePresence) EndPresence(context.Context, string, time.Time) error {
+	f.ends++
 	return nil
 }
 
@@ -177,17 +194,30 @@ func wsEvent(route, conn string, authorizer any) events.APIGatewayWebsocketProxy
 
 func TestRoutes(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	st, cl := &fakeStore{evict: []string{"old"}}, &fakeCloser{}
-	r := &Routes{Store: st, Closer: cl, Now: func() time.Time { return now }, Log: quiet}
+	st, cl, pr := &fakeStore{evict: []string{"old"}}, &fakeCloser{}, &fakePresence{}
+	r := &Routes{Store: st, Presence: pr, Closer: cl, Now: func() time.Time { return now }, Log: quiet}
 	auth := map[string]any{"principalId": "u1", "userId": "u1"}
 	resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c1", auth))
 	if resp.StatusCode != http.StatusOK || len(st.added) != 1 || st.added[0].ID != "c1" || len(cl.closed) != 1 || cl.closed[0] != "old" {
 		t.Errorf("connect: %d, added %+v, closed %v", resp.StatusCode, st.added, cl.closed)
 	}
+	// A ping moves the lease to the idle timeout's end; it writes nothing else.
+	now = now.Add(PingInterval)
 	_, _ = r.Handle(context.Background(), wsEvent("$default", "c1", auth))
+	if len(pr.holds) != 2 || !pr.holds[1].Equal(now.Add(IdleTimeout)) || len(st.added) != 1 || len(st.removed) != 0 {
+		t.Errorf("ping: leases %v, added %d, removed %v", pr.holds, len(st.added), st.removed)
+	}
+	// A disconnect with another connection of the user open keeps the
+	// lease; the last one ends it.
+	st.left = []Connection{{ID: "c2", ConnectedAt: now.Add(-time.Minute)}}
 	_, _ = r.Handle(context.Background(), wsEvent("$disconnect", "c1", auth))
-	if len(st.touched) != 1 || len(st.removed) != 1 || st.removed[0] != "u1/c1" {
-		t.Errorf("touched %v removed %v", st.touched, st.removed)
+	if len(st.removed) != 1 || st.removed[0] != "u1/c1" || pr.ends != 0 {
+		t.Errorf("disconnect with c2 open: removed %v, ends %d", st.removed, pr.ends)
+	}
+	st.left = []Connection{{ID: "c-expired", ConnectedAt: now.Add(-MaxConnectionAge)}}
+	_, _ = r.Handle(context.Background(), wsEvent("$disconnect", "c2", auth))
+	if pr.ends != 1 {
+		t.Errorf("the last disconnect: %d ends, want 1", pr.ends)
 	}
 	// Without the authorizer's user nothing is recorded.
 	resp, _ = r.Handle(context.Background(), wsEvent("$connect", "c2", nil))
@@ -198,6 +228,47 @@ func TestRoutes(t *testing.T) {
 	st.err = errors.New("down")
 	if resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c3", auth)); resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("store down: %d", resp.StatusCode)
+	}
+}
+
+// writeCounter counts the table writes the routes make through their
+// stores (each method one write; AddConnection reads, then writes once).
+type writeCounter struct{ n int }
+
+func (w *writeCounter) AddConnection(context.Context, string, Connection, int, time.Time) ([]string, error) {
+	w.n++
+	return nil, nil
+}
+func (w *writeCounter) RemoveConnection(context.Context, string, string) ([]Connection, error) {
+	w.n++
+	return nil, nil
+}
+func (w *writeCounter) HoldPresence(context.Context, string, time.Time, time.Time) error {
+	w.n++
+	return nil
+}
+func (w *writeCounter) EndPresence(context.Context, string, time.Time) error    { w.n++; return nil }
+func (w *writeCounter) AddOnline(context.Context, int, string, time.Time) error { w.n++; return nil }
+
+// TestRouteWrites: the writes each route makes are the constants herald
+// capacity prices the online profile with (a disconnect here is the
+// user's last: it ends the lease).
+func TestRouteWrites(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	auth := map[string]any{"principalId": "u1", "userId": "u1"}
+	for _, tc := range []struct {
+		route string
+		want  int
+	}{{"$connect", ConnectWrites}, {"$default", PingWrites}, {"$disconnect", DisconnectWrites}} {
+		w := &writeCounter{}
+		r := &Routes{Store: w, Presence: w, Online: w, Closer: &fakeCloser{}, Now: func() time.Time { return now }, Log: quiet}
+		if resp, _ := r.Handle(context.Background(), events.APIGatewayWebsocketProxyRequest{Body: `{"action":"ping"}`,
+			RequestContext: events.APIGatewayWebsocketProxyRequestContext{RouteKey: tc.route, ConnectionID: "c1", Authorizer: auth}}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", tc.route, resp.StatusCode)
+		}
+		if w.n != tc.want {
+			t.Errorf("%s: %d writes, want %d", tc.route, w.n, tc.want)
+		}
 	}
 }
 

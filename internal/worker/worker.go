@@ -600,7 +600,7 @@ func escalationReason(e catalog.Escalation, n *domain.Notification, p *domain.Re
 	if e.UnlessRead && (!n.ReadAt.IsZero() || !n.ArchivedAt.IsZero()) {
 		return domain.ReasonReadInApp
 	}
-	if e.UnlessActiveWithin > 0 && !p.LastSeenAt.IsZero() && now.Sub(p.LastSeenAt) < e.UnlessActiveWithin {
+	if e.UnlessActiveWithin > 0 && p.ActiveWithin(e.UnlessActiveWithin, now) {
 		return domain.ReasonActiveInApp
 	}
 	return domain.ReasonNone
