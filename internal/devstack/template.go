@@ -135,7 +135,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 		case "AWS::URLSuffix":
 			return "amazonaws.com"
 		case "AWS::StackName":
-			return "herald-local"
+			return LocalStackName // the IAM model's stack: names built from it match its roles' grants
 		case "AWS::NoValue":
 			return nil
 		}
