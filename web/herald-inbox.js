@@ -24,8 +24,9 @@
 // Live: with live-url (the stack's WebSocketUrl, wss://…/live) the element
 // opens the live inbox's WebSocket (?token=<JWT>) while the page is visible
 // and updates the list and badge when Herald posts a change, without
-// polling; it pings every presence-seconds instead of reporting presence
-// (an open connection is presence), reconnects with exponential backoff and
+// polling; instead of reporting presence it pings every LIVE_PING_SECONDS
+// (an open connection is presence; presence-seconds 0 turns the pings off,
+// and API Gateway then closes the socket after 10 idle minutes), reconnects with exponential backoff and
 // full jitter (1 s doubling to 30 s; a connection lasts at most 2 hours),
 // falls back to polling while the socket cannot be opened, and closes it
 // when the page is hidden. Answers arriving out of order never undo newer
@@ -55,6 +56,14 @@ const FILTERS = [['all', 'All'], ['unread', 'Unread'], ['archived', 'Archived']]
 // every instance's copy is newer. A test in internal/api (kit_test.go) holds
 // this value to the Go constant.
 export const CATCH_UP_SECONDS = 12;
+
+// LIVE_PING_SECONDS: how often an open live socket pings. API Gateway closes
+// a WebSocket after 10 minutes without a client message; each ping keeps it
+// open and holds the user present for those 10 minutes (internal/live,
+// PingInterval: a test there holds this value to it). Rarer pings are what
+// lets a large online population fit the WebSocket throttle and the table's
+// write budget (herald capacity, liveConnections).
+export const LIVE_PING_SECONDS = 540;
 
 // Announcement ids: "a" and 26 base32 characters. Only announcements get a
 // catch-up: a notification's item is not behind any instance's cache.
@@ -187,7 +196,7 @@ class HeraldInbox extends HTMLElement {
     const p = parseInt(this.getAttribute('presence-seconds') ?? '60', 10);
     if (this._liveOpen) {
       // The socket is the presence and the updates: ping, no polling.
-      if (p > 0) this._presenceTimer = setInterval(() => this._ping(), p * 1000);
+      if (p > 0) this._presenceTimer = setInterval(() => this._ping(), LIVE_PING_SECONDS * 1000);
       return;
     }
     // No live socket (none configured, or it cannot be opened): poll.

@@ -29,7 +29,10 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&p.AveragePerSecond, "average", p.AveragePerSecond, "average notifications per second")
 	fs.Float64Var(&p.DeferredShare, "deferred", p.DeferredShare, "share of the traffic deferred to one instant")
 	fs.Float64Var(&p.ProviderRatePerSecond, "send-rate", p.ProviderRatePerSecond, "each channel's provider send rate (the EmailSendRate, SmsSendRate and PushSendRate parameters)")
+	fs.Float64Var(&p.BusyHourFactor, "busy-hour", p.BusyHourFactor, "the day's busiest hour as a multiple of its average")
+	fs.Float64Var(&p.SMSMonthlySpendLimitUSD, "sms-spend-limit", p.SMSMonthlySpendLimitUSD, "the account's SNS SMS spend limit (USD a month)")
 	template := fs.String("template", "template.yaml", "the template whose parameter defaults and resources set the limits")
+	peak := fs.Bool("peak-scenario", true, "also run the peak fanned out unpaced (the peak20k check: the model twice more)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,6 +46,17 @@ func runCapacity(args []string, stdout, stderr io.Writer) error {
 	res, err := capacity.Run(p, limits)
 	if err != nil {
 		return err
+	}
+	if *peak {
+		sc, check, err := capacity.PeakRun(p, limits)
+		if err != nil {
+			return err
+		}
+		res.Peak = &sc
+		res.Checks = append(res.Checks, check)
+		if !check.OK {
+			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s: %v", check.Name, check.Detail, sc.LimitsExceeded))
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -113,6 +127,21 @@ func printCapacity(w io.Writer, res capacity.Result) {
 	fmt.Fprintf(w, "  waiting for its due time (15-minute queue delays): %.0f messages, %.0f read units, %.4f\n",
 		dr.WaitingMessagesPerDay, dr.WaitingReadUnitsPerDay, dr.WaitingUSDPerDay)
 	fmt.Fprintln(w, res.ReservedConcurrencyAdvice.Line())
+	fmt.Fprintln(w, "the seed profile's named checks (--json: checks, seed, peak20k):")
+	for _, c := range res.Checks {
+		if c.Figures == nil {
+			continue
+		}
+		verdict := "pass"
+		if !c.OK {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "  %-4s %-18s %10.2f of %10.2f  %s\n", verdict, c.Name, c.Value, c.Limit, c.Detail)
+	}
+	if pk := res.Peak; pk != nil {
+		fmt.Fprintf(w, "peak %.0f/s unpaced: per-table quota %.0f writes / %.0f reads, warm writes %v, high relay shards %.0f, %.0f minutes $%.2f of DynamoDB requests\n",
+			pk.FanOutRate, pk.TableWriteQuota, pk.TableReadQuota, pk.WarmWrite, pk.RelayHighShards, pk.Minutes, pk.PeakUSD)
+	}
 	for _, l := range res.LimitsExceeded {
 		fmt.Fprintf(w, "LIMIT EXCEEDED: %s\n", l)
 	}

@@ -181,6 +181,10 @@ func (h *CampaignsHandler) createCampaign(ctx context.Context, req *request) res
 	if p != nil {
 		return problemResponse(p)
 	}
+	if err := domain.CampaignPriority(n.Priority); err != nil {
+		return problemResponse(fieldProblem(http.StatusUnprocessableEntity, "campaign_priority_high", "/priority",
+			"a campaign cannot take high priority: its notifications would share the one-time codes' queues and send-quota reserve; use normal or low"))
+	}
 	inline, segment, p := validateAudience(cr.Audience)
 	if p != nil {
 		return problemResponse(p)

@@ -219,6 +219,7 @@ func TestCreateCampaignRefusals(t *testing.T) {
 		{"no type", `{"audience":{}}`, 400, "missing_field", "/type"},
 		{"missing variable", `{"type":"reservation.approved"}`, 422, "missing_variable", "/data/reservationUrl"},
 		{"bad priority", `{"type":"reservation.approved","priority":"urgent","data":{"reservationUrl":"https://e.com"}}`, 400, "invalid_priority", "/priority"},
+		{"high priority", `{"type":"reservation.approved","priority":"high","data":{"reservationUrl":"https://e.com"}}`, 422, "campaign_priority_high", "/priority"},
 		{"channel without template", `{"type":"otp.code","channels":["email"],"data":{"code":"123456"}}`, 422, "unsupported_channel", "/channels/0"},
 		{"expired", `{"type":"reservation.approved","expiresAt":"2020-01-01T00:00:00Z","data":{"reservationUrl":"https://e.com"}}`, 400, "expires_in_past", "/expiresAt"},
 		{"too many inline", `{"type":"reservation.approved","data":{"reservationUrl":"https://e.com"},"audience":{"userIds":[` + strings.Join(ids, ",") + `]}}`, 422, "audience_too_large", "/audience/userIds"},

@@ -43,9 +43,14 @@ func TestLiveCosts(t *testing.T) {
 	if !(c.PerMillionNotifications > 0 && c.PerMillionNotifications < c.PerMillionPosts) {
 		t.Errorf("per million: %v with the profile, %v all online", c.PerMillionNotifications, c.PerMillionPosts)
 	}
-	// An hour connected: 60 minutes at $0.25/M and 60 pings of at least a
-	// message and a write unit each.
-	if min := 1e6 * (60*0.25/1e6 + 60*(1.00/1e6+0.625/1e6)); c.PerMillionConnectedHours < min {
-		t.Errorf("connected hour %.2f per million, want at least %.2f", c.PerMillionConnectedHours, min)
+	// An hour connected: 60 minutes at $0.25/M and a ping every 9 minutes
+	// (6.67 an hour) of at least a message and a write unit each, and of at
+	// most that plus an invocation and 10 ms of it: $27.39.
+	pings := 3600 / lp.PingSeconds
+	if lp.PingSeconds != 540 || lp.PingWrites != 1 {
+		t.Errorf("profile pings every %v s with %v writes, want the kit's 540 s and 1", lp.PingSeconds, lp.PingWrites)
+	}
+	if min := 1e6 * (60*0.25/1e6 + pings*(1.00/1e6+0.625/1e6)); c.PerMillionConnectedHours < min || c.PerMillionConnectedHours != 27.39 {
+		t.Errorf("connected hour %.2f per million, want 27.39 (at least %.2f)", c.PerMillionConnectedHours, min)
 	}
 }

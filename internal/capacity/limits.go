@@ -1,10 +1,14 @@
 package capacity
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/domain"
@@ -46,6 +50,21 @@ const (
 	// SQS "Message retention" maximum: 14 days (SQS developer guide,
 	// "Amazon SQS message quotas").
 	SQSMaxRetentionSeconds = 1209600
+	// "PutEvents throttle limit in transactions per second": requests (of
+	// up to 10 entries) per second per account and Region, by Region, the
+	// smallest default 400 (af-south-1, eu-south-1 and others; 10,000 in
+	// us-east-1, us-west-2, eu-west-1). EventBridge user guide, "Amazon
+	// EventBridge quotas", "PutEvents quotas by Region". The template does
+	// not know its Region, so the model holds the smallest.
+	PutEventsRequestsPerSecondMin = 400
+	// A DynamoDB stream has a shard per table partition, and a partition
+	// serves at most PartitionWriteUnitsPerSecond and
+	// PartitionReadUnitsPerSecond: a table warm for W writes and R reads
+	// has at least max(W/1,000, R/3,000) partitions, so shards. Lambda runs
+	// one batch per shard at a time (× the mapping's ParallelizationFactor,
+	// 1 by default): Lambda developer guide, "Using AWS Lambda with Amazon
+	// DynamoDB", "Polling and batching streams".
+	defaultParallelizationFactor = 1
 )
 
 // Headroom the model asks of a throttle over the demand it carries: an API
@@ -102,6 +121,34 @@ type Limits struct {
 	// Traced: the functions whose effective X-Ray mode is Active (the
 	// Tracing parameter; X-Ray bills their sampled traces).
 	Traced map[string]bool `json:"tracedFunctions"`
+	// TableWriteQuota and TableReadQuota are the per-table (and per-index)
+	// on-demand throughput quotas the account has (0: AWS's defaults,
+	// TableWriteUnitsPerSecondQuota and TableReadUnitsPerSecondQuota); the
+	// peak20k scenario raises them.
+	TableWriteQuota float64 `json:"tableWriteQuota,omitempty"`
+	TableReadQuota  float64 `json:"tableReadQuota,omitempty"`
+	// StreamParallelization is each stream mapping's ParallelizationFactor
+	// (absent: 1), by mapping id, and StreamFunction the function it runs.
+	StreamParallelization map[string]float64 `json:"streamParallelization"`
+	StreamFunction        map[string]string  `json:"streamFunction"`
+	// The live inbox's WebSocket stage throttle (LiveStage
+	// DefaultRouteSettings: every route), and LiveQueue's retention,
+	// visibility timeout and receives before its DLQ.
+	LiveRouteRateLimit  float64 `json:"liveRouteRateLimit"`
+	LiveRouteBurstLimit float64 `json:"liveRouteBurstLimit"`
+	LiveQueueRetention  float64 `json:"liveQueueRetentionSeconds"`
+	LiveQueueVisibility float64 `json:"liveQueueVisibilitySeconds"`
+	LiveQueueReceives   float64 `json:"liveQueueMaxReceiveCount"`
+	// SMSSpendAlarmUSD is SmsMonthlySpendAlarmUSD.
+	SMSSpendAlarmUSD float64 `json:"smsSpendAlarmUSD"`
+	// EventBusName is the event bus's name as the template resolves it
+	// (AWS::StackName as devstack.LoadTemplate resolves it), and
+	// EventBusPerStack whether the template builds it from AWS::StackName.
+	EventBusName     string `json:"eventBusName"`
+	EventBusPerStack bool   `json:"eventBusPerStack"`
+	// StuckAfterLowSeconds is domain.StuckAfter(low): how long a low
+	// delivery may wait in flight before its work message is presumed lost.
+	StuckAfterLowSeconds float64 `json:"stuckAfterLowSeconds"`
 }
 
 // RouteThrottle is one route's throttle.
@@ -118,13 +165,48 @@ func LoadLimits(path string, p Profile) (Limits, error) {
 	if err != nil {
 		return Limits{}, err
 	}
-	return limitsOf(tm, path)
+	l, err := limitsOf(tm, path)
+	if err != nil {
+		return l, err
+	}
+	l.EventBusPerStack, err = busNamedByStack(path)
+	return l, err
+}
+
+// busNamedByStack reports whether the template's event bus takes its name
+// from AWS::StackName (read before intrinsics are resolved: the resolved
+// name cannot tell a stack's name from a default that matches it).
+func busNamedByStack(path string) (bool, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return false, fmt.Errorf("capacity limits: %w", err)
+	}
+	var doc struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct{ Name json.RawMessage }
+		}
+	}
+	if err := json.Unmarshal(plain, &doc); err != nil {
+		return false, fmt.Errorf("capacity limits: %w", err)
+	}
+	for _, r := range doc.Resources {
+		if r.Type == "AWS::Events::EventBus" {
+			return strings.Contains(string(r.Properties.Name), "${AWS::StackName}") || strings.Contains(string(r.Properties.Name), `"AWS::StackName"`), nil
+		}
+	}
+	return false, nil
 }
 
 func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l := Limits{Template: path, SendRate: map[domain.Channel]float64{}, Batch: map[domain.Priority]float64{}, MaxConcurrency: map[domain.Priority]float64{},
 		Routes: map[string]RouteThrottle{}, WarmWrite: map[string]float64{}, WarmRead: map[string]float64{}, QueueRetention: map[string]float64{},
-		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}, Traced: map[string]bool{}}
+		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}, Traced: map[string]bool{},
+		StreamParallelization: map[string]float64{}, StreamFunction: map[string]string{}, StuckAfterLowSeconds: domain.StuckAfter(domain.PriorityLow).Seconds()}
 	for _, fn := range tm.Functions() {
 		if fn.Tracing == "Active" {
 			l.Traced[fn.LogicalID] = true
@@ -207,10 +289,26 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 		case "AWS::SQS::Queue":
 			// The live inbox's queue keeps posts minutes on purpose: a post
 			// older than that is worth nothing (the kit refetches the inbox
-			// when it reconnects), so it is no backlog to keep.
-			if p["RedrivePolicy"] != nil && id != "LiveQueue" {
+			// when it reconnects), so it is no backlog to keep; its own
+			// check is a broadcast's paced delay (liveQueueRetention).
+			if id == "LiveQueue" {
+				l.LiveQueueRetention = num(p["MessageRetentionPeriod"], id+" MessageRetentionPeriod")
+				l.LiveQueueVisibility = num(p["VisibilityTimeout"], id+" VisibilityTimeout")
+				rp, _ := p["RedrivePolicy"].(map[string]any)
+				l.LiveQueueReceives = num(rp["maxReceiveCount"], id+" maxReceiveCount")
+				continue
+			}
+			if p["RedrivePolicy"] != nil {
 				l.QueueRetention[id] = num(p["MessageRetentionPeriod"], id+" MessageRetentionPeriod")
 			}
+		case "AWS::ApiGatewayV2::Stage":
+			if id == "LiveStage" {
+				d, _ := p["DefaultRouteSettings"].(map[string]any)
+				l.LiveRouteRateLimit = num(d["ThrottlingRateLimit"], id+" DefaultRouteSettings")
+				l.LiveRouteBurstLimit = num(d["ThrottlingBurstLimit"], id+" DefaultRouteSettings")
+			}
+		case "AWS::Events::EventBus":
+			l.EventBusName, _ = p["Name"].(string)
 		case "AWS::Serverless::Function":
 			if v, ok := p["ReservedConcurrentExecutions"]; ok {
 				l.Reserved[id] = num(v, id+" ReservedConcurrentExecutions")
@@ -226,6 +324,11 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 			src := fmt.Sprint(p["EventSourceArn"])
 			if strings.Contains(src, "StreamArn") {
 				l.StreamRecordAge[id] = num(p["MaximumRecordAgeInSeconds"], id+" MaximumRecordAgeInSeconds")
+				l.StreamFunction[id] = fn
+				l.StreamParallelization[id] = defaultParallelizationFactor
+				if v, ok := p["ParallelizationFactor"]; ok {
+					l.StreamParallelization[id] = num(v, id+" ParallelizationFactor")
+				}
 				continue
 			}
 			sc, _ := p["ScalingConfig"].(map[string]any)
@@ -248,14 +351,31 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l.CampaignFanOutRate = param("CampaignFanOutRate")
 	l.SchedulerReleaseRate = param("SchedulerReleaseRate")
 	l.LiveBroadcastRate = param("LiveBroadcastRate")
-	if len(l.Batch) != 3 || l.RouteRateLimit == 0 || l.CampaignMaxConcurrency == 0 || l.CampaignTimeoutSeconds == 0 {
-		errs = append(errs, fmt.Sprintf("template %s: channel mappings %v, route throttle %v, campaign mapping %v / timeout %v not all found",
-			path, l.Batch, l.RouteRateLimit, l.CampaignMaxConcurrency, l.CampaignTimeoutSeconds))
+	l.SMSSpendAlarmUSD = param("SmsMonthlySpendAlarmUSD")
+	if len(l.Batch) != 3 || l.RouteRateLimit == 0 || l.CampaignMaxConcurrency == 0 || l.CampaignTimeoutSeconds == 0 ||
+		l.LiveRouteRateLimit == 0 || l.LiveQueueRetention == 0 || l.EventBusName == "" {
+		errs = append(errs, fmt.Sprintf("template %s: channel mappings %v, route throttle %v, campaign mapping %v / timeout %v, live stage throttle %v, LiveQueue retention %v, event bus %q not all found",
+			path, l.Batch, l.RouteRateLimit, l.CampaignMaxConcurrency, l.CampaignTimeoutSeconds, l.LiveRouteRateLimit, l.LiveQueueRetention, l.EventBusName))
 	}
 	if len(errs) > 0 {
 		return l, fmt.Errorf("capacity limits: %s", strings.Join(errs, "; "))
 	}
 	return l, nil
+}
+
+// tableQuota is the per-table (and per-index) on-demand quota for writes
+// or reads: the account's (TableWriteQuota, TableReadQuota), else AWS's
+// default.
+func (l Limits) tableQuota(write bool) float64 {
+	switch {
+	case write && l.TableWriteQuota > 0:
+		return l.TableWriteQuota
+	case write:
+		return TableWriteUnitsPerSecondQuota
+	case l.TableReadQuota > 0:
+		return l.TableReadQuota
+	}
+	return TableReadUnitsPerSecondQuota
 }
 
 // warm is the warm throughput of where (the table or an index): its

@@ -19,8 +19,8 @@ import (
 //     query of gsi2 with Limit 100: ~1 read unit for a few unread), and one
 //     PostToConnection message per open connection;
 //   - per connected hour: 60 connection minutes, and the kit's ping every
-//     60 s (one message in, one invocation of LiveFunction, one UpdateItem,
-//     and at most one presence write a minute).
+//     live.PingInterval (one message in, one invocation of LiveFunction,
+//     live.PingWrites writes: the presence lease).
 
 // LiveProfile is the live inbox's share of the traffic.
 type LiveProfile struct {
@@ -30,14 +30,21 @@ type LiveProfile struct {
 	// ConnectionsPerOnlineUser is the average open connections (tabs,
 	// devices) of a user who has one.
 	ConnectionsPerOnlineUser float64 `json:"connectionsPerOnlineUser"`
-	// PingSeconds is the kit's ping interval (presence-seconds, default 60).
+	// PingSeconds is the kit's ping interval (live.PingInterval) and
+	// PingWrites the table writes a ping makes (live.PingWrites).
 	PingSeconds float64 `json:"pingSeconds"`
+	PingWrites  float64 `json:"pingWrites"`
+	// ConnectWrites and DisconnectWrites: the table writes of a $connect and
+	// of a $disconnect (live.ConnectWrites, live.DisconnectWrites).
+	ConnectWrites    float64 `json:"connectWrites"`
+	DisconnectWrites float64 `json:"disconnectWrites"`
 }
 
 // DefaultLiveProfile: 5 % of recipients online, 1.3 connections each, the
-// kit's default ping.
+// kit's ping and the routes' writes as the code makes them.
 func DefaultLiveProfile() LiveProfile {
-	return LiveProfile{OnlineShare: 0.05, ConnectionsPerOnlineUser: 1.3, PingSeconds: 60}
+	return LiveProfile{OnlineShare: 0.05, ConnectionsPerOnlineUser: 1.3, PingSeconds: live.PingInterval.Seconds(),
+		PingWrites: live.PingWrites, ConnectWrites: live.ConnectWrites, DisconnectWrites: live.DisconnectWrites}
 }
 
 // LiveCost is the live inbox's cost in USD.
@@ -68,8 +75,6 @@ const (
 	liveMemoryGB        = 0.25  // Globals MemorySize 256 MB
 	liveBadgeReadUnits  = 1.0   // gsi2 COUNT, Limit 100, a few unread
 	liveItemReadUnits   = 0.5   // the LIVE item (≤ 4 KB), eventually consistent
-	livePingWriteUnits  = 1.0   // UpdateItem of the LIVE item
-	livePresenceWrites  = 1.0   // ≤ one presence write a minute
 	liveInvocationFixed = 0.005 // seconds of an invocation that posts nothing
 )
 
@@ -84,8 +89,7 @@ func LiveCosts(p Prices, lp LiveProfile) LiveCost {
 		lp.ConnectionsPerOnlineUser*p.WebSocketMessage
 	pings := 3600 / lp.PingSeconds
 	hour := 60*p.WebSocketConnectionMinute +
-		pings*(p.WebSocketMessage+p.LambdaRequest+liveRouteSeconds*liveMemoryGB*p.LambdaGBSecond+livePingWriteUnits*p.WriteRequestUnit) +
-		min(pings, 60)*livePresenceWrites*p.WriteRequestUnit
+		pings*(p.WebSocketMessage+p.LambdaRequest+liveRouteSeconds*liveMemoryGB*p.LambdaGBSecond+lp.PingWrites*p.WriteRequestUnit)
 	const n = 10e6
 	return LiveCost{
 		Profile:                  lp,

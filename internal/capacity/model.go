@@ -39,13 +39,23 @@ type Profile struct {
 	// ProviderRatePerSecond is each channel's provider quota: the value of
 	// the required EmailSendRate, SmsSendRate and PushSendRate parameters.
 	ProviderRatePerSecond float64
+	// The day's own traffic (its notifications less the campaign's, which
+	// are the day's low priority) is high and normal: SMS high (one-time
+	// codes), SteadyHighShare of email and push high (alerts), the rest
+	// normal; its busiest hour carries BusyHourFactor × its average.
+	SteadyHighShare float64
+	BusyHourFactor  float64
+	// SMSMonthlySpendLimitUSD is the account's SNS SMS spend limit
+	// (MonthlySpendLimit, a support request): SNS stops sending at it.
+	SMSMonthlySpendLimitUSD float64
 }
 
 // DefaultProfile is the issue's profile.
 func DefaultProfile() Profile {
 	return Profile{PerDay: 50e6, AveragePerSecond: 600, PeakPerSecond: 20000, PeakMinutes: 10, CampaignUsers: 10e6,
 		DeferredShare: 0.30, SMSShare: 0.05, PushShare: 0.40, Users: 10e6, ZipfS: 1.1, BatchIntakeShare: 0, LambdaConcurrency: 1000,
-		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20, ProfileCreatesPerSecond: 50, ProviderRatePerSecond: 500}
+		CampaignReconcileSeconds: 30, CampaignChunkUploadsPerSecond: 20, ProfileCreatesPerSecond: 50, ProviderRatePerSecond: 500,
+		SteadyHighShare: 0.05, BusyHourFactor: 1.5, SMSMonthlySpendLimitUSD: 600000}
 }
 
 // Assumptions about the functions in AWS (not measurable on this machine:
@@ -605,19 +615,30 @@ type Check struct {
 	Limit float64 `json:"limit"`
 	// Max: Value must not exceed Limit (else at least Limit).
 	Max bool `json:"max"`
-	OK  bool `json:"ok"`
+	OK  bool `json:"pass"`
+	// Figures are the figures a named check of the seed profile is made
+	// of (seed.go); Value and Limit are then its binding pair, which
+	// Detail names.
+	Figures map[string]float64 `json:"figures,omitempty"`
+	Detail  string             `json:"detail,omitempty"`
 }
 
 // Drain is a campaign's drain per channel.
 type Drain struct {
 	Recipients float64 `json:"recipients"`
-	// PerSecond is what the low-priority pollers, the bulk share of the
-	// send rate and the fan-out allow together; QuotaPerSecond the bulk
-	// share alone.
-	PerSecond      float64 `json:"perSecond"`
-	QuotaPerSecond float64 `json:"quotaPerSecond"`
-	Hours          float64 `json:"hours"`
-	MinimumHours   float64 `json:"minimumHours"`
+	// PerSecond is what the low-priority pollers, the send quota and the
+	// fan-out allow together; QuotaPerSecond the send quota alone: low's
+	// effective rate, or what the whole effective rate leaves once the
+	// day's high and normal traffic (SteadyPerSecond) is sent, whichever is
+	// less. LowRate and WholeRate are the limiter's effective rates the
+	// model used (policy.SendQuota.EffectiveRate: sendQuota checks them).
+	PerSecond       float64 `json:"perSecond"`
+	QuotaPerSecond  float64 `json:"quotaPerSecond"`
+	LowRate         float64 `json:"lowRate"`
+	WholeRate       float64 `json:"wholeRate"`
+	SteadyPerSecond float64 `json:"steadyPerSecond"`
+	Hours           float64 `json:"hours"`
+	MinimumHours    float64 `json:"minimumHours"`
 }
 
 // Result is the model's answer.
@@ -666,7 +687,11 @@ type Result struct {
 	LiveBroadcast LiveBroadcast `json:"liveBroadcast"`
 	// DeferredReconcile is a deferred campaign lot's reconciles per day.
 	DeferredReconcile DeferredReconcile `json:"deferredReconcile"`
-	Prices            Prices            `json:"prices"`
+	// Seed is the figures of the seed profile's named checks (seed.go).
+	Seed Seed `json:"seed"`
+	// Peak is the peak fanned out unpaced (PeakRun; the CLI adds it).
+	Peak   *PeakScenario `json:"peak20k,omitempty"`
+	Prices Prices        `json:"prices"`
 	// ReservedConcurrencyAdvice: what to reserve once the account's Lambda
 	// quota is raised (reserve.go).
 	ReservedConcurrencyAdvice ReservationAdvice `json:"reservedConcurrencyAdvice"`
@@ -816,8 +841,8 @@ func Run(p Profile, l Limits) (Result, error) {
 			} else {
 				pk.IndexWriteUnitsPerSecond[where] = u
 			}
-			res.check(sc.name+": "+where+" write units/s vs per-table quota", u, TableWriteUnitsPerSecondQuota, true,
-				fmt.Sprintf("%s: %s takes %.0f write units/s > the per-table quota %d (raise the quota)", sc.name, where, u, TableWriteUnitsPerSecondQuota))
+			res.check(sc.name+": "+where+" write units/s vs per-table quota", u, l.tableQuota(true), true,
+				fmt.Sprintf("%s: %s takes %.0f write units/s > the per-table quota %.0f (raise the quota)", sc.name, where, u, l.tableQuota(true)))
 			res.check(sc.name+": "+where+" write units/s vs warm throughput", u, l.warm(where, true), true,
 				fmt.Sprintf("%s: %s takes %.0f write units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", sc.name, where, u, l.warm(where, true)))
 		}
@@ -828,8 +853,8 @@ func Run(p Profile, l Limits) (Result, error) {
 			} else {
 				pk.IndexReadUnitsPerSecond[where] = u
 			}
-			res.check(sc.name+": "+where+" read units/s vs per-table quota", u, TableReadUnitsPerSecondQuota, true,
-				fmt.Sprintf("%s: %s takes %.0f read units/s > the per-table quota %d (raise the quota)", sc.name, where, u, TableReadUnitsPerSecondQuota))
+			res.check(sc.name+": "+where+" read units/s vs per-table quota", u, l.tableQuota(false), true,
+				fmt.Sprintf("%s: %s takes %.0f read units/s > the per-table quota %.0f (raise the quota)", sc.name, where, u, l.tableQuota(false)))
 			res.check(sc.name+": "+where+" read units/s vs warm throughput", u, l.warm(where, false), true,
 				fmt.Sprintf("%s: %s takes %.0f read units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", sc.name, where, u, l.warm(where, false)))
 		}
@@ -886,6 +911,13 @@ func Run(p Profile, l Limits) (Result, error) {
 		res.AverageWriteUnitsPerSecond = round2(all(res.Peaks[0]))
 	}
 	res.checkLimits(p, l)
+	busiest := res.Peaks[0]
+	for _, pk := range res.Peaks {
+		if pk.TableWriteUnitsPerSecond > busiest.TableWriteUnitsPerSecond {
+			busiest = pk
+		}
+	}
+	res.checkSeed(p, l, busiest, domain.CampaignPriority)
 	advice, err := adviseReservations(p, l, res.Peaks)
 	res.ReservedConcurrencyAdvice = advice
 	return res, err
@@ -904,22 +936,16 @@ func (res *Result) checkLimits(p Profile, l Limits) {
 	res.checkLive(l)
 
 	// Drain: per channel, the campaign's recipients over what the low
-	// pollers, the bulk share and the fan-out let through; channels drain
-	// in parallel. The minimum is the bulk share alone.
-	shares := map[domain.Channel]float64{domain.ChannelSMS: p.SMSShare, domain.ChannelPush: p.PushShare, domain.ChannelEmail: 1 - p.SMSShare - p.PushShare}
-	pollers := l.MaxConcurrency[domain.PriorityLow] * l.Batch[domain.PriorityLow] / workerSecondsPerBatch
-	for _, c := range []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, domain.ChannelPush} {
-		n := float64(p.CampaignUsers) * shares[c]
-		quota := l.SendRate[c] * l.BulkSharePercent / 100
-		rate := math.Min(quota, pollers)
-		rate = math.Min(rate, l.CampaignFanOutRate*shares[c])
-		d := Drain{Recipients: n, PerSecond: round2(rate), QuotaPerSecond: round2(quota), Hours: round2(n / rate / 3600), MinimumHours: round2(n / quota / 3600)}
-		res.CampaignDrain[string(c)] = d
+	// pollers, the send quota (with the day's own traffic sent first) and
+	// the fan-out let through; channels drain in parallel. The minimum is
+	// the send quota alone.
+	res.CampaignDrain = campaignDrain(p, l, effectiveRates(l))
+	for _, d := range res.CampaignDrain {
 		res.CampaignDrainHours = math.Max(res.CampaignDrainHours, d.Hours)
 		res.CampaignDrainMinimumHours = math.Max(res.CampaignDrainMinimumHours, d.MinimumHours)
 	}
 	res.check("campaignDrainHours within 10% of the quota-bound minimum", res.CampaignDrainHours, res.CampaignDrainMinimumHours*drainTolerance, true,
-		fmt.Sprintf("a %d-recipient campaign drains in %.1f h, more than 10%% over the %.1f h its bulk share of the send rates allows (raise LowBatchSize / LowMaximumConcurrency / CampaignFanOutRate)",
+		fmt.Sprintf("a %d-recipient campaign drains in %.1f h, more than 10%% over the %.1f h the send quota leaves it (raise LowBatchSize / LowMaximumConcurrency / CampaignFanOutRate)",
 			p.CampaignUsers, res.CampaignDrainHours, res.CampaignDrainMinimumHours))
 	// A lot paces its 1,000 notifications to its share of the fan-out
 	// rate (CampaignMaximumConcurrency invocations × their parallel

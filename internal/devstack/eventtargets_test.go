@@ -99,7 +99,7 @@ func TestRuleTargetNeedsTheQueuePolicy(t *testing.T) {
 			q := QueueInfo{LogicalID: "SubscriberQueue", URL: "http://sqs.local/000000000000/herald-SubscriberQueue", ARN: "arn:aws:sqs:" + LocalRegion + ":" + LocalAccountID + ":herald-SubscriberQueue"}
 			res.values["ref:SubscriberQueue"], res.values["getatt:SubscriberQueue.Arn"] = q.URL, q.ARN
 			rule, err := res.Resolve("${getatt:SubscriberRule.Arn}")
-			if err != nil || rule != "arn:aws:events:"+LocalRegion+":"+LocalAccountID+":rule/herald/herald-SubscriberRule" {
+			if err != nil || rule != "arn:aws:events:"+LocalRegion+":"+LocalAccountID+":rule/herald-events/herald-SubscriberRule" {
 				t.Fatalf("rule ARN %q, %v", rule, err)
 			}
 			allowed, why, err := queuePolicyAllows(tmpl, res, q, rule)

@@ -229,7 +229,7 @@ func parseDocument(plain []byte, overrides map[string]string) (*Template, error)
 		case "AWS::URLSuffix":
 			return "amazonaws.com"
 		case "AWS::StackName":
-			return "herald-local"
+			return LocalStackName // the IAM model's stack: names built from it match its roles' grants
 		case "AWS::NoValue":
 			return noValue
 		}

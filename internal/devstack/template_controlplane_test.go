@@ -96,6 +96,8 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 			"${1}      AuthorizationType: CUSTOM\n      AuthorizerId: !Ref LiveAuthorizer\n", "authorization is restricted to the $connect route"},
 		{controlplane.RuleWebSocketAuthorizerType, `(LiveAuthorizer:\n(?:    .*\n)*?      AuthorizerType: )REQUEST`, "${1}JWT", "Only REQUEST authorizers"},
 		{controlplane.RuleWebSocketIdentity, `route\.request\.querystring\.token`, "$$request.querystring.token", "Invalid identity source"},
+		{controlplane.RuleEventBusName, `(?m)^(      Name: )!Join \["-", \[!Ref AWS::StackName, !Ref EventBusName\]\]`, "${1}default", "Event bus name \"default\""},
+		{controlplane.RuleEventBusName, `(?m)^(      Name: )!Join \["-", \[!Ref AWS::StackName, !Ref EventBusName\]\]`, "${1}\"herald events\"", "must be 1 to 256 characters"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			broken := breakTemplate(t, raw, tc.re, tc.repl)

@@ -397,7 +397,7 @@ func (g *wsGateway) watchLimits(ctx context.Context, c *wsConn) {
 			return
 		case <-t.C:
 			c.mu.Lock()
-			open := live.Connection{ConnectedAt: c.connectedAt, LastActive: c.lastActive}.Open(g.now())
+			open := g.now().Before(live.GatewayDeadline(c.connectedAt, c.lastActive))
 			c.mu.Unlock()
 			if !open {
 				_ = c.ws.Close(websocket.StatusGoingAway, "Going away")

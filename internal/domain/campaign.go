@@ -28,6 +28,20 @@ var campaignTransitions = map[CampaignStatus][]CampaignStatus{
 	CampaignRunning: {CampaignDone, CampaignCancelled},
 }
 
+// ErrHighPriorityCampaign refuses a campaign at high priority: its many
+// notifications would share the one-time codes' queues and the send quota's
+// reserve that only low priority cannot take, and delay them for hours.
+var ErrHighPriorityCampaign = errors.New("a campaign cannot take high priority")
+
+// CampaignPriority checks a campaign's priority: low (the default) or
+// normal; high is refused (ErrHighPriorityCampaign).
+func CampaignPriority(p Priority) error {
+	if p == PriorityHigh {
+		return ErrHighPriorityCampaign
+	}
+	return nil
+}
+
 // CanTransitionCampaign reports whether a campaign may go from → to.
 func CanTransitionCampaign(from, to CampaignStatus) bool {
 	for _, s := range campaignTransitions[from] {

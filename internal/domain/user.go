@@ -56,6 +56,19 @@ type RecipientProfile struct {
 	// LastSeenAt is when the user's app last reported presence (zero:
 	// never, or not within the presence item's resolution of a minute).
 	LastSeenAt time.Time
+	// PresentUntil is the end of a live connection's presence lease: the
+	// user has the app open (a live connection) until then at least, unless
+	// its $disconnect ended the lease (zero: none).
+	PresentUntil time.Time
+}
+
+// ActiveWithin reports whether the user's app was seen within d before now,
+// or is open now (a live connection's lease runs).
+func (p *RecipientProfile) ActiveWithin(d time.Duration, now time.Time) bool {
+	if now.Before(p.PresentUntil) {
+		return true
+	}
+	return !p.LastSeenAt.IsZero() && now.Sub(p.LastSeenAt) < d
 }
 
 // Platform is a native push service a device is reached through (SNS mobile

@@ -96,14 +96,12 @@ func TestStoreContractConnections(t *testing.T) {
 		s, db, _ := newStore(t)
 		return storetest.ConnectionHarness{
 			Add: func(ctx context.Context, user, id string, at time.Time) ([]string, error) {
-				conns, err := s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at, LastActive: at})
-				ids := make([]string, len(conns))
-				for i, c := range conns {
-					ids[i] = c.ID
-				}
-				return ids, err
+				return connectionIDs(s.AddConnection(ctx, user, live.Connection{ID: id, ConnectedAt: at}))
 			},
-			Evict: s.EvictConnection, Forget: s.ForgetConnections, Remove: s.RemoveConnection, Touch: s.TouchConnection,
+			Remove: func(ctx context.Context, user, id string) ([]string, error) {
+				return connectionIDs(s.RemoveConnection(ctx, user, id))
+			},
+			Evict: s.EvictConnection, Forget: s.ForgetConnections,
 			IDs: func(t testing.TB, user string) []string {
 				item := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "U#"+user, "LIVE")
 				if item == nil {
@@ -118,4 +116,14 @@ func TestStoreContractConnections(t *testing.T) {
 			},
 		}
 	})
+}
+
+// connectionIDs are the connections' ids, sorted (the contract's harness).
+func connectionIDs(cs []live.Connection, err error) ([]string, error) {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	slices.Sort(ids)
+	return ids, err
 }

@@ -20,8 +20,8 @@ import (
 // the poster reads a whole batch's users in one BatchGetItem, and a user
 // without connections costs a read of nothing. Its TTL is when the newest
 // connection reaches API Gateway's 2-hour limit (and liveTTLSlack); readers
-// skip connections past their deadline (2 h, or 10 minutes idle) before
-// that.
+// skip connections past it before that. Pings write nothing here
+// (live.Connection).
 const liveSK = "LIVE"
 
 // liveTTLSlack: each connect sets the TTL from its own clock, so the last
@@ -39,14 +39,14 @@ type liveItem struct {
 	_     struct{}            `dynamodbav:"-"`
 }
 
-// liveConn is one connection: connected and last active, Unix ms.
+// liveConn is one connection: connected, Unix ms. (Items written before
+// pings stopped touching them also hold "a", the last message; unread.)
 type liveConn struct {
-	Connected  int64 `dynamodbav:"c"`
-	LastActive int64 `dynamodbav:"a"`
+	Connected int64 `dynamodbav:"c"`
 }
 
 func (c liveConn) toDomain(id string) live.Connection {
-	return live.Connection{ID: id, ConnectedAt: time.UnixMilli(c.Connected).UTC(), LastActive: time.UnixMilli(c.LastActive).UTC()}
+	return live.Connection{ID: id, ConnectedAt: time.UnixMilli(c.Connected).UTC()}
 }
 
 // AddConnection records c for user and returns the user's connections as
@@ -55,7 +55,7 @@ func (c liveConn) toDomain(id string) live.Connection {
 // first connect of a user creates the item (a conditional PutItem; losing
 // that race, it adds its entry to the item the winner created).
 func (s *Store) AddConnection(ctx context.Context, user string, c live.Connection) ([]live.Connection, error) {
-	entry := liveConn{Connected: c.ConnectedAt.UnixMilli(), LastActive: c.LastActive.UnixMilli()}
+	entry := liveConn{Connected: c.ConnectedAt.UnixMilli()}
 	av, err := attributevalue.Marshal(entry)
 	if err != nil {
 		return nil, err
@@ -148,28 +148,37 @@ func (s *Store) ForgetConnections(ctx context.Context, user string, connectionID
 	return nil
 }
 
-// RemoveConnection forgets a connection; an absent item or connection is
-// not an error (the update is conditional so it never creates the item).
-func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string) error {
-	_, err := s.EvictConnection(ctx, user, connectionID)
-	return err
-}
-
-// TouchConnection records the client's activity at `at` (its idle deadline
-// moves); a connection no longer recorded stays absent.
-func (s *Store) TouchConnection(ctx context.Context, user, connectionID string, at time.Time) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       key(UserPK(user), liveSK),
-		UpdateExpression:          aws.String("SET conns.#c.a = :at"),
-		ConditionExpression:       aws.String("attribute_exists(conns.#c)"),
-		ExpressionAttributeNames:  map[string]string{"#c": connectionID},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(at.UnixMilli(), 10)}},
+// RemoveConnection forgets a connection and returns the user's connections
+// left in the item (the item as the update left it, or as it was when the
+// connection was not there); an absent item or connection is not an error
+// (the update is conditional so it never creates the item).
+func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string) ([]live.Connection, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(UserPK(user), liveSK),
+		UpdateExpression:                    aws.String("REMOVE conns.#c"),
+		ConditionExpression:                 aws.String("attribute_exists(conns.#c)"),
+		ExpressionAttributeNames:            map[string]string{"#c": connectionID},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if err != nil && !isConditionFailed(err) {
-		return fmt.Errorf("touch connection: %w", err)
+	var item map[string]types.AttributeValue
+	if err == nil {
+		item = out.Attributes
+	} else if ccf, ok := asConditionFailed(err); ok {
+		item = ccf.Item
+	} else {
+		return nil, fmt.Errorf("remove connection: %w", err)
 	}
-	return nil
+	var it liveItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return nil, fmt.Errorf("unmarshal connections: %w", err)
+	}
+	var left []live.Connection
+	for id, c := range it.Conns {
+		left = append(left, c.toDomain(id))
+	}
+	return left, nil
 }
 
 // Connections reads the connections of users (100 a BatchGetItem,

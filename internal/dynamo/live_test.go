@@ -21,10 +21,11 @@ import (
 	"github.com/heraldhq/herald/internal/live"
 )
 
-// TestLiveConnections: connections are kept per user with their times and
-// read back for many users in one batch; the item's TTL is the newest
-// connection's 2-hour limit (and a minute of clock slack); a connect writes
-// once (an UpdateItem; the user's first a PutItem), reading nothing.
+// TestLiveConnections: connections are kept per user with their connect
+// times and read back for many users in one batch; the item's TTL is the
+// newest connection's 2-hour limit (and a minute of clock slack); a connect
+// writes once (an UpdateItem; the user's first a PutItem), reading nothing;
+// a removal answers the connections left and never recreates the item.
 func TestLiveConnections(t *testing.T) {
 	s, db, clock := newStore(t)
 	ctx := context.Background()
@@ -32,13 +33,13 @@ func TestLiveConnections(t *testing.T) {
 	t0 := clock.Now().Truncate(time.Millisecond)
 	add := func(u, id string, at time.Time) []live.Connection {
 		t.Helper()
-		conns, err := s.AddConnection(ctx, u, live.Connection{ID: id, ConnectedAt: at, LastActive: at})
+		conns, err := s.AddConnection(ctx, u, live.Connection{ID: id, ConnectedAt: at})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return conns
 	}
-	if got := add(user, "c0", t0); len(got) != 1 || got[0] != (live.Connection{ID: "c0", ConnectedAt: t0, LastActive: t0}) {
+	if got := add(user, "c0", t0); len(got) != 1 || got[0] != (live.Connection{ID: "c0", ConnectedAt: t0}) {
 		t.Fatalf("first connect answered %+v", got)
 	}
 	got := add(user, "c1", t0.Add(time.Second))
@@ -50,9 +51,6 @@ func TestLiveConnections(t *testing.T) {
 	if got, want := numAttr(t, item, "ttl"), strconv.FormatInt(t0.Add(time.Second+live.MaxConnectionAge+time.Minute).Unix(), 10); got != want {
 		t.Errorf("ttl %s, want %s (the newest connection's limit and a minute)", got, want)
 	}
-	if err := s.TouchConnection(ctx, user, "c1", t0.Add(9*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
 	add(other, "o1", t0)
 	m, err := s.Connections(ctx, []string{user, other, "nobody"})
 	if err != nil {
@@ -61,10 +59,29 @@ func TestLiveConnections(t *testing.T) {
 	if len(m) != 2 || len(m[user]) != 2 || len(m[other]) != 1 {
 		t.Fatalf("connections %+v", m)
 	}
-	for _, c := range m[user] {
-		if c.ID == "c1" && !c.LastActive.Equal(t0.Add(9*time.Minute)) {
-			t.Errorf("c1 last active %s, want the touch", c.LastActive)
+	// A removal answers what is left; removing again answers the same.
+	leftIDs := func(cs []live.Connection, err error) []string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
 		}
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	for range 2 {
+		if got := leftIDs(s.RemoveConnection(ctx, user, "c0")); len(got) != 1 || got[0] != "c1" {
+			t.Fatalf("removing c0 left %v, want c1", got)
+		}
+	}
+	nobody := uniq(t) + "-nobody"
+	if got := leftIDs(s.RemoveConnection(ctx, nobody, "nothing")); len(got) != 0 {
+		t.Fatalf("removing from a user without connections left %v", got)
+	}
+	if raw := rawItem(t, db, stacktest.Emulators(t).Resources.Table, "U#"+nobody, "LIVE"); raw != nil {
+		t.Fatalf("removing from a user without connections created %v", raw)
 	}
 	// What a connect costs: one write, no read (the user's first: the
 	// update finds no item, then the put).
@@ -77,7 +94,7 @@ func TestLiveConnections(t *testing.T) {
 	fresh := uniq(t) + "-fresh"
 	for i, want := range []map[string]int{{"DynamoDB.UpdateItem": 1, "DynamoDB.PutItem": 1}, {"DynamoDB.UpdateItem": 1}} {
 		calls.Reset()
-		if _, err := counted.AddConnection(ctx, fresh, live.Connection{ID: "f" + strconv.Itoa(i), ConnectedAt: t0, LastActive: t0}); err != nil {
+		if _, err := counted.AddConnection(ctx, fresh, live.Connection{ID: "f" + strconv.Itoa(i), ConnectedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 		if got := calls.Snapshot(); !maps.Equal(got, want) {

@@ -44,9 +44,54 @@ func (s *Store) TouchPresence(ctx context.Context, userID string, at time.Time, 
 	return true, nil
 }
 
+// HoldPresence records the user seen at `at` and present until `until`: a
+// live connection's lease (its connect, each ping). One unconditional
+// write: a refused conditional write would be billed all the same.
+func (s *Store) HoldPresence(ctx context.Context, userID string, at, until time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              key(UserPK(userID), presenceSK),
+		UpdateExpression: aws.String("SET lastSeenAt = :now, presentUntil = :until, kind = :kind"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":   msNum(at),
+			":until": msNum(until),
+			":kind":  str("presence"),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("hold presence of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// EndPresence records the user seen at `at` and ends the live lease: the
+// user's last connection closed.
+func (s *Store) EndPresence(ctx context.Context, userID string, at time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(UserPK(userID), presenceSK),
+		UpdateExpression:          aws.String("SET lastSeenAt = :now, kind = :kind REMOVE presentUntil"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": msNum(at), ":kind": str("presence")},
+	})
+	if err != nil {
+		return fmt.Errorf("end presence of %s: %w", userID, err)
+	}
+	return nil
+}
+
+func msNum(t time.Time) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(t.UnixMilli(), 10)}
+}
+
 // lastSeenOf reads a presence item's lastSeenAt (zero when absent).
-func lastSeenOf(av map[string]types.AttributeValue) time.Time {
-	n, ok := av["lastSeenAt"].(*types.AttributeValueMemberN)
+func lastSeenOf(av map[string]types.AttributeValue) time.Time { return msAttr(av, "lastSeenAt") }
+
+// presentUntilOf reads a presence item's live lease (zero when none).
+func presentUntilOf(av map[string]types.AttributeValue) time.Time { return msAttr(av, "presentUntil") }
+
+// msAttr reads a Unix-milliseconds number attribute (zero when absent).
+func msAttr(av map[string]types.AttributeValue, name string) time.Time {
+	n, ok := av[name].(*types.AttributeValueMemberN)
 	if !ok {
 		return time.Time{}
 	}

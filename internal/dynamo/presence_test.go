@@ -74,6 +74,62 @@ func TestTouchPresenceWritesOncePerInterval(t *testing.T) {
 	}
 }
 
+// TestPresenceLease: a live connection's lease holds the user present
+// until its term in both of LoadWork's paths; ending it keeps lastSeenAt at
+// the disconnect and clears the lease; the API's conditional touch leaves
+// a running lease alone.
+func TestPresenceLease(t *testing.T) {
+	s, _, clock := newStore(t)
+	ctx := context.Background()
+	user := uniq(t)
+	start := clock.Now().Truncate(time.Millisecond)
+	until := start.Add(10 * time.Minute)
+	if err := s.HoldPresence(ctx, user, start, until); err != nil {
+		t.Fatal(err)
+	}
+	n := notification(uniq(t), user, start)
+	mustCreate(t, s, n)
+	both := func() (email, push *domain.RecipientProfile) {
+		t.Helper()
+		_, ep, err := s.LoadWork(ctx, domain.WorkMessage{NotificationID: n.ID, Channel: domain.ChannelEmail, UserID: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp, err := s.GetRecipientProfile(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep, pp
+	}
+	email, push := both()
+	for _, p := range []*domain.RecipientProfile{email, push} {
+		if !p.PresentUntil.Equal(until) || !p.LastSeenAt.Equal(start) {
+			t.Fatalf("held: presentUntil %v lastSeenAt %v, want %v and %v", p.PresentUntil, p.LastSeenAt, until, start)
+		}
+		if !p.ActiveWithin(time.Minute, start.Add(9*time.Minute)) || p.ActiveWithin(time.Minute, until) {
+			t.Errorf("the lease: active 9 minutes on (1 m window) %v, at its term %v; want true, false",
+				p.ActiveWithin(time.Minute, start.Add(9*time.Minute)), p.ActiveWithin(time.Minute, until))
+		}
+	}
+	// The API's presence (conditional on a minute) does not touch the lease.
+	if _, err := s.TouchPresence(ctx, user, start.Add(2*time.Minute), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, p := both(); !p.PresentUntil.Equal(until) || !p.LastSeenAt.Equal(start.Add(2*time.Minute)) {
+		t.Fatalf("after the API's touch: presentUntil %v lastSeenAt %v", p.PresentUntil, p.LastSeenAt)
+	}
+	closed := start.Add(3 * time.Minute)
+	if err := s.EndPresence(ctx, user, closed); err != nil {
+		t.Fatal(err)
+	}
+	email, push = both()
+	for _, p := range []*domain.RecipientProfile{email, push} {
+		if !p.PresentUntil.IsZero() || !p.LastSeenAt.Equal(closed) {
+			t.Fatalf("ended: presentUntil %v lastSeenAt %v, want none and %v", p.PresentUntil, p.LastSeenAt, closed)
+		}
+	}
+}
+
 // updateCounter counts the UpdateItem requests a store sends (the SDK call
 // counter of one API instance's client) and those that wrote.
 type updateCounter struct {

@@ -99,7 +99,7 @@ func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeVal
 		}
 		p.User = it.toDomain()
 	case sk.Value == presenceSK:
-		p.LastSeenAt = lastSeenOf(av)
+		p.LastSeenAt, p.PresentUntil = lastSeenOf(av), presentUntilOf(av)
 	case sk.Value == prefsSK:
 		prefs, err := decodePrefs(av, strings.TrimPrefix(stringAttr(av, "pk"), userPrefix))
 		if err != nil {

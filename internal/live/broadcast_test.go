@@ -202,16 +202,16 @@ func TestPosterBroadcast(t *testing.T) {
 		_ = online.AddOnline(context.Background(), shard, u, now.Add(time.Hour))
 		switch {
 		case i%10 == 1: // connected once, closed since: no open connection
-			conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-20 * time.Minute)}}
+			conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now.Add(-MaxConnectionAge - time.Minute)}}
 		case i%10 == 2: // no connections item at all
 		default:
-			conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now.Add(-time.Minute), LastActive: now}}
+			conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now.Add(-time.Minute)}}
 		}
 	}
 	_ = online.AddOnline(context.Background(), shard, "u000-stale", now.Add(-time.Second))
-	conns.conns["u000-stale"] = []Connection{{ID: "stale-c", ConnectedAt: now, LastActive: now}}
+	conns.conns["u000-stale"] = []Connection{{ID: "stale-c", ConnectedAt: now}}
 	_ = online.AddOnline(context.Background(), shard+1, "other-shard", now.Add(time.Hour))
-	conns.conns["other-shard"] = []Connection{{ID: "other-c", ConnectedAt: now, LastActive: now}}
+	conns.conns["other-shard"] = []Connection{{ID: "other-c", ConnectedAt: now}}
 
 	sender := &fakeSender{posts: map[string][]Message{}}
 	q := &fakeQueue{}

@@ -24,25 +24,27 @@ type ConnectionStore interface {
 	// ForgetConnections removes connections API Gateway has closed
 	// (absent ones: nothing to do).
 	ForgetConnections(ctx context.Context, user string, connectionIDs []string) error
-	// RemoveConnection forgets a connection (absent: nothing to do).
-	RemoveConnection(ctx context.Context, user, connectionID string) error
-	// TouchConnection records the client's activity at `at`.
-	TouchConnection(ctx context.Context, user, connectionID string, at time.Time) error
+	// RemoveConnection forgets a connection (absent: nothing to do) and
+	// returns the user's connections left in the item.
+	RemoveConnection(ctx context.Context, user, connectionID string) (left []Connection, err error)
 }
 
-// PresenceStore records that the user's app was seen (the escalation's
-// unlessActiveWithin): an open connection is presence.
+// PresenceStore records that the user's app is open (the escalation's
+// unlessActiveWithin): an open connection is presence. Each call is one
+// unconditional write of the user's presence item.
 type PresenceStore interface {
-	TouchPresence(ctx context.Context, userID string, at time.Time, minInterval time.Duration) (bool, error)
+	// HoldPresence records the user seen at `at` and present until `until`
+	// (a connect's or a ping's lease).
+	HoldPresence(ctx context.Context, userID string, at, until time.Time) error
+	// EndPresence records the user seen at `at` and ends the lease: their
+	// last connection closed.
+	EndPresence(ctx context.Context, userID string, at time.Time) error
 }
 
 // Closer closes a connection through the management API (DeleteConnection).
 type Closer interface {
 	DeleteConnection(ctx context.Context, connectionID string) error
 }
-
-// PresenceInterval bounds presence writes: at most one a minute a user.
-const PresenceInterval = time.Minute
 
 // Routes handles the WebSocket API's $connect, $disconnect and $default.
 type Routes struct {
@@ -100,29 +102,37 @@ func (r *Routes) Handle(ctx context.Context, ev events.APIGatewayWebsocketProxyR
 				return events.APIGatewayProxyResponse{StatusCode: http.StatusInternalServerError}, nil
 			}
 		}
-		conns, err := r.Store.AddConnection(ctx, user, Connection{ID: conn, ConnectedAt: now, LastActive: now})
+		conns, err := r.Store.AddConnection(ctx, user, Connection{ID: conn, ConnectedAt: now})
 		if err != nil {
 			r.Log.ErrorContext(ctx, "live connect failed", "error", err)
 			return events.APIGatewayProxyResponse{StatusCode: http.StatusInternalServerError}, nil
 		}
 		evicted := r.evict(ctx, user, conns, conn, limit, now)
-		r.touchPresence(ctx, user, now)
+		r.holdPresence(ctx, user, now)
 		r.Log.InfoContext(ctx, "live connected", "evicted", evicted)
 	case "$disconnect":
-		if err := r.Store.RemoveConnection(ctx, user, conn); err != nil {
+		left, err := r.Store.RemoveConnection(ctx, user, conn)
+		if err != nil {
 			r.Log.WarnContext(ctx, "live disconnect failed", "error", err)
+			return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
+		}
+		// The user's last connection: the app is closed now, so the lease
+		// ends here instead of at its term (PresenceLease).
+		if !anyOpen(left, conn, now) && r.Presence != nil {
+			if err := r.Presence.EndPresence(ctx, user, now); err != nil {
+				r.Log.WarnContext(ctx, "live presence failed", "error", fmt.Sprint(err))
+			}
 		}
 	default:
-		// {"action":"ping"} (or anything): the client is there. A message
-		// is at most 128 KB; nothing in it is used.
+		// {"action":"ping"} (or anything): the client is there, the
+		// connection stays open (API Gateway's idle timeout restarts) and
+		// the user present: one write, the lease. A message is at most
+		// 128 KB; nothing in it is used.
 		var msg struct {
 			Action string `json:"action"`
 		}
 		_ = json.Unmarshal([]byte(ev.Body), &msg)
-		if err := r.Store.TouchConnection(ctx, user, conn, now); err != nil {
-			r.Log.WarnContext(ctx, "live touch failed", "error", err)
-		}
-		r.touchPresence(ctx, user, now)
+		r.holdPresence(ctx, user, now)
 		if msg.Action == "ping" {
 			return events.APIGatewayProxyResponse{StatusCode: http.StatusOK, Body: `{"kind":"pong"}`}, nil
 		}
@@ -130,11 +140,23 @@ func (r *Routes) Handle(ctx context.Context, ev events.APIGatewayWebsocketProxyR
 	return events.APIGatewayProxyResponse{StatusCode: http.StatusOK}, nil
 }
 
-func (r *Routes) touchPresence(ctx context.Context, user string, now time.Time) {
+// holdPresence holds the user present for PresenceLease from now: until
+// the connection's idle deadline, which the next ping moves.
+func (r *Routes) holdPresence(ctx context.Context, user string, now time.Time) {
 	if r.Presence == nil {
 		return
 	}
-	if _, err := r.Presence.TouchPresence(ctx, user, now, PresenceInterval); err != nil {
+	if err := r.Presence.HoldPresence(ctx, user, now, now.Add(PresenceLease)); err != nil {
 		r.Log.WarnContext(ctx, "live presence failed", "error", fmt.Sprint(err))
 	}
+}
+
+// anyOpen reports whether a connection other than closed may still be open.
+func anyOpen(cs []Connection, closed string, now time.Time) bool {
+	for _, c := range cs {
+		if c.ID != closed && c.Open(now) {
+			return true
+		}
+	}
+	return false
 }

@@ -63,21 +63,15 @@ func (m *memConns) ForgetConnections(_ context.Context, user string, ids []strin
 	return nil
 }
 
-func (m *memConns) RemoveConnection(_ context.Context, user, id string) error {
+func (m *memConns) RemoveConnection(_ context.Context, user, id string) ([]Connection, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.conns[user], id)
-	return nil
-}
-
-func (m *memConns) TouchConnection(_ context.Context, user, id string, at time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.conns[user][id]; ok {
-		c.LastActive = at
-		m.conns[user][id] = c
+	var left []Connection
+	for _, c := range m.conns[user] {
+		left = append(left, c)
 	}
-	return nil
+	return left, nil
 }
 
 func (m *memConns) seed(user string, cs ...Connection) {
@@ -120,17 +114,25 @@ func TestMemConnectionsContract(t *testing.T) {
 		m := newMemConns()
 		return storetest.ConnectionHarness{
 			Add: func(ctx context.Context, user, id string, at time.Time) ([]string, error) {
-				cs, err := m.AddConnection(ctx, user, Connection{ID: id, ConnectedAt: at, LastActive: at})
-				ids := make([]string, len(cs))
-				for i, c := range cs {
-					ids[i] = c.ID
-				}
-				return ids, err
+				return connectionIDs(m.AddConnection(ctx, user, Connection{ID: id, ConnectedAt: at}))
 			},
-			Evict: m.EvictConnection, Forget: m.ForgetConnections, Remove: m.RemoveConnection, Touch: m.TouchConnection,
+			Remove: func(ctx context.Context, user, id string) ([]string, error) {
+				return connectionIDs(m.RemoveConnection(ctx, user, id))
+			},
+			Evict: m.EvictConnection, Forget: m.ForgetConnections,
 			IDs: func(_ testing.TB, user string) []string { return m.ids(user) },
 		}
 	})
+}
+
+// connectionIDs are the connections' ids, sorted (the contract's harness).
+func connectionIDs(cs []Connection, err error) ([]string, error) {
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	slices.Sort(ids)
+	return ids, err
 }
 
 // overLimit keeps the new connection and the newest others up to the
@@ -139,17 +141,20 @@ func TestMemConnectionsContract(t *testing.T) {
 func TestOverLimit(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	c := func(id string, ago time.Duration) Connection {
-		return Connection{ID: id, ConnectedAt: now.Add(-ago), LastActive: now.Add(-ago)}
+		return Connection{ID: id, ConnectedAt: now.Add(-ago)}
 	}
 	conns := []Connection{c("new", 0), c("b", 3*time.Second), c("a", 3*time.Second), c("c", time.Second), c("d", 2*time.Second),
-		c("idle", 11*time.Minute), {ID: "aged", ConnectedAt: now.Add(-2 * time.Hour), LastActive: now}}
+		c("idle", 11*time.Minute), c("aged", 2*time.Hour)}
 	closed, evict := overLimit(conns, "new", 3, now)
 	var ids []string
 	for _, e := range evict {
 		ids = append(ids, e.ID)
 	}
-	if !slices.Equal(closed, []string{"aged", "idle"}) || !slices.Equal(ids, []string{"a", "b"}) {
-		t.Errorf("closed %v, evicted %v; want [aged idle] and [a b]", closed, ids)
+	// The record knows connect times only (pings write the presence
+	// lease, not the connection): one idle for 11 minutes, whose
+	// $disconnect was lost, counts as open and goes first as the oldest.
+	if !slices.Equal(closed, []string{"aged"}) || !slices.Equal(ids, []string{"idle", "a", "b"}) {
+		t.Errorf("closed %v, evicted %v; want [aged] and [idle a b]", closed, ids)
 	}
 	// The new connection is never evicted, even when it is the oldest.
 	if _, evict := overLimit([]Connection{c("new", time.Minute), c("x", 0)}, "new", 1, now); len(evict) != 1 || evict[0].ID != "x" {
@@ -320,7 +325,7 @@ func TestRoutesEvictedClose(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st, q := newMemConns(), &laterQueue{err: tt.queueErr}
-			st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-tt.age), LastActive: now})
+			st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-tt.age)})
 			st.evictErr = tt.evictErr
 			r := &Routes{Store: st, Closer: tt.closer, Later: q, Now: func() time.Time { return now }, Log: quiet, MaxConnections: 1}
 			if tt.noQueue {
@@ -368,14 +373,14 @@ func TestPosterCloseEvictsFirst(t *testing.T) {
 		return cl, q
 	}
 	st := newMemConns()
-	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour), LastActive: now}, Connection{ID: "new", ConnectedAt: now, LastActive: now})
+	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour)}, Connection{ID: "new", ConnectedAt: now})
 	if cl, q := run(st); !slices.Equal(st.ids("u1"), []string{"new"}) || !slices.Equal(cl.closed, []string{"old"}) || len(q.closes) != 0 {
 		t.Errorf("evicted and closed: recorded %v, closed %v, sent again %+v", st.ids("u1"), cl.closed, q.closes)
 	}
 	if cl, q := run(st); len(cl.closed) != 0 || len(q.closes) != 0 {
 		t.Errorf("already evicted: closed %v, sent again %+v", cl.closed, q.closes)
 	}
-	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour), LastActive: now})
+	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour)})
 	st.evictErr = errors.New("throttled")
 	next := pending
 	next.Attempt = 2

@@ -22,12 +22,37 @@ import (
 const (
 	MaxConnectionAge = 2 * time.Hour
 	IdleTimeout      = 10 * time.Minute
+	// PingInterval is how often the browser kit pings an open connection
+	// (web/herald-inbox.js, LIVE_PING_SECONDS): the one client message that
+	// keeps it within IdleTimeout, a minute to spare. Each ping costs a
+	// WebSocket message, an invocation and one write (the presence lease),
+	// so it is as rare as the idle timeout allows: 650,000 connections ping
+	// 1,204 times a second, where a ping a minute made 10,833 (herald
+	// capacity, liveConnections).
+	PingInterval = 9 * time.Minute
+	// PresenceLease is how long a connect or a ping holds the user present
+	// (the presence item's presentUntil): API Gateway's idle timeout, after
+	// which the connection is closed unless a ping came. The user's last
+	// $disconnect ends it sooner.
+	PresenceLease = IdleTimeout
 	// DefaultMaxConnections is how many connections a user keeps open
 	// (tabs, devices); a new one beyond it closes the oldest.
 	DefaultMaxConnections = 5
 	// MaxMessageBytes is the largest message the poster sends: one
 	// WebSocket frame (API Gateway: 32 KB a frame, 128 KB a message).
 	MaxMessageBytes = 32 << 10
+)
+
+// Table writes each route makes (TestRouteWrites counts them through the
+// stores; herald capacity prices the online profile with them): a ping
+// holds the lease; a connect writes the online-set entry, its entry of the
+// connections item (reading nothing; evictions past the bound are more) and
+// the lease; a disconnect removes the connection and, for the user's last
+// one, ends the lease.
+const (
+	PingWrites       = 1
+	ConnectWrites    = 3
+	DisconnectWrites = 2
 )
 
 // The kinds of message a connection receives.
@@ -90,28 +115,32 @@ type Unread struct {
 	Display string `json:"display"`
 }
 
-// Connection is one open WebSocket connection of a user.
+// Connection is one open WebSocket connection of a user, as the
+// connections item records it. Pings write nothing there (their one write
+// is the presence lease), so the item knows the connect time, not the
+// client's last message.
 type Connection struct {
 	ID          string
 	ConnectedAt time.Time
-	// LastActive is the connect time or the client's last message.
-	LastActive time.Time
 }
 
 // Deadline is when API Gateway closes the connection at the latest: 2 hours
-// after connecting, or 10 minutes after the client's last message.
-func (c Connection) Deadline() time.Time {
-	return minTime(c.ConnectedAt.Add(MaxConnectionAge), c.LastActive.Add(IdleTimeout))
-}
+// after connecting. One closed earlier (idle, or by the client) leaves the
+// item at its $disconnect; where that is lost (API Gateway delivers it best
+// effort), the next post's 410 forgets it.
+func (c Connection) Deadline() time.Time { return c.ConnectedAt.Add(MaxConnectionAge) }
 
 // Open reports whether the connection can still be open at now.
 func (c Connection) Open(now time.Time) bool { return now.Before(c.Deadline()) }
 
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
+// GatewayDeadline is when API Gateway closes a connection made at
+// connectedAt whose client last sent a message at lastMessage: 2 hours after
+// connecting, or 10 minutes after that message (the local gateway plays it).
+func GatewayDeadline(connectedAt, lastMessage time.Time) time.Time {
+	if a, b := connectedAt.Add(MaxConnectionAge), lastMessage.Add(IdleTimeout); a.Before(b) {
 		return a
 	}
-	return b
+	return lastMessage.Add(IdleTimeout)
 }
 
 // ErrGone is a connection API Gateway no longer has (410 GoneException).

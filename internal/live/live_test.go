@@ -37,11 +37,11 @@ func (f *fakeConns) Connections(_ context.Context, users []string) (map[string][
 	return out, nil
 }
 
-func (f *fakeConns) RemoveConnection(_ context.Context, user, id string) error {
+func (f *fakeConns) RemoveConnection(_ context.Context, user, id string) ([]Connection, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.removed = append(f.removed, user+"/"+id)
-	return nil
+	return nil, nil
 }
 
 type fakeBadge struct{ n map[string]int }
@@ -89,12 +89,11 @@ func batch(evs ...Event) string {
 func TestPoster(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	open := func(id string) Connection {
-		return Connection{ID: id, ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-time.Minute)}
+		return Connection{ID: id, ConnectedAt: now.Add(-time.Hour)}
 	}
 	conns := &fakeConns{conns: map[string][]Connection{
 		"a": {open("a1"), open("a2"), open("a-gone"), open("a-fail"),
-			{ID: "a-idle", ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-11 * time.Minute)},
-			{ID: "a-old", ConnectedAt: now.Add(-2*time.Hour - time.Second), LastActive: now}},
+			{ID: "a-old", ConnectedAt: now.Add(-2*time.Hour - time.Second)}},
 		"b": {open("b1")},
 	}}
 	sender := &fakeSender{posts: map[string][]Message{}, fail: map[string]error{"a-gone": ErrGone, "a-fail": errors.New("boom")}}
@@ -115,7 +114,7 @@ func TestPoster(t *testing.T) {
 			t.Errorf("%s got %+v", id, got)
 		}
 	}
-	for _, id := range []string{"b1", "a-idle", "a-old"} {
+	for _, id := range []string{"b1", "a-old"} {
 		if len(sender.posts[id]) != 0 {
 			t.Errorf("%s got %+v: another user's, or a closed connection", id, sender.posts[id])
 		}
@@ -133,13 +132,20 @@ func TestPoster(t *testing.T) {
 
 func TestConnectionDeadline(t *testing.T) {
 	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	c := Connection{ConnectedAt: t0, LastActive: t0}
-	if !c.Open(t0.Add(IdleTimeout-time.Second)) || c.Open(t0.Add(IdleTimeout)) {
-		t.Error("idle: open until 10 minutes without a message")
-	}
-	c.LastActive = t0.Add(MaxConnectionAge - time.Minute)
+	c := Connection{ConnectedAt: t0}
 	if !c.Open(t0.Add(MaxConnectionAge-time.Second)) || c.Open(t0.Add(MaxConnectionAge)) {
-		t.Error("active: open until 2 hours after connecting")
+		t.Error("recorded: open until 2 hours after connecting")
+	}
+	// API Gateway's own rule, which the local gateway plays: 2 hours, or
+	// 10 minutes after the client's last message.
+	if got := GatewayDeadline(t0, t0.Add(time.Minute)); !got.Equal(t0.Add(11 * time.Minute)) {
+		t.Errorf("idle deadline %v", got)
+	}
+	if got := GatewayDeadline(t0, t0.Add(MaxConnectionAge-time.Minute)); !got.Equal(t0.Add(MaxConnectionAge)) {
+		t.Errorf("age deadline %v", got)
+	}
+	if PingInterval >= IdleTimeout-time.Minute+time.Second {
+		t.Errorf("PingInterval %v leaves less than a minute of the idle timeout %v", PingInterval, IdleTimeout)
 	}
 }
 
@@ -150,6 +156,21 @@ type fakeCloser struct {
 	gone    map[string]bool
 	goneAll bool
 	err     error
+}
+
+// fakePresence records the presence writes.
+type fakePresence struct {
+	holds []time.Time // each lease's term
+	ends  int
+}
+
+func (f *fakePresence) HoldPresence(_ context.Context, _ string, at, until time.Time) error {
+	f.holds = append(f.holds, until)
+	return nil
+}
+func (f *fakePresence) EndPresence(context.Context, string, time.Time) error {
+	f.ends++
+	return nil
 }
 
 func (f *fakeCloser) DeleteConnection(_ context.Context, id string) error {
@@ -175,31 +196,89 @@ func wsEvent(route, conn string, authorizer any) events.APIGatewayWebsocketProxy
 // the authorizer's user nothing is recorded; a store failure refuses.
 func TestRoutes(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	st, cl := newMemConns(), &fakeCloser{}
-	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour), LastActive: now.Add(-time.Minute)})
-	r := &Routes{Store: st, Closer: cl, Now: func() time.Time { return now }, Log: quiet, MaxConnections: 1}
+	st, cl, pr := newMemConns(), &fakeCloser{}, &fakePresence{}
+	st.seed("u1", Connection{ID: "old", ConnectedAt: now.Add(-time.Hour)})
+	r := &Routes{Store: st, Presence: pr, Closer: cl, Now: func() time.Time { return now }, Log: quiet, MaxConnections: 1}
 	auth := map[string]any{"principalId": "u1", "userId": "u1"}
 	resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c1", auth))
 	if ids := st.ids("u1"); resp.StatusCode != http.StatusOK || !slices.Equal(ids, []string{"c1"}) || !slices.Equal(cl.closed, []string{"old"}) {
 		t.Errorf("connect: %d, recorded %v, closed %v", resp.StatusCode, ids, cl.closed)
 	}
+	// A ping moves the lease to the idle timeout's end; it writes nothing else.
+	now = now.Add(PingInterval)
 	_, _ = r.Handle(context.Background(), wsEvent("$default", "c1", auth))
-	if c := st.get("u1", "c1"); !c.LastActive.Equal(now) {
-		t.Errorf("$default: last active %s", c.LastActive)
+	if ids := st.ids("u1"); len(pr.holds) != 2 || !pr.holds[1].Equal(now.Add(IdleTimeout)) || !slices.Equal(ids, []string{"c1"}) {
+		t.Errorf("ping: leases %v, recorded %v", pr.holds, ids)
 	}
+	// A disconnect with another connection of the user open keeps the
+	// lease; the last one (one past its 2 hours left recorded) ends it.
+	st.seed("u1", Connection{ID: "c2", ConnectedAt: now.Add(-time.Minute)}, Connection{ID: "c-expired", ConnectedAt: now.Add(-MaxConnectionAge)})
 	_, _ = r.Handle(context.Background(), wsEvent("$disconnect", "c1", auth))
-	if ids := st.ids("u1"); len(ids) != 0 {
-		t.Errorf("after $disconnect: %v", ids)
+	if ids := st.ids("u1"); !slices.Equal(ids, []string{"c-expired", "c2"}) || pr.ends != 0 {
+		t.Errorf("disconnect with c2 open: recorded %v, ends %d", ids, pr.ends)
+	}
+	_, _ = r.Handle(context.Background(), wsEvent("$disconnect", "c2", auth))
+	if ids := st.ids("u1"); !slices.Equal(ids, []string{"c-expired"}) || pr.ends != 1 {
+		t.Errorf("the last disconnect: recorded %v, %d ends, want 1", ids, pr.ends)
 	}
 	// Without the authorizer's user nothing is recorded.
 	resp, _ = r.Handle(context.Background(), wsEvent("$connect", "c2", nil))
-	if resp.StatusCode != http.StatusForbidden || st.users() != 1 || len(st.ids("u1")) != 0 {
+	if resp.StatusCode != http.StatusForbidden || st.users() != 1 {
 		t.Errorf("no user: %d, %d users recorded", resp.StatusCode, st.users())
 	}
 	// A store failure refuses the connect.
 	st.err = errors.New("down")
 	if resp, _ := r.Handle(context.Background(), wsEvent("$connect", "c3", auth)); resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("store down: %d", resp.StatusCode)
+	}
+}
+
+// writeCounter counts the table writes the routes make through their
+// stores (each method one write).
+type writeCounter struct{ n int }
+
+func (w *writeCounter) AddConnection(context.Context, string, Connection) ([]Connection, error) {
+	w.n++
+	return nil, nil
+}
+func (w *writeCounter) EvictConnection(context.Context, string, string) (bool, error) {
+	w.n++
+	return true, nil
+}
+func (w *writeCounter) ForgetConnections(context.Context, string, []string) error {
+	w.n++
+	return nil
+}
+func (w *writeCounter) RemoveConnection(context.Context, string, string) ([]Connection, error) {
+	w.n++
+	return nil, nil
+}
+func (w *writeCounter) HoldPresence(context.Context, string, time.Time, time.Time) error {
+	w.n++
+	return nil
+}
+func (w *writeCounter) EndPresence(context.Context, string, time.Time) error    { w.n++; return nil }
+func (w *writeCounter) AddOnline(context.Context, int, string, time.Time) error { w.n++; return nil }
+
+// TestRouteWrites: the writes each route makes are the constants herald
+// capacity prices the online profile with (a disconnect here is the
+// user's last: it ends the lease).
+func TestRouteWrites(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	auth := map[string]any{"principalId": "u1", "userId": "u1"}
+	for _, tc := range []struct {
+		route string
+		want  int
+	}{{"$connect", ConnectWrites}, {"$default", PingWrites}, {"$disconnect", DisconnectWrites}} {
+		w := &writeCounter{}
+		r := &Routes{Store: w, Presence: w, Online: w, Closer: &fakeCloser{}, Now: func() time.Time { return now }, Log: quiet}
+		if resp, _ := r.Handle(context.Background(), events.APIGatewayWebsocketProxyRequest{Body: `{"action":"ping"}`,
+			RequestContext: events.APIGatewayWebsocketProxyRequestContext{RouteKey: tc.route, ConnectionID: "c1", Authorizer: auth}}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d", tc.route, resp.StatusCode)
+		}
+		if w.n != tc.want {
+			t.Errorf("%s: %d writes, want %d", tc.route, w.n, tc.want)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // ConnectionReader reads users' connections, many users in one batch read.
 type ConnectionReader interface {
 	Connections(ctx context.Context, users []string) (map[string][]Connection, error)
-	RemoveConnection(ctx context.Context, user, connectionID string) error
+	RemoveConnection(ctx context.Context, user, connectionID string) (left []Connection, err error)
 }
 
 // Badger counts a user's unread inbox items as the badge shows them.
@@ -243,7 +243,7 @@ func (p *Poster) postUser(ctx context.Context, user string, evs []Event, cs []Co
 				t.posted.Add(1)
 			case isGone(err):
 				gone[c.ID] = true
-				if err := p.Connections.RemoveConnection(ctx, user, c.ID); err != nil {
+				if _, err := p.Connections.RemoveConnection(ctx, user, c.ID); err != nil {
 					p.Log.WarnContext(ctx, "remove gone connection failed", "error", err)
 				}
 				t.gone.Add(1)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -34,7 +35,7 @@ func TestSendQuotaShards(t *testing.T) {
 			sum := 0
 			for i := range tc.shards {
 				spans = append(spans, tc.q.ShardSpanBudget(domain.PriorityHigh, i))
-				bulk = append(bulk, tc.q.ShardSpanBudget(domain.PriorityNormal, i))
+				bulk = append(bulk, tc.q.ShardSpanBudget(domain.PriorityLow, i))
 				sum += spans[i]
 				if spans[i] > MaxShardWrites*spanSeconds {
 					t.Errorf("shard %d budget %d over %d writes/s", i, spans[i], MaxShardWrites)
@@ -115,7 +116,7 @@ func TestSlotCapsBoundEverySlidingWindow(t *testing.T) {
 				what string
 				caps []int
 				p    domain.Priority
-			}{{"bulk", bulk, domain.PriorityNormal}, {"bulk + high", total, domain.PriorityHigh}} {
+			}{{"bulk", bulk, domain.PriorityLow}, {"bulk + high", total, domain.PriorityHigh}} {
 				budget := q.SpanBudget(c.p)
 				if got := worstProviderWindow(c.caps, QuotaLag, QuotaSpan); got != budget {
 					t.Errorf("%s: worst %s provider window holds %d, want exactly the budget %d", c.what, QuotaSpan, got, budget)
@@ -190,7 +191,7 @@ func TestAdmissionSequencesHoldTheShare(t *testing.T) {
 					}
 					now := start.Add(time.Duration(ms) * time.Millisecond)
 					slot := SlotStart(now)
-					for _, shard := range q.ProbeOrder(p, rng.IntN(q.Shards())) {
+					for _, shard := range q.ProbeOrder(rng.IntN(q.Shards())) {
 						k := [2]int64{int64(shard), SlotIndex(slot)}
 						if counts[k] >= q.SlotCap(p, shard, slot) {
 							continue
@@ -253,23 +254,60 @@ func TestSendQuotaProbeOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		rate  int
-		p     domain.Priority
 		start int
 		want  []int
 	}{
-		{"unlimited probes nothing", 0, domain.PriorityHigh, 0, nil},
-		{"one shard high", 20, domain.PriorityHigh, 0, []int{0}},
-		{"one shard low", 20, domain.PriorityLow, 0, []int{0}},
-		{"high wraps", 20000, domain.PriorityHigh, 39, []int{39, 0, 1}},
-		{"bulk probes two", 20000, domain.PriorityNormal, 5, []int{5, 6}},
-		{"two shards high", 1000, domain.PriorityHigh, 1, []int{1, 0}},
+		{"unlimited probes nothing", 0, 0, nil},
+		{"one shard", 20, 0, []int{0}},
+		{"two probes, wrapping", 20000, 39, []int{39, 0}},
+		{"two probes", 20000, 5, []int{5, 6}},
+		{"two shards", 1000, 1, []int{1, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := SendQuota{Rate: tc.rate, BulkShare: 60}.ProbeOrder(tc.p, tc.start)
+			got := SendQuota{Rate: tc.rate, BulkShare: 60}.ProbeOrder(tc.start)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("ProbeOrder = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOnlyLowIsCappedAtTheBulkShare: low priority (campaigns) is held to
+// BulkShare; normal shares the whole quota with high, in the span and in
+// every slot, and the reserve low cannot take is there for both.
+func TestOnlyLowIsCappedAtTheBulkShare(t *testing.T) {
+	q := SendQuota{Rate: 500, BulkShare: 60}
+	if got := q.SpanBudget(domain.PriorityLow); got != 1500 {
+		t.Errorf("low span budget %d, want 60 %% of 500/s × 5 s = 1,500", got)
+	}
+	for _, p := range []domain.Priority{domain.PriorityNormal, domain.PriorityHigh} {
+		if got := q.SpanBudget(p); got != 2500 {
+			t.Errorf("%s span budget %d, want the whole 500/s × 5 s = 2,500", p, got)
+		}
+		if BulkCapped(p) {
+			t.Errorf("%s is capped at the bulk share", p)
+		}
+	}
+	first := SlotIndex(time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC))
+	low, normal, high := slotCaps(q, domain.PriorityLow, first, SpanSlots()), slotCaps(q, domain.PriorityNormal, first, SpanSlots()), slotCaps(q, domain.PriorityHigh, first, SpanSlots())
+	if !slices.Equal(normal, high) {
+		t.Errorf("slot caps: normal %v, high %v, want the same", normal, high)
+	}
+	sum := func(xs []int) (n int) {
+		for _, x := range xs {
+			n += x
+		}
+		return n
+	}
+	if sum(low) != 1500 || sum(normal) != 2500 {
+		t.Errorf("caps over %d slots: low %d, normal %d, want 1,500 and 2,500", SpanSlots(), sum(low), sum(normal))
+	}
+	// The effective rates (SpanSlots spans the lag): 5/6 of nominal.
+	if got := q.EffectiveRate(domain.PriorityLow); got != 250 {
+		t.Errorf("low effective rate %v, want 250/s (1,500 over 6 s)", got)
+	}
+	if got := q.EffectiveRate(domain.PriorityNormal); math.Abs(got-2500.0/6) > 1e-9 {
+		t.Errorf("normal effective rate %v, want 416.7/s (2,500 over 6 s)", got)
 	}
 }
 

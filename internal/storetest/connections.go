@@ -14,13 +14,13 @@ import (
 // store (the DynamoDB adapter; the live package's fake), with ids and
 // times instead of live's types.
 type ConnectionHarness struct {
-	// Add records connection id of user, connected and last active at; it
+	// Add records connection id of user, connected at; it
 	// returns the ids recorded as of that write.
 	Add    func(ctx context.Context, user, id string, at time.Time) ([]string, error)
 	Evict  func(ctx context.Context, user, id string) (bool, error)
 	Forget func(ctx context.Context, user string, ids []string) error
-	Remove func(ctx context.Context, user, id string) error
-	Touch  func(ctx context.Context, user, id string, at time.Time) error
+	// Remove forgets a connection and returns the ids left recorded.
+	Remove func(ctx context.Context, user, id string) ([]string, error)
 	// IDs reads the ids recorded for user (nil without an item).
 	IDs func(t testing.TB, user string) []string
 }
@@ -28,7 +28,8 @@ type ConnectionHarness struct {
 // ConnectionContract: a connect's write never conflicts with another
 // connect of the user and answers every connection recorded before it and
 // its own; of concurrent evictions of one connection exactly one removes
-// it; forgetting, removing and touching never create what is absent.
+// it; a removal answers what is left; forgetting and removing never create
+// what is absent.
 func ConnectionContract(t *testing.T, newHarness func(t *testing.T) ConnectionHarness) {
 	ctx := context.Background()
 	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
@@ -129,22 +130,26 @@ func ConnectionContract(t *testing.T, newHarness func(t *testing.T) ConnectionHa
 		if got := h.IDs(t, user); !slices.Equal(got, []string{"b"}) {
 			t.Errorf("after forgetting a and c: %v, want [b]", got)
 		}
-		if err := h.Remove(ctx, user, "b"); err != nil {
+		if _, err := h.Add(ctx, user, "d", at); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Touch(ctx, user, "b", at.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		if got := h.IDs(t, user); len(got) != 0 {
-			t.Errorf("touching a removed connection recorded it again: %v", got)
-		}
-		for what, err := range map[string]error{
-			"forget": h.Forget(ctx, nobody, []string{"x"}), "remove": h.Remove(ctx, nobody, "x"),
-			"touch": h.Touch(ctx, nobody, "x", at),
-		} {
+		for range 2 { // removing again answers the same
+			left, err := h.Remove(ctx, user, "b")
 			if err != nil {
-				t.Errorf("%s without an item: %v", what, err)
+				t.Fatal(err)
 			}
+			if !slices.Equal(left, []string{"d"}) {
+				t.Errorf("removing b left %v, want [d]", left)
+			}
+		}
+		if got := h.IDs(t, user); !slices.Equal(got, []string{"d"}) {
+			t.Errorf("after removing b: %v, want [d]", got)
+		}
+		if err := h.Forget(ctx, nobody, []string{"x"}); err != nil {
+			t.Errorf("forget without an item: %v", err)
+		}
+		if left, err := h.Remove(ctx, nobody, "x"); err != nil || len(left) != 0 {
+			t.Errorf("remove without an item: %v, %v", left, err)
 		}
 		if ok, err := h.Evict(ctx, nobody, "x"); ok || err != nil {
 			t.Errorf("evict without an item: %v, %v", ok, err)

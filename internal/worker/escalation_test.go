@@ -21,26 +21,29 @@ func TestEscalationReason(t *testing.T) {
 		name     string
 		rule     catalog.Escalation
 		lastSeen time.Time
+		present  time.Time // a live connection's lease
 		read     time.Time
 		archived time.Time
 		want     domain.Reason
 	}{
-		{"no rule", catalog.Escalation{}, now, now, now, domain.ReasonNone},
-		{"seen a moment ago", push, now.Add(-10 * time.Second), time.Time{}, time.Time{}, domain.ReasonActiveInApp},
-		{"seen just inside the window", push, now.Add(-2*time.Minute + time.Millisecond), time.Time{}, time.Time{}, domain.ReasonActiveInApp},
-		{"seen exactly at the window's edge", push, now.Add(-2 * time.Minute), time.Time{}, time.Time{}, domain.ReasonNone},
-		{"seen 5 minutes ago", push, now.Add(-5 * time.Minute), time.Time{}, time.Time{}, domain.ReasonNone},
-		{"never seen", push, time.Time{}, time.Time{}, time.Time{}, domain.ReasonNone},
-		{"unlessActiveWithin ignores read state", push, time.Time{}, now, time.Time{}, domain.ReasonNone},
-		{"read", email, time.Time{}, now.Add(-time.Minute), time.Time{}, domain.ReasonReadInApp},
-		{"archived unread", email, time.Time{}, time.Time{}, now.Add(-time.Minute), domain.ReasonReadInApp},
-		{"unread", email, now, time.Time{}, time.Time{}, domain.ReasonNone},
-		{"both rules: read wins", catalog.Escalation{UnlessActiveWithin: time.Minute, UnlessRead: true}, now, now, time.Time{}, domain.ReasonReadInApp},
+		{"no rule", catalog.Escalation{}, now, now.Add(time.Minute), now, now, domain.ReasonNone},
+		{"seen a moment ago", push, now.Add(-10 * time.Second), time.Time{}, time.Time{}, time.Time{}, domain.ReasonActiveInApp},
+		{"seen just inside the window", push, now.Add(-2*time.Minute + time.Millisecond), time.Time{}, time.Time{}, time.Time{}, domain.ReasonActiveInApp},
+		{"seen exactly at the window's edge", push, now.Add(-2 * time.Minute), time.Time{}, time.Time{}, time.Time{}, domain.ReasonNone},
+		{"seen 5 minutes ago", push, now.Add(-5 * time.Minute), time.Time{}, time.Time{}, time.Time{}, domain.ReasonNone},
+		{"last ping 9 minutes ago, its lease running", push, now.Add(-9 * time.Minute), now.Add(time.Minute), time.Time{}, time.Time{}, domain.ReasonActiveInApp},
+		{"a lease at its term", push, now.Add(-10 * time.Minute), now, time.Time{}, time.Time{}, domain.ReasonNone},
+		{"never seen", push, time.Time{}, time.Time{}, time.Time{}, time.Time{}, domain.ReasonNone},
+		{"unlessActiveWithin ignores read state", push, time.Time{}, time.Time{}, now, time.Time{}, domain.ReasonNone},
+		{"read", email, time.Time{}, time.Time{}, now.Add(-time.Minute), time.Time{}, domain.ReasonReadInApp},
+		{"archived unread", email, time.Time{}, time.Time{}, time.Time{}, now.Add(-time.Minute), domain.ReasonReadInApp},
+		{"unread", email, now, now.Add(time.Minute), time.Time{}, time.Time{}, domain.ReasonNone},
+		{"both rules: read wins", catalog.Escalation{UnlessActiveWithin: time.Minute, UnlessRead: true}, now, time.Time{}, now, time.Time{}, domain.ReasonReadInApp},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := &domain.Notification{ReadAt: tt.read, ArchivedAt: tt.archived}
-			p := &domain.RecipientProfile{LastSeenAt: tt.lastSeen}
+			p := &domain.RecipientProfile{LastSeenAt: tt.lastSeen, PresentUntil: tt.present}
 			if got := escalationReason(tt.rule, n, p, now); got != tt.want {
 				t.Errorf("reason %q, want %q", got, tt.want)
 			}
@@ -111,11 +114,11 @@ func TestEscalationIsRecheckedAfterAQuotaDeferralOrARetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.channel, Config{BackoffBase: 20 * time.Second, BackoffCap: 15 * time.Minute, MaxReceiveCount: 6,
-				SendQuota: policy.SendQuota{Rate: 30, BulkShare: 60}}) // bulk: 3 a slot
+				SendQuota: policy.SendQuota{Rate: 30, BulkShare: 60}}) // the whole quota (normal's): 5 a slot
 			clock := &testClock{t: fixedAt}
 			q := &fakeQuota{counts: map[string]int{}}
 			if tc.firstBy == "quota" {
-				q.counts[quotaKey(tc.channel, 0, slot)] = 3
+				q.counts[quotaKey(tc.channel, 0, slot)] = 5
 			} else {
 				h.provider.errs = []error{transient}
 			}

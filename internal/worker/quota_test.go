@@ -87,15 +87,15 @@ func (s *slowClaimStore) Transition(ctx context.Context, id string, ch domain.Ch
 }
 
 func TestSendQuota(t *testing.T) {
-	// 30/s: every slot caps bulk at 3 and high at 5, whatever its phase
-	// (90 and 150 per SpanSlots slots).
+	// 30/s: every slot caps bulk (low) at 3 and normal and high at 5,
+	// whatever its phase (90 and 150 per SpanSlots slots).
 	const rate = 30
 	slot := policy.SlotStart(fixedAt)
-	bulk, high := "reservation.approved", "security.login_alert"
+	bulk, normal, high := domain.PriorityLow, domain.PriorityNormal, domain.PriorityHigh
 	for _, tc := range []struct {
 		name       string
-		typ        string         // normal (bulk) or high
-		used       map[string]int // sends already counted, by quotaKey
+		typ        domain.Priority // low (bulk), normal or high
+		used       map[string]int  // sends already counted, by quotaKey
 		receives   int
 		rate       int
 		claimTime  time.Duration // the clock moves this much during the claim
@@ -114,6 +114,9 @@ func TestSendQuota(t *testing.T) {
 		{name: "bulk over its share is deferred without an attempt", typ: bulk, used: used(slot, 3), receives: 1,
 			wantFailed: true, wantVis: []time.Duration{time.Second, 2 * time.Second}, wantCalls: 1, wantStatus: domain.StatusQueued},
 		{name: "high takes the reserve bulk cannot", typ: high, used: used(slot, 4), receives: 1, wantSent: true, wantCalls: 1, wantStatus: domain.StatusSent},
+		{name: "normal takes the reserve bulk cannot, as high does", typ: normal, used: used(slot, 4), receives: 1, wantSent: true, wantCalls: 1, wantStatus: domain.StatusSent},
+		{name: "normal with the slot used up is deferred without waiting in the worker", typ: normal, used: used(slot, 5), receives: 1,
+			wantFailed: true, wantVis: []time.Duration{time.Second, 2 * time.Second}, wantCalls: 1, wantStatus: domain.StatusQueued},
 		{name: "high with the slot used up waits for the next slot's", typ: high, used: used(slot, 5), receives: 1,
 			wantSent: true, wantCalls: 2, wantStatus: domain.StatusSent},
 		{name: "high with every slot of its wait used up is deferred one second", typ: high, used: usedFrom(slot, 5, 6), receives: 1,
@@ -156,7 +159,7 @@ func TestSendQuota(t *testing.T) {
 			h.provider.during = func() { clock.Advance(tc.sendTime) }
 			h.handler = New(h.deps)
 			h.handler.sleep = func(_ context.Context, d time.Duration) error { clock.Advance(d); return nil }
-			h.notification("n1", tc.typ, domain.ChannelEmail, domain.StatusQueued)
+			h.emailAt("n1", tc.typ)
 			msg := message("m1", "n1", domain.ChannelEmail, tc.receives)
 
 			failed := h.handle(t, msg)
@@ -197,6 +200,19 @@ func TestSendQuota(t *testing.T) {
 	}
 }
 
+// emailAt is a queued email notification at priority p: a high type's, or
+// a normal type's (reservation.approved) sent at p, as a request or a
+// campaign may set it.
+func (h *harness) emailAt(id string, p domain.Priority) {
+	if p == domain.PriorityHigh {
+		h.notification(id, "security.login_alert", domain.ChannelEmail, domain.StatusQueued)
+		return
+	}
+	n := h.notification(id, "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
+	n.Priority = p
+	h.store.put(n, domain.Delivery{Channel: domain.ChannelEmail, Priority: p, Status: domain.StatusQueued})
+}
+
 // used is n sends counted in shard 0's slot.
 func used(slot time.Time, n int) map[string]int {
 	return map[string]int{quotaKey(domain.ChannelEmail, 0, slot): n}
@@ -221,8 +237,8 @@ func TestSendQuotaBulkNeverStarvesHigh(t *testing.T) {
 	// The clock does not move: high finds no later slot to wait for.
 	h.handler.sleep = func(context.Context, time.Duration) error { return nil }
 	for i := range 10 {
-		h.notification(fmt.Sprintf("b%d", i), "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
-		h.notification(fmt.Sprintf("h%d", i), "security.login_alert", domain.ChannelEmail, domain.StatusQueued)
+		h.emailAt(fmt.Sprintf("b%d", i), domain.PriorityLow)
+		h.emailAt(fmt.Sprintf("h%d", i), domain.PriorityHigh)
 	}
 	bulkMsgs, highMsgs := tenMessages("b"), tenMessages("h")
 	if failed := h.handle(t, bulkMsgs...); len(failed) != 7 {

@@ -145,7 +145,8 @@ type Handler struct {
 	metrics    metrics.Recorder
 	randMu     sync.Mutex
 	rand       *rand.Rand
-	// spent remembers, per quota class (bulk or high), the slot in which
+	// spent remembers, per quota class (bulk-capped low, or the whole quota
+	// of normal and high; keyed by policy.BulkCapped), the slot in which
 	// this instance found the quota exhausted: later sends of that class in
 	// the same slot are deferred without a request, so refused writes per
 	// slot are bounded by instances × probes, not by the offered load.
@@ -441,9 +442,9 @@ func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Prio
 		return time.Time{}, true, nil
 	}
 	slot := policy.SlotStart(h.now())
-	high := p == domain.PriorityHigh
+	class := policy.BulkCapped(p)
 	h.spentMu.Lock()
-	spent := h.spent[high].Equal(slot)
+	spent := h.spent[class].Equal(slot)
 	h.spentMu.Unlock()
 	if spent {
 		return slot, false, nil
@@ -451,14 +452,14 @@ func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Prio
 	h.randMu.Lock()
 	start := h.rand.IntN(q.Shards())
 	h.randMu.Unlock()
-	for _, shard := range q.ProbeOrder(p, start) {
+	for _, shard := range q.ProbeOrder(start) {
 		ok, err := h.quota.TakeSendToken(ctx, c, shard, slot, policy.QuotaSlot, q.SlotCap(p, shard, slot))
 		if err != nil || ok {
 			return slot, ok, err
 		}
 	}
 	h.spentMu.Lock()
-	h.spent[high] = slot
+	h.spent[class] = slot
 	h.spentMu.Unlock()
 	return slot, false, nil
 }
@@ -599,7 +600,7 @@ func escalationReason(e catalog.Escalation, n *domain.Notification, p *domain.Re
 	if e.UnlessRead && (!n.ReadAt.IsZero() || !n.ArchivedAt.IsZero()) {
 		return domain.ReasonReadInApp
 	}
-	if e.UnlessActiveWithin > 0 && !p.LastSeenAt.IsZero() && now.Sub(p.LastSeenAt) < e.UnlessActiveWithin {
+	if e.UnlessActiveWithin > 0 && p.ActiveWithin(e.UnlessActiveWithin, now) {
 		return domain.ReasonActiveInApp
 	}
 	return domain.ReasonNone

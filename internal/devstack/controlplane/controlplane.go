@@ -109,6 +109,8 @@ const (
 	RuleWebSocketAuthConnect    = "websocket-authorizer-only-on-connect"
 	RuleWebSocketAuthorizerType = "websocket-authorizer-request-only"
 	RuleWebSocketIdentity       = "websocket-identity-source"
+	// EventBridge CreateEventBus.
+	RuleEventBusName = "events-bus-name"
 )
 
 var (
@@ -146,6 +148,7 @@ func Check(resolved []byte, opts Options) error {
 	c.createRollback()
 	c.httpAPIs()
 	c.webSocketAPIs()
+	c.eventBuses()
 	if len(c.v) == 0 {
 		return nil
 	}
@@ -483,6 +486,22 @@ func describe(v any) string {
 		return fmt.Sprintf("a string (%q)", v)
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+// eventBusNameRe is what CreateEventBus accepts as a custom bus's Name
+// (EventBridge API reference, CreateEventBus: 1–256 characters of
+// [/\.\-_A-Za-z0-9]; "default" is the account's own bus).
+var eventBusNameRe = regexp.MustCompile(`^[/\.\-_A-Za-z0-9]{1,256}$`)
+
+// eventBuses: a custom event bus's name, as resolved (the local stack's
+// name for AWS::StackName).
+func (c *checker) eventBuses() {
+	for _, id := range c.ids("AWS::Events::EventBus") {
+		name, _ := c.d.Resources[id].Properties["Name"].(string)
+		if !eventBusNameRe.MatchString(name) || name == "default" {
+			c.add(id, RuleEventBusName, "ValidationException: Event bus name %q must be 1 to 256 characters of [/\\.\\-_A-Za-z0-9], and not default.", name)
+		}
+	}
 }
 
 // identitySourceRe is a WebSocket REQUEST authorizer's identity source:

@@ -680,7 +680,8 @@ func TestCampaignAndScheduledReleaseSend(t *testing.T) {
 		}
 		users, addrs = append(users, u), append(addrs, addr)
 	}
-	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", map[string]any{"type": "invoice.payment_failed", "channels": []string{"email"}, "priority": "high",
+	// Normal priority: a campaign cannot take high (422 campaign_priority_high).
+	r := stacktest.Do(t, http.MethodPost, "/v1/campaigns", map[string]any{"type": "invoice.payment_failed", "channels": []string{"email"}, "priority": "normal",
 		"data": map[string]any{"invoiceUrl": use("data value", "https://example.com/campaign-"+canary)}, "audience": map[string]any{"userIds": users}})
 	var c struct{ ID string }
 	r.JSON(t, &c)
@@ -714,8 +715,9 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 		t.Fatalf("the capture holds %d bytes: is it working?", len(out))
 	}
 	// The scan covers every function that handled the run's personal data
-	// (its notifications are high priority: the high-priority relay plans them).
-	for _, fn := range []string{"ApiFunction", "RelayHighFunction", "EmailFunction", "PushFunction", "CampaignFunction", "SchedulerFunction"} {
+	// (its notifications are high priority, the high-priority relay plans
+	// them; the campaign's are normal, the bulk relay's).
+	for _, fn := range []string{"ApiFunction", "RelayHighFunction", "RelayFunction", "EmailFunction", "PushFunction", "CampaignFunction", "SchedulerFunction"} {
 		if !strings.Contains(out, `"function":"`+fn+`"`) {
 			t.Errorf("no log line of %s: the scan does not cover it", fn)
 		}

@@ -14,9 +14,10 @@ import (
 )
 
 // TestVisibleInboxSuppressesThePush: while the console's <herald-inbox> is
-// visible, the kit reports presence and a comment.mentioned push is skipped
-// (active_in_app); once the page is hidden the kit stops presence and
-// polling, and a mention three minutes later is pushed.
+// visible, the kit reports presence (its live socket's lease) and a
+// comment.mentioned push is skipped (active_in_app); once the page is hidden
+// the kit closes the socket, which ends the lease, and a mention three
+// minutes later is pushed.
 //
 // Headless Chromium keeps its one tab visible, so "hidden" is the Page
 // Visibility API's state as a backgrounded tab has it: document.hidden and
@@ -89,7 +90,6 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 		}
 		return !p.LastSeenAt.IsZero()
 	})
-	seenAt := st.Clock.Now()
 	if got := pushOutcome(mention()); got != "skipped: active_in_app" {
 		t.Fatalf("push with the inbox visible: %s, want skipped: active_in_app", got)
 	}
@@ -100,7 +100,20 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 	run("hide the page", chromedp.Evaluate(`Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});
 		Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => 'hidden'});
 		document.dispatchEvent(new Event('visibilitychange')); true`, nil))
-	st.Clock.Advance(seenAt.Add(3 * time.Minute).Sub(st.Clock.Now()))
+	// The hidden page closes its live socket; the $disconnect of the user's
+	// last connection ends the presence lease and records the app seen
+	// then. Move the clock only once it has (or the disconnect would be
+	// seen at the later time).
+	var closedAt time.Time
+	stacktest.Eventually(t, 30*time.Second, "the live socket's disconnect ending the presence lease", func() bool {
+		p, err := table.GetRecipientProfile(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closedAt = p.LastSeenAt
+		return p.PresentUntil.IsZero()
+	})
+	st.Clock.Advance(closedAt.Add(3 * time.Minute).Sub(st.Clock.Now()))
 	time.Sleep(5 * time.Second) // more than two of the page's 2 s polls, had it kept polling
 	id := mention()
 	if got := pushOutcome(id); got != "sent: " {
