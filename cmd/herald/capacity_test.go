@@ -107,7 +107,7 @@ func TestCapacityExitsOneWithTheOldDefaults(t *testing.T) {
 	}
 	old := string(raw)
 	for _, r := range [][2]string{
-		{"  RelayHighReservedConcurrency:\n    Type: Number\n    Default: 30\n", "  RelayHighReservedConcurrency:\n    Type: Number\n    Default: 10\n"},
+		{"  RelayHighReservedConcurrency:\n    Type: Number\n    Default: -1\n", "  RelayHighReservedConcurrency:\n    Type: Number\n    Default: 10\n"},
 		{"  SmsMonthlySpendAlarmUSD:\n    Type: Number\n    Default: 500000\n", "  SmsMonthlySpendAlarmUSD:\n    Type: Number\n    Default: 800\n"},
 		{`      Name: !Join ["-", [!Ref AWS::StackName, !Ref EventBusName]]`, "      Name: !Ref EventBusName"},
 		{"        ThrottlingRateLimit: !Ref LiveThrottlingRateLimit", "        ThrottlingRateLimit: !Ref ApiThrottlingRateLimit"},

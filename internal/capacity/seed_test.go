@@ -45,7 +45,7 @@ func TestSeedChecksPassWithTheDefaults(t *testing.T) {
 		{CheckSteadyState, 381.94, 416.67},    // email's busy hour: 1.5 × (40 M a day × 55 %) / 86,400
 		{CheckCampaignDrain, 9.43, 12},        // hours, against StuckAfter(low)
 		{CheckLiveConnections, 2407.41, 3000}, // pings × 2 against the stage throttle (writes: 3,704 of the 5,745 the campaign second leaves)
-		{CheckRelayHigh, 30, 30},              // 30,000 warm writes: 30 shards
+		{CheckRelayHigh, 30, 1000},            // 30,000 warm writes: 30 shards; nothing reserved, the account's 1,000
 		{CheckSMSSpend, 500000, 540000},       // the alarm under 90 % of the limit, above a month of 2.5 M SMS a day at $0.00581 (441,802)
 		{CheckPutEvents, 183.33, 400},         // 1,667 events/s: 10 a request, one partial per relay batch
 		{CheckLiveQueueRetention, 543.2, 900}, // 3.2 s delay + 3 receives × 180 s
@@ -166,7 +166,7 @@ func TestOldTemplateDefaultsFailTheirChecks(t *testing.T) {
 	for _, tc := range []struct {
 		check, from, to string
 	}{
-		{CheckRelayHigh, "  RelayHighReservedConcurrency:\n    Type: Number\n    Default: 30\n", "  RelayHighReservedConcurrency:\n    Type: Number\n    Default: 10\n"},
+		{CheckRelayHigh, "  RelayHighReservedConcurrency:\n    Type: Number\n    Default: -1\n", "  RelayHighReservedConcurrency:\n    Type: Number\n    Default: 10\n"},
 		{CheckSMSSpend, "  SmsMonthlySpendAlarmUSD:\n    Type: Number\n    Default: 500000\n", "  SmsMonthlySpendAlarmUSD:\n    Type: Number\n    Default: 800\n"},
 		{CheckEventBusName, `      Name: !Join ["-", [!Ref AWS::StackName, !Ref EventBusName]]`, "      Name: !Ref EventBusName"},
 		{CheckLiveConnections, "        ThrottlingRateLimit: !Ref LiveThrottlingRateLimit", "        ThrottlingRateLimit: !Ref ApiThrottlingRateLimit"},
