@@ -21,6 +21,7 @@ type fakeMobile struct {
 	published map[string][]MobileMessage
 	deleted   []string
 	fail      map[string]error
+	deleteErr error // answered by the next DeleteEndpoint
 }
 
 func (f *fakeMobile) Publish(_ context.Context, arn string, m MobileMessage) (string, error) {
@@ -40,15 +41,29 @@ func (f *fakeMobile) Publish(_ context.Context, arn string, m MobileMessage) (st
 func (f *fakeMobile) DeleteEndpoint(_ context.Context, arn string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.deleteErr; err != nil {
+		f.deleteErr = nil
+		return err
+	}
 	f.deleted = append(f.deleted, arn)
 	return nil
 }
 
-type deletedDevices struct{ ids []string }
+type deletedDevices struct {
+	mu  sync.Mutex
+	ids []string
+	err error // answered by the next delete
+}
 
 func (d *deletedDevices) DeleteDevice(_ context.Context, userID, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if userID != "u1" {
 		return errors.New("wrong user")
+	}
+	if err := d.err; err != nil {
+		d.err = nil
+		return err
 	}
 	d.ids = append(d.ids, id)
 	return nil

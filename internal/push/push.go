@@ -119,9 +119,7 @@ func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error)
 	if err := p.sendWeb(ctx, m, done, &o); err != nil {
 		return "", err
 	}
-	if err := p.sendMobile(ctx, m, done, &o); err != nil {
-		return "", err
-	}
+	p.sendMobile(ctx, m, done, &o)
 	m.Accepted = append(m.Accepted, o.accepted...)
 	if o.permanent != nil {
 		m.TargetError, m.TargetAlert = o.permanent.Code, o.permanent.Alert
@@ -141,7 +139,9 @@ func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error)
 }
 
 // sendWeb pushes to the web subscriptions not yet reached. A non-nil error
-// ends the send (a gone subscription could not be removed).
+// (the content cannot be encoded) ends the send before any push. A gone
+// subscription that cannot be removed is a transient outcome of the send:
+// the other targets are still sent and reported.
 func (p *Provider) sendWeb(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) error {
 	n := m.Notification
 	var msg webpush.Message
@@ -173,7 +173,9 @@ func (p *Provider) sendWeb(ctx context.Context, m *channel.Message, done map[str
 			// resolving to a non-public address) is never contacted again.
 			o.gone++
 			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
+				// Retried (the retry finds it gone again), the other
+				// targets still sent and reported.
+				o.retry(&channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr})
 			}
 		case errors.As(err, &pe) && pe.Transient:
 			o.retry(&channel.ProviderError{Transient: true, RetryAfter: pe.RetryAfter, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe})
@@ -186,9 +188,9 @@ func (p *Provider) sendWeb(ctx context.Context, m *channel.Message, done map[str
 	return nil
 }
 
-// sendMobile publishes to the devices not yet reached. A non-nil error ends
-// the send (a gone device could not be removed).
-func (p *Provider) sendMobile(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) error {
+// sendMobile publishes to the devices not yet reached. A gone device that
+// cannot be removed is a transient outcome, as for a web subscription.
+func (p *Provider) sendMobile(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) {
 	n := m.Notification
 	for _, d := range m.Profile.Devices {
 		if done[d.ID] {
@@ -218,10 +220,9 @@ func (p *Provider) sendMobile(ctx context.Context, m *channel.Message, done map[
 			// and the retry finds the endpoint disabled (or gone) again.
 			o.gone++
 			if derr := p.mobile.DeleteEndpoint(ctx, d.EndpointARN); derr != nil {
-				return &channel.ProviderError{Transient: true, Code: "delete_endpoint", Err: derr}
-			}
-			if derr := p.devices.DeleteDevice(ctx, n.Recipient.UserID, d.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return &channel.ProviderError{Transient: true, Code: "delete_device", Err: derr}
+				o.retry(&channel.ProviderError{Transient: true, Code: "delete_endpoint", Err: derr})
+			} else if derr := p.devices.DeleteDevice(ctx, n.Recipient.UserID, d.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+				o.retry(&channel.ProviderError{Transient: true, Code: "delete_device", Err: derr})
 			}
 		case errors.As(err, &me) && me.Kind == MobileRejected:
 			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: me.Code, Alert: me.Alert, Err: me}
@@ -231,7 +232,6 @@ func (p *Provider) sendMobile(ctx context.Context, m *channel.Message, done map[
 			o.retry(&channel.ProviderError{Transient: true, Code: "transport", Err: err})
 		}
 	}
-	return nil
 }
 
 func (p *Provider) ttl(n *domain.Notification) time.Duration {
