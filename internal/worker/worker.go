@@ -10,9 +10,12 @@
 //     to the channel DLQ after maxReceiveCount immediate receives;
 //   - recheck says it no longer applies (cancelled, expired, preference off,
 //     suppressed, no contact): dropped with the reason, message deleted;
-//   - claim lost (another worker holds a live lease, or the delivery is
-//     already past sending): nothing recorded, message deleted — the holder's
-//     own message carries the delivery on;
+//   - claim lost (another message's claim holds a live lease, or the
+//     delivery is already past sending): nothing recorded, message deleted —
+//     the holder's own message carries the delivery on. A live lease this
+//     same message took on an earlier receive (the claim records the SQS
+//     message id as its holder) is not another's: the message is kept,
+//     visible again when the lease has ended, and reclaims it then;
 //   - no send quota for its priority (policy.SendQuota, taken before the
 //     claim; high priority waits up to policy.HighQuotaWait for its reserve
 //     in the next slots first): nothing recorded, no attempt, visible again
@@ -27,7 +30,8 @@
 //     message deleted — nothing goes to the DLQ;
 //   - transient provider error: retrying, visibility set to the backoff
 //     min(cap, base·2^(n-1)) with full jitter (n = ApproximateReceiveCount,
-//     at least the provider's Retry-After), reported failed; on receive
+//     at least the provider's Retry-After; at least until the lease ends
+//     when the retrying write fails), reported failed; on receive
 //     n = MaxReceiveCount it is recorded failed: exhausted and made visible at
 //     once, so SQS moves it to the DLQ on the next receive. A provider
 //     throttle is also counted as Throttled.
@@ -316,7 +320,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	// when the claim is refused.
 	d, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
 		To: domain.StatusSending, From: claimable,
-		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true, Create: create,
+		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), LeaseHolder: msg.MessageId, IncrementAttempts: true, Create: create,
 	})
 	if errors.Is(err, domain.ErrConflict) {
 		return h.unclaimable(ctx, log, msg, d)
@@ -329,7 +333,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 
 	content, err := h.render(ctx, n, d, typ, locale(n, profile)) // digest.go: a digest leader renders its digest
 	if errors.Is(err, errDigestLoad) {
-		return h.retryDigest(ctx, log, msg, n, d, err)
+		return h.retryDigest(ctx, log, msg, d, err)
 	}
 	if err != nil {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonNotApplicable, LastError: "render failed"})
@@ -388,7 +392,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	if pe.Throttle() {
 		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
 	}
-	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
+	return h.retryTransient(ctx, log, msg, d, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
 }
 
 // newTargets are the accepted targets not already in sent, without repeats
@@ -510,27 +514,44 @@ func (h *Handler) deferForQuota(ctx context.Context, log *slog.Logger, msg event
 	return errRetry
 }
 
-// retryTransient puts a claimed delivery back after a transient failure:
-// retrying, visible again after the backoff (at least retryAfter); on the
-// last allowed receive failed: exhausted and visible at once, so SQS moves
-// the message to the DLQ on its next receive. accepted are the targets this
-// attempt reached (kept for the retry); when some target has been reached
-// (reached), the last receive records sent instead: the delivery got through.
-func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, p domain.Priority, code string, retryAfter time.Duration,
+// retryTransient puts a claimed delivery (d, as the claim returned it) back
+// after a transient failure: retrying, visible again after the backoff (at
+// least retryAfter); on the last allowed receive failed: exhausted and
+// visible at once, so SQS moves the message to the DLQ on its next receive.
+// accepted are the targets this attempt reached (kept for the retry); when
+// some target has been reached (reached), the last receive records sent
+// instead: the delivery got through.
+//
+// A retrying write that fails leaves the delivery sending under this
+// attempt's lease, which no receive can reclaim before it ends: the message
+// comes back after the lease, not after a backoff that may be shorter.
+func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, d *domain.Delivery, code string, retryAfter time.Duration,
 	accepted []string, reached bool) error {
 	receives := receiveCount(msg)
 	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
 		if reached {
-			return h.finish(ctx, log, id, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
+			return h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
 		}
-		_ = h.finish(ctx, log, id, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
+		// A failed write is logged by finish; the message goes to the DLQ
+		// all the same, its delivery still sending (herald dlq redrive
+		// moves it back, the scheduler's watch re-sends it).
+		_ = h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
 		h.setVisibility(ctx, log, msg, 0)
 		return errRetry
 	}
-	delay := max(h.backoff(p, receives), retryAfter)
-	_ = h.finish(ctx, log.With("retryIn", delay.String()), id, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
+	delay := max(h.backoff(d.Priority, receives), retryAfter)
+	if err := h.finish(ctx, log.With("retryIn", delay.String()), d.NotificationID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
+		LastError: code, AddSentTargets: accepted}); err != nil {
+		delay = max(delay, h.untilLeaseEnds(d.LeaseUntil))
+	}
 	h.setVisibility(ctx, log, msg, delay)
 	return errRetry
+}
+
+// untilLeaseEnds is how long a message must stay away for its receive to
+// find the lease ending at until expired (a second past it).
+func (h *Handler) untilLeaseEnds(until time.Time) time.Duration {
+	return max(until.Sub(h.now()), 0) + time.Second
 }
 
 // malformed reports a message that can never be processed: failed, visible
@@ -624,14 +645,23 @@ func (h *Handler) settleUnclaimed(ctx context.Context, log *slog.Logger, msg eve
 
 // unclaimable handles a message whose delivery refused a claimable-state
 // write; current is the delivery as the refusal returned it. None at all:
-// the message is malformed (to the DLQ). Terminal: a duplicate. Otherwise
-// another worker holds a live claim and its own message carries it on.
+// the message is malformed (to the DLQ). Terminal: a duplicate. Sending
+// under a live lease this same message took on an earlier receive (its
+// outcome write failed, or it gave the claim back and that write failed):
+// nobody else carries it, so the message is kept and comes back when the
+// lease has ended. Otherwise another worker holds a live claim and its own
+// message carries it on.
 func (h *Handler) unclaimable(ctx context.Context, log *slog.Logger, msg events.SQSMessage, current *domain.Delivery) error {
 	switch {
 	case current == nil:
 		return h.malformed(ctx, log, msg, "no delivery for the work message")
 	case current.Status.Terminal():
 		log.InfoContext(ctx, "duplicate work message", "outcome", "duplicate", "status", current.Status)
+	case current.Status == domain.StatusSending && current.LeaseHolder == msg.MessageId:
+		wait := h.untilLeaseEnds(current.LeaseUntil)
+		log.WarnContext(ctx, "own claim still leased", "outcome", "own_lease", "retryIn", wait.String())
+		h.setVisibility(ctx, log, msg, wait)
+		return errRetry
 	default:
 		log.InfoContext(ctx, "claim lost", "outcome", "claimed_elsewhere")
 	}
