@@ -133,6 +133,10 @@ type Config struct {
 	Lease time.Duration
 	// SendQuota is the channel's provider send-rate quota (zero: unlimited).
 	SendQuota policy.SendQuota
+	// SendMargin is the time kept after a provider call, before the
+	// invocation's deadline, to record its outcome; zero means
+	// DefaultSendMargin.
+	SendMargin time.Duration
 }
 
 // Handler is the channel Lambda handler.
@@ -192,6 +196,9 @@ func New(d Deps) *Handler {
 	if cfg.Lease == 0 {
 		cfg.Lease = 30 * time.Second
 	}
+	if cfg.SendMargin == 0 {
+		cfg.SendMargin = DefaultSendMargin
+	}
 	m := d.Metrics
 	if m == nil {
 		m = metrics.Nop{}
@@ -215,6 +222,33 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // maxParallel bounds the messages of one batch processed at once.
 const maxParallel = 10
+
+// DefaultSendMargin is Config.SendMargin's default: of a 30 s invocation,
+// provider calls get 25 s and the outcome writes (one conditional UpdateItem
+// and a ChangeMessageVisibility, milliseconds each, with the SDK's retries)
+// keep 5 s.
+const DefaultSendMargin = 5 * time.Second
+
+// minSendTime is the least time a claim must leave its provider call: a
+// message reaching its claim later is put back without an attempt.
+const minSendTime = time.Second
+
+// sendContext is the context of a provider call: the invocation's, ending
+// SendMargin before its deadline, so that the outcome of a call cut off
+// there is still recorded (a slow provider never times out the whole
+// batch). ok is false when less than minSendTime would be left to send.
+func (h *Handler) sendContext(ctx context.Context) (_ context.Context, cancel context.CancelFunc, ok bool) {
+	dl, has := ctx.Deadline()
+	if !has {
+		return ctx, func() {}, true
+	}
+	end := dl.Add(-h.cfg.SendMargin)
+	if time.Until(end) < minSendTime {
+		return nil, nil, false
+	}
+	sendCtx, cancel := context.WithDeadline(ctx, end)
+	return sendCtx, cancel, true
+}
 
 // Handle processes a batch; failed items are retried by SQS, the rest deleted.
 // Messages are independent (each claims its own delivery), so they are
@@ -315,6 +349,16 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.deferForQuota(ctx, log, msg, wm.Channel, p)
 	}
 
+	sendCtx, cancelSend, ok := h.sendContext(ctx)
+	if !ok {
+		// Too late in the invocation to send and record: no claim, no
+		// attempt; another invocation takes it at once.
+		log.WarnContext(ctx, "no time left to send", "outcome", "deadline")
+		h.setVisibility(ctx, log, msg, 0)
+		return errRetry
+	}
+	defer cancelSend()
+
 	// The claim is also the worker's only look at the delivery: it returns
 	// the item as it is after the claim (digest id, attempts), or as it was
 	// when the claim is refused.
@@ -348,7 +392,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 	}
 	cm := &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact, SentTargets: d.SentTargets}
-	pmid, sendErr := h.provider.Send(ctx, cm)
+	pmid, sendErr := h.provider.Send(sendCtx, cm)
 	// Targets of a multi-target provider reached by this attempt, kept on
 	// the delivery so that a retry skips them.
 	accepted := newTargets(d.SentTargets, cm.Accepted)
