@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +117,8 @@ type outcome struct {
 }
 
 func (o *outcome) add(r result) {
+	// An alerting transient (the account's credentials refused) is kept
+	// over a plain one, so that the worker alerts the operator.
 	if r.messageID != "" {
 		o.accepted = append(o.accepted, r.target)
 		if o.firstID == "" {
@@ -125,7 +128,8 @@ func (o *outcome) add(r result) {
 	if r.gone {
 		o.gone++
 	}
-	if e := r.transient; e != nil && (o.transient == nil || e.RetryAfter > o.transient.RetryAfter) {
+	if e := r.transient; e != nil && (o.transient == nil || e.Alert && !o.transient.Alert ||
+		e.Alert == o.transient.Alert && e.RetryAfter > o.transient.RetryAfter) {
 		o.transient = e
 	}
 	if r.permanent != nil {
@@ -253,6 +257,12 @@ func (p *Provider) sendWeb(ctx context.Context, userID string, s domain.PushSubs
 		r.transient = &channel.ProviderError{Transient: true, Code: "timeout", Err: pe}
 	case errors.As(err, &pe) && pe.Transient:
 		r.transient = &channel.ProviderError{Transient: true, RetryAfter: pe.RetryAfter, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
+	case errors.As(err, &pe) && (pe.StatusCode == http.StatusUnauthorized || pe.StatusCode == http.StatusForbidden):
+		// The push service refuses the stack's VAPID credentials (RFC 8292:
+		// a key pair changed or lost): every subscription fails alike, by
+		// no recipient's fault. The delivery waits for the keys to be
+		// restored (retried, then parked) and the operator is alerted.
+		r.transient = &channel.ProviderError{Transient: true, Alert: true, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
 	case errors.As(err, &pe):
 		r.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
 	default:
@@ -309,7 +319,7 @@ func (p *Provider) sendMobile(ctx context.Context, n *domain.Notification, c cat
 	case errors.As(err, &me) && me.Kind == MobileRejected:
 		r.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: me.Code, Alert: me.Alert, Err: me}
 	case errors.As(err, &me):
-		r.transient = &channel.ProviderError{Transient: true, Code: me.Code, Err: me}
+		r.transient = &channel.ProviderError{Transient: true, Code: me.Code, Alert: me.Alert, Err: me}
 	default:
 		r.transient = &channel.ProviderError{Transient: true, Code: "transport", Err: err}
 	}

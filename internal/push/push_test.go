@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -285,8 +286,6 @@ func TestStatusClassification(t *testing.T) {
 		{http.StatusInternalServerError, 0, true, "http_500"},
 		{http.StatusRequestEntityTooLarge, 0, false, "http_413"},
 		{http.StatusBadRequest, 0, false, "http_400"},
-		{http.StatusUnauthorized, 0, false, "http_401"},
-		{http.StatusForbidden, 0, false, "http_403"},
 	}
 	for _, tt := range tests {
 		e := newEnv(t)
@@ -303,6 +302,26 @@ func TestStatusClassification(t *testing.T) {
 		}
 		if len(e.deleted.ids) != 0 {
 			t.Errorf("%d: deleted %v", tt.status, e.deleted.ids)
+		}
+	}
+}
+
+// 401 and 403 refuse the stack's VAPID credentials (a key pair changed or
+// lost): every push of the account fails, by no subscription's fault. They
+// are transient with an operator alert — the delivery waits for the keys
+// to be restored (retried, then parked in the DLQ) instead of failing.
+func TestRefusedCredentialsAreTransientAndAlert(t *testing.T) {
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		e := newEnv(t)
+		subs := e.subscribe(t, 1)
+		e.sink.FailNext(1, status, 0)
+		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+		var pe *channel.ProviderError
+		if !errors.As(err, &pe) || !pe.Transient || !pe.Alert || pe.Code != fmt.Sprintf("http_%d", status) {
+			t.Errorf("%d: err = %+v, want transient with an alert", status, pe)
+		}
+		if len(e.deleted.ids) != 0 {
+			t.Errorf("%d: deleted %v, want the subscription kept", status, e.deleted.ids)
 		}
 	}
 }

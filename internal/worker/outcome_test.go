@@ -105,3 +105,37 @@ func TestFailedExhaustedWriteIsLogged(t *testing.T) {
 		t.Errorf("the failed write is not logged:\n%s", logs)
 	}
 }
+
+// An account-level refusal (SES sending paused) is nobody's recipient's
+// fault: the delivery is retried, not failed: rejected; each attempt logs
+// the operator alert and counts ProviderRefused (the alarm's metric); when
+// retries run out it is failed: exhausted and parked in the DLQ for a
+// redrive once the account sends again (issue 36, defect 6).
+func TestAccountRefusalIsRetriedAndAlarmed(t *testing.T) {
+	h := newHarness(t, domain.ChannelEmail, Config{})
+	rec := &recorder{counts: map[string]int{}}
+	h.deps.Metrics = rec
+	h.handler = New(h.deps)
+	h.notification("n1", "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
+	paused := &channel.ProviderError{Transient: true, Alert: true, Code: "SendingPausedException", Err: errors.New("sending paused")}
+	h.provider.errs = []error{paused, paused}
+
+	if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 1 {
+		t.Fatalf("failures %v, want the message retried", failed)
+	}
+	if d := h.store.delivery("n1", domain.ChannelEmail); d.Status != domain.StatusRetrying || d.LastError != "SendingPausedException" {
+		t.Errorf("delivery %s (%s), want retrying", d.Status, d.LastError)
+	}
+	if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, h.deps.Config.MaxReceiveCount)); len(failed) != 1 {
+		t.Fatalf("last receive: failures %v, want the message failed to the DLQ", failed)
+	}
+	if d := h.store.delivery("n1", domain.ChannelEmail); d.Status != domain.StatusFailed || d.Reason != domain.ReasonExhausted {
+		t.Errorf("delivery %s/%s, want failed: exhausted (in the DLQ for a redrive)", d.Status, d.Reason)
+	}
+	if n := rec.counts["ProviderRefused/email/normal/"]; n != 2 {
+		t.Errorf("ProviderRefused counted %d, want once per attempt (counts %v)", n, rec.counts)
+	}
+	if n := strings.Count(h.logs.String(), channel.OperatorAlert); n != 2 {
+		t.Errorf("%d operator alerts logged, want 2", n)
+	}
+}

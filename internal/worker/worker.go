@@ -410,7 +410,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(due, h.now()))
 		if cm.TargetAlert { // one target's provider refuses to send: an operator must know though others got it
-			log.ErrorContext(ctx, channel.OperatorAlert, "code", cm.TargetError)
+			h.operatorAlert(ctx, log, wm.Channel, d.Priority, cm.TargetError)
 		}
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid,
 			AddSentTargets: accepted, LastError: cm.TargetError})
@@ -420,7 +420,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		pe = &channel.ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
 	}
 	if pe.Alert {
-		log.ErrorContext(ctx, channel.OperatorAlert, "code", pe.Code) // the provider's text may quote an address
+		h.operatorAlert(ctx, log, wm.Channel, d.Priority, pe.Code)
 	}
 	if !pe.Transient {
 		to := domain.StatusFailed
@@ -437,6 +437,14 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
 	}
 	return h.retryTransient(ctx, log, msg, d, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
+}
+
+// operatorAlert logs a provider's refusal an operator must act on (the code
+// only: the provider's text may quote an address) and counts it for the
+// ProviderRefused alarm.
+func (h *Handler) operatorAlert(ctx context.Context, log *slog.Logger, c domain.Channel, p domain.Priority, code string) {
+	log.ErrorContext(ctx, channel.OperatorAlert, "code", code)
+	h.metrics.Add(ctx, metrics.ProviderRefused, metrics.Dims{Channel: c, Priority: p}, 1)
 }
 
 // newTargets are the accepted targets not already in sent, without repeats
