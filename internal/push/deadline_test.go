@@ -81,7 +81,7 @@ func TestSlowPushServiceDoesNotStallTheOthers(t *testing.T) {
 // Without a deadline from its caller, each target is still bounded by
 // TargetTimeout; and at most MaxParallelTargets are pushed at once.
 func TestTargetsAreBounded(t *testing.T) {
-	subs := slowSubs(2*MaxParallelTargets - 4)
+	subs := slowSubs(domain.MaxPushSubscriptionsPerUser + domain.MaxDevicesPerUser)
 	delays := map[string]time.Duration{}
 	for _, s := range subs {
 		delays[s.Endpoint] = 20 * time.Millisecond

@@ -82,7 +82,9 @@ func (p *Provider) Fits(c catalog.Content) bool {
 	return len(pl.Encode()) <= webpush.MaxPlaintextSize
 }
 
-// MaxParallelTargets bounds the targets of one delivery pushed at once.
+// MaxParallelTargets bounds the targets of one delivery pushed at once. A
+// user has at most domain.MaxPushSubscriptionsPerUser browsers and
+// domain.MaxDevicesPerUser devices: 20 targets, two rounds.
 const MaxParallelTargets = 10
 
 // DefaultTargetTimeout bounds one target's push (the request to its push
