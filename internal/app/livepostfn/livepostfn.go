@@ -46,5 +46,5 @@ func New(d app.Deps) (*live.Poster, error) {
 	}
 	q := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
 	return &live.Poster{Connections: st, Badge: &live.StoreBadge{Store: st, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log,
-		Online: st, Queue: q, BroadcastRate: rate}, nil
+		Online: st, Progress: st, Queue: q, BroadcastRate: rate}, nil
 }
