@@ -36,7 +36,10 @@ var (
 // New wires the HTTP API function. The unsubscribe key is read on the first
 // unsubscribe request, so the API starts without it.
 func New(d app.Deps) (*api.Handler, error) {
-	if err := d.RequireCatalog(); err != nil {
+	// Link variables are checked at intake and the inbox renders under the
+	// stack's link policy.
+	cat, err := d.LinkedCatalog()
+	if err != nil {
 		return nil, err
 	}
 	st, err := d.Store()
@@ -58,7 +61,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	// parameters name (an empty one: that platform is off).
 	endpoints := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }),
 		snspush.ApplicationsFrom(d.Getenv))
-	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
+	return api.New(api.Deps{Notifications: st, Inbox: st, Announcements: st, Presence: st, Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: d.Recorder(),
 		Users: st, PushSubscriptions: st, Preferences: st,
 		PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 		VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),

@@ -1,0 +1,50 @@
+package devstack
+
+import (
+	"os"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/domain"
+)
+
+// LinkHosts reaches every function that takes notification data in or
+// renders it (LINK_HOSTS: the API, the three channel workers), and its
+// AllowedPattern admits every value the functions accept, refusing the
+// malformed ones at deploy time rather than at the functions' start.
+func TestLinkHostsParameter(t *testing.T) {
+	raw, err := os.ReadFile("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hosts = "app.example.com, *.example.org,http://intranet.example"
+	tm, err := ParseTemplate(raw, map[string]string{"LinkHosts": hosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tm.GetAllServerlessFunctionResources()
+	for _, id := range []string{"ApiFunction", "EmailFunction", "SmsFunction", "PushFunction"} {
+		fn := fns[id]
+		if fn == nil || fn.Environment == nil || fn.Environment.Variables["LINK_HOSTS"] != hosts {
+			t.Errorf("%s: LINK_HOSTS is not the LinkHosts parameter", id)
+		}
+	}
+	if def, err := ParseTemplate(raw, nil); err != nil || def.Params["LinkHosts"] != "" {
+		t.Errorf("LinkHosts default %q (%v), want empty (any host, https only)", def.Params["LinkHosts"], err)
+	}
+	for _, v := range []string{"", "example.com", "example.com,*.example.com", "example.com, *.example.com", "http://intranet.example", "http://*.corp.example,a-b.example"} {
+		if _, err := domain.ParseLinkPolicy(v); err != nil {
+			t.Fatalf("%q: the functions refuse it: %v", v, err)
+		}
+		if _, err := ParseTemplate(raw, map[string]string{"LinkHosts": v}); err != nil {
+			t.Errorf("LinkHosts %q refused by the template: %v", v, err)
+		}
+	}
+	for _, v := range []string{"https://example.com", "example.com/path", "example.com:8443", "exa mple.com", "example.com,", "*"} {
+		if _, err := domain.ParseLinkPolicy(v); err == nil {
+			t.Fatalf("%q: the functions accept it", v)
+		}
+		if _, err := ParseTemplate(raw, map[string]string{"LinkHosts": v}); err == nil {
+			t.Errorf("LinkHosts %q accepted by the template's AllowedPattern", v)
+		}
+	}
+}
