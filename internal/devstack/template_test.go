@@ -10,10 +10,22 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/heraldhq/herald/internal/metrics"
 )
+
+// returnedExpression is the expression a metric math alarm watches (its
+// query with ReturnData).
+func returnedExpression(a *cloudwatch.Alarm) string {
+	for _, q := range a.Metrics {
+		if aws.ToBool(q.ReturnData) {
+			return aws.ToString(q.Expression)
+		}
+	}
+	return ""
+}
 
 // TestTemplateInvariants checks the deployable template for the properties the
 // design depends on, by parsing it with goformation.
@@ -422,12 +434,7 @@ func TestTemplateOperations(t *testing.T) {
 					continue
 				}
 				found = id
-				var expr string
-				for _, q := range a.Metrics {
-					if aws.ToBool(q.ReturnData) {
-						expr = aws.ToString(q.Expression)
-					}
-				}
+				expr := returnedExpression(a)
 				f, s := stats["Failed"], stats["Sent"]
 				if !strings.Contains(expr, "100 * FILL("+f+", 0) / (FILL("+s+", 0) + FILL("+f+", 0))") ||
 					a.Threshold == nil || *a.Threshold != 5 || a.ComparisonOperator != "GreaterThanThreshold" {
@@ -460,12 +467,7 @@ func TestTemplateOperations(t *testing.T) {
 				continue
 			}
 			found = id
-			var expr string
-			for _, q := range a.Metrics {
-				if aws.ToBool(q.ReturnData) {
-					expr = aws.ToString(q.Expression)
-				}
-			}
+			expr := returnedExpression(a)
 			for _, ch := range []string{"email", "sms", "push"} {
 				if channels[ch] == "" || !strings.Contains(expr, "FILL("+channels[ch]+", 0)") {
 					t.Errorf("%s: %s's ProviderRefused (summed over at most 5 minutes) is not in %q", id, ch, expr)
@@ -507,12 +509,7 @@ func TestTemplateOperations(t *testing.T) {
 				continue
 			}
 			found = id
-			var expr string
-			for _, q := range a.Metrics {
-				if aws.ToBool(q.ReturnData) {
-					expr = aws.ToString(q.Expression)
-				}
-			}
+			expr := returnedExpression(a)
 			// Nothing sent must not read as healthy: the alarm takes the
 			// worst of the p95 and each high queue's oldest message (s → ms).
 			if !strings.HasPrefix(expr, "MAX([") || !strings.Contains(expr, "FILL("+latency+", 0)") {
