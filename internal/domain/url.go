@@ -45,12 +45,13 @@ func HasBidiControl(s string) bool {
 }
 
 // LinkPolicy is what the stack allows of a notification's links beyond
-// CheckLinkURL (the LinkHosts template parameter): https always, and, when
-// hosts are listed, a host of the list. The zero value admits https links to
-// any host.
+// CheckLinkURL (the LinkHosts template parameter): https, on a listed host
+// when hosts are listed; plain http only for a host listed as http://host.
+// The zero value admits https links to any host.
 type LinkPolicy struct {
-	hosts []linkHost
-	spec  string // as given, for messages
+	hosts   []linkHost
+	anyHost bool   // "*" listed: https to any host
+	spec    string // as given, for messages
 }
 
 type linkHost struct {
@@ -59,10 +60,17 @@ type linkHost struct {
 	http   bool   // written "http://…": plain http admitted too
 }
 
+func (h linkHost) matches(host string) bool {
+	if h.suffix {
+		return strings.HasSuffix(host, "."+h.name)
+	}
+	return host == h.name
+}
+
 // ParseLinkPolicy reads a comma-separated list of "host" and "*.domain"
-// entries (DNS names, no port or path), each optionally written
-// "http://host" to admit plain http for it (an intranet). Empty: any host,
-// https only.
+// entries (DNS names, or 127.0.0.1; no port or path), each optionally
+// written "http://host" to admit plain http for it (an intranet, a local
+// app), and "*" for https to any host. Empty: "*".
 func ParseLinkPolicy(spec string) (LinkPolicy, error) {
 	p := LinkPolicy{spec: strings.TrimSpace(spec)}
 	if p.spec == "" {
@@ -70,20 +78,25 @@ func ParseLinkPolicy(spec string) (LinkPolicy, error) {
 	}
 	for raw := range strings.SplitSeq(p.spec, ",") {
 		entry := strings.ToLower(strings.TrimSpace(raw))
+		if entry == "*" {
+			p.anyHost = true
+			continue
+		}
 		var h linkHost
 		entry, h.http = strings.CutPrefix(entry, "http://")
 		entry, h.suffix = strings.CutPrefix(entry, "*.")
 		h.name = entry
-		if !isDNSName(h.name) || h.suffix && !strings.Contains(h.name, ".") {
-			return LinkPolicy{}, fmt.Errorf("LinkHosts entry %q: want host, *.domain (two labels at least) or http://host, without port or path", strings.TrimSpace(raw))
+		loopback := !h.suffix && h.name == "127.0.0.1"
+		if !loopback && (!isDNSName(h.name) || h.suffix && !strings.Contains(h.name, ".")) {
+			return LinkPolicy{}, fmt.Errorf("LinkHosts entry %q: want host, *.domain (two labels at least), http://host or *, without port or path", strings.TrimSpace(raw))
 		}
 		p.hosts = append(p.hosts, h)
 	}
 	return p, nil
 }
 
-// Any reports whether every host is allowed (no list).
-func (p LinkPolicy) Any() bool { return len(p.hosts) == 0 }
+// Any reports whether https links to every host are allowed.
+func (p LinkPolicy) Any() bool { return p.anyHost || len(p.hosts) == 0 }
 
 // Check returns what is wrong with link under the policy, or "". link must
 // pass CheckLinkURL first (an unparsable one is refused).
@@ -94,18 +107,18 @@ func (p LinkPolicy) Check(link string) string {
 	}
 	host := strings.ToLower(u.Hostname())
 	https := u.Scheme == "https"
-	if p.Any() {
-		if !https {
-			return "must be an https link"
-		}
-		return ""
-	}
 	for _, h := range p.hosts {
-		if h.name == host && !h.suffix || h.suffix && strings.HasSuffix(host, "."+h.name) {
-			if https || h.http && u.Scheme == "http" {
-				return ""
-			}
+		if h.matches(host) && (https || h.http && u.Scheme == "http") {
+			return ""
 		}
+	}
+	switch {
+	case https && p.Any():
+		return ""
+	case p.spec == "":
+		return "must be an https link"
+	case p.Any():
+		return "must be an https link (plain http only to the http:// hosts of the stack's LinkHosts: " + p.spec + ")"
 	}
 	return "must be an https link to a host the stack's LinkHosts allows (" + p.spec + ")"
 }

@@ -32,6 +32,13 @@ func TestLinkPolicy(t *testing.T) {
 		{"http://intranet.example", "https://intranet.example/x", true},
 		{"http://intranet.example,example.com", "http://example.com/x", false},
 		{"example.com", "https://10.0.0.1/x", false},
+		// "*": https anywhere, with http for the listed hosts (make dev's
+		// default: a local app on http://localhost).
+		{"*,http://localhost,http://127.0.0.1", "https://anything.example/x", true},
+		{"*,http://localhost,http://127.0.0.1", "http://localhost:5173/x", true},
+		{"*,http://localhost,http://127.0.0.1", "http://127.0.0.1:3000/_dev/", true},
+		{"*,http://localhost,http://127.0.0.1", "http://evil.example/x", false},
+		{"127.0.0.1", "http://127.0.0.1/x", false},
 	} {
 		p, err := ParseLinkPolicy(tc.spec)
 		if err != nil {
@@ -41,7 +48,7 @@ func TestLinkPolicy(t *testing.T) {
 			t.Errorf("LinkHosts %q, %s: allowed=%v, want %v (%s)", tc.spec, tc.link, got, tc.allow, p.Check(tc.link))
 		}
 	}
-	for _, bad := range []string{"example.com/path", "https://example.com", "*.com", "*", "10.0.0.1", "exa mple.com", "example.com:443", "ftp://x.example", ","} {
+	for _, bad := range []string{"example.com/path", "https://example.com", "*.com", "http://*", "10.0.0.1", "exa mple.com", "example.com:443", "ftp://x.example", ",", "*.127.0.0.1"} {
 		if _, err := ParseLinkPolicy(bad); err == nil {
 			t.Errorf("LinkHosts %q accepted", bad)
 		}
@@ -50,7 +57,8 @@ func TestLinkPolicy(t *testing.T) {
 	if msg := p.Check("https://evil.example.net/"); !strings.Contains(msg, "LinkHosts") {
 		t.Errorf("refusal %q does not name the parameter", msg)
 	}
-	if p.Any() || !(LinkPolicy{}).Any() {
-		t.Error("Any: true only without hosts")
+	star, _ := ParseLinkPolicy("*,http://localhost")
+	if p.Any() || !(LinkPolicy{}).Any() || !star.Any() {
+		t.Error("Any: true only without hosts or with *")
 	}
 }
