@@ -38,6 +38,9 @@ var devEnvOverrides = map[string]string{
 	// Which delivery events are published (none, failures, all); locally all,
 	// so the console lists them (devDefaults).
 	"HERALD_DELIVERY_EVENTS": "DeliveryEvents",
+	// Hosts a notification's links may point at (comma-separated; empty:
+	// any host, https only).
+	"HERALD_LINK_HOSTS": "LinkHosts",
 }
 
 // devDefaults are the template parameters herald dev sets differently from

@@ -164,6 +164,7 @@ func badRequests(t testing.TB) []badRequest {
 		{name: "url variable with user info", body: notif("data", `{"invoiceUrl":"https://evil.com@example.com/"}`), status: 422, code: "invalid_variable", pointer: "/data/invoiceUrl"},
 		{name: "url variable with user and password", body: notif("data", `{"invoiceUrl":"https://a:b@example.com/"}`), status: 422, code: "invalid_variable", pointer: "/data/invoiceUrl"},
 		{name: "url variable with a space", body: notif("data", `{"invoiceUrl":"https://example.com/a b"}`), status: 422, code: "invalid_variable", pointer: "/data/invoiceUrl"},
+		{name: "url variable over plain http", body: notif("data", `{"invoiceUrl":"http://example.com/i/9"}`), status: 422, code: "link_not_allowed", pointer: "/data/invoiceUrl"},
 		{name: "code variable too long", body: `{"type":"otp.code","recipient":{"userId":"u1"},"data":{"code":"12345678901"}}`, status: 422, code: "invalid_variable", pointer: "/data/code"},
 		{name: "variable longer than its SMS budget", body: `{"type":"security.login_alert","recipient":{"userId":"u1"},"data":{"url":"https://example.com/` + strings.Repeat("s", 30) + `"}}`, status: 422, code: "invalid_variable", pointer: "/data/url"},
 		{name: "variable with a control character", body: notif("data", `{"invoiceUrl":"https://example.com/\u001b[2J"}`), status: 400, code: "invalid_string", pointer: "/data/invoiceUrl"},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,6 +175,22 @@ func (f *fakeStore) SavePushSubscription(_ context.Context, userID string, sub d
 	f.subs[userID][sub.ID] = sub
 	f.writes++
 	return !existed, nil
+}
+
+func (f *fakeStore) ListPushSubscriptions(_ context.Context, userID string) ([]domain.PushSubscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	out := slices.Collect(maps.Values(f.subs[userID]))
+	slices.SortFunc(out, func(a, b domain.PushSubscription) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }
 
 func (f *fakeStore) DeletePushSubscription(_ context.Context, userID, subID string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/webpush"
@@ -15,6 +16,8 @@ type PushSubscriptionStore interface {
 	// reports whether it is new.
 	SavePushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) (created bool, err error)
 	DeletePushSubscription(ctx context.Context, userID, subID string) error
+	// ListPushSubscriptions reads the user's subscriptions, oldest first.
+	ListPushSubscriptions(ctx context.Context, userID string) ([]domain.PushSubscription, error)
 }
 
 // subscriptionRequest is the browser's PushSubscription.toJSON().
@@ -36,7 +39,9 @@ const maxEndpointLength = 2048
 
 // createPushSubscription registers a browser's subscription. Its id derives
 // from the endpoint, so a browser that registers again (e.g. after rotating
-// its keys) replaces its subscription: 201 the first time, 200 after.
+// its keys) replaces its subscription: 201 the first time, 200 after. The
+// user's subscriptions are bounded by domain.MaxPushSubscriptionsPerUser: a
+// new one beyond it evicts the oldest.
 func (h *UsersHandler) createPushSubscription(ctx context.Context, req *request) response {
 	var sr subscriptionRequest
 	userID, p := decodeUserBody(req, &sr)
@@ -50,6 +55,10 @@ func (h *UsersHandler) createPushSubscription(ctx context.Context, req *request)
 	if err := webpush.ValidateSubscription(sub, webpush.ValidationOptions{Hosts: h.pushHosts, AllowInsecureLoopback: h.pushLoopback}); err != nil {
 		return problemResponse(subscriptionProblem(err))
 	}
+	existing, err := h.pushSubscriptions.ListPushSubscriptions(ctx, userID)
+	if err != nil {
+		return h.storeError(ctx, "list push subscriptions", err, nil)
+	}
 	stored := domain.PushSubscription{ID: subscriptionID(sr.Endpoint), Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: h.now()}
 	created, err := h.pushSubscriptions.SavePushSubscription(ctx, userID, stored)
 	if err != nil {
@@ -58,12 +67,28 @@ func (h *UsersHandler) createPushSubscription(ctx context.Context, req *request)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
+		h.evictOldestSubscriptions(ctx, userID, existing, stored.ID)
 	}
 	h.log.InfoContext(ctx, "push subscription saved", "userId", userID, "subscriptionId", stored.ID, "outcome", http.StatusText(status))
 	return response{
 		status:  status,
 		body:    &subscriptionView{ID: stored.ID, CreatedAt: formatTime(stored.CreatedAt)},
 		headers: map[string]string{"Location": "/v1/users/" + userID + "/push-subscriptions/" + stored.ID},
+	}
+}
+
+// evictOldestSubscriptions removes the user's oldest subscriptions (existing
+// is oldest first, read before the new one, kept, was saved) beyond
+// domain.MaxPushSubscriptionsPerUser. Best effort: the new subscription is
+// saved already; a failure leaves one too many until the next registration.
+func (h *UsersHandler) evictOldestSubscriptions(ctx context.Context, userID string, existing []domain.PushSubscription, kept string) {
+	existing = slices.DeleteFunc(existing, func(s domain.PushSubscription) bool { return s.ID == kept })
+	for _, s := range existing[:max(len(existing)+1-domain.MaxPushSubscriptionsPerUser, 0)] {
+		if err := h.pushSubscriptions.DeletePushSubscription(ctx, userID, s.ID); err != nil && !errors.Is(err, domain.ErrNotFound) {
+			h.log.WarnContext(ctx, "evict push subscription failed", "userId", userID, "subscriptionId", s.ID, "error", err)
+			return
+		}
+		h.log.InfoContext(ctx, "push subscription evicted", "userId", userID, "subscriptionId", s.ID, "outcome", "evicted")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"time"
 	_ "time/tzdata" // as in the api function: zones must not depend on the host
 
 	"github.com/heraldhq/herald/internal/catalog"
@@ -209,4 +210,37 @@ func localPushHosts(t *testing.T) webpush.HostList {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// A user's browser subscriptions are bounded as devices are: registering one
+// more than domain.MaxPushSubscriptionsPerUser evicts the oldest, so a push
+// never fans out to an unbounded list (issue 36, 10a).
+func TestPushSubscriptionBoundEvictsTheOldest(t *testing.T) {
+	ta := newTestAPI(t)
+	at := testNow
+	ta.users.now = func() time.Time { at = at.Add(time.Second); return at }
+	var ids []string
+	for i := range domain.MaxPushSubscriptionsPerUser + 2 {
+		resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, caller: "svc",
+			body: pushSubscriptionBody(t, fmt.Sprintf("https://fcm.googleapis.com/fcm/send/browser-%d", i))})
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("subscription %d: %d %s", i, resp.StatusCode, resp.Body)
+		}
+		ids = append(ids, decodeBody[subscriptionView](t, resp.Body).ID)
+	}
+	left := ta.store.subs["u1"]
+	if len(left) != domain.MaxPushSubscriptionsPerUser {
+		t.Fatalf("%d subscriptions left, want %d", len(left), domain.MaxPushSubscriptionsPerUser)
+	}
+	for i, id := range ids {
+		if _, kept := left[id]; kept != (i >= 2) {
+			t.Errorf("subscription %d kept=%v, want the two oldest evicted", i, kept)
+		}
+	}
+	// Registering a kept browser again replaces it and evicts nothing.
+	resp := ta.do(t, apiCall{route: "POST /v1/users/{userId}/push-subscriptions", params: map[string]string{"userId": "u1"}, caller: "svc",
+		body: pushSubscriptionBody(t, "https://fcm.googleapis.com/fcm/send/browser-2")})
+	if resp.StatusCode != http.StatusOK || len(ta.store.subs["u1"]) != domain.MaxPushSubscriptionsPerUser {
+		t.Errorf("re-register: %d, %d left", resp.StatusCode, len(ta.store.subs["u1"]))
+	}
 }

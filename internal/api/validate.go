@@ -224,11 +224,13 @@ func dataProblem(err error) *Problem {
 		return fieldProblem(http.StatusUnprocessableEntity, "invalid_variable", "/data", err.Error())
 	}
 	code := "invalid_variable"
-	switch de.Problem {
-	case "missing":
+	switch {
+	case de.Problem == "missing":
 		code = "missing_variable"
-	case "undeclared":
+	case de.Problem == "undeclared":
 		code = "undeclared_variable"
+	case errors.Is(de, catalog.ErrLinkNotAllowed):
+		code = "link_not_allowed"
 	}
 	return fieldProblem(http.StatusUnprocessableEntity, code, "/data/"+escapePointer(de.Variable), err.Error())
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/heraldhq/herald/internal/catalog"
+	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/metrics"
 )
@@ -53,6 +54,21 @@ func (d Deps) RequireCatalog() error {
 		return errors.New("the catalog is not loaded: pass catalog.Load to LambdaDeps")
 	}
 	return nil
+}
+
+// LinkedCatalog is the catalog under the stack's link policy (LINK_HOSTS,
+// the LinkHosts parameter: empty admits https links to any host): for the
+// functions that take notification data in (the API) or render it (the
+// API's inbox, the channel workers).
+func (d Deps) LinkedCatalog() (*catalog.Catalog, error) {
+	if err := d.RequireCatalog(); err != nil {
+		return nil, err
+	}
+	p, err := domain.ParseLinkPolicy(d.Getenv("LINK_HOSTS"))
+	if err != nil {
+		return nil, fmt.Errorf("LINK_HOSTS: %w", err)
+	}
+	return d.Catalog.WithLinkPolicy(p), nil
 }
 
 // Require reads the named environment variables, failing with every missing

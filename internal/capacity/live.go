@@ -109,7 +109,9 @@ func LiveCosts(p Prices, lp LiveProfile) LiveCost {
 // partitions, live.BroadcastPage entries a Query), one queue message a page
 // (the first of each shard sent by whoever marked the announcement, the
 // rest by the poster, delayed to LiveBroadcastRate), one invocation a
-// page; per page user: a read of the LIVE item (BatchGetItem, 100 a call),
+// page, each page taken once on the announcement item before it is posted
+// (live.BroadcastProgress, one conditional UpdateItem); per page user: a
+// read of the LIVE item (BatchGetItem, 100 a call),
 // and per user with an open connection the badge (the unread COUNT, the
 // announcement's marker) and the posts. Every post makes the kit refetch
 // the inbox, so the broadcast's pace is the inbox route's load.
@@ -124,6 +126,9 @@ const (
 	liveSetEntriesPerOnline = 3.0
 	liveSetEntryBytes       = 60  // pk, sk, kind, ttl
 	liveMarkerReadUnits     = 0.5 // the user's marker of the announcement (absent: 0.5)
+	// liveProgressWriteUnits: a page's taking updates the announcement
+	// item, ≤ 5 KB with its title, body and link at their limits in ASCII.
+	liveProgressWriteUnits = 5.0
 	// WebSocketNewConnectionsPerSecond is API Gateway's "New connections
 	// per second" per account and Region (adjustable): API Gateway
 	// developer guide, "Amazon API Gateway quotas for configuring and
@@ -160,7 +165,7 @@ func LiveBroadcastCost(p Prices, lp LiveProfile, users, rate float64) LiveBroadc
 	posts := online * lp.ConnectionsPerOnlineUser
 	usd := pages*(3*p.SQSRequest+ // send, receive, delete (paced: one message a call)
 		p.LambdaRequest+liveInvocationFixed*liveMemoryGB*p.LambdaGBSecond+
-		queryUnits*p.ReadRequestUnit) +
+		queryUnits*p.ReadRequestUnit+liveProgressWriteUnits*p.WriteRequestUnit) +
 		valid*liveItemReadUnits*p.ReadRequestUnit +
 		online*((liveBadgeReadUnits+liveMarkerReadUnits)*p.ReadRequestUnit+livePostSeconds*liveMemoryGB*p.LambdaGBSecond) +
 		posts*p.WebSocketMessage
@@ -189,6 +194,11 @@ func (res *Result) checkLive(l Limits) {
 	wave := float64(live.OnlineShards*live.BroadcastPage) * lp.ConnectionsPerOnlineUser
 	res.check("live broadcast: first wave's refetches vs "+routeInbox+" burst", wave, l.routeBurst(routeInbox), true,
 		fmt.Sprintf("a broadcast's first pages (%d shards × %d users) make %.0f refetches at once, over the route's burst %.0f", live.OnlineShards, live.BroadcastPage, wave, l.routeBurst(routeInbox)))
+	// Every page of every shard is taken on the one announcement item: the
+	// first wave (a page of each shard at once), then the pace's pages.
+	pagesPerSecond := math.Max(live.OnlineShards, l.LiveBroadcastRate*liveSetEntriesPerOnline/liveSetValidPerOnline/live.BroadcastPage)
+	res.check("live broadcast: progress write units/s on the announcement item vs partition limit", pagesPerSecond*liveProgressWriteUnits, PartitionWriteUnitsPerSecond, true,
+		fmt.Sprintf("a broadcast takes %.0f pages/s on its announcement's item, %.0f write units/s, over a partition's %d", pagesPerSecond, pagesPerSecond*liveProgressWriteUnits, PartitionWriteUnitsPerSecond))
 	perShard := WebSocketNewConnectionsPerSecond * onlineSetWriteUnits / live.OnlineShards
 	res.check("live online set: write units/s per shard at the connect quota vs partition limit", perShard, PartitionWriteUnitsPerSecond, true,
 		fmt.Sprintf("%d connects/s over %d online-set shards write %.0f units/s a partition, over %d", WebSocketNewConnectionsPerSecond, live.OnlineShards, perShard, PartitionWriteUnitsPerSecond))

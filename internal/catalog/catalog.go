@@ -68,6 +68,9 @@ type Type struct {
 	Variables     map[string]Variable
 	variableNames []string // sorted, for ValidateData
 	locales       map[string]*localeTemplates
+	// links is the stack's link policy (WithLinkPolicy); the zero value
+	// admits https links to any host.
+	links domain.LinkPolicy
 }
 
 type localeTemplates struct {
@@ -219,9 +222,12 @@ func (t *Type) Label(locale string) string {
 var ErrNoTemplate = errors.New("no template")
 
 // Render renders the type's template of the given kind in the best locale for
-// `locale`. data must already have passed ValidateData.
+// `locale`. data must already have passed ValidateData; a link the type's
+// policy refuses now (data accepted before the policy changed) is rendered
+// empty.
 func (t *Type) Render(kind Kind, locale string, data map[string]any) (Content, error) {
 	lt := t.locales[t.ResolveLocale(locale)]
+	data = t.allowedLinks(data)
 	var c Content
 	var err error
 	switch kind {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,11 +15,20 @@ import (
 type DataError struct {
 	Variable string
 	Problem  string // "missing", "undeclared" or a description of the invalid value
+	// Cause classifies some problems (ErrLinkNotAllowed); nil otherwise.
+	Cause error
 }
 
 func (e *DataError) Error() string {
 	return fmt.Sprintf("variable %q: %s", e.Variable, e.Problem)
 }
+
+func (e *DataError) Unwrap() error { return e.Cause }
+
+// ErrLinkNotAllowed matches a link variable that the stack's link policy
+// (domain.LinkPolicy, the LinkHosts parameter) refuses: not https, or not
+// on an allowed host.
+var ErrLinkNotAllowed = errors.New("link not allowed")
 
 const defaultMaxLength = 2048
 
@@ -39,8 +49,14 @@ func (t *Type) ValidateData(data map[string]any) error {
 		if !ok {
 			return &DataError{Variable: n, Problem: "must be a string"}
 		}
-		if err := t.Variables[n].check(s); err != "" {
+		decl := t.Variables[n]
+		if err := decl.check(s); err != "" {
 			return &DataError{Variable: n, Problem: err}
+		}
+		if decl.Kind == "url" {
+			if err := t.links.Check(s); err != "" {
+				return &DataError{Variable: n, Problem: err, Cause: ErrLinkNotAllowed}
+			}
 		}
 	}
 	if len(data) == len(names) {
@@ -89,4 +105,43 @@ func (v Variable) check(s string) string {
 		}
 	}
 	return ""
+}
+
+// WithLinkPolicy returns the catalog with every type checking its link
+// variables against p at intake (ValidateData: ErrLinkNotAllowed) and
+// leaving out, when rendering, any link p refuses (data accepted before the
+// policy changed). c itself is unchanged.
+func (c *Catalog) WithLinkPolicy(p domain.LinkPolicy) *Catalog {
+	out := &Catalog{types: make(map[string]*Type, len(c.types))}
+	for name, t := range c.types {
+		cp := *t
+		cp.links = p
+		out.types[name] = &cp
+	}
+	return out
+}
+
+// allowedLinks is data with every link variable the type's policy refuses
+// emptied; data itself when there is none, so the common case copies
+// nothing. (CheckLinkURL held at intake, and the templates escape what they
+// show: a link is only left out for the policy.)
+func (t *Type) allowedLinks(data map[string]any) map[string]any {
+	var out map[string]any
+	for name, v := range t.Variables {
+		if v.Kind != "url" {
+			continue
+		}
+		s, ok := data[name].(string)
+		if !ok || t.links.Check(s) == "" {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(data)
+		}
+		out[name] = ""
+	}
+	if out == nil {
+		return data
+	}
+	return out
 }

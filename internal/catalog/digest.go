@@ -195,6 +195,11 @@ func (t *Type) RenderDigest(kind Kind, locale string, d DigestData) (Content, er
 	if dt == nil {
 		return Content{}, fmt.Errorf("render %s digest: %w", t.Name, ErrNoTemplate)
 	}
+	items := make([]map[string]any, len(d.Items))
+	for i, it := range d.Items {
+		items[i] = t.allowedLinks(it)
+	}
+	d.Items = items
 	return dt.render(t.Name, kind, d)
 }
 

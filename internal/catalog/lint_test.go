@@ -251,7 +251,7 @@ templates:
 
 func TestURLVariablesOnlyTakeRFC3986Characters(t *testing.T) {
 	typ, _ := MustLoad().Lookup("invoice.payment_failed")
-	for _, u := range []string{"https://example.com/i/9?a=1&b=%22x%22", "http://localhost:8080/x~y[0]"} {
+	for _, u := range []string{"https://example.com/i/9?a=1&b=%22x%22", "https://localhost:8080/x~y[0]"} {
 		if err := typ.ValidateData(map[string]any{"invoiceUrl": u}); err != nil {
 			t.Errorf("%q rejected: %v", u, err)
 		}

@@ -63,7 +63,11 @@ type ProviderError struct {
 	// Code is a short provider error code, safe to log and store (never PII).
 	Code string
 	// Alert marks errors an operator must act on (e.g. the SES account is
-	// suspended): besides the outcome, the worker logs OperatorAlert at ERROR.
+	// paused or suspended): besides the outcome, the worker logs
+	// OperatorAlert at ERROR and counts ProviderRefused. A condition of the
+	// account rather than of the recipient is Transient and Alert: the
+	// delivery is retried, then parked in the DLQ for a redrive, never
+	// failed: rejected for something no recipient did.
 	Alert bool
 	Err   error
 }

@@ -163,6 +163,42 @@ func TestGatewayVerifiesTokensAsAPIGatewayDoes(t *testing.T) {
 	}
 }
 
+// The local gateway compares the issuer as API Gateway does: exactly, a
+// trailing slash included (JwtIssuer "https://tenant.auth0.com/" accepts
+// tokens whose iss has the slash, and only those); the discovery document
+// names the issuer as configured and the JWKS under it.
+func TestGatewayComparesTheIssuerExactly(t *testing.T) {
+	for _, configured := range []string{testIssuer, testIssuer + "/"} {
+		iss, err := newJWTIssuer(configured, []string{testAudience})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := iss.verify("Bearer "+iss.mint("u1", gwNow, time.Hour), gwNow, nil); err != nil {
+			t.Errorf("%s: its own token refused: %v", configured, err)
+		}
+		for _, tokenIss := range []string{testIssuer, testIssuer + "/"} {
+			tok := sign(t, jwt.SigningMethodRS256, iss.key, iss.kid, jwt.MapClaims{"iss": tokenIss, "aud": testAudience, "sub": "u1",
+				"iat": gwNow.Unix(), "exp": gwNow.Add(time.Hour).Unix()})
+			_, err := iss.verify("Bearer "+tok, gwNow, nil)
+			if (err == nil) != (tokenIss == configured) {
+				t.Errorf("issuer %q, iss %q: err %v; want accepted only on an exact match", configured, tokenIss, err)
+			}
+		}
+		mux := http.NewServeMux()
+		iss.routes(mux)
+		srv := httptest.NewServer(mux)
+		status, body, _ := get(t, http.MethodGet, srv.URL+"/.well-known/openid-configuration", "", nil)
+		srv.Close()
+		var disc struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if status != 200 || json.Unmarshal([]byte(body), &disc) != nil || disc.Issuer != configured || disc.JWKSURI != testIssuer+"/.well-known/jwks.json" {
+			t.Errorf("%s: discovery %d %s", configured, status, body)
+		}
+	}
+}
+
 func TestGatewayIsAnOIDCIssuer(t *testing.T) {
 	srv, iss, _ := newTestGateway(t)
 	status, body, _ := get(t, http.MethodGet, srv.URL+"/.well-known/openid-configuration", "", nil)

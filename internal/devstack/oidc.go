@@ -40,8 +40,13 @@ func newJWTIssuer(issuer string, audience []string) (*jwtIssuer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dev issuer key: %w", err)
 	}
-	return &jwtIssuer{key: key, kid: "herald-dev-" + rand.Text()[:10], issuer: strings.TrimSuffix(issuer, "/"), audience: audience}, nil
+	return &jwtIssuer{key: key, kid: "herald-dev-" + rand.Text()[:10], issuer: issuer, audience: audience}, nil
 }
+
+// base is the issuer without a trailing slash: where the discovery document
+// and the JWKS are (the issuer itself, slash and all, is what iss carries
+// and what the gateway compares exactly, as API Gateway does).
+func (j *jwtIssuer) base() string { return strings.TrimSuffix(j.issuer, "/") }
 
 // routes publishes the discovery document and the JWKS under the issuer's
 // path (the runner's issuer is its own base URL).
@@ -49,7 +54,7 @@ func (j *jwtIssuer) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"issuer":                                j.issuer,
-			"jwks_uri":                              j.issuer + "/.well-known/jwks.json",
+			"jwks_uri":                              j.base() + "/.well-known/jwks.json",
 			"response_types_supported":              []string{"id_token"},
 			"subject_types_supported":               []string{"public"},
 			"id_token_signing_alg_values_supported": []string{"RS256"},

@@ -361,6 +361,11 @@ func WithLocalPlatformApplications(overrides map[string]string) map[string]strin
 	return out
 }
 
+// LocalLinkHosts is the LinkHosts the local stack runs with unless given:
+// https to any host, as the template's default, and plain http to this
+// machine.
+const LocalLinkHosts = "*,http://localhost,http://127.0.0.1"
+
 // localOverrides are the template parameters the runner sets itself:
 //   - PushEndpointAllowList gets the local push service (served by the runner
 //     on addr, its endpoint path only: not /_dev/faults or any other runner
@@ -369,6 +374,9 @@ func WithLocalPlatformApplications(overrides map[string]string) map[string]strin
 //     Production lists only public push services.
 //   - JwtIssuer is the runner itself (an OIDC-shaped issuer at its base URL,
 //     which mints /_dev/token), unless the caller overrides it.
+//   - LinkHosts, unless given, admits plain http to the machine itself
+//     besides https to any host (LocalLinkHosts): a local app on
+//     http://localhost, the console's own pages.
 func localOverrides(overrides map[string]string, pushList, addr string) map[string]string {
 	out := maps.Clone(overrides)
 	if out == nil {
@@ -380,6 +388,9 @@ func localOverrides(overrides map[string]string, pushList, addr string) map[stri
 	out["PushEndpointAllowList"] = pushList + addr + pushsink.EndpointPath // its endpoints only, no other runner route
 	if _, ok := out["JwtIssuer"]; !ok {
 		out["JwtIssuer"] = "http://" + addr
+	}
+	if _, ok := out["LinkHosts"]; !ok {
+		out["LinkHosts"] = LocalLinkHosts
 	}
 	// Send rates are required on AWS; locally they, and the campaign's
 	// fan-out rate, default to 0 (no pacing) unless given

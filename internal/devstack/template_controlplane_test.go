@@ -98,6 +98,14 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 		{controlplane.RuleWebSocketIdentity, `route\.request\.querystring\.token`, "$$request.querystring.token", "Invalid identity source"},
 		{controlplane.RuleEventBusName, `(?m)^(      Name: )!Join \["-", \[!Ref AWS::StackName, !Ref EventBusName\]\]`, "${1}default", "Event bus name \"default\""},
 		{controlplane.RuleEventBusName, `(?m)^(      Name: )!Join \["-", \[!Ref AWS::StackName, !Ref EventBusName\]\]`, "${1}\"herald events\"", "must be 1 to 256 characters"},
+		{controlplane.RuleAlarmText, `(ProviderRefusedAlarm:\n(?:    .*\n)*?      AlarmDescription: ")`, "${1}" + strings.Repeat("x", 1000), "'alarmDescription'"},
+		{controlplane.RuleAlarmActions, `(ProviderRefusedAlarm:\n(?:    .*\n)*?      AlarmActions: \[)`, "${1}a, b, c, d, e, ", "'AlarmActions'"},
+		{controlplane.RuleAlarmPeriod, `(ProviderRefusedAlarm:\n(?:    .*\n)*?            Period: )300`, "${1}90", "Period must be 10, 20, 30 or a multiple of 60"},
+		{controlplane.RuleAlarmMetrics, `(ProviderRefusedAlarm:\n(?:    .*\n)*?        - Id: )sms`, "${1}email", "must be unique"},
+		{controlplane.RuleAlarmMetrics, `(ProviderRefusedAlarm:\n(?:    .*\n)*?        - Id: )email`, "${1}Email", "start with a lowercase letter"},
+		{controlplane.RuleAlarmReturnData, `(ProviderRefusedAlarm:\n(?:    .*\n)*?          )ReturnData: true`, "${1}ReturnData: false", "Exactly one element of the metrics list should return data (0 do)"},
+		{controlplane.RuleAlarmReturnData, `(ProviderRefusedAlarm:\n(?:    .*\n)*?        - Id: email\n)          ReturnData: false\n`, "${1}", "Exactly one element of the metrics list should return data (2 do)"},
+		{controlplane.RuleAlarmMetricsSingle, `(ProviderRefusedAlarm:\n(?:    .*\n)*?      EvaluationPeriods: 1\n)`, "${1}      Statistic: Sum\n", "Statistic should not be set if list of Metrics is set"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			broken := breakTemplate(t, raw, tc.re, tc.repl)

@@ -10,10 +10,22 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/heraldhq/herald/internal/metrics"
 )
+
+// returnedExpression is the expression a metric math alarm watches (its
+// query with ReturnData).
+func returnedExpression(a *cloudwatch.Alarm) string {
+	for _, q := range a.Metrics {
+		if aws.ToBool(q.ReturnData) {
+			return aws.ToString(q.Expression)
+		}
+	}
+	return ""
+}
 
 // TestTemplateInvariants checks the deployable template for the properties the
 // design depends on, by parsing it with goformation.
@@ -423,9 +435,10 @@ func TestTemplateOperations(t *testing.T) {
 					m := q.MetricStat.Metric
 					if aws.ToString(m.Namespace) == metrics.DefaultNamespace && len(m.Dimensions) == 1 &&
 						m.Dimensions[0].Name == metrics.DimChannel && m.Dimensions[0].Value == ch {
-						stats[aws.ToString(m.MetricName)] = q.Id
-						if q.MetricStat.Period != 900 || q.MetricStat.Stat != "Sum" {
-							t.Errorf("%s: %s must be summed over 900 s", id, aws.ToString(m.MetricName))
+						name := aws.ToString(m.MetricName)
+						stats[name] = q.Id
+						if (name == string(metrics.Failed) || name == string(metrics.Sent)) && (q.MetricStat.Period != 900 || q.MetricStat.Stat != "Sum") {
+							t.Errorf("%s: %s must be summed over 900 s", id, name)
 						}
 					}
 				}
@@ -433,12 +446,7 @@ func TestTemplateOperations(t *testing.T) {
 					continue
 				}
 				found = id
-				var expr string
-				for _, q := range a.Metrics {
-					if aws.ToBool(q.ReturnData) {
-						expr = aws.ToString(q.Expression)
-					}
-				}
+				expr := returnedExpression(a)
 				f, s := stats["Failed"], stats["Sent"]
 				if !strings.Contains(expr, "100 * FILL("+f+", 0) / (FILL("+s+", 0) + FILL("+f+", 0))") ||
 					a.Threshold == nil || *a.Threshold != 5 || a.ComparisonOperator != "GreaterThanThreshold" {
@@ -451,6 +459,40 @@ func TestTemplateOperations(t *testing.T) {
 			}
 			notifies(found)
 		}
+	})
+
+	t.Run("a provider's refusal of the account alarms on every channel", func(t *testing.T) {
+		found := ""
+		for id, a := range alarms {
+			channels := map[string]string{} // channel → query id
+			for _, q := range a.Metrics {
+				if q.MetricStat == nil || q.MetricStat.Metric == nil || aws.ToString(q.MetricStat.Metric.MetricName) != string(metrics.ProviderRefused) {
+					continue
+				}
+				m := q.MetricStat.Metric
+				if aws.ToString(m.Namespace) == metrics.DefaultNamespace && len(m.Dimensions) == 1 && m.Dimensions[0].Name == metrics.DimChannel &&
+					q.MetricStat.Stat == "Sum" && q.MetricStat.Period <= 300 {
+					channels[m.Dimensions[0].Value] = q.Id
+				}
+			}
+			if len(channels) == 0 {
+				continue
+			}
+			found = id
+			expr := returnedExpression(a)
+			for _, ch := range []string{"email", "sms", "push"} {
+				if channels[ch] == "" || !strings.Contains(expr, "FILL("+channels[ch]+", 0)") {
+					t.Errorf("%s: %s's ProviderRefused (summed over at most 5 minutes) is not in %q", id, ch, expr)
+				}
+			}
+			if a.Threshold == nil || *a.Threshold != 0 || a.ComparisonOperator != "GreaterThanThreshold" {
+				t.Errorf("%s: want > 0 (one refusal is an incident)", id)
+			}
+		}
+		if found == "" {
+			t.Fatal("no alarm on ProviderRefused (SES sending paused, refused push credentials)")
+		}
+		notifies(found)
 	})
 
 	t.Run("high priority: p95 latency or a waiting message above 60 s", func(t *testing.T) {
@@ -479,12 +521,7 @@ func TestTemplateOperations(t *testing.T) {
 				continue
 			}
 			found = id
-			var expr string
-			for _, q := range a.Metrics {
-				if aws.ToBool(q.ReturnData) {
-					expr = aws.ToString(q.Expression)
-				}
-			}
+			expr := returnedExpression(a)
 			// Nothing sent must not read as healthy: the alarm takes the
 			// worst of the p95 and each high queue's oldest message (s → ms).
 			if !strings.HasPrefix(expr, "MAX([") || !strings.Contains(expr, "FILL("+latency+", 0)") {

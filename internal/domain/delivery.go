@@ -115,17 +115,21 @@ func (s Status) Terminal() bool {
 
 // Delivery is the state of one notification on one channel.
 type Delivery struct {
-	NotificationID    string
-	Channel           Channel
-	UserID            string // the recipient; empty on deliveries recorded before it was kept
-	Priority          Priority
-	Status            Status
-	Reason            Reason
-	Attempts          int // provider calls made
-	UpdatedAt         time.Time
-	DueAt             time.Time // set while deferred
-	LeaseUntil        time.Time // set while sending
-	LastError         string    // classified error text, never PII
+	NotificationID string
+	Channel        Channel
+	UserID         string // the recipient; empty on deliveries recorded before it was kept
+	Priority       Priority
+	Status         Status
+	Reason         Reason
+	Attempts       int // provider calls made
+	UpdatedAt      time.Time
+	DueAt          time.Time // set while deferred
+	LeaseUntil     time.Time // set while sending
+	// LeaseHolder names the claim's holder while sending (the SQS message
+	// id of the work message that claimed it), so a receive of that same
+	// message can tell its own live lease from another worker's.
+	LeaseHolder       string
+	LastError         string // classified error text, never PII
 	ProviderMessageID string
 	DigestID          string // digest this delivery joined or leads
 	// SentTargets are the targets of a delivery with several (a push
@@ -167,6 +171,8 @@ type Change struct {
 	DueAt time.Time
 	// LeaseUntil is set when To is sending (the claim).
 	LeaseUntil time.Time
+	// LeaseHolder is recorded with LeaseUntil (Delivery.LeaseHolder).
+	LeaseHolder string
 	// ReclaimExpiredLease also allows the transition from sending when the
 	// current lease ended before this instant (a worker crashed mid-send).
 	ReclaimExpiredLease time.Time

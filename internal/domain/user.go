@@ -94,6 +94,12 @@ func (p Platform) Valid() bool {
 // dead tokens behind.
 const MaxDevicesPerUser = 10
 
+// MaxPushSubscriptionsPerUser bounds a user's browser subscriptions the
+// same way: registering one more evicts the oldest, as browsers that clear
+// their data or rotate keys leave subscriptions behind. With the devices'
+// bound, a push delivery has at most 20 targets.
+const MaxPushSubscriptionsPerUser = 10
+
 // Device is a native app installation reached through SNS mobile push. Its
 // ID derives from (platform, token), so registering the same token again
 // names the same device.

@@ -68,6 +68,7 @@ func TestStoreContractOnline(t *testing.T) {
 		s, _, clock := newStore(t)
 		return storetest.OnlineHarness{
 			AddOnline: s.AddOnline, OnlineUsers: s.OnlineUsers, Mark: s.MarkAnnouncementLive, Unmark: s.UnmarkAnnouncementLive,
+			Advance: s.AdvanceBroadcast,
 			SeedAnnouncement: func(t testing.TB, id string) {
 				t.Helper()
 				now := clock.Now()

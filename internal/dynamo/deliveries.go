@@ -28,6 +28,7 @@ type deliveryItem struct {
 	UpdatedAt         string `dynamodbav:"updatedAt"`
 	DueAt             string `dynamodbav:"dueAt,omitempty"`
 	LeaseUntil        string `dynamodbav:"leaseUntil,omitempty"`
+	LeaseHolder       string `dynamodbav:"leaseHolder,omitempty"`
 	LastError         string `dynamodbav:"lastError,omitempty"`
 	ProviderMessageID string `dynamodbav:"providerMessageId,omitempty"`
 	DigestID          string `dynamodbav:"digestId,omitempty"`
@@ -48,7 +49,7 @@ func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		PK: NotificationPK(d.NotificationID), SK: deliveryPrefix + string(d.Channel), Kind: "delivery",
 		NotificationID: d.NotificationID, Channel: string(d.Channel), UserID: d.UserID, Priority: string(d.Priority),
 		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
-		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil),
+		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil), LeaseHolder: d.LeaseHolder,
 		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
 		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
 		TTL: s.expiry(d.UpdatedAt, d.DueAt),
@@ -68,7 +69,7 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 	return &domain.Delivery{
 		NotificationID: it.NotificationID, Channel: domain.Channel(it.Channel), UserID: it.UserID, Priority: domain.Priority(it.Priority),
 		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
-		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil),
+		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil), LeaseHolder: it.LeaseHolder,
 		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,
 		SentTargets: it.SentTargets,
 		Caller:      it.Caller, Type: it.Type, CampaignID: it.CampaignID, ResourceID: it.ResourceID,
@@ -255,6 +256,12 @@ func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[st
 		vals[":lease"] = str(formatTime(c.LeaseUntil))
 	} else {
 		removes = append(removes, "leaseUntil")
+	}
+	if c.To == domain.StatusSending && c.LeaseHolder != "" {
+		sets = append(sets, "leaseHolder = :holder")
+		vals[":holder"] = str(c.LeaseHolder)
+	} else {
+		removes = append(removes, "leaseHolder")
 	}
 	if c.IncrementAttempts {
 		sets = append(sets, "attempts = if_not_exists(attempts, :zero) + :one")

@@ -120,31 +120,13 @@ func (s *Store) SaveDevice(ctx context.Context, userID, previousOwner string, d 
 // ListDevices reads a user's devices, oldest first.
 func (s *Store) ListDevices(ctx context.Context, userID string) ([]domain.Device, error) {
 	var out []domain.Device
-	var start map[string]types.AttributeValue
-	for {
-		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:              aws.String(s.table),
-			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :dev)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(UserPK(userID)), ":dev": str(devicePrefix),
-			},
-			ConsistentRead:    aws.Bool(true),
-			ExclusiveStartKey: start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("query devices of %s: %w", userID, err)
-		}
-		for _, av := range page.Items {
-			d, err := decodeDevice(av)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, d)
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = page.LastEvaluatedKey
+	err := s.queryUserItems(ctx, userID, devicePrefix, func(av map[string]types.AttributeValue) error {
+		d, err := decodeDevice(av)
+		out = append(out, d)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devices of %s: %w", userID, err)
 	}
 	sortDevices(out)
 	return out, nil

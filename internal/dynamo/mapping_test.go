@@ -118,7 +118,7 @@ func TestDeliveryItemRoundTrip(t *testing.T) {
 		{"dropped keeps its due time out of the index", domain.Delivery{NotificationID: "n1", Channel: domain.ChannelSMS, Status: domain.StatusDropped,
 			Reason: domain.ReasonExpired, UpdatedAt: created, DueAt: created.Add(time.Hour)}, "", ""},
 		{"sending with every field", domain.Delivery{NotificationID: "n1", Channel: domain.ChannelPush, UserID: "u1", Priority: domain.PriorityHigh,
-			Status: domain.StatusSending, Attempts: 3, UpdatedAt: created, LeaseUntil: created.Add(time.Minute), LastError: "throttled",
+			Status: domain.StatusSending, Attempts: 3, UpdatedAt: created, LeaseUntil: created.Add(time.Minute), LeaseHolder: "msg-1", LastError: "throttled",
 			ProviderMessageID: "pm", DigestID: "dg"}, "", ""},
 	}
 	for _, tt := range tests {

@@ -106,3 +106,41 @@ func (s *Store) UnmarkAnnouncementLive(ctx context.Context, id string, at time.T
 	}
 	return nil
 }
+
+// broadcastAttr is the announcement's attribute holding a shard's broadcast
+// position ("p:<user>": at the page after that user; "done"; absent: at the
+// first page).
+func broadcastAttr(shard int) string { return fmt.Sprintf("bc%02d", shard) }
+
+// AdvanceBroadcast moves the shard's broadcast position of the announcement
+// from the page after `after` to the page after `next` ("done" when next is
+// ""), with one conditional UpdateItem: the page is taken once, whatever
+// the deliveries of its message. false when the shard stands elsewhere or
+// the announcement is gone.
+func (s *Store) AdvanceBroadcast(ctx context.Context, id string, shard int, after, next string) (bool, error) {
+	to := "done"
+	if next != "" {
+		to = "p:" + next
+	}
+	cond := "attribute_exists(pk) AND attribute_not_exists(#bc)"
+	values := map[string]types.AttributeValue{":to": str(to)}
+	if after != "" {
+		cond = "#bc = :at"
+		values[":at"] = str("p:" + after)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(announcementPrefix+id, announcementSK),
+		UpdateExpression:          aws.String("SET #bc = :to"),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  map[string]string{"#bc": broadcastAttr(shard)},
+		ExpressionAttributeValues: values,
+	})
+	if isConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("advance broadcast %s shard %d: %w", id, shard, err)
+	}
+	return true, nil
+}

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,6 +59,10 @@ type pushSubItem struct {
 	CreatedAt string `dynamodbav:"createdAt"`
 }
 
+func (it *pushSubItem) toDomain() domain.PushSubscription {
+	return domain.PushSubscription{ID: it.ID, Endpoint: it.Endpoint, P256dh: it.P256dh, Auth: it.Auth, CreatedAt: parseTime(it.CreatedAt)}
+}
+
 // GetRecipientProfile reads a user's profile, preferences, push
 // subscriptions and devices in one strongly consistent query.
 func (s *Store) GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error) {
@@ -111,9 +116,7 @@ func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeVal
 		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 			return fmt.Errorf("unmarshal push subscription: %w", err)
 		}
-		p.PushSubscriptions = append(p.PushSubscriptions, domain.PushSubscription{
-			ID: it.ID, Endpoint: it.Endpoint, P256dh: it.P256dh, Auth: it.Auth, CreatedAt: parseTime(it.CreatedAt),
-		})
+		p.PushSubscriptions = append(p.PushSubscriptions, it.toDomain())
 	case strings.HasPrefix(sk.Value, devicePrefix):
 		d, err := decodeDevice(av)
 		if err != nil {
@@ -221,6 +224,58 @@ func (s *Store) SavePushSubscription(ctx context.Context, userID string, sub dom
 		return false, fmt.Errorf("put push subscription for %s: %w", userID, err)
 	}
 	return len(out.Attributes) == 0, nil
+}
+
+// ListPushSubscriptions reads a user's push subscriptions, oldest first.
+func (s *Store) ListPushSubscriptions(ctx context.Context, userID string) ([]domain.PushSubscription, error) {
+	var out []domain.PushSubscription
+	err := s.queryUserItems(ctx, userID, pushSubPrefix, func(av map[string]types.AttributeValue) error {
+		var it pushSubItem
+		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+			return fmt.Errorf("unmarshal push subscription: %w", err)
+		}
+		out = append(out, it.toDomain())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push subscriptions of %s: %w", userID, err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// queryUserItems calls each for every item of the user's partition whose
+// sort key starts with prefix (strongly consistent, every page).
+func (s *Store) queryUserItems(ctx context.Context, userID, prefix string, each func(map[string]types.AttributeValue) error) error {
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(s.table),
+			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :prefix)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(UserPK(userID)), ":prefix": str(prefix),
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return fmt.Errorf("query %s of %s: %w", prefix, userID, err)
+		}
+		for _, av := range page.Items {
+			if err := each(av); err != nil {
+				return err
+			}
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = page.LastEvaluatedKey
+	}
 }
 
 // DeletePushSubscription removes a subscription; domain.ErrNotFound if absent.

@@ -132,6 +132,18 @@ func TestPushSubscriptions(t *testing.T) {
 	if err != nil || len(p.PushSubscriptions) != 2 || !reflect.DeepEqual(p.PushSubscriptions[0], sub) || p.User != nil {
 		t.Fatalf("profile %+v, %v", p, err)
 	}
+	// Listed oldest first (the API evicts from the front), only the
+	// subscriptions of the user's partition.
+	if err := s.AddPushSubscription(ctx, user, domain.PushSubscription{ID: "s0", Endpoint: "https://push.example/0", CreatedAt: t0.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutUser(ctx, &domain.User{ID: user, Email: "a@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := s.ListPushSubscriptions(ctx, user)
+	if err != nil || len(listed) != 3 || listed[0].ID != "s0" || listed[1].ID != "s1" || listed[2].ID != "s2" || !reflect.DeepEqual(listed[1], sub) {
+		t.Fatalf("listed %+v, %v; want s0, s1, s2", listed, err)
+	}
 	if err := s.DeletePushSubscription(ctx, user, "s1"); err != nil {
 		t.Fatal(err)
 	}

@@ -130,6 +130,12 @@ type errorClass struct {
 	alert     bool // the account cannot send: an operator must act
 }
 
+// account is the class of a condition of the account or its configuration:
+// no recipient is at fault and every email fails alike, so it is never a
+// permanent failure of the delivery. Retried (then parked in the DLQ for a
+// redrive once fixed), with the operator's alert.
+var account = errorClass{transient: true, alert: true}
+
 // sesErrors classifies the SendEmail errors of the SES v2 API model by code
 // (the SDK reports the modelled name; both spellings are listed).
 var sesErrors = map[string]errorClass{
@@ -138,14 +144,16 @@ var sesErrors = map[string]errorClass{
 	"LimitExceededException": {transient: true}, "LimitExceeded": {transient: true},
 	"Throttling": {transient: true}, "ThrottlingException": {transient: true},
 	"InternalFailure": {transient: true}, "ServiceUnavailable": {transient: true},
-	// The message or the configuration is wrong: retrying cannot fix it.
-	"MessageRejected":                    {},
-	"MailFromDomainNotVerifiedException": {}, "MailFromDomainNotVerified": {},
+	// This message is wrong: retrying cannot fix it.
+	"MessageRejected":     {},
 	"BadRequestException": {}, "BadRequest": {},
-	"NotFoundException": {}, "NotFound": {},
-	// The account cannot send at all.
-	"AccountSuspendedException": {alert: true}, "AccountSuspended": {alert: true},
-	"SendingPausedException": {alert: true}, "SendingPaused": {alert: true},
+	// The account cannot send at all (sending paused for the account or the
+	// configuration set, the account suspended), or its configuration is
+	// broken (the MAIL FROM domain unverified, the configuration set gone).
+	"AccountSuspendedException": account, "AccountSuspended": account,
+	"SendingPausedException": account, "SendingPaused": account,
+	"MailFromDomainNotVerifiedException": account, "MailFromDomainNotVerified": account,
+	"NotFoundException": account, "NotFound": account,
 }
 
 // Classify turns an SES SendEmail error into a *channel.ProviderError:
@@ -160,9 +168,9 @@ func Classify(err error) error {
 		code = api.ErrorCode()
 		if c, ok := sesErrors[code]; ok {
 			if c.transient {
-				return &channel.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
+				return &channel.ProviderError{Transient: true, Code: code, Alert: c.alert, Err: fmt.Errorf("ses send: %w", err)}
 			}
-			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Alert: c.alert, Err: fmt.Errorf("ses send: %w", err)}
+			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: fmt.Errorf("ses send: %w", err)}
 		}
 	}
 	return &channel.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}

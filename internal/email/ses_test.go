@@ -126,11 +126,14 @@ func TestClassify(t *testing.T) {
 		code      string
 	}{
 		{"message rejected", opErr(&types.MessageRejected{Message: aws.String("Email address is not verified.")}), false, false, "MessageRejected"},
-		{"mail from not verified", opErr(&types.MailFromDomainNotVerifiedException{}), false, false, "MailFromDomainNotVerifiedException"},
 		{"bad request", opErr(&types.BadRequestException{}), false, false, "BadRequestException"},
-		{"not found (configuration set)", opErr(&types.NotFoundException{}), false, false, "NotFoundException"},
-		{"account suspended", opErr(&types.AccountSuspendedException{}), false, true, "AccountSuspendedException"},
-		{"sending paused", opErr(&types.SendingPausedException{}), false, true, "SendingPausedException"},
+		// The account or its configuration cannot send: not the recipient's
+		// fault, so never failed: the deliveries wait (retried, then parked
+		// in the DLQ for a redrive) and the operator is alerted.
+		{"mail from not verified", opErr(&types.MailFromDomainNotVerifiedException{}), true, true, "MailFromDomainNotVerifiedException"},
+		{"not found (configuration set)", opErr(&types.NotFoundException{}), true, true, "NotFoundException"},
+		{"account suspended", opErr(&types.AccountSuspendedException{}), true, true, "AccountSuspendedException"},
+		{"sending paused", opErr(&types.SendingPausedException{}), true, true, "SendingPausedException"},
 		{"too many requests", opErr(&types.TooManyRequestsException{}), true, false, "TooManyRequestsException"},
 		{"limit exceeded", opErr(&types.LimitExceededException{}), true, false, "LimitExceededException"},
 		{"generic throttling", opErr(&smithy.GenericAPIError{Code: "Throttling"}), true, false, "Throttling"},

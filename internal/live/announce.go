@@ -31,6 +31,20 @@ type OnlineReader interface {
 	OnlineUsers(ctx context.Context, shard int, after string, now time.Time, limit int) (users []string, next string, err error)
 }
 
+// BroadcastProgress is where each shard of an announcement's broadcast
+// stands, kept on the announcement, so that each page is taken once: a page
+// message delivered again (SQS delivers at least once) neither posts its
+// users twice nor queues a second continuation, which would fork the shard
+// into two chains posting every later page twice.
+type BroadcastProgress interface {
+	// AdvanceBroadcast moves the shard from the page starting after `after`
+	// ("": the first) to the one starting after `next` ("": the shard is
+	// done) if the shard stands at that page; false when it does not (the
+	// page was taken by an earlier delivery of its message) or the
+	// announcement is gone.
+	AdvanceBroadcast(ctx context.Context, id string, shard int, after, next string) (bool, error)
+}
+
 // AnnouncementMarker marks an announcement broadcast, once.
 type AnnouncementMarker interface {
 	// MarkAnnouncementLive sets the announcement's broadcast time to at if

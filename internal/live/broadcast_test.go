@@ -20,15 +20,39 @@ import (
 // memOnline is the online set and the announcements' marks in memory; its
 // contract is the DynamoDB adapter's (TestMemOnlineContract).
 type memOnline struct {
-	mu      sync.Mutex
-	shards  map[int]map[string]time.Time
-	anns    map[string]*inbox.Announcement
-	readErr error
-	queries int
+	mu       sync.Mutex
+	shards   map[int]map[string]time.Time
+	anns     map[string]*inbox.Announcement
+	progress map[string]string // announcement/shard → the page it stands at
+	readErr  error
+	queries  int
 }
 
 func newMemOnline() *memOnline {
-	return &memOnline{shards: map[int]map[string]time.Time{}, anns: map[string]*inbox.Announcement{}}
+	return &memOnline{shards: map[int]map[string]time.Time{}, anns: map[string]*inbox.Announcement{}, progress: map[string]string{}}
+}
+
+// AdvanceBroadcast keeps a shard's position as the adapter does: "" before
+// the first page, "p:<after>" at a page, "done" at the end.
+func (m *memOnline) AdvanceBroadcast(_ context.Context, id string, shard int, after, next string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.anns[id]; !ok {
+		return false, nil
+	}
+	k := fmt.Sprintf("%s/%d", id, shard)
+	at := ""
+	if after != "" {
+		at = "p:" + after
+	}
+	if m.progress[k] != at {
+		return false, nil
+	}
+	m.progress[k] = "done"
+	if next != "" {
+		m.progress[k] = "p:" + next
+	}
+	return true, nil
 }
 
 func (m *memOnline) AddOnline(_ context.Context, shard int, user string, until time.Time) error {
@@ -122,6 +146,7 @@ func TestMemOnlineContract(t *testing.T) {
 			AddOnline: m.AddOnline, OnlineUsers: m.OnlineUsers, Mark: m.MarkAnnouncementLive, Unmark: m.UnmarkAnnouncementLive,
 			SeedAnnouncement: func(_ testing.TB, id string) { m.seed(inbox.Announcement{ID: id}) },
 			MarkedAt:         func(_ testing.TB, id string) time.Time { return m.liveAt(id) },
+			Advance:          m.AdvanceBroadcast,
 		}
 	})
 }
@@ -217,8 +242,9 @@ func TestPosterBroadcast(t *testing.T) {
 	q := &fakeQueue{}
 	badge := &includeBadge{known: map[string]bool{"a-old": true}}
 	p := &Poster{Connections: conns, Badge: badge, Sender: sender, Now: func() time.Time { return now }, Log: quiet,
-		Online: online, Queue: q, BroadcastRate: 400}
+		Online: online, Progress: online, Queue: q, BroadcastRate: 400}
 	id := annID(1)
+	online.seed(inbox.Announcement{ID: id, PublishedAt: now, ExpiresAt: now.Add(time.Hour)})
 	resp, err := p.Handle(context.Background(), sqsEvent(broadcastBody(Broadcast{ID: id, Shard: shard}),
 		broadcastBody(Broadcast{ID: "n-not-an-announcement", Shard: shard}),
 		broadcastBody(Broadcast{ID: id, Shard: OnlineShards}),
@@ -273,6 +299,79 @@ func TestPosterBroadcast(t *testing.T) {
 	resp, _ = p.Handle(context.Background(), sqsEvent(broadcastBody(Broadcast{ID: id, Shard: shard})))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Errorf("a failed read failed the message: %+v", resp.BatchItemFailures)
+	}
+}
+
+// A page message delivered again (SQS delivers at least once; a poster that
+// timed out after queueing the continuation) neither forks the shard's
+// chain nor posts the page twice: each page's position is taken once, the
+// second delivery finds it taken and does nothing (issue 36, 10b).
+func TestRedeliveredBroadcastPageDoesNotFork(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	online := newMemOnline()
+	conns := &fakeConns{conns: map[string][]Connection{}}
+	const shard = 2
+	for i := range 2*BroadcastPage + 10 {
+		u := fmt.Sprintf("u%03d", i)
+		_ = online.AddOnline(context.Background(), shard, u, now.Add(time.Hour))
+		conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now, LastActive: now}}
+	}
+	id := annID(7)
+	online.seed(inbox.Announcement{ID: id, PublishedAt: now, ExpiresAt: now.Add(time.Hour)})
+	sender := &fakeSender{posts: map[string][]Message{}}
+	q := &fakeQueue{}
+	p := &Poster{Connections: conns, Badge: &includeBadge{known: map[string]bool{}}, Sender: sender, Now: func() time.Time { return now }, Log: quiet,
+		Online: online, Progress: online, Queue: q}
+
+	// Walk the shard, delivering every message twice: once alone, once
+	// again after its continuation was queued (a redelivery).
+	pending := []Broadcast{{ID: id, Shard: shard}}
+	pages := 0
+	for len(pending) > 0 {
+		b := pending[0]
+		pending = pending[1:]
+		for range 2 {
+			if resp, err := p.Handle(context.Background(), sqsEvent(broadcastBody(b))); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("page after %q: %v, %+v", b.After, err, resp.BatchItemFailures)
+			}
+		}
+		sent, _ := q.take()
+		pending = append(pending, sent...)
+		if pages++; pages > 10 {
+			t.Fatalf("the chain does not end: %d pages", pages)
+		}
+	}
+	if pages != 3 {
+		t.Errorf("%d pages walked, want 3 (one chain)", pages)
+	}
+	for u, cs := range conns.conns {
+		if got := len(sender.posts[cs[0].ID]); got != 1 {
+			t.Errorf("%s got %d posts, want 1", u, got)
+		}
+	}
+	// Two deliveries at once: one posts and continues, the other nothing.
+	online2 := newMemOnline()
+	for u := range conns.conns {
+		_ = online2.AddOnline(context.Background(), shard, u, now.Add(time.Hour))
+	}
+	online2.seed(inbox.Announcement{ID: id, PublishedAt: now, ExpiresAt: now.Add(time.Hour)})
+	sender2, q2 := &fakeSender{posts: map[string][]Message{}}, &fakeQueue{}
+	p2 := &Poster{Connections: conns, Badge: &includeBadge{known: map[string]bool{}}, Sender: sender2, Now: func() time.Time { return now }, Log: quiet,
+		Online: online2, Progress: online2, Queue: q2}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = p2.Handle(context.Background(), sqsEvent(broadcastBody(Broadcast{ID: id, Shard: shard})))
+		}()
+	}
+	wg.Wait()
+	if sent, _ := q2.take(); len(sent) != 1 {
+		t.Errorf("two deliveries at once queued %d continuations, want 1", len(sent))
+	}
+	if got := len(sender2.posts["u000-c"]); got != 1 {
+		t.Errorf("u000 got %d posts from two deliveries at once, want 1", got)
 	}
 }
 

@@ -54,6 +54,9 @@ type Poster struct {
 	Evict  ConnectionEvictor
 	Closer Closer
 	Later  LaterCloser
+	// Progress takes each broadcast page once (required with Online and
+	// Queue).
+	Progress BroadcastProgress
 	// BroadcastRate bounds a broadcast's pace, in users a second all
 	// shards together (each post makes the kit refetch the inbox); 0 means
 	// DefaultBroadcastRate.
@@ -169,11 +172,13 @@ func hasOpen(cs []Connection, now time.Time) bool {
 }
 
 // broadcastPage reads one page of the broadcast's shard, makes the badge
-// count the announcement, sends the shard's continuation (paced), and
-// returns the page's users' events. A failure drops the rest of the shard
-// (logged): the inbox stays the truth.
+// count the announcement, takes the page (Progress: once, whatever the
+// deliveries of its message), sends the shard's continuation (paced), and
+// returns the page's users' events. A page taken already returns nothing:
+// it was posted and continued by an earlier delivery. A failure drops the
+// rest of the shard (logged): the inbox stays the truth.
 func (p *Poster) broadcastPage(ctx context.Context, b Broadcast, t *tally) []Event {
-	if p.Online == nil || p.Queue == nil {
+	if p.Online == nil || p.Queue == nil || p.Progress == nil {
 		p.Log.WarnContext(ctx, "live broadcast without an online set; dropped")
 		t.dropped.Add(1)
 		return nil
@@ -190,6 +195,19 @@ func (p *Poster) broadcastPage(ctx context.Context, b Broadcast, t *tally) []Eve
 			t.dropped.Add(1)
 			return nil
 		}
+	}
+	// Taken before the continuation goes out and the page is posted: a
+	// crash between the two ends the shard's broadcast (the inbox shows
+	// the announcement all the same), never forks it.
+	taken, err := p.Progress.AdvanceBroadcast(ctx, b.ID, b.Shard, b.After, next)
+	if err != nil {
+		p.Log.WarnContext(ctx, "live broadcast progress failed; broadcast shard dropped", "announcementId", b.ID, "shard", b.Shard, "error", err)
+		t.dropped.Add(1)
+		return nil
+	}
+	if !taken {
+		p.Log.InfoContext(ctx, "live broadcast page taken already; skipped", "announcementId", b.ID, "shard", b.Shard)
+		return nil
 	}
 	if next != "" {
 		cont := Broadcast{ID: b.ID, Shard: b.Shard, After: next}

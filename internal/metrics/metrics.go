@@ -78,6 +78,13 @@ const (
 	// CampaignScanPages: pages of profiles a segment-"all" campaign's scan
 	// stored as lots (dims: Priority).
 	CampaignScanPages Name = "CampaignScanPages"
+	// ProviderRefused: the provider refused to send for a reason of the
+	// account, not of the recipient (SES sending paused or the account
+	// suspended, a push platform's credentials or the VAPID keys refused,
+	// SNS not authorized): counted per attempt, which is retried and parked
+	// in the DLQ, never failed: rejected (dims: Channel, Priority; rollup
+	// Channel, the alarm's).
+	ProviderRefused Name = "ProviderRefused"
 	// Stuck: a delivery the scheduler's in-flight watch found planned,
 	// queued, sending or retrying past its lease and backoff plus a grace
 	// (its work message lost), counted at each check that finds it (dims:
@@ -141,13 +148,15 @@ var specs = map[Name]spec{
 	CampaignScanPages:  {unit: Count},
 	Stuck:              {unit: Count, rollups: [][]string{{DimChannel}}},
 	DueBehindWatermark: {unit: Count},
+	ProviderRefused:    {unit: Count, rollups: [][]string{{DimChannel}}},
 }
 
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
 		Delivered, Bounced, Complained, QuotaDeferred, Throttled,
-		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck, DueBehindWatermark}
+		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck, DueBehindWatermark,
+		ProviderRefused}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).

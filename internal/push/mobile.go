@@ -179,8 +179,7 @@ const (
 	// MobileGone: the endpoint is disabled (the platform said the token is
 	// invalid) or no longer exists; the device is removed.
 	MobileGone
-	// MobileRejected: refused for another reason (bad request, the platform
-	// application disabled, not authorized); not retried.
+	// MobileRejected: this publish refused (a bad request); not retried.
 	MobileRejected
 )
 
@@ -190,7 +189,8 @@ type MobileError struct {
 	Kind MobileErrorKind
 	Code string
 	// Alert: an operator must act (the platform application's credentials
-	// were refused: PlatformApplicationDisabled).
+	// were refused: PlatformApplicationDisabled; the account may not
+	// publish); such errors are MobileTransient: no device is at fault.
 	Alert bool
 	Err   error
 }

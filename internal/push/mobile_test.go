@@ -21,6 +21,7 @@ type fakeMobile struct {
 	published map[string][]MobileMessage
 	deleted   []string
 	fail      map[string]error
+	deleteErr error // answered by the next DeleteEndpoint
 }
 
 func (f *fakeMobile) Publish(_ context.Context, arn string, m MobileMessage) (string, error) {
@@ -40,15 +41,29 @@ func (f *fakeMobile) Publish(_ context.Context, arn string, m MobileMessage) (st
 func (f *fakeMobile) DeleteEndpoint(_ context.Context, arn string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.deleteErr; err != nil {
+		f.deleteErr = nil
+		return err
+	}
 	f.deleted = append(f.deleted, arn)
 	return nil
 }
 
-type deletedDevices struct{ ids []string }
+type deletedDevices struct {
+	mu  sync.Mutex
+	ids []string
+	err error // answered by the next delete
+}
 
 func (d *deletedDevices) DeleteDevice(_ context.Context, userID, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if userID != "u1" {
 		return errors.New("wrong user")
+	}
+	if err := d.err; err != nil {
+		d.err = nil
+		return err
 	}
 	d.ids = append(d.ids, id)
 	return nil
@@ -216,26 +231,30 @@ func TestThrottledDeviceRetriesOnlyItself(t *testing.T) {
 	if len(e.sink.Messages()) != 1 {
 		t.Errorf("web push sent %d times", len(e.sink.Messages()))
 	}
-	// A rejected publish (platform application disabled) alerts the operator.
+	// A publish the platform application refuses (its credentials) is the
+	// account's condition: transient, with the operator's alert.
 	e3, mob3, _ := mobileEnv(t)
-	mob3.fail["arn:e/apns"] = &MobileError{Kind: MobileRejected, Code: "PlatformApplicationDisabled", Alert: true, Err: errors.New("disabled app")}
+	mob3.fail["arn:e/apns"] = &MobileError{Kind: MobileTransient, Code: "PlatformApplicationDisabled", Alert: true, Err: errors.New("disabled app")}
 	_, err = e3.provider.Send(context.Background(), withDevices(message(nil, domain.PriorityHigh, time.Time{}), devices[0]))
-	if !errors.As(err, &pe) || pe.Transient || !pe.Alert || pe.Reason != domain.ReasonRejected {
-		t.Errorf("rejected: %+v", pe)
+	if !errors.As(err, &pe) || !pe.Transient || !pe.Alert || pe.Code != "PlatformApplicationDisabled" {
+		t.Errorf("refused credentials: %+v", pe)
 	}
 }
 
 // One device's application refuses to send while the browser got the push:
-// the send succeeds and reports the refusal for the operator.
-func TestRejectedDeviceBesideAReachedTargetIsReported(t *testing.T) {
+// the device is retried (the browser not), the refusal alerts the operator,
+// and the device is kept.
+func TestRefusedDeviceBesideAReachedTargetIsRetried(t *testing.T) {
 	e, mob, del := mobileEnv(t)
 	subs := e.subscribe(t, 1)
-	mob.fail["arn:e/apns"] = &MobileError{Kind: MobileRejected, Code: "PlatformApplicationDisabled", Alert: true, Err: errors.New("disabled app")}
+	mob.fail["arn:e/apns"] = &MobileError{Kind: MobileTransient, Code: "PlatformApplicationDisabled", Alert: true, Err: errors.New("disabled app")}
 	m := withDevices(message(subs, domain.PriorityHigh, time.Time{}), devices[0])
-	if _, err := e.provider.Send(context.Background(), m); err != nil {
-		t.Fatalf("Send = %v, want success (the browser got it)", err)
+	_, err := e.provider.Send(context.Background(), m)
+	var pe *channel.ProviderError
+	if !errors.As(err, &pe) || !pe.Transient || !pe.Alert {
+		t.Fatalf("Send = %v, want transient with an alert", err)
 	}
-	if m.TargetError != "PlatformApplicationDisabled" || !m.TargetAlert || len(del.ids) != 0 {
-		t.Errorf("target error %q alert %v, removed %v", m.TargetError, m.TargetAlert, del.ids)
+	if !slices.Equal(m.Accepted, []string{subs[0].ID}) || len(del.ids) != 0 {
+		t.Errorf("accepted %v, removed %v; want the browser reached and the device kept", m.Accepted, del.ids)
 	}
 }

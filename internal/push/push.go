@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/heraldhq/herald/internal/catalog"
@@ -32,11 +34,12 @@ type Subscriptions interface {
 // Provider sends push notifications: Web Push to browsers and, with
 // WithMobile, SNS mobile push to native devices.
 type Provider struct {
-	sender  Sender
-	subs    Subscriptions
-	mobile  Mobile
-	devices Devices
-	now     func() time.Time
+	sender        Sender
+	subs          Subscriptions
+	mobile        Mobile
+	devices       Devices
+	now           func() time.Time
+	targetTimeout time.Duration
 }
 
 var (
@@ -79,6 +82,33 @@ func (p *Provider) Fits(c catalog.Content) bool {
 	return len(pl.Encode()) <= webpush.MaxPlaintextSize
 }
 
+// MaxParallelTargets bounds the targets of one delivery pushed at once. A
+// user has at most domain.MaxPushSubscriptionsPerUser browsers and
+// domain.MaxDevicesPerUser devices: 20 targets, two rounds.
+const MaxParallelTargets = 10
+
+// DefaultTargetTimeout bounds one target's push (the request to its push
+// service or one SNS Publish, with the SDK's retries): a slow push service
+// costs that target a retry, not its neighbours their push, and two rounds
+// of targets stay inside the worker's send window (25 s of a 30 s
+// invocation). The worker's send deadline may end a push sooner.
+const DefaultTargetTimeout = 10 * time.Second
+
+// WithTargetTimeout replaces DefaultTargetTimeout.
+func (p *Provider) WithTargetTimeout(d time.Duration) *Provider {
+	p.targetTimeout = d
+	return p
+}
+
+// result is one target's outcome.
+type result struct {
+	target    string
+	messageID string // reached: the provider's id
+	gone      bool   // removed (or to be: cleanup is a transient)
+	transient *channel.ProviderError
+	permanent *channel.ProviderError
+}
+
 // outcome gathers the targets' results of one send.
 type outcome struct {
 	firstID   string
@@ -88,39 +118,54 @@ type outcome struct {
 	gone      int
 }
 
-func (o *outcome) sent(target, id string) {
-	o.accepted = append(o.accepted, target)
-	if o.firstID == "" {
-		o.firstID = id
+func (o *outcome) add(r result) {
+	// An alerting transient (the account's credentials refused) is kept
+	// over a plain one, so that the worker alerts the operator.
+	if r.messageID != "" {
+		o.accepted = append(o.accepted, r.target)
+		if o.firstID == "" {
+			o.firstID = r.messageID
+		}
 	}
-}
-
-func (o *outcome) retry(e *channel.ProviderError) {
-	if o.transient == nil || e.RetryAfter > o.transient.RetryAfter {
+	if r.gone {
+		o.gone++
+	}
+	if e := r.transient; e != nil && (o.transient == nil || e.Alert && !o.transient.Alert ||
+		e.Alert == o.transient.Alert && e.RetryAfter > o.transient.RetryAfter) {
 		o.transient = e
+	}
+	if r.permanent != nil {
+		o.permanent = r.permanent
 	}
 }
 
 // Send implements channel.Provider: it pushes to every web subscription and
 // every device of the user, except the targets an earlier attempt of this
 // delivery reached (m.SentTargets); the targets reached now are reported in
-// m.Accepted. Gone targets (a 410 subscription, a disabled endpoint) are
-// removed and the others still sent. The delivery succeeds when any target
-// has reached its provider, on this attempt or an earlier one, and no target
-// failed transiently; a transient failure is retried (only the targets not
-// yet reached), and the worker records sent when retries run out but some
-// target was reached.
+// m.Accepted. Targets are pushed in parallel (MaxParallelTargets at once,
+// each within the target timeout and ctx), so a slow push service delays
+// only its own target. Gone targets (a 410 subscription, a disabled
+// endpoint) are removed and the others still sent. The delivery succeeds
+// when any target has reached its provider, on this attempt or an earlier
+// one, and no target failed transiently; a transient failure is retried
+// (only the targets not yet reached), and the worker records sent when
+// retries run out but some target was reached.
 func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	done := make(map[string]bool, len(m.SentTargets))
 	for _, t := range m.SentTargets {
 		done[t] = true
 	}
-	var o outcome
-	if err := p.sendWeb(ctx, m, done, &o); err != nil {
+	var sends []func(context.Context) result
+	web, err := p.webSends(m, done)
+	if err != nil {
 		return "", err
 	}
-	if err := p.sendMobile(ctx, m, done, &o); err != nil {
-		return "", err
+	sends = append(sends, web...)
+	sends = append(sends, p.mobileSends(m, done)...)
+
+	var o outcome
+	for _, r := range p.run(ctx, sends) { // in target order: accepted, firstID and errors are deterministic
+		o.add(r)
 	}
 	m.Accepted = append(m.Accepted, o.accepted...)
 	if o.permanent != nil {
@@ -140,98 +185,147 @@ func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error)
 	return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonNoContact, Code: "no_subscription", Err: errors.New("no push subscription or device")}
 }
 
-// sendWeb pushes to the web subscriptions not yet reached. A non-nil error
-// ends the send (a gone subscription could not be removed).
-func (p *Provider) sendWeb(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) error {
+// run calls every send, MaxParallelTargets at a time, each under the target
+// timeout, and returns their results in the order of sends.
+func (p *Provider) run(ctx context.Context, sends []func(context.Context) result) []result {
+	timeout := p.targetTimeout
+	if timeout <= 0 {
+		timeout = DefaultTargetTimeout
+	}
+	results := make([]result, len(sends))
+	sem := make(chan struct{}, MaxParallelTargets)
+	var wg sync.WaitGroup
+	for i, send := range sends {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			tctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			results[i] = send(tctx)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// webSends are the pushes to the web subscriptions not yet reached. A
+// non-nil error (the content cannot be encoded) ends the send before any
+// push. A gone subscription that cannot be removed is a transient outcome
+// of its target: the other targets are still sent and reported.
+func (p *Provider) webSends(m *channel.Message, done map[string]bool) ([]func(context.Context) result, error) {
 	n := m.Notification
 	var msg webpush.Message
-	encoded := false
+	var sends []func(context.Context) result
 	for _, s := range m.Profile.PushSubscriptions {
 		if done[s.ID] {
 			continue
 		}
-		if !encoded {
+		if len(sends) == 0 {
 			// Never dropped for its size: shortened to fit, the link given up first.
 			body, _, err := catalog.FitPush(catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL}, webpush.MaxPlaintextSize)
 			if err != nil {
-				return &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+				return nil, &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
 			}
 			msg = webpush.Message{Payload: body, TTL: p.ttl(n), Urgency: urgency(n.Priority), Topic: webpush.TopicFor(n.ID)}
-			encoded = true
 		}
-		res, err := p.sender.Send(ctx, webpush.Subscription{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth}, msg)
-		var pe *webpush.ProviderError
-		switch {
-		case err == nil:
-			id := res.MessageID
-			if id == "" {
-				id = fmt.Sprintf("push-%d", res.StatusCode)
-			}
-			o.sent(s.ID, id)
-		case errors.Is(err, webpush.ErrSubscriptionGone), errors.Is(err, webpush.ErrInvalidSubscription):
-			// Gone, or never sendable: an endpoint off the allow-list (or
-			// resolving to a non-public address) is never contacted again.
-			o.gone++
-			if derr := p.subs.DeletePushSubscription(ctx, n.Recipient.UserID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
-			}
-		case errors.As(err, &pe) && pe.Transient:
-			o.retry(&channel.ProviderError{Transient: true, RetryAfter: pe.RetryAfter, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe})
-		case errors.As(err, &pe):
-			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
-		default:
-			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: "push_rejected", Err: err}
-		}
+		sends = append(sends, func(ctx context.Context) result {
+			return p.sendWeb(ctx, n.Recipient.UserID, s, msg)
+		})
 	}
-	return nil
+	return sends, nil
 }
 
-// sendMobile publishes to the devices not yet reached. A non-nil error ends
-// the send (a gone device could not be removed).
-func (p *Provider) sendMobile(ctx context.Context, m *channel.Message, done map[string]bool, o *outcome) error {
+// sendWeb pushes msg to one subscription.
+func (p *Provider) sendWeb(ctx context.Context, userID string, s domain.PushSubscription, msg webpush.Message) result {
+	r := result{target: s.ID}
+	res, err := p.sender.Send(ctx, webpush.Subscription{Endpoint: s.Endpoint, P256dh: s.P256dh, Auth: s.Auth}, msg)
+	var pe *webpush.ProviderError
+	switch {
+	case err == nil:
+		r.messageID = res.MessageID
+		if r.messageID == "" {
+			r.messageID = fmt.Sprintf("push-%d", res.StatusCode)
+		}
+	case errors.Is(err, webpush.ErrSubscriptionGone), errors.Is(err, webpush.ErrInvalidSubscription):
+		// Gone, or never sendable: an endpoint off the allow-list (or
+		// resolving to a non-public address) is never contacted again.
+		r.gone = true
+		if derr := p.subs.DeletePushSubscription(ctx, userID, s.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+			// Retried (the retry finds it gone again).
+			r.transient = &channel.ProviderError{Transient: true, Code: "delete_subscription", Err: derr}
+		}
+	case errors.As(err, &pe) && pe.Transient && pe.StatusCode == 0 && errors.Is(err, context.DeadlineExceeded):
+		r.transient = &channel.ProviderError{Transient: true, Code: "timeout", Err: pe}
+	case errors.As(err, &pe) && pe.Transient:
+		r.transient = &channel.ProviderError{Transient: true, RetryAfter: pe.RetryAfter, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
+	case errors.As(err, &pe) && (pe.StatusCode == http.StatusUnauthorized || pe.StatusCode == http.StatusForbidden):
+		// The push service refuses the stack's VAPID credentials (RFC 8292:
+		// a key pair changed or lost): every subscription fails alike, by
+		// no recipient's fault. The delivery waits for the keys to be
+		// restored (retried, then parked) and the operator is alerted.
+		r.transient = &channel.ProviderError{Transient: true, Alert: true, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
+	case errors.As(err, &pe):
+		r.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: fmt.Sprintf("http_%d", pe.StatusCode), Err: pe}
+	default:
+		r.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: "push_rejected", Err: err}
+	}
+	return r
+}
+
+// mobileSends are the publishes to the devices not yet reached.
+func (p *Provider) mobileSends(m *channel.Message, done map[string]bool) []func(context.Context) result {
 	n := m.Notification
+	var sends []func(context.Context) result
 	for _, d := range m.Profile.Devices {
 		if done[d.ID] {
 			continue
 		}
-		if p.mobile == nil {
-			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: "mobile_not_configured", Err: ErrNoMobile}
-			continue
-		}
-		msg, err := BuildMobile(d.Platform, MobileContent{
-			Payload: catalog.PushPayload{ID: n.ID, Title: m.Content.Title, Body: m.Content.Body, URL: m.Content.URL},
-			Type:    n.Type, Priority: n.Priority, TTL: p.ttl(n),
-		})
-		if err != nil {
-			o.permanent = &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
-			continue
-		}
-		id, err := p.mobile.Publish(ctx, d.EndpointARN, msg)
-		var me *MobileError
-		switch {
-		case err == nil:
-			o.sent(d.ID, id)
-		case errors.As(err, &me) && me.Kind == MobileGone:
-			// The platform refused the token (SNS disabled the endpoint):
-			// the endpoint and the device go, as a 410 removes a web
-			// subscription. The endpoint first: a failure leaves the device,
-			// and the retry finds the endpoint disabled (or gone) again.
-			o.gone++
-			if derr := p.mobile.DeleteEndpoint(ctx, d.EndpointARN); derr != nil {
-				return &channel.ProviderError{Transient: true, Code: "delete_endpoint", Err: derr}
-			}
-			if derr := p.devices.DeleteDevice(ctx, n.Recipient.UserID, d.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
-				return &channel.ProviderError{Transient: true, Code: "delete_device", Err: derr}
-			}
-		case errors.As(err, &me) && me.Kind == MobileRejected:
-			o.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: me.Code, Alert: me.Alert, Err: me}
-		case errors.As(err, &me):
-			o.retry(&channel.ProviderError{Transient: true, Code: me.Code, Err: me})
-		default:
-			o.retry(&channel.ProviderError{Transient: true, Code: "transport", Err: err})
-		}
+		sends = append(sends, func(ctx context.Context) result { return p.sendMobile(ctx, n, m.Content, d) })
 	}
-	return nil
+	return sends
+}
+
+// sendMobile publishes to one device. A gone device that cannot be removed
+// is a transient outcome, as for a web subscription.
+func (p *Provider) sendMobile(ctx context.Context, n *domain.Notification, c catalog.Content, d domain.Device) result {
+	r := result{target: d.ID}
+	if p.mobile == nil {
+		r.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: "mobile_not_configured", Err: ErrNoMobile}
+		return r
+	}
+	msg, err := BuildMobile(d.Platform, MobileContent{
+		Payload: catalog.PushPayload{ID: n.ID, Title: c.Title, Body: c.Body, URL: c.URL},
+		Type:    n.Type, Priority: n.Priority, TTL: p.ttl(n),
+	})
+	if err != nil {
+		r.permanent = &channel.ProviderError{Reason: domain.ReasonNotApplicable, Code: "encode", Err: err}
+		return r
+	}
+	id, err := p.mobile.Publish(ctx, d.EndpointARN, msg)
+	var me *MobileError
+	switch {
+	case err == nil:
+		r.messageID = id
+	case errors.As(err, &me) && me.Kind == MobileGone:
+		// The platform refused the token (SNS disabled the endpoint):
+		// the endpoint and the device go, as a 410 removes a web
+		// subscription. The endpoint first: a failure leaves the device,
+		// and the retry finds the endpoint disabled (or gone) again.
+		r.gone = true
+		if derr := p.mobile.DeleteEndpoint(ctx, d.EndpointARN); derr != nil {
+			r.transient = &channel.ProviderError{Transient: true, Code: "delete_endpoint", Err: derr}
+		} else if derr := p.devices.DeleteDevice(ctx, n.Recipient.UserID, d.ID); derr != nil && !errors.Is(derr, domain.ErrNotFound) {
+			r.transient = &channel.ProviderError{Transient: true, Code: "delete_device", Err: derr}
+		}
+	case errors.As(err, &me) && me.Kind == MobileRejected:
+		r.permanent = &channel.ProviderError{Reason: domain.ReasonRejected, Code: me.Code, Alert: me.Alert, Err: me}
+	case errors.As(err, &me):
+		r.transient = &channel.ProviderError{Transient: true, Code: me.Code, Alert: me.Alert, Err: me}
+	default:
+		r.transient = &channel.ProviderError{Transient: true, Code: "transport", Err: err}
+	}
+	return r
 }
 
 func (p *Provider) ttl(n *domain.Notification) time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -22,6 +23,7 @@ import (
 type deletedSubs struct {
 	mu  sync.Mutex
 	ids []string
+	err error // answered by the next delete instead of deleting
 }
 
 func (d *deletedSubs) DeletePushSubscription(_ context.Context, userID, id string) error {
@@ -29,6 +31,10 @@ func (d *deletedSubs) DeletePushSubscription(_ context.Context, userID, id strin
 	defer d.mu.Unlock()
 	if userID != "u1" {
 		return errors.New("wrong user")
+	}
+	if err := d.err; err != nil {
+		d.err = nil
+		return err
 	}
 	d.ids = append(d.ids, id)
 	return nil
@@ -193,6 +199,70 @@ func TestEndpointOffTheAllowListIsDeletedNeverContacted(t *testing.T) {
 	}
 }
 
+// A gone subscription whose removal fails retries the delivery, but the
+// targets reached meanwhile are still reported: the retry pushes only the
+// gone one again (to remove it), never a target that already has the push.
+func TestFailedCleanupStillReportsTheTargetsReached(t *testing.T) {
+	e := newEnv(t)
+	subs := e.subscribe(t, 3)
+	if err := e.sink.Expire(subs[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	e.deleted.err = errors.New("ProvisionedThroughputExceededException")
+	m := message(subs, domain.PriorityNormal, time.Time{})
+	_, err := e.provider.Send(context.Background(), m)
+	var pe *channel.ProviderError
+	if !errors.As(err, &pe) || !pe.Transient || pe.Code != "delete_subscription" {
+		t.Fatalf("Send = %v, want transient delete_subscription", err)
+	}
+	if !sameTargets(m.Accepted, []string{subs[0].ID, subs[2].ID}) {
+		t.Fatalf("accepted %v, want the two live subscriptions", m.Accepted)
+	}
+	retry := message(subs, domain.PriorityNormal, time.Time{})
+	retry.SentTargets = m.Accepted
+	if _, err := e.provider.Send(context.Background(), retry); err != nil {
+		t.Fatalf("retry = %v, want sent (the gone subscription removed, the others reached before)", err)
+	}
+	for _, s := range []domain.PushSubscription{subs[0], subs[2]} {
+		if n := len(e.sink.MessagesFor(s.ID)); n != 1 {
+			t.Errorf("subscription %s got %d pushes, want 1", s.ID, n)
+		}
+	}
+	if !slices.Equal(e.deleted.ids, []string{subs[1].ID}) {
+		t.Errorf("deleted %v, want the gone subscription", e.deleted.ids)
+	}
+}
+
+// The same for a device whose disabled endpoint cannot be deleted.
+func TestFailedDeviceCleanupStillReportsTheTargetsReached(t *testing.T) {
+	for _, failing := range []string{"endpoint", "device"} {
+		e, mob, del := mobileEnv(t)
+		subs := e.subscribe(t, 1)
+		mob.fail["arn:e/apns"] = &MobileError{Kind: MobileGone, Code: "EndpointDisabled", Err: errors.New("disabled")}
+		if failing == "endpoint" {
+			mob.deleteErr = errors.New("Throttled")
+		} else {
+			del.err = errors.New("ProvisionedThroughputExceededException")
+		}
+		m := withDevices(message(subs, domain.PriorityHigh, time.Time{}), devices...)
+		_, err := e.provider.Send(context.Background(), m)
+		var pe *channel.ProviderError
+		if !errors.As(err, &pe) || !pe.Transient || pe.Code != "delete_"+failing {
+			t.Fatalf("%s: Send = %v, want transient delete_%s", failing, err, failing)
+		}
+		if want := []string{subs[0].ID, "dS", "dF"}; !sameTargets(m.Accepted, want) {
+			t.Errorf("%s: accepted %v, want %v", failing, m.Accepted, want)
+		}
+	}
+}
+
+func sameTargets(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
 func TestAllSubscriptionsGoneIsDropped(t *testing.T) {
 	e := newEnv(t)
 	subs := e.subscribe(t, 1)
@@ -216,8 +286,6 @@ func TestStatusClassification(t *testing.T) {
 		{http.StatusInternalServerError, 0, true, "http_500"},
 		{http.StatusRequestEntityTooLarge, 0, false, "http_413"},
 		{http.StatusBadRequest, 0, false, "http_400"},
-		{http.StatusUnauthorized, 0, false, "http_401"},
-		{http.StatusForbidden, 0, false, "http_403"},
 	}
 	for _, tt := range tests {
 		e := newEnv(t)
@@ -234,6 +302,26 @@ func TestStatusClassification(t *testing.T) {
 		}
 		if len(e.deleted.ids) != 0 {
 			t.Errorf("%d: deleted %v", tt.status, e.deleted.ids)
+		}
+	}
+}
+
+// 401 and 403 refuse the stack's VAPID credentials (a key pair changed or
+// lost): every push of the account fails, by no subscription's fault. They
+// are transient with an operator alert — the delivery waits for the keys
+// to be restored (retried, then parked in the DLQ) instead of failing.
+func TestRefusedCredentialsAreTransientAndAlert(t *testing.T) {
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		e := newEnv(t)
+		subs := e.subscribe(t, 1)
+		e.sink.FailNext(1, status, 0)
+		_, err := e.provider.Send(context.Background(), message(subs, domain.PriorityNormal, time.Time{}))
+		var pe *channel.ProviderError
+		if !errors.As(err, &pe) || !pe.Transient || !pe.Alert || pe.Code != fmt.Sprintf("http_%d", status) {
+			t.Errorf("%d: err = %+v, want transient with an alert", status, pe)
+		}
+		if len(e.deleted.ids) != 0 {
+			t.Errorf("%d: deleted %v, want the subscription kept", status, e.deleted.ids)
 		}
 	}
 }

@@ -93,24 +93,34 @@ func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error)
 	return aws.ToString(out.MessageId), nil
 }
 
-// permanentCodes are SNS errors that retrying cannot fix: a malformed number
-// or attribute, or a caller not allowed to send. Everything else (Throttling,
-// Throttled, InternalError, 5xx, timeouts, unknown codes) is transient and
-// ends in the DLQ if it persists.
+// permanentCodes are SNS errors that retrying this message cannot fix: a
+// malformed number or attribute. Everything else (Throttling, Throttled,
+// InternalError, 5xx, timeouts, unknown codes) is transient and ends in the
+// DLQ if it persists.
 var permanentCodes = map[string]bool{
 	"InvalidParameter": true, "InvalidParameterException": true,
 	"InvalidParameterValue": true, "InvalidParameterValueException": true, "ParameterValueInvalid": true,
+}
+
+// accountCodes are conditions of the account, not of the number: the role
+// may not publish (an IAM change), the request's signature is refused.
+// Every SMS fails alike and none by the recipient's fault, so they are
+// transient (retried, then parked in the DLQ for a redrive) with the
+// operator's alert — never failed: rejected.
+var accountCodes = map[string]bool{
 	"AuthorizationError": true, "AuthorizationErrorException": true,
+	"InvalidSecurity": true, "InvalidSecurityException": true,
 }
 
 // Classify turns an SNS error into a *channel.ProviderError.
 func Classify(op string, err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		if permanentCodes[api.ErrorCode()] {
-			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
+		code := api.ErrorCode()
+		if permanentCodes[code] {
+			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: fmt.Errorf("%s: %w", op, err)}
 		}
-		return &channel.ProviderError{Transient: true, Code: api.ErrorCode(), Err: fmt.Errorf("%s: %w", op, err)}
+		return &channel.ProviderError{Transient: true, Code: code, Alert: accountCodes[code], Err: fmt.Errorf("%s: %w", op, err)}
 	}
 	return &channel.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("%s: %w", op, err)}
 }

@@ -107,21 +107,25 @@ func TestClassify(t *testing.T) {
 	tests := []struct {
 		err       error
 		transient bool
+		alert     bool
 		code      string
 	}{
-		{op(&types.InvalidParameterException{}), false, "InvalidParameter"},
-		{op(&types.InvalidParameterValueException{}), false, "ParameterValueInvalid"},
-		{op(&types.AuthorizationErrorException{}), false, "AuthorizationError"},
-		{op(&types.ThrottledException{}), true, "Throttled"},
-		{op(&smithy.GenericAPIError{Code: "Throttling"}), true, "Throttling"},
-		{op(&types.InternalErrorException{}), true, "InternalError"},
-		{op(&types.KMSThrottlingException{}), true, "KMSThrottling"},
-		{op(context.DeadlineExceeded), true, "transport"},
+		{op(&types.InvalidParameterException{}), false, false, "InvalidParameter"},
+		{op(&types.InvalidParameterValueException{}), false, false, "ParameterValueInvalid"},
+		// The account may not send (IAM, signature): every SMS would fail,
+		// none by the recipient's fault — retried, parked, alerted.
+		{op(&types.AuthorizationErrorException{}), true, true, "AuthorizationError"},
+		{op(&types.InvalidSecurityException{}), true, true, "InvalidSecurity"},
+		{op(&types.ThrottledException{}), true, false, "Throttled"},
+		{op(&smithy.GenericAPIError{Code: "Throttling"}), true, false, "Throttling"},
+		{op(&types.InternalErrorException{}), true, false, "InternalError"},
+		{op(&types.KMSThrottlingException{}), true, false, "KMSThrottling"},
+		{op(context.DeadlineExceeded), true, false, "transport"},
 	}
 	for _, tt := range tests {
 		var pe *channel.ProviderError
-		if !errors.As(Classify("sns publish", tt.err), &pe) || pe.Transient != tt.transient || pe.Code != tt.code {
-			t.Errorf("%v: got %+v, want transient=%v code=%s", tt.err, pe, tt.transient, tt.code)
+		if !errors.As(Classify("sns publish", tt.err), &pe) || pe.Transient != tt.transient || pe.Alert != tt.alert || pe.Code != tt.code {
+			t.Errorf("%v: got %+v, want transient=%v alert=%v code=%s", tt.err, pe, tt.transient, tt.alert, tt.code)
 		}
 	}
 }

@@ -193,13 +193,26 @@ func (a *Adapter) Publish(ctx context.Context, arn string, m push.MobileMessage)
 	return aws.ToString(out.MessageId), nil
 }
 
+// accountCodes are the publish errors of the platform application or the
+// account, not of a device: the platform refused the application's
+// credentials (PlatformApplicationDisabled), the role may not publish, the
+// signature or the topic key (KMS) is refused. Every device of that
+// platform fails alike, so they are transient (retried, then parked in the
+// DLQ for a redrive) with the operator's alert — the device is kept and the
+// delivery never failed: rejected for them.
+var accountCodes = map[string]bool{
+	"PlatformApplicationDisabled": true, "AuthorizationError": true, "InvalidSecurity": true,
+	"KMSAccessDenied": true, "KMSDisabled": true, "KMSInvalidState": true, "KMSNotFound": true, "KMSOptInRequired": true,
+}
+
 // Classify turns a Publish error into a *push.MobileError:
 //   - EndpointDisabled (the platform refused the token and SNS disabled the
 //     endpoint), NotFound, or InvalidParameter naming the target endpoint →
 //     gone: the device is removed;
-//   - PlatformApplicationDisabled (the application's credentials were
-//     refused), AuthorizationError, other InvalidParameter → rejected;
-//     the first two need an operator;
+//   - accountCodes (PlatformApplicationDisabled: the application's
+//     credentials were refused; AuthorizationError, InvalidSecurity, KMS…)
+//     → transient with an alert: the operator must act, the device is kept;
+//   - other InvalidParameter → rejected;
 //   - Throttled/Throttling, InternalError, any 5xx, transport errors →
 //     transient.
 func Classify(err error) error {
@@ -215,9 +228,9 @@ func Classify(err error) error {
 		return &push.MobileError{Kind: push.MobileGone, Code: "EndpointDisabled", Err: wrapped}
 	case isInvalidParameter(code) && (strings.Contains(msg, "TargetArn") || strings.Contains(msg, "No endpoint found")):
 		return &push.MobileError{Kind: push.MobileGone, Code: code, Err: wrapped}
-	case code == "PlatformApplicationDisabled" || code == "PlatformApplicationDisabledException",
-		code == "AuthorizationError" || code == "AuthorizationErrorException":
-		return &push.MobileError{Kind: push.MobileRejected, Code: code, Alert: true, Err: wrapped}
+	case accountCodes[strings.TrimSuffix(code, "Exception")]:
+		// Not the device's fault: its delivery waits for the operator.
+		return &push.MobileError{Kind: push.MobileTransient, Code: code, Alert: true, Err: wrapped}
 	case isInvalidParameter(code):
 		return &push.MobileError{Kind: push.MobileRejected, Code: code, Err: wrapped}
 	}

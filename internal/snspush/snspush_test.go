@@ -140,7 +140,15 @@ func TestClassify(t *testing.T) {
 		{"EndpointDisabled", "Endpoint is disabled", push.MobileGone, false},
 		{"InvalidParameter", "Invalid parameter: TargetArn Reason: No endpoint found for the target arn specified", push.MobileGone, false},
 		{"InvalidParameter", "Invalid parameter: Message too long", push.MobileRejected, false},
-		{"PlatformApplicationDisabled", "Platform application is disabled", push.MobileRejected, true},
+		// The platform application or the account cannot send: no
+		// device's fault, so the delivery waits (retried, parked) and the
+		// operator is alerted; the device is kept.
+		{"PlatformApplicationDisabled", "Platform application is disabled", push.MobileTransient, true},
+		{"AuthorizationError", "User is not authorized to perform: SNS:Publish", push.MobileTransient, true},
+		{"InvalidSecurity", "The credential signature isn't valid", push.MobileTransient, true},
+		{"KMSDisabled", "key is disabled", push.MobileTransient, true},
+		{"KMSAccessDenied", "access denied", push.MobileTransient, true},
+		{"KMSThrottling", "Rate exceeded", push.MobileTransient, false},
 		{"Throttled", "Rate exceeded", push.MobileTransient, false},
 		{"Throttling", "Rate exceeded", push.MobileTransient, false},
 		{"InternalError", "oops", push.MobileTransient, false},

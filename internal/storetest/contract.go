@@ -256,15 +256,18 @@ func DeliveryContract(t *testing.T, newHarness func(t *testing.T) DeliveryHarnes
 		d.Attempts = 0
 		h.Seed(t, d)
 		lease := seededAt.Add(10 * time.Minute)
-		claim := domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusQueued, domain.StatusRetrying}, LeaseUntil: lease, IncrementAttempts: true}
+		claim := domain.Change{To: domain.StatusSending, From: []domain.Status{domain.StatusQueued, domain.StatusRetrying}, LeaseUntil: lease, LeaseHolder: "msg-1", IncrementAttempts: true}
 		got, err := h.Store.Transition(ctx, d.NotificationID, d.Channel, claim)
-		if err != nil || got.Status != domain.StatusSending || !got.LeaseUntil.Equal(lease) || got.Attempts != 1 {
-			t.Fatalf("claim = %+v, %v; want sending, lease %v, attempt 1", got, err, lease)
+		if err != nil || got.Status != domain.StatusSending || !got.LeaseUntil.Equal(lease) || got.LeaseHolder != "msg-1" || got.Attempts != 1 {
+			t.Fatalf("claim = %+v, %v; want sending, lease %v held by msg-1, attempt 1", got, err, lease)
 		}
 		claimed, _ := h.Get(t, d.NotificationID, d.Channel)
-		// A second claim loses, also with a reclaim while the lease holds.
-		if got, err := h.Store.Transition(ctx, d.NotificationID, d.Channel, claim); !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusSending {
-			t.Errorf("second claim = %+v, %v; want domain.ErrConflict and the claimed delivery", got, err)
+		// A second claim loses, also with a reclaim while the lease holds;
+		// the refusal names the lease's holder.
+		second := claim
+		second.LeaseHolder = "msg-2"
+		if got, err := h.Store.Transition(ctx, d.NotificationID, d.Channel, second); !errors.Is(err, domain.ErrConflict) || got == nil || got.Status != domain.StatusSending || got.LeaseHolder != "msg-1" {
+			t.Errorf("second claim = %+v, %v; want domain.ErrConflict and the delivery claimed by msg-1", got, err)
 		}
 		early := claim
 		early.ReclaimExpiredLease = lease.Add(-time.Second)
@@ -273,15 +276,15 @@ func DeliveryContract(t *testing.T, newHarness func(t *testing.T) DeliveryHarnes
 		}
 		unchanged(t, h, claimed)
 		// Once the lease ended, a reclaim takes it over.
-		late := claim
+		late := second
 		late.ReclaimExpiredLease, late.LeaseUntil = lease.Add(time.Second), lease.Add(10*time.Minute)
 		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, late)
-		if err != nil || got.Status != domain.StatusSending || !got.LeaseUntil.Equal(late.LeaseUntil) || got.Attempts != 2 {
-			t.Fatalf("reclaim after the lease = %+v, %v; want sending, lease %v, attempt 2", got, err, late.LeaseUntil)
+		if err != nil || got.Status != domain.StatusSending || !got.LeaseUntil.Equal(late.LeaseUntil) || got.LeaseHolder != "msg-2" || got.Attempts != 2 {
+			t.Fatalf("reclaim after the lease = %+v, %v; want sending, lease %v held by msg-2, attempt 2", got, err, late.LeaseUntil)
 		}
 		// Giving a claim back refunds its attempt and ends the lease.
 		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, RefundAttempt: true, LastError: "quota"})
-		if err != nil || got.Attempts != 1 || !got.LeaseUntil.IsZero() || got.LastError != "quota" {
+		if err != nil || got.Attempts != 1 || !got.LeaseUntil.IsZero() || got.LeaseHolder != "" || got.LastError != "quota" {
 			t.Fatalf("sending→retrying with a refund = %+v, %v; want attempt 1, no lease, the error recorded", got, err)
 		}
 		// The send ends the lease and records the provider's id.
@@ -289,8 +292,8 @@ func DeliveryContract(t *testing.T, newHarness func(t *testing.T) DeliveryHarnes
 			t.Fatalf("claim from retrying: %v", err)
 		}
 		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: "pm-1"})
-		if err != nil || got.Status != domain.StatusSent || !got.LeaseUntil.IsZero() || got.ProviderMessageID != "pm-1" || got.Attempts != 2 {
-			t.Errorf("sending→sent = %+v, %v; want sent, no lease, provider id pm-1, attempt 2", got, err)
+		if err != nil || got.Status != domain.StatusSent || !got.LeaseUntil.IsZero() || got.LeaseHolder != "" || got.ProviderMessageID != "pm-1" || got.Attempts != 2 {
+			t.Errorf("sending→sent = %+v, %v; want sent, no lease nor holder, provider id pm-1, attempt 2", got, err)
 		}
 		// A sending delivery without a lease is never reclaimed.
 		nl := seeded(domain.StatusSending)

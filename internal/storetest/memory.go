@@ -173,9 +173,9 @@ func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Chann
 	case !c.KeepDue && c.To != domain.StatusDropped && c.To != domain.StatusSkipped:
 		d.DueAt = time.Time{}
 	}
-	d.LeaseUntil = time.Time{}
+	d.LeaseUntil, d.LeaseHolder = time.Time{}, ""
 	if c.To == domain.StatusSending {
-		d.LeaseUntil = c.LeaseUntil
+		d.LeaseUntil, d.LeaseHolder = c.LeaseUntil, c.LeaseHolder
 	}
 	if c.IncrementAttempts {
 		d.Attempts++

@@ -19,6 +19,8 @@ type OnlineHarness struct {
 	Unmark           func(ctx context.Context, id string, at time.Time) error
 	// MarkedAt reads the announcement's mark (zero: none).
 	MarkedAt func(t testing.TB, id string) time.Time
+	// Advance moves a shard's broadcast position (live.BroadcastProgress).
+	Advance func(ctx context.Context, id string, shard int, after, next string) (bool, error)
 }
 
 // OnlineContract: the online set pages a shard in user order from after,
@@ -129,6 +131,36 @@ func OnlineContract(t *testing.T, newHarness func(t *testing.T) OnlineHarness) {
 		}
 		if !h.MarkedAt(t, missing).IsZero() {
 			t.Error("a mark created an announcement")
+		}
+	})
+	t.Run("broadcast progress", func(t *testing.T) {
+		h := newHarness(t)
+		id := newID("ann")
+		h.SeedAnnouncement(t, id)
+		step := func(shard int, after, next string, want bool) {
+			t.Helper()
+			if got, err := h.Advance(ctx, id, shard, after, next); err != nil || got != want {
+				t.Fatalf("shard %d %q → %q: %v, %v; want %v", shard, after, next, got, err, want)
+			}
+		}
+		// Each page is taken once, in order; a shard's pages do not touch
+		// another shard's.
+		step(3, "", "u100", true)
+		step(3, "", "u100", false) // the first page delivered again
+		step(4, "", "u050", true)
+		step(3, "u050", "u200", false) // not where shard 3 stands
+		step(3, "u100", "u200", true)
+		step(3, "u100", "u200", false)
+		step(3, "u200", "", true) // the last page
+		step(3, "u200", "", false)
+		step(3, "", "u100", false) // a whole new chain cannot start over
+		// No announcement, no progress (and nothing created).
+		missing := newID("ann-missing")
+		if got, err := h.Advance(ctx, missing, 0, "", "u1"); err != nil || got {
+			t.Fatalf("advance of an absent announcement: %v, %v", got, err)
+		}
+		if !h.MarkedAt(t, missing).IsZero() {
+			t.Error("an advance created an announcement")
 		}
 	})
 }

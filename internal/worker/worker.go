@@ -10,9 +10,12 @@
 //     to the channel DLQ after maxReceiveCount immediate receives;
 //   - recheck says it no longer applies (cancelled, expired, preference off,
 //     suppressed, no contact): dropped with the reason, message deleted;
-//   - claim lost (another worker holds a live lease, or the delivery is
-//     already past sending): nothing recorded, message deleted — the holder's
-//     own message carries the delivery on;
+//   - claim lost (another message's claim holds a live lease, or the
+//     delivery is already past sending): nothing recorded, message deleted —
+//     the holder's own message carries the delivery on. A live lease this
+//     same message took on an earlier receive (the claim records the SQS
+//     message id as its holder) is not another's: the message is kept,
+//     visible again when the lease has ended, and reclaims it then;
 //   - no send quota for its priority (policy.SendQuota, taken before the
 //     claim; high priority waits up to policy.HighQuotaWait for its reserve
 //     in the next slots first): nothing recorded, no attempt, visible again
@@ -27,7 +30,8 @@
 //     message deleted — nothing goes to the DLQ;
 //   - transient provider error: retrying, visibility set to the backoff
 //     min(cap, base·2^(n-1)) with full jitter (n = ApproximateReceiveCount,
-//     at least the provider's Retry-After), reported failed; on receive
+//     at least the provider's Retry-After; at least until the lease ends
+//     when the retrying write fails), reported failed; on receive
 //     n = MaxReceiveCount it is recorded failed: exhausted and made visible at
 //     once, so SQS moves it to the DLQ on the next receive. A provider
 //     throttle is also counted as Throttled.
@@ -129,6 +133,10 @@ type Config struct {
 	Lease time.Duration
 	// SendQuota is the channel's provider send-rate quota (zero: unlimited).
 	SendQuota policy.SendQuota
+	// SendMargin is the time kept after a provider call, before the
+	// invocation's deadline, to record its outcome; zero means
+	// DefaultSendMargin.
+	SendMargin time.Duration
 }
 
 // Handler is the channel Lambda handler.
@@ -189,6 +197,9 @@ func New(d Deps) *Handler {
 	if cfg.Lease == 0 {
 		cfg.Lease = 30 * time.Second
 	}
+	if cfg.SendMargin == 0 {
+		cfg.SendMargin = DefaultSendMargin
+	}
 	m := d.Metrics
 	if m == nil {
 		m = metrics.Nop{}
@@ -212,6 +223,33 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // maxParallel bounds the messages of one batch processed at once.
 const maxParallel = 10
+
+// DefaultSendMargin is Config.SendMargin's default: of a 30 s invocation,
+// provider calls get 25 s and the outcome writes (one conditional UpdateItem
+// and a ChangeMessageVisibility, milliseconds each, with the SDK's retries)
+// keep 5 s.
+const DefaultSendMargin = 5 * time.Second
+
+// minSendTime is the least time a claim must leave its provider call: a
+// message reaching its claim later is put back without an attempt.
+const minSendTime = time.Second
+
+// sendContext is the context of a provider call: the invocation's, ending
+// SendMargin before its deadline, so that the outcome of a call cut off
+// there is still recorded (a slow provider never times out the whole
+// batch). ok is false when less than minSendTime would be left to send.
+func (h *Handler) sendContext(ctx context.Context) (_ context.Context, cancel context.CancelFunc, ok bool) {
+	dl, has := ctx.Deadline()
+	if !has {
+		return ctx, func() {}, true
+	}
+	end := dl.Add(-h.cfg.SendMargin)
+	if time.Until(end) < minSendTime {
+		return nil, nil, false
+	}
+	sendCtx, cancel := context.WithDeadline(ctx, end)
+	return sendCtx, cancel, true
+}
 
 // Handle processes a batch; failed items are retried by SQS, the rest deleted.
 // Messages are independent (each claims its own delivery), so they are
@@ -312,12 +350,22 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.deferForQuota(ctx, log, msg, wm.Channel, p)
 	}
 
+	sendCtx, cancelSend, ok := h.sendContext(ctx)
+	if !ok {
+		// Too late in the invocation to send and record: no claim, no
+		// attempt; another invocation takes it at once.
+		log.WarnContext(ctx, "no time left to send", "outcome", "deadline")
+		h.setVisibility(ctx, log, msg, 0)
+		return errRetry
+	}
+	defer cancelSend()
+
 	// The claim is also the worker's only look at the delivery: it returns
 	// the item as it is after the claim (digest id, attempts), or as it was
 	// when the claim is refused.
 	d, err := h.store.Transition(ctx, n.ID, wm.Channel, domain.Change{
 		To: domain.StatusSending, From: claimable,
-		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), IncrementAttempts: true, Create: create,
+		ReclaimExpiredLease: now, LeaseUntil: now.Add(h.lease(ctx)), LeaseHolder: msg.MessageId, IncrementAttempts: true, Create: create,
 	})
 	if errors.Is(err, domain.ErrConflict) {
 		return h.unclaimable(ctx, log, msg, d)
@@ -330,7 +378,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 
 	content, err := h.render(ctx, n, d, typ, locale(n, profile)) // digest.go: a digest leader renders its digest
 	if errors.Is(err, errDigestLoad) {
-		return h.retryDigest(ctx, log, msg, n, d, err)
+		return h.retryDigest(ctx, log, msg, d, err)
 	}
 	if err != nil {
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonNotApplicable, LastError: "render failed"})
@@ -345,7 +393,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 	}
 	cm := &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact, SentTargets: d.SentTargets}
-	pmid, sendErr := h.provider.Send(ctx, cm)
+	pmid, sendErr := h.provider.Send(sendCtx, cm)
 	// Targets of a multi-target provider reached by this attempt, kept on
 	// the delivery so that a retry skips them.
 	accepted := newTargets(d.SentTargets, cm.Accepted)
@@ -363,7 +411,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		}
 		h.metrics.Observe(ctx, metrics.DeliveryLatency, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, metrics.Latency(due, h.now()))
 		if cm.TargetAlert { // one target's provider refuses to send: an operator must know though others got it
-			log.ErrorContext(ctx, channel.OperatorAlert, "code", cm.TargetError)
+			h.operatorAlert(ctx, log, wm.Channel, d.Priority, cm.TargetError)
 		}
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid,
 			AddSentTargets: accepted, LastError: cm.TargetError})
@@ -373,7 +421,7 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		pe = &channel.ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
 	}
 	if pe.Alert {
-		log.ErrorContext(ctx, channel.OperatorAlert, "code", pe.Code) // the provider's text may quote an address
+		h.operatorAlert(ctx, log, wm.Channel, d.Priority, pe.Code)
 	}
 	if !pe.Transient {
 		to := domain.StatusFailed
@@ -389,7 +437,15 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	if pe.Throttle() {
 		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
 	}
-	return h.retryTransient(ctx, log, msg, n.ID, d.Priority, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
+	return h.retryTransient(ctx, log, msg, d, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
+}
+
+// operatorAlert logs a provider's refusal an operator must act on (the code
+// only: the provider's text may quote an address) and counts it for the
+// ProviderRefused alarm.
+func (h *Handler) operatorAlert(ctx context.Context, log *slog.Logger, c domain.Channel, p domain.Priority, code string) {
+	log.ErrorContext(ctx, channel.OperatorAlert, "code", code)
+	h.metrics.Add(ctx, metrics.ProviderRefused, metrics.Dims{Channel: c, Priority: p}, 1)
 }
 
 // newTargets are the accepted targets not already in sent, without repeats
@@ -511,27 +567,44 @@ func (h *Handler) deferForQuota(ctx context.Context, log *slog.Logger, msg event
 	return errRetry
 }
 
-// retryTransient puts a claimed delivery back after a transient failure:
-// retrying, visible again after the backoff (at least retryAfter); on the
-// last allowed receive failed: exhausted and visible at once, so SQS moves
-// the message to the DLQ on its next receive. accepted are the targets this
-// attempt reached (kept for the retry); when some target has been reached
-// (reached), the last receive records sent instead: the delivery got through.
-func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, p domain.Priority, code string, retryAfter time.Duration,
+// retryTransient puts a claimed delivery (d, as the claim returned it) back
+// after a transient failure: retrying, visible again after the backoff (at
+// least retryAfter); on the last allowed receive failed: exhausted and
+// visible at once, so SQS moves the message to the DLQ on its next receive.
+// accepted are the targets this attempt reached (kept for the retry); when
+// some target has been reached (reached), the last receive records sent
+// instead: the delivery got through.
+//
+// A retrying write that fails leaves the delivery sending under this
+// attempt's lease, which no receive can reclaim before it ends: the message
+// comes back after the lease, not after a backoff that may be shorter.
+func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, d *domain.Delivery, code string, retryAfter time.Duration,
 	accepted []string, reached bool) error {
 	receives := receiveCount(msg)
 	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
 		if reached {
-			return h.finish(ctx, log, id, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
+			return h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
 		}
-		_ = h.finish(ctx, log, id, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
+		// A failed write is logged by finish; the message goes to the DLQ
+		// all the same, its delivery still sending (herald dlq redrive
+		// moves it back, the scheduler's watch re-sends it).
+		_ = h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
 		h.setVisibility(ctx, log, msg, 0)
 		return errRetry
 	}
-	delay := max(h.backoff(p, receives), retryAfter)
-	_ = h.finish(ctx, log.With("retryIn", delay.String()), id, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
+	delay := max(h.backoff(d.Priority, receives), retryAfter)
+	if err := h.finish(ctx, log.With("retryIn", delay.String()), d.NotificationID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
+		LastError: code, AddSentTargets: accepted}); err != nil {
+		delay = max(delay, h.untilLeaseEnds(d.LeaseUntil))
+	}
 	h.setVisibility(ctx, log, msg, delay)
 	return errRetry
+}
+
+// untilLeaseEnds is how long a message must stay away for its receive to
+// find the lease ending at until expired (a second past it).
+func (h *Handler) untilLeaseEnds(until time.Time) time.Duration {
+	return max(until.Sub(h.now()), 0) + time.Second
 }
 
 // malformed reports a message that can never be processed: failed, visible
@@ -625,14 +698,23 @@ func (h *Handler) settleUnclaimed(ctx context.Context, log *slog.Logger, msg eve
 
 // unclaimable handles a message whose delivery refused a claimable-state
 // write; current is the delivery as the refusal returned it. None at all:
-// the message is malformed (to the DLQ). Terminal: a duplicate. Otherwise
-// another worker holds a live claim and its own message carries it on.
+// the message is malformed (to the DLQ). Terminal: a duplicate. Sending
+// under a live lease this same message took on an earlier receive (its
+// outcome write failed, or it gave the claim back and that write failed):
+// nobody else carries it, so the message is kept and comes back when the
+// lease has ended. Otherwise another worker holds a live claim and its own
+// message carries it on.
 func (h *Handler) unclaimable(ctx context.Context, log *slog.Logger, msg events.SQSMessage, current *domain.Delivery) error {
 	switch {
 	case current == nil:
 		return h.malformed(ctx, log, msg, "no delivery for the work message")
 	case current.Status.Terminal():
 		log.InfoContext(ctx, "duplicate work message", "outcome", "duplicate", "status", current.Status)
+	case current.Status == domain.StatusSending && current.LeaseHolder == msg.MessageId:
+		wait := h.untilLeaseEnds(current.LeaseUntil)
+		log.WarnContext(ctx, "own claim still leased", "outcome", "own_lease", "retryIn", wait.String())
+		h.setVisibility(ctx, log, msg, wait)
+		return errRetry
 	default:
 		log.InfoContext(ctx, "claim lost", "outcome", "claimed_elsewhere")
 	}

@@ -393,14 +393,14 @@ func TestLeaseEndsAtTheInvocationDeadline(t *testing.T) {
 func TestOperatorAlertIsLogged(t *testing.T) {
 	h := newHarness(t, domain.ChannelEmail, Config{})
 	h.notification("n1", "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
-	h.provider.errs = []error{&channel.ProviderError{Code: "AccountSuspendedException", Alert: true, Err: errors.New("suspended")}}
+	h.provider.errs = []error{&channel.ProviderError{Transient: true, Code: "AccountSuspendedException", Alert: true, Err: errors.New("suspended")}}
 	h.handle(t, message("m", "n1", domain.ChannelEmail, 1))
 	logs := h.logs.String()
 	if !strings.Contains(logs, `"level":"ERROR","msg":"`+channel.OperatorAlert+`"`) || !strings.Contains(logs, `"code":"AccountSuspendedException"`) {
 		t.Fatalf("no operator alert in logs:\n%s", logs)
 	}
-	if d := h.store.delivery("n1", domain.ChannelEmail); d.Status != domain.StatusFailed {
-		t.Fatalf("status %s", d.Status)
+	if d := h.store.delivery("n1", domain.ChannelEmail); d.Status != domain.StatusRetrying {
+		t.Fatalf("status %s, want retrying (the account's condition is not the recipient's)", d.Status)
 	}
 }
 

@@ -36,7 +36,10 @@ var (
 // New wires the HTTP API function. The unsubscribe key is read on the first
 // unsubscribe request, so the API starts without it.
 func New(d app.Deps) (*api.Handler, error) {
-	if err := d.RequireCatalog(); err != nil {
+	// Link variables are checked at intake and the inbox renders under the
+	// stack's link policy.
+	cat, err := d.LinkedCatalog()
+	if err != nil {
 		return nil, err
 	}
 	st, err := d.Store()
@@ -64,21 +67,21 @@ func New(d app.Deps) (*api.Handler, error) {
 	active := api.NewAnnouncementCache(st, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
 		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st,
-			Catalog: d.Catalog, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
+			Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
 		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns,
-			Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
+			Catalog: cat, Now: d.Now, Log: d.Log}),
 		Users: api.NewUsers(api.UsersDeps{Users: st, PushSubscriptions: st, Preferences: st,
 			Devices: st, DeviceEndpoints: endpoints,
 			PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 			VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
-			Catalog:        d.Catalog, Now: d.Now, Log: d.Log}),
+			Catalog:        cat, Now: d.Now, Log: d.Log}),
 		Inbox: api.NewInbox(api.InboxDeps{Inbox: st, ActiveAnnouncements: active, Presence: st, Live: liveNotifier(d, sqsClient),
-			Catalog: d.Catalog, Now: d.Now, Log: d.Log}),
+			Catalog: cat, Now: d.Now, Log: d.Log}),
 		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st, ActiveAnnouncements: active,
 			Announcer: liveAnnouncer(d, st, sqsClient), Now: d.Now, Log: d.Log}),
-		Me: api.NewMe(api.MeDeps{Users: st, Preferences: st, Catalog: d.Catalog, Log: d.Log}),
+		Me: api.NewMe(api.MeDeps{Users: st, Preferences: st, Catalog: cat, Log: d.Log}),
 		Unsubscribe: api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d),
-			Catalog: d.Catalog, Log: d.Log}),
+			Catalog: cat, Log: d.Log}),
 	}), nil
 }
 

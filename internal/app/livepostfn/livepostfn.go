@@ -19,6 +19,7 @@ var (
 	_ live.ConnectionEvictor = (*dynamo.Store)(nil)
 	_ live.BadgeStore        = (*dynamo.Store)(nil)
 	_ live.OnlineReader      = (*dynamo.Store)(nil)
+	_ live.BroadcastProgress = (*dynamo.Store)(nil)
 	_ live.Sender            = (*connections.Client)(nil)
 	_ live.Closer            = (*connections.Client)(nil)
 )
@@ -48,5 +49,5 @@ func New(d app.Deps) (*live.Poster, error) {
 	}
 	q := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
 	return &live.Poster{Connections: st, Badge: &live.StoreBadge{Store: st, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log,
-		Online: st, Queue: q, Evict: st, Closer: client, Later: q, BroadcastRate: rate}, nil
+		Online: st, Progress: st, Queue: q, Evict: st, Closer: client, Later: q, BroadcastRate: rate}, nil
 }

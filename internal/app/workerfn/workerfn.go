@@ -51,7 +51,10 @@ func Config(d app.Deps) (worker.Config, error) {
 // New wires the loop around p on st, the store the provider may share (push
 // deletes gone subscriptions through it).
 func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, error) {
-	if err := d.RequireCatalog(); err != nil {
+	// A link the stack's policy refuses now is rendered empty (data
+	// accepted before the policy changed).
+	cat, err := d.LinkedCatalog()
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := Config(d)
@@ -60,6 +63,6 @@ func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, err
 	}
 	client := sqs.NewFromConfig(d.AWS)
 	vis := queue.NewVisibility(client)
-	return worker.New(worker.Deps{Config: cfg, Store: st, Visibility: vis, Provider: p, Catalog: d.Catalog,
+	return worker.New(worker.Deps{Config: cfg, Store: st, Visibility: vis, Provider: p, Catalog: cat,
 		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st, Requeuer: queue.NewRequeuer(client, vis)}), nil
 }

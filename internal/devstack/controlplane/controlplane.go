@@ -2,8 +2,8 @@
 // plane enforces on Herald's resource types when CloudFormation creates or
 // updates them (Lambda CreateEventSourceMapping / CreateFunction /
 // PutFunctionConcurrency, SQS CreateQueue / SetQueueAttributes, DynamoDB
-// CreateTable / UpdateTable, API Gateway HTTP API CORS), and the DynamoDB
-// Streams reader limit. The local runner (herald dev), the template tests
+// CreateTable / UpdateTable, API Gateway HTTP API CORS, CloudWatch
+// PutMetricAlarm), and the DynamoDB Streams reader limit. The local runner (herald dev), the template tests
 // and `make aws-check` (scripts/controlplane) call the same Check, so a
 // template AWS would refuse is refused locally with AWS's message.
 //
@@ -111,6 +111,13 @@ const (
 	RuleWebSocketIdentity       = "websocket-identity-source"
 	// EventBridge CreateEventBus.
 	RuleEventBusName = "events-bus-name"
+	// CloudWatch PutMetricAlarm.
+	RuleAlarmText          = "cloudwatch-alarm-name-description-length"
+	RuleAlarmActions       = "cloudwatch-alarm-actions-count"
+	RuleAlarmPeriod        = "cloudwatch-alarm-period"
+	RuleAlarmMetrics       = "cloudwatch-alarm-metrics"
+	RuleAlarmReturnData    = "cloudwatch-alarm-one-series-returned"
+	RuleAlarmMetricsSingle = "cloudwatch-alarm-metrics-exclusive"
 )
 
 var (
@@ -149,6 +156,7 @@ func Check(resolved []byte, opts Options) error {
 	c.httpAPIs()
 	c.webSocketAPIs()
 	c.eventBuses()
+	c.alarms()
 	if len(c.v) == 0 {
 		return nil
 	}
@@ -554,6 +562,76 @@ func (c *checker) webSocketAPIs() {
 		auth, _ := p["AuthorizationType"].(string)
 		if auth != "" && auth != "NONE" && p["RouteKey"] != "$connect" {
 			c.add(id, RuleWebSocketAuthConnect, "BadRequestException: Currently, authorization is restricted to the $connect route only (route %v has %s).", p["RouteKey"], auth)
+		}
+	}
+}
+
+// metricQueryIDRe is a MetricDataQuery Id: letters, digits and '_', the
+// first a lowercase letter.
+var metricQueryIDRe = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
+
+// alarms: PutMetricAlarm's constraints (CloudWatch API Reference,
+// PutMetricAlarm and MetricDataQuery): AlarmName 1–255 characters,
+// AlarmDescription at most 1024, at most 5 actions per list, a period of 10,
+// 20, 30 or a multiple of 60 seconds; with Metrics (a metric math alarm) at
+// most 10 queries retrieving a metric and 10 expressions, unique Ids of
+// letters, digits and '_' starting with a lowercase letter, exactly one query
+// returning data (ReturnData is true when omitted), and none of the
+// single-metric properties beside them.
+func (c *checker) alarms() {
+	for _, id := range c.ids("AWS::CloudWatch::Alarm") {
+		p := c.d.Resources[id].Properties
+		if name, _ := p["AlarmName"].(string); len(name) > 255 {
+			c.add(id, RuleAlarmText, "ValidationError: 1 validation error detected: Value at 'alarmName' failed to satisfy constraint: Member must have length less than or equal to 255 (%d)", len(name))
+		}
+		if desc, _ := p["AlarmDescription"].(string); len(desc) > 1024 {
+			c.add(id, RuleAlarmText, "ValidationError: 1 validation error detected: Value at 'alarmDescription' failed to satisfy constraint: Member must have length less than or equal to 1024 (%d)", len(desc))
+		}
+		for _, list := range []string{"AlarmActions", "OKActions", "InsufficientDataActions"} {
+			if actions, _ := p[list].([]any); len(actions) > 5 {
+				c.add(id, RuleAlarmActions, "ValidationError: 1 validation error detected: Value at '%s' failed to satisfy constraint: Member must have length less than or equal to 5 (%d)", list, len(actions))
+			}
+		}
+		checkPeriod := func(v any) {
+			if period, ok := num(v); ok && !(period == 10 || period == 20 || period == 30 || period >= 60 && int(period)%60 == 0) {
+				c.add(id, RuleAlarmPeriod, "ValidationError: The parameter Period must be 10, 20, 30 or a multiple of 60 (%g).", period)
+			}
+		}
+		checkPeriod(p["Period"])
+		queries, _ := p["Metrics"].([]any)
+		if len(queries) == 0 {
+			continue
+		}
+		for _, single := range []string{"MetricName", "Namespace", "Dimensions", "Period", "Statistic", "ExtendedStatistic"} {
+			if _, ok := p[single]; ok {
+				c.add(id, RuleAlarmMetricsSingle, "ValidationError: %s should not be set if list of Metrics is set.", single)
+			}
+		}
+		stats, exprs, returned := 0, 0, 0
+		seen := map[string]bool{}
+		for _, q := range queries {
+			m, _ := q.(map[string]any)
+			qid, _ := m["Id"].(string)
+			if !metricQueryIDRe.MatchString(qid) || seen[qid] {
+				c.add(id, RuleAlarmMetrics, "ValidationError: Invalid metrics list: the Id %q must be unique and start with a lowercase letter, then letters, digits or '_'.", qid)
+			}
+			seen[qid] = true
+			if stat, ok := m["MetricStat"].(map[string]any); ok {
+				stats++
+				checkPeriod(stat["Period"])
+			}
+			if _, ok := m["Expression"]; ok {
+				exprs++
+			}
+			if rd, ok := m["ReturnData"]; !ok || boolean(rd) {
+				returned++
+			}
+		}
+		if stats > 10 || exprs > 10 {
+			c.add(id, RuleAlarmMetrics, "ValidationError: An alarm's metrics list holds at most 10 metrics and 10 expressions (%d and %d).", stats, exprs)
+		}
+		if returned != 1 {
+			c.add(id, RuleAlarmReturnData, "ValidationError: Exactly one element of the metrics list should return data (%d do).", returned)
 		}
 	}
 }

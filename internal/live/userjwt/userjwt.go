@@ -43,14 +43,17 @@ type Verifier struct {
 	keys keyfunc.Keyfunc
 }
 
-// New verifies tokens of issuer (with or without its trailing slash, as
-// API Gateway compares it) for audience. client fetches the discovery
-// document and the JWKS (nil: a client with a 5 s timeout).
+// New verifies tokens of issuer for audience. The token's iss must equal
+// issuer exactly, a trailing slash included, as API Gateway's JWT
+// authorizer compares it (an Auth0 issuer is "https://tenant.auth0.com/",
+// slash and all); the discovery document is read under it either way.
+// client fetches the discovery document and the JWKS (nil: a client with a
+// 5 s timeout).
 func New(issuer, audience string, client *http.Client, now func() time.Time) *Verifier {
 	if client == nil {
 		client = &http.Client{Timeout: 5 * time.Second}
 	}
-	return &Verifier{issuer: strings.TrimSuffix(issuer, "/"), audience: audience, client: client, now: now}
+	return &Verifier{issuer: issuer, audience: audience, client: client, now: now}
 }
 
 // keyfunc fetches the discovery document once per process (retried on the
@@ -61,7 +64,7 @@ func (v *Verifier) keyfunc(ctx context.Context) (keyfunc.Keyfunc, error) {
 	if v.keys != nil {
 		return v.keys, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.issuer+"/.well-known/openid-configuration", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(v.issuer, "/")+"/.well-known/openid-configuration", nil)
 	if err != nil {
 		return nil, err
 	}

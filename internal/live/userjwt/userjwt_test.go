@@ -63,7 +63,7 @@ func (is *issuer) sign(t *testing.T, m jwt.SigningMethod, key any, kid string, c
 func TestVerify(t *testing.T) {
 	is := newIssuer(t)
 	now := time.Now()
-	v := New(is.srv.URL+"/", "herald", nil, func() time.Time { return now })
+	v := New(is.srv.URL, "herald", nil, func() time.Time { return now })
 	claims := func(change func(jwt.MapClaims)) jwt.MapClaims {
 		c := jwt.MapClaims{"iss": is.srv.URL, "aud": "herald", "sub": "u1", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
 		if change != nil {
@@ -106,6 +106,39 @@ func TestVerify(t *testing.T) {
 				t.Errorf("reason %q, want %q (%v)", e.Reason(), tc.reason, err)
 			}
 		})
+	}
+}
+
+// The issuer is compared as API Gateway's JWT authorizer compares it: the
+// token's iss must match the configured issuer exactly, a trailing slash
+// included. An Auth0-style issuer (https://tenant.auth0.com/, its tokens'
+// iss with the slash) is accepted when configured with its slash; its
+// discovery document is still found under it (issue 36, defect 9).
+func TestIssuerIsComparedExactly(t *testing.T) {
+	is := newIssuer(t)
+	now := time.Now()
+	token := func(iss string) string {
+		return is.sign(t, jwt.SigningMethodRS256, is.key, is.kid,
+			jwt.MapClaims{"iss": iss, "aud": "herald", "sub": "u1", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
+	}
+	for _, tc := range []struct {
+		configured, iss string
+		ok              bool
+	}{
+		{is.srv.URL + "/", is.srv.URL + "/", true},
+		{is.srv.URL + "/", is.srv.URL, false},
+		{is.srv.URL, is.srv.URL, true},
+		{is.srv.URL, is.srv.URL + "/", false},
+	} {
+		v := New(tc.configured, "herald", nil, func() time.Time { return now })
+		_, err := v.Verify(context.Background(), token(tc.iss))
+		var e *Error
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("issuer %q, iss %q: refused: %v", tc.configured, tc.iss, err)
+		case !tc.ok && (err == nil || !errors.As(err, &e) || e.Reason() != "issuer"):
+			t.Errorf("issuer %q, iss %q: %v, want refused for its issuer", tc.configured, tc.iss, err)
+		}
 	}
 }
 
