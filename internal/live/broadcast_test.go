@@ -314,7 +314,7 @@ func TestRedeliveredBroadcastPageDoesNotFork(t *testing.T) {
 	for i := range 2*BroadcastPage + 10 {
 		u := fmt.Sprintf("u%03d", i)
 		_ = online.AddOnline(context.Background(), shard, u, now.Add(time.Hour))
-		conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now, LastActive: now}}
+		conns.conns[u] = []Connection{{ID: u + "-c", ConnectedAt: now}}
 	}
 	id := annID(7)
 	online.seed(inbox.Announcement{ID: id, PublishedAt: now, ExpiresAt: now.Add(time.Hour)})
