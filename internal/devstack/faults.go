@@ -33,7 +33,12 @@ type FaultMode string
 const (
 	FaultTransient FaultMode = "transient"
 	FaultPermanent FaultMode = "permanent"
-	FaultOff       FaultMode = "off"
+	// FaultRefused is the provider refusing the account, not the message
+	// (an SES sending pause, SNS refusing the caller, a push service
+	// refusing the VAPID key): a worker retries it and raises an operator
+	// alert.
+	FaultRefused FaultMode = "refused"
+	FaultOff     FaultMode = "off"
 )
 
 // FaultMobile names the faults of native mobile push (SNS Publish to a
@@ -57,10 +62,10 @@ var FaultChannels = []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, dom
 // permanent one disables the endpoint in the runner's SNS first, as SNS does
 // when the platform refuses a token, so the endpoint's state tells the truth.
 //
-//	email  transient: TooManyRequestsException (429)   permanent: MessageRejected (400)
-//	sms    transient: Throttled (429)                  permanent: InvalidParameter (400)
-//	push   transient: 503 Service Unavailable          permanent: 400 Bad Request
-//	mobile transient: Throttled (429)                  permanent: EndpointDisabled (400), endpoint disabled
+//	email  transient: TooManyRequestsException (429)   permanent: MessageRejected (400)                         refused: SendingPausedException (400)
+//	sms    transient: Throttled (429)                  permanent: InvalidParameter (400)                        refused: AuthorizationError (403)
+//	push   transient: 503 Service Unavailable          permanent: 400 Bad Request                               refused: 403 Forbidden
+//	mobile transient: Throttled (429)                  permanent: EndpointDisabled (400), endpoint disabled     refused: PlatformApplicationDisabled (400)
 type Faults struct {
 	push *pushsink.Sink
 	now  func() time.Time
@@ -91,8 +96,12 @@ func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
 	}
 	switch mode {
 	case FaultTransient, FaultPermanent, FaultOff:
+	case FaultRefused:
+		if ch == EventsChannel {
+			return fmt.Errorf("mode refused: the event bus has transient, permanent or off")
+		}
 	default:
-		return fmt.Errorf("mode %q: want transient, permanent or off", mode)
+		return fmt.Errorf("mode %q: want transient, permanent, refused or off", mode)
 	}
 	if ch == domain.ChannelPush {
 		f.push.ClearFaults()
@@ -102,8 +111,11 @@ func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
 				n = math.MaxInt32
 			}
 			status := http.StatusServiceUnavailable
-			if mode == FaultPermanent {
+			switch mode {
+			case FaultPermanent:
 				status = http.StatusBadRequest
+			case FaultRefused:
+				status = http.StatusForbidden
 			}
 			f.push.FailNext(n, status, 0)
 		}
@@ -181,6 +193,12 @@ func injectedError(ch domain.Channel, mode FaultMode) error {
 	var status int
 	var apiErr smithy.APIError
 	switch {
+	case ch == domain.ChannelEmail && mode == FaultRefused:
+		status, apiErr = http.StatusBadRequest, &sestypes.SendingPausedException{Message: aws.String("Sending is paused for this account (injected fault)")}
+	case ch == domain.ChannelSMS && mode == FaultRefused:
+		status, apiErr = http.StatusForbidden, &snstypes.AuthorizationErrorException{Message: aws.String("Not authorized (injected fault)")}
+	case ch == FaultMobile && mode == FaultRefused:
+		status, apiErr = http.StatusBadRequest, &snstypes.PlatformApplicationDisabledException{Message: aws.String("Platform application is disabled (injected fault)")}
 	case ch == domain.ChannelEmail && mode == FaultTransient:
 		status, apiErr = http.StatusTooManyRequests, &sestypes.TooManyRequestsException{Message: aws.String("Maximum sending rate exceeded (injected fault)")}
 	case ch == domain.ChannelEmail:
@@ -229,7 +247,7 @@ func (s *Stack) routeFaults(mux *http.ServeMux) {
 }
 
 // faultsRoute serves POST /_dev/faults
-// {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|off","times":N}.
+// {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|off","times":N}.
 func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Channel string    `json:"channel"`
@@ -239,7 +257,7 @@ func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || body.Times < 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|off","times":N (omit: until off)}`})
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|off","times":N (omit: until off)}`})
 		return
 	}
 	if err := s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times); err != nil {

@@ -69,17 +69,24 @@ func TestFaultMiddleware(t *testing.T) {
 	}{
 		{domain.ChannelEmail, FaultTransient, sendEmail, true, "TooManyRequestsException"},
 		{domain.ChannelEmail, FaultPermanent, sendEmail, false, "MessageRejected"},
+		{domain.ChannelEmail, FaultRefused, sendEmail, true, "SendingPausedException"},
 		{domain.ChannelSMS, FaultTransient, publish, true, "Throttled"},
 		{domain.ChannelSMS, FaultPermanent, publish, false, "InvalidParameter"},
+		{domain.ChannelSMS, FaultRefused, publish, true, "AuthorizationError"},
 	}
+	emailFaults := 0
 	for _, tt := range tests {
 		if err := f.Set(tt.ch, tt.mode, 2); err != nil {
 			t.Fatal(err)
 		}
+		if tt.ch == domain.ChannelEmail {
+			emailFaults += 2
+		}
 		for i := range 2 {
 			pe := classify(tt.ch, tt.call())
-			if pe == nil || pe.Transient != tt.transient || pe.Code != tt.code {
-				t.Fatalf("%s %s call %d: %+v, want transient=%v code=%s", tt.ch, tt.mode, i, pe, tt.transient, tt.code)
+			// A refusal of the account is retried and alerts an operator.
+			if pe == nil || pe.Transient != tt.transient || pe.Code != tt.code || pe.Alert != (tt.mode == FaultRefused) {
+				t.Fatalf("%s %s call %d: %+v, want transient=%v code=%s alert=%v", tt.ch, tt.mode, i, pe, tt.transient, tt.code, tt.mode == FaultRefused)
 			}
 		}
 		// The third call is real (and reaches the server).
@@ -88,8 +95,8 @@ func TestFaultMiddleware(t *testing.T) {
 			t.Fatalf("%s: third call did not reach the service", tt.ch)
 		}
 	}
-	if n := len(f.Hits(domain.ChannelEmail)); n != 4 {
-		t.Errorf("%d email hits, want 4", n)
+	if n := len(f.Hits(domain.ChannelEmail)); n != emailFaults {
+		t.Errorf("%d email hits, want %d", n, emailFaults)
 	}
 
 	// Until off; other operations pass through.
@@ -114,7 +121,7 @@ func TestFaultMiddleware(t *testing.T) {
 	for _, bad := range []struct {
 		ch   domain.Channel
 		mode FaultMode
-	}{{"fax", FaultTransient}, {domain.ChannelSMS, "sometimes"}} {
+	}{{"fax", FaultTransient}, {domain.ChannelSMS, "sometimes"}, {EventsChannel, FaultRefused}} {
 		if err := f.Set(bad.ch, bad.mode, 1); err == nil {
 			t.Errorf("Set(%s, %s) = %v", bad.ch, bad.mode, err)
 		}

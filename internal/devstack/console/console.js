@@ -134,7 +134,7 @@ function renderFaults(state) {
     const now = s.mode === 'off' ? pill('off', 'ok') : pill(s.mode + (s.remaining < 0 ? ' until off' : ' ×' + s.remaining), 'bad');
     const form = el('form', { class: 'fault', 'data-channel': ch });
     const mode = el('select', { name: 'mode', 'aria-label': ch + ' fault mode' },
-      el('option', { value: 'transient' }, 'transient'), el('option', { value: 'permanent' }, 'permanent'), el('option', { value: 'off' }, 'off'));
+      el('option', { value: 'transient' }, 'transient'), el('option', { value: 'permanent' }, 'permanent'), el('option', { value: 'refused' }, 'refused'), el('option', { value: 'off' }, 'off'));
     const times = el('input', { name: 'times', type: 'number', min: '0', value: '2', size: '3', 'aria-label': ch + ' fault count (0: until off)' });
     form.append(mode, times, el('button', {}, 'Set'));
     form.addEventListener('submit', async (e) => {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 )
@@ -35,7 +36,12 @@ func TestRunbookQueriesMatchTheLogs(t *testing.T) {
 		t.Fatalf("found %d Logs Insights queries in the runbook, want at least 4: is the parser broken?\n%q", len(queries), queries)
 	}
 
-	// Real lines: one delivery through the relay and the email worker.
+	// Real lines: one delivery through the relay and the email worker, its
+	// first attempt refused for the account (SES paused): the operator
+	// alert's line, then the retry sent.
+	if err := stacktest.Stack(t).Faults.Set(domain.ChannelEmail, devstack.FaultRefused, 1); err != nil {
+		t.Fatal(err)
+	}
 	id := stacktest.Notify(t, map[string]any{
 		"type": "security.login_alert", "recipient": map[string]any{"userId": stacktest.UniqueID("runbook"), "email": "runbook@example.org"},
 		"data": map[string]any{"url": "https://example.com/x"},
