@@ -107,6 +107,9 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// StoreFaults fails one chosen DynamoDB or SQS call of a function (the
+	// fault sweep's hook).
+	StoreFaults *StoreFaults
 	// Bus plays the template's event bus and its rules (nil without one).
 	Bus *EventBus
 	// IAM checks every AWS call a function makes against that function's
@@ -279,6 +282,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
 	s.Faults.SNS = s.SMS
+	s.StoreFaults = NewStoreFaults()
 	if s.Bus, err = s.newEventBus(); err != nil {
 		return nil, err
 	}
