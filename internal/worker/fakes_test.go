@@ -25,6 +25,9 @@ type fakeStore struct {
 	// afterLoad runs after LoadWork has read the notification (e.g. a
 	// cancel landing between the worker's read and its claim).
 	afterLoad func()
+	// failTransition, when it answers an error for a change, fails that
+	// write without applying it (a throttled or unreachable table).
+	failTransition func(domain.Change) error
 }
 
 func newFakeStore() *fakeStore {
@@ -80,7 +83,13 @@ func (s *fakeStore) LoadWork(_ context.Context, wm domain.WorkMessage) (*domain.
 func (s *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	s.mu.Lock()
 	s.transitions = append(s.transitions, c)
+	fail := s.failTransition
 	s.mu.Unlock()
+	if fail != nil {
+		if err := fail(c); err != nil {
+			return nil, err
+		}
+	}
 	return s.deliveries.Transition(ctx, id, ch, c)
 }
 
