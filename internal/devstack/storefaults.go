@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -39,6 +40,14 @@ type StoreCall struct {
 
 func (c StoreCall) String() string { return fmt.Sprintf("%s %s #%d", c.Function, c.Operation, c.N) }
 
+// RecordedCall is a call of a run and whether its request or its answer
+// named one of the run's keys (a probe that found nothing of the run's
+// does not).
+type RecordedCall struct {
+	StoreCall
+	Keyed bool
+}
+
 // StoreFaults makes a chosen DynamoDB or SQS call of a function fail once,
 // for the fault sweep (internal/e2e/faults): an SDK middleware on every
 // function's aws.Config, as Faults is for the providers, so the adapters and
@@ -51,12 +60,13 @@ func (c StoreCall) String() string { return fmt.Sprintf("%s %s #%d", c.Function,
 type StoreFaults struct {
 	mu      sync.Mutex
 	active  bool // a run has begun: nothing is recorded before (make dev)
-	calls   []StoreCall
+	calls   []RecordedCall
 	counts  map[[2]string]int
 	armed   *armedStoreFault
 	served  []StoreCall
 	earlier []string
 	current []string
+	last    time.Time // the run's latest call
 }
 
 type armedStoreFault struct {
@@ -79,7 +89,7 @@ func (f *StoreFaults) Begin(keys ...string) {
 	f.active = true
 	f.earlier = append(f.earlier, f.current...)
 	f.current = slices.Clone(keys)
-	f.calls, f.served, f.armed = nil, nil, nil
+	f.calls, f.served, f.armed, f.last = nil, nil, nil, time.Now()
 	f.counts = map[[2]string]int{}
 }
 
@@ -98,10 +108,17 @@ func (f *StoreFaults) Arm(call StoreCall, mode StoreFaultMode) {
 }
 
 // Calls are the run's calls so far, in the order they were made.
-func (f *StoreFaults) Calls() []StoreCall {
+func (f *StoreFaults) Calls() []RecordedCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.calls)
+}
+
+// Quiet is how long (real time) since the run's latest call, or its start.
+func (f *StoreFaults) Quiet() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Since(f.last)
 }
 
 // Served are the calls the run failed (at most the one armed).
@@ -111,21 +128,20 @@ func (f *StoreFaults) Served() []StoreCall {
 	return slices.Clone(f.served)
 }
 
-// count records a call of function and returns it with its ordinal and
-// whether it is the one armed (ok false: an earlier run's call, not counted).
-func (f *StoreFaults) count(function, op string, params any) (StoreCall, StoreFaultMode, bool, bool) {
+// count records a call of function and returns its index in the run's
+// calls (-1: before a run, or an earlier run's call, not counted) and the
+// mode it fails in ("" : it does not).
+func (f *StoreFaults) count(function, op string, params any) (int, StoreFaultMode) {
 	f.mu.Lock()
-	active, earlier := f.active, f.earlier
+	active, earlier, current := f.active, f.earlier, f.current
 	f.mu.Unlock()
 	if !active {
-		return StoreCall{}, "", false, false
+		return -1, ""
 	}
-	if len(earlier) > 0 {
-		raw, _ := json.Marshal(params)
-		for _, k := range earlier {
-			if strings.Contains(string(raw), k) {
-				return StoreCall{}, "", false, false
-			}
+	raw, _ := json.Marshal(params)
+	for _, k := range earlier {
+		if strings.Contains(string(raw), k) {
+			return -1, ""
 		}
 	}
 	f.mu.Lock()
@@ -133,12 +149,32 @@ func (f *StoreFaults) count(function, op string, params any) (StoreCall, StoreFa
 	key := [2]string{function, op}
 	f.counts[key]++
 	call := StoreCall{Function: function, Operation: op, N: f.counts[key]}
-	f.calls = append(f.calls, call)
+	f.calls = append(f.calls, RecordedCall{StoreCall: call, Keyed: mentions(raw, current)})
+	f.last = time.Now()
 	if f.armed != nil && f.armed.call == call {
 		f.served = append(f.served, call)
-		return call, f.armed.mode, true, true
+		return len(f.calls) - 1, f.armed.mode
 	}
-	return call, "", false, true
+	return len(f.calls) - 1, ""
+}
+
+// answered notes that the i-th call's answer named a key of the run.
+func (f *StoreFaults) answered(i int, result any) {
+	raw, _ := json.Marshal(result)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i < len(f.calls) && mentions(raw, f.current) {
+		f.calls[i].Keyed = true
+	}
+}
+
+func mentions(raw []byte, keys []string) bool {
+	for _, k := range keys {
+		if strings.Contains(string(raw), k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Middleware returns the injector for the clients of function (a logical id).
@@ -150,17 +186,18 @@ func (f *StoreFaults) Middleware(function string) func(*middleware.Stack) error 
 				if !slices.Contains(storeServices, service) {
 					return next.HandleInitialize(ctx, in)
 				}
-				_, mode, fail, _ := f.count(function, service+"."+awsmiddleware.GetOperationName(ctx), in.Parameters)
-				if !fail {
-					return next.HandleInitialize(ctx, in)
+				i, mode := f.count(function, service+"."+awsmiddleware.GetOperationName(ctx), in.Parameters)
+				if mode == StoreFaultRefused {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, storeFaultError(service)
 				}
-				if mode == StoreFaultAnswerLost {
-					out, md, err := next.HandleInitialize(ctx, in)
-					if err != nil {
-						return out, md, err
-					}
+				out, md, err := next.HandleInitialize(ctx, in)
+				if i >= 0 && err == nil {
+					f.answered(i, out.Result)
 				}
-				return middleware.InitializeOutput{}, middleware.Metadata{}, storeFaultError(service)
+				if mode == StoreFaultAnswerLost && err == nil {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, storeFaultError(service)
+				}
+				return out, md, err
 			}), middleware.Before)
 	}
 }
