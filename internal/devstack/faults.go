@@ -210,7 +210,9 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 	if logicalID == "EmailFunction" || logicalID == "SmsFunction" || logicalID == "PushFunction" {
 		cfg.APIOptions = append(cfg.APIOptions, s.Faults.Middleware)
 	}
-	cfg.APIOptions = append(cfg.APIOptions, s.StoreFaults.Middleware(logicalID))
+	if s.StoreFaults != nil { // nil in a Stack a test builds by hand
+		cfg.APIOptions = append(cfg.APIOptions, s.StoreFaults.Middleware(logicalID))
+	}
 	cfg.APIOptions = append(cfg.APIOptions, s.IAM.Middleware(logicalID))
 	// Calls to the WebSocket management endpoint are plain signed HTTP
 	// (internal/live/connections): checked against the role here.
