@@ -217,7 +217,8 @@ func injectedError(ch domain.Channel, mode FaultMode) error {
 }
 
 // functionAWS is the aws.Config a function gets: the runner's, plus the
-// fault injector for the functions that call SES or SNS, plus the IAM check
+// fault injector for the functions that call SES or SNS, plus the store
+// fault injector (StoreFaults, idle unless a test arms it), plus the IAM check
 // of the function's own role. The IAM middleware is added last with
 // middleware.Before, so it runs first: AWS authorizes a call before anything
 // else happens to it (a denied SendEmail is not throttled).
@@ -226,6 +227,9 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 	cfg.APIOptions = slices.Clone(s.AWS.APIOptions)
 	if logicalID == "EmailFunction" || logicalID == "SmsFunction" || logicalID == "PushFunction" {
 		cfg.APIOptions = append(cfg.APIOptions, s.Faults.Middleware)
+	}
+	if s.StoreFaults != nil { // nil in a Stack a test builds by hand
+		cfg.APIOptions = append(cfg.APIOptions, s.StoreFaults.Middleware(logicalID))
 	}
 	cfg.APIOptions = append(cfg.APIOptions, s.IAM.Middleware(logicalID))
 	// Calls to the WebSocket management endpoint are plain signed HTTP

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -107,6 +108,14 @@ type Stack struct {
 	SMS  *smssink.Sink
 	// Faults injects provider failures (POST /_dev/faults).
 	Faults *Faults
+	// Retried are the messages the SQS mappings left in flight for a retry
+	// (a test makes them visible when it moves the clock past their wait).
+	Retried *RetriedMessages
+	// invoking counts the invocations under way (Running).
+	invoking atomic.Int32
+	// StoreFaults fails one chosen DynamoDB or SQS call of a function (the
+	// fault sweep's hook).
+	StoreFaults *StoreFaults
 	// Bus plays the template's event bus and its rules (nil without one).
 	Bus *EventBus
 	// IAM checks every AWS call a function makes against that function's
@@ -279,6 +288,8 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	}
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
 	s.Faults.SNS = s.SMS
+	s.StoreFaults = NewStoreFaults()
+	s.Retried = &RetriedMessages{held: map[string][]string{}, sqs: s.sqs}
 	if s.Bus, err = s.newEventBus(); err != nil {
 		return nil, err
 	}
@@ -662,7 +673,7 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 			}
 			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
 				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits,
-				finishPolls: s.cfg.DataDir != ""}
+				finishPolls: s.cfg.DataDir != "", retried: s.Retried}
 			mapping.run(ctx, &s.wg)
 			continue
 		}
@@ -736,10 +747,15 @@ func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.D
 			}
 		}()
 		start := time.Now()
-		defer func() { s.Usage.invoked(function, time.Since(start)) }()
+		s.invoking.Add(1)
+		defer func() { s.invoking.Add(-1); s.Usage.invoked(function, time.Since(start)) }()
 		return fn(ctx)
 	}
 }
+
+// Running is the number of function invocations under way (a test that
+// moves the clock waits for none: a lease is as long as its invocation).
+func (s *Stack) Running() int { return int(s.invoking.Load()) }
 
 // rateInterval is a rate() schedule expression's period (EventBridge's
 // rate(value unit): minute(s), hour(s), day(s)); the runner plays no cron().

@@ -42,6 +42,47 @@ type sqsMapping struct {
 	// directory); in memory they end with the emulator, so a stop cancels
 	// the polls instead of waiting up to sqsPollWait for them.
 	finishPolls bool
+	// retried, when set, keeps the messages left in flight for a retry.
+	retried *RetriedMessages
+}
+
+// RetriedMessages are the messages the SQS mappings left in flight after a
+// failed invocation or a batch item failure: waiting out a visibility
+// timeout (up to the queue's 180 or 360 s) or the backoff a function set.
+// The stack's clock does not move SQS's; a test that moves the clock past
+// such a wait makes them visible with ElapseVisibility, as that much time
+// would.
+type RetriedMessages struct {
+	mu   sync.Mutex
+	held map[string][]string // queue URL → receipt handles
+	sqs  *sqs.Client
+}
+
+func (r *RetriedMessages) hold(queueURL string, receipts ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held[queueURL] = append(r.held[queueURL], receipts...)
+	if n := len(r.held[queueURL]); n > maxRetriedHeld { // make dev: the oldest are long visible again
+		r.held[queueURL] = r.held[queueURL][n-maxRetriedHeld:]
+	}
+}
+
+// maxRetriedHeld bounds the receipts kept per queue.
+const maxRetriedHeld = 1000
+
+// ElapseVisibility makes the retried messages visible now. A receipt whose
+// message has been received again or deleted since is stale: SQS refuses
+// it, and it is dropped.
+func (r *RetriedMessages) ElapseVisibility(ctx context.Context) {
+	r.mu.Lock()
+	held := r.held
+	r.held = map[string][]string{}
+	r.mu.Unlock()
+	for url, receipts := range held {
+		for _, rh := range receipts {
+			_, _ = r.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(rh), VisibilityTimeout: 0})
+		}
+	}
 }
 
 // sqsPollWait is each mapping poller's long poll, in seconds. A message
@@ -113,6 +154,7 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 	})
 	if err != nil {
 		m.log.Warn("function error: batch will be retried", "mapping", m.name, "error", err)
+		m.hold(out.Messages, nil)
 		return nil
 	}
 	failed := map[string]bool{}
@@ -123,9 +165,11 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		if !slices.ContainsFunc(ev.Records, func(r events.SQSMessage) bool { return r.MessageId == id }) {
 			// Lambda treats an unknown item identifier as a failure of the whole batch.
 			m.log.Warn("unknown batch item failure id: batch will be retried", "mapping", m.name, "itemIdentifier", id)
+			m.hold(out.Messages, nil)
 			return nil
 		}
 	}
+	m.hold(out.Messages, failed)
 	var entries []sqstypes.DeleteMessageBatchRequestEntry
 	for i, msg := range out.Messages {
 		if !failed[aws.ToString(msg.MessageId)] {
@@ -138,6 +182,22 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// hold keeps the receipts of msgs left in flight (failed nil: all of them).
+func (m *sqsMapping) hold(msgs []sqstypes.Message, failed map[string]bool) {
+	if m.retried == nil {
+		return
+	}
+	var receipts []string
+	for _, msg := range msgs {
+		if failed == nil || failed[aws.ToString(msg.MessageId)] {
+			receipts = append(receipts, aws.ToString(msg.ReceiptHandle))
+		}
+	}
+	if len(receipts) > 0 {
+		m.retried.hold(m.queueURL, receipts...)
+	}
 }
 
 // release makes messages received during a stop visible again at once, so

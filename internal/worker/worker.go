@@ -723,14 +723,41 @@ func (h *Handler) unclaimable(ctx context.Context, log *slog.Logger, msg events.
 
 // finish records an outcome and logs it; the message is done (deleted) unless
 // the store write fails, in which case SQS retries it.
+//
+// The write is tried outcomeWriteAttempts times before giving up: after a
+// provider call, the delivery is sending under this attempt's lease, and a
+// failed write leaves it so until a later receive or the scheduler's watch
+// reclaims it — and sends again what the provider already accepted. A
+// write whose answer was lost but which was applied finds the outcome on
+// the next try (a conflict from sending: already recorded).
 func (h *Handler) finish(ctx context.Context, log *slog.Logger, id string, c domain.Change) error {
-	d, err := h.store.Transition(ctx, id, h.provider.Channel(), c)
-	if errors.Is(err, domain.ErrConflict) {
-		log.InfoContext(ctx, "outcome already recorded", "outcome", c.To)
-		return nil
+	var d *domain.Delivery
+	var err error
+	for attempt := range outcomeWriteAttempts {
+		if attempt > 0 && sleepCtx(ctx, outcomeWriteBackoff<<(attempt-1)) != nil {
+			break
+		}
+		d, err = h.store.Transition(ctx, id, h.provider.Channel(), c)
+		if errors.Is(err, domain.ErrConflict) {
+			log.InfoContext(ctx, "outcome already recorded", "outcome", c.To)
+			return nil
+		}
+		if err == nil {
+			break
+		}
+		log.WarnContext(ctx, "outcome write failed", "outcome", c.To, "attempt", attempt+1, "error", err)
 	}
 	return h.recorded(ctx, log, c, d, err)
 }
+
+// outcomeWriteAttempts and outcomeWriteBackoff bound finish's tries of an
+// outcome write: 3 tries 100 and 200 ms apart (each with the SDK's own
+// retries), well inside the time an invocation keeps after its provider
+// calls.
+const (
+	outcomeWriteAttempts = 3
+	outcomeWriteBackoff  = 100 * time.Millisecond
+)
 
 // recorded logs and counts an outcome the store accepted (err nil), or asks
 // SQS to retry the message when the write failed.
