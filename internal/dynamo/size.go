@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/scheduler"
 )
 
 // ItemKeys are the keys an item is stored under: the table's partition key
@@ -148,7 +149,7 @@ func ReadUnits(size int, consistent bool) float64 {
 // WatchItemKeys builds a watch item as ArmWatch stores it and returns its
 // keys and billed sizes (gsi3 projects its priority; the entries stay in the
 // table).
-func (s *Store) WatchItemKeys(w domain.Watch) (ItemKeys, error) {
+func (s *Store) WatchItemKeys(w scheduler.Watch) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal watch: %w", err)
