@@ -198,7 +198,7 @@ func (t *tally) invoke(fn string, n, seconds float64) {
 
 // model drives the real key and item builders of internal/dynamo.
 type model struct {
-	store *dynamo.Store
+	store *dynamo.Table
 	now   time.Time
 	rng   *rand.Rand
 	seq   int

@@ -48,7 +48,7 @@ func DuePartitionKey(p scheduler.DuePartition) string {
 
 // DuePartitions lists every partition of the buckets from the one holding
 // from to the one holding to, oldest bucket first.
-func (s *Store) DuePartitions(from, to time.Time) []scheduler.DuePartition {
+func (s *Scheduling) DuePartitions(from, to time.Time) []scheduler.DuePartition {
 	var out []scheduler.DuePartition
 	for b := from.UTC().Truncate(DueBucketWidth); !b.After(to); b = b.Add(DueBucketWidth) {
 		for shard := range DueShards {
@@ -60,7 +60,7 @@ func (s *Store) DuePartitions(from, to time.Time) []scheduler.DuePartition {
 
 // HasDue reports whether partition p holds an entry due at or before now:
 // one Query of at most one index item (0.5 read units).
-func (s *Store) HasDue(ctx context.Context, p scheduler.DuePartition, now time.Time) (bool, error) {
+func (s *Scheduling) HasDue(ctx context.Context, p scheduler.DuePartition, now time.Time) (bool, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -83,19 +83,19 @@ func (s *Store) HasDue(ctx context.Context, p scheduler.DuePartition, now time.T
 // index projects only what a release needs (notification, channel, user,
 // priority, due time); a delivery's Status is left empty (the release's
 // conditional transition decides).
-func (s *Store) ListDue(ctx context.Context, p scheduler.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []scheduler.Watch, error) {
+func (s *Scheduling) ListDue(ctx context.Context, p scheduler.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []scheduler.Watch, error) {
 	return s.listDue(ctx, p, now, limit)
 }
 
 // ListWatchesUntil returns the watches of partition p due at or before until
 // (in the future too: a watch that found a delivery stuck waits there), at
 // most 1,000 entries of the partition: an operator's listing, not a release.
-func (s *Store) ListWatchesUntil(ctx context.Context, p scheduler.DuePartition, until time.Time) ([]scheduler.Watch, error) {
+func (s *Scheduling) ListWatchesUntil(ctx context.Context, p scheduler.DuePartition, until time.Time) ([]scheduler.Watch, error) {
 	_, ws, err := s.listDue(ctx, p, until, 1000)
 	return ws, err
 }
 
-func (s *Store) listDue(ctx context.Context, p scheduler.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []scheduler.Watch, error) {
+func (s *Scheduling) listDue(ctx context.Context, p scheduler.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []scheduler.Watch, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -134,7 +134,7 @@ const (
 )
 
 // ReleaseWatermark returns the stored watermark (zero when none).
-func (s *Store) ReleaseWatermark(ctx context.Context) (time.Time, error) {
+func (s *Scheduling) ReleaseWatermark(ctx context.Context) (time.Time, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(schedulerPK, watermarkSK), ConsistentRead: aws.Bool(true),
 	})
@@ -146,7 +146,7 @@ func (s *Store) ReleaseWatermark(ctx context.Context) (time.Time, error) {
 
 // AdvanceReleaseWatermark moves the watermark forward to t; it never moves it
 // back (a concurrent run may have advanced it further).
-func (s *Store) AdvanceReleaseWatermark(ctx context.Context, t time.Time) error {
+func (s *Scheduling) AdvanceReleaseWatermark(ctx context.Context, t time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(schedulerPK, watermarkSK),

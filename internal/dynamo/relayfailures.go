@@ -67,7 +67,7 @@ func relayFailureShard(seq string) int {
 
 // NoteRelayFailure records a failing stream record's note (one PutItem;
 // writing it again for a retry of the same record overwrites it).
-func (s *Store) NoteRelayFailure(ctx context.Context, f relay.Failure) error {
+func (s *Scheduling) NoteRelayFailure(ctx context.Context, f relay.Failure) error {
 	seq, err := paddedSequence(f.SequenceNumber)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (s *Store) NoteRelayFailure(ctx context.Context, f relay.Failure) error {
 // to last (inclusive) created between from and to (each widened by a day:
 // the on-failure record's arrival times are approximate), in sequence
 // order: one Query per day and shard.
-func (s *Store) RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]relay.Failure, error) {
+func (s *Scheduling) RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]relay.Failure, error) {
 	lo, err := paddedSequence(first)
 	if err != nil {
 		return nil, err

@@ -64,7 +64,7 @@ func TestRelayFailureNotes(t *testing.T) {
 	sk := fmt.Sprintf("%040s", seqOf(0))
 	found := false
 	for shard := range dynamo.RelayFailureShards {
-		if item := rawItem(t, db, s.Table(), fmt.Sprintf("RF#20260302#%d", shard), sk); item != nil {
+		if item := rawItem(t, db, s.Name(), fmt.Sprintf("RF#20260302#%d", shard), sk); item != nil {
 			found = true
 			if ttl := numAttr(t, item, "ttl"); ttl != fmt.Sprint(at.Add(dynamo.RelayFailureKeep).Unix()) {
 				t.Errorf("ttl %s", ttl)

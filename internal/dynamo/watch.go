@@ -44,7 +44,7 @@ type watchItem struct {
 	GSI3SK   string           `dynamodbav:"gsi3sk"`
 }
 
-func (s *Store) toWatchItem(w scheduler.Watch) watchItem {
+func (s *Table) toWatchItem(w scheduler.Watch) watchItem {
 	it := watchItem{PK: watchPrefix + w.ID, SK: watchSK, Kind: "watch", Priority: string(w.Priority),
 		ArmedAt: formatTime(w.ArmedAt), DueAt: formatTime(w.DueAt), Checks: w.Checks, TTL: w.DueAt.Add(s.retention).Unix(),
 		GSI3PK: DuePartitionKey(DuePartitionOf(w.DueAt, w.ID, watchChannel)), GSI3SK: dueSortKey(w.DueAt, w.ID, watchChannel)}
@@ -68,7 +68,7 @@ func decodeWatch(av map[string]types.AttributeValue) (*scheduler.Watch, error) {
 }
 
 // ArmWatch writes a new watch (one PutItem; its due-index entry).
-func (s *Store) ArmWatch(ctx context.Context, w scheduler.Watch) error {
+func (s *Scheduling) ArmWatch(ctx context.Context, w scheduler.Watch) error {
 	if len(w.Entries) == 0 {
 		return nil
 	}
@@ -83,7 +83,7 @@ func (s *Store) ArmWatch(ctx context.Context, w scheduler.Watch) error {
 }
 
 // LoadWatch reads a watch (strongly consistent); nil when it has ended.
-func (s *Store) LoadWatch(ctx context.Context, id string) (*scheduler.Watch, error) {
+func (s *Scheduling) LoadWatch(ctx context.Context, id string) (*scheduler.Watch, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(watchPrefix+id, watchSK), ConsistentRead: aws.Bool(true),
 	})
@@ -99,7 +99,7 @@ func (s *Store) LoadWatch(ctx context.Context, id string) (*scheduler.Watch, err
 // WatchedDeliveries reads the deliveries of keys (eventually consistent,
 // 100 a call): a watch's check needs only whether each has moved on in the
 // last StuckAfter. Keys with no item are absent from the map.
-func (s *Store) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
+func (s *Scheduling) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
 	seen := map[domain.DeliveryKey]bool{}
 	var ks []map[string]types.AttributeValue
 	for _, k := range keys {
@@ -125,7 +125,7 @@ func (s *Store) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey
 
 // RearmWatch replaces a watch read at w.DueAt with its remaining entries,
 // due at next after checks checks, unless another check moved it meanwhile.
-func (s *Store) RearmWatch(ctx context.Context, w scheduler.Watch, remaining []scheduler.WatchEntry, next time.Time, checks int) error {
+func (s *Scheduling) RearmWatch(ctx context.Context, w scheduler.Watch, remaining []scheduler.WatchEntry, next time.Time, checks int) error {
 	seen := w.DueAt
 	w.Entries, w.DueAt, w.Checks = remaining, next, checks
 	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
@@ -148,7 +148,7 @@ func (s *Store) RearmWatch(ctx context.Context, w scheduler.Watch, remaining []s
 
 // EndWatch deletes a watch read at w.DueAt whose deliveries have all ended,
 // unless another check moved it meanwhile.
-func (s *Store) EndWatch(ctx context.Context, w scheduler.Watch) error {
+func (s *Scheduling) EndWatch(ctx context.Context, w scheduler.Watch) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(watchPrefix+w.ID, watchSK),
