@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/scheduler"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // The due-time index (gsi3) is keyed DUE#<bucket>#<shard>: one partition per
@@ -33,26 +33,26 @@ const (
 )
 
 // DuePartitionOf is the partition a delivery due at due lands in.
-func DuePartitionOf(due time.Time, notificationID string, c domain.Channel) scheduler.DuePartition {
+func DuePartitionOf(due time.Time, notificationID string, c domain.Channel) recovery.DuePartition {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(notificationID))
 	_, _ = h.Write([]byte{'#'})
 	_, _ = h.Write([]byte(c))
-	return scheduler.DuePartition{Bucket: due.UTC().Truncate(DueBucketWidth), Shard: int(h.Sum32() % DueShards)}
+	return recovery.DuePartition{Bucket: due.UTC().Truncate(DueBucketWidth), Shard: int(h.Sum32() % DueShards)}
 }
 
 // DuePartitionKey is the index partition key of p.
-func DuePartitionKey(p scheduler.DuePartition) string {
+func DuePartitionKey(p recovery.DuePartition) string {
 	return duePKPrefix + p.Bucket.UTC().Format(dueBucketTime) + "#" + strconv.Itoa(p.Shard)
 }
 
 // DuePartitions lists every partition of the buckets from the one holding
 // from to the one holding to, oldest bucket first.
-func (s *Scheduling) DuePartitions(from, to time.Time) []scheduler.DuePartition {
-	var out []scheduler.DuePartition
+func (s *Scheduling) DuePartitions(from, to time.Time) []recovery.DuePartition {
+	var out []recovery.DuePartition
 	for b := from.UTC().Truncate(DueBucketWidth); !b.After(to); b = b.Add(DueBucketWidth) {
 		for shard := range DueShards {
-			out = append(out, scheduler.DuePartition{Bucket: b, Shard: shard})
+			out = append(out, recovery.DuePartition{Bucket: b, Shard: shard})
 		}
 	}
 	return out
@@ -60,7 +60,7 @@ func (s *Scheduling) DuePartitions(from, to time.Time) []scheduler.DuePartition 
 
 // HasDue reports whether partition p holds an entry due at or before now:
 // one Query of at most one index item (0.5 read units).
-func (s *Scheduling) HasDue(ctx context.Context, p scheduler.DuePartition, now time.Time) (bool, error) {
+func (s *Scheduling) HasDue(ctx context.Context, p recovery.DuePartition, now time.Time) (bool, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -78,24 +78,24 @@ func (s *Scheduling) HasDue(ctx context.Context, p scheduler.DuePartition, now t
 }
 
 // ListDue returns up to limit entries of partition p due at or before now,
-// oldest first: deferred deliveries and in-flight watches (scheduler.Watch: id,
+// oldest first: deferred deliveries and in-flight watches (recovery.Watch: id,
 // priority and due time; the entries stay in the table). The
 // index projects only what a release needs (notification, channel, user,
 // priority, due time); a delivery's Status is left empty (the release's
 // conditional transition decides).
-func (s *Scheduling) ListDue(ctx context.Context, p scheduler.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []scheduler.Watch, error) {
+func (s *Scheduling) ListDue(ctx context.Context, p recovery.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []recovery.Watch, error) {
 	return s.listDue(ctx, p, now, limit)
 }
 
 // ListWatchesUntil returns the watches of partition p due at or before until
 // (in the future too: a watch that found a delivery stuck waits there), at
 // most 1,000 entries of the partition: an operator's listing, not a release.
-func (s *Scheduling) ListWatchesUntil(ctx context.Context, p scheduler.DuePartition, until time.Time) ([]scheduler.Watch, error) {
+func (s *Scheduling) ListWatchesUntil(ctx context.Context, p recovery.DuePartition, until time.Time) ([]recovery.Watch, error) {
 	_, ws, err := s.listDue(ctx, p, until, 1000)
 	return ws, err
 }
 
-func (s *Scheduling) listDue(ctx context.Context, p scheduler.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []scheduler.Watch, error) {
+func (s *Scheduling) listDue(ctx context.Context, p recovery.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []recovery.Watch, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -109,10 +109,10 @@ func (s *Scheduling) listDue(ctx context.Context, p scheduler.DuePartition, now 
 		return nil, nil, fmt.Errorf("query due partition %s: %w", DuePartitionKey(p), err)
 	}
 	res := make([]domain.Delivery, 0, len(out.Items))
-	var ws []scheduler.Watch
+	var ws []recovery.Watch
 	for _, av := range out.Items {
 		if pk := stringAttr(av, "pk"); strings.HasPrefix(pk, watchPrefix) {
-			ws = append(ws, scheduler.Watch{ID: strings.TrimPrefix(pk, watchPrefix), Priority: domain.Priority(stringAttr(av, "priority")),
+			ws = append(ws, recovery.Watch{ID: strings.TrimPrefix(pk, watchPrefix), Priority: domain.Priority(stringAttr(av, "priority")),
 				DueAt: parseTime(strings.SplitN(stringAttr(av, "gsi3sk"), "#", 2)[0])})
 			continue
 		}

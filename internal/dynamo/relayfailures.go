@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/heraldhq/herald/internal/relay"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
-// Relay failure notes (relay.Failure) are items
+// Relay failure notes (recovery.RelayFailure) are items
 // pk RF#<yyyyMMdd of the record's creation>#<shard>, sk the record's sequence
 // number zero-padded to 40 digits (DynamoDB Streams' longest), so the notes
 // of one on-failure record's range are a BETWEEN query per day and shard.
@@ -67,7 +67,7 @@ func relayFailureShard(seq string) int {
 
 // NoteRelayFailure records a failing stream record's note (one PutItem;
 // writing it again for a retry of the same record overwrites it).
-func (s *Scheduling) NoteRelayFailure(ctx context.Context, f relay.Failure) error {
+func (s *Scheduling) NoteRelayFailure(ctx context.Context, f recovery.RelayFailure) error {
 	seq, err := paddedSequence(f.SequenceNumber)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func (s *Scheduling) NoteRelayFailure(ctx context.Context, f relay.Failure) erro
 // to last (inclusive) created between from and to (each widened by a day:
 // the on-failure record's arrival times are approximate), in sequence
 // order: one Query per day and shard.
-func (s *Scheduling) RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]relay.Failure, error) {
+func (s *Scheduling) RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]recovery.RelayFailure, error) {
 	lo, err := paddedSequence(first)
 	if err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func (s *Scheduling) RelayFailures(ctx context.Context, from, to time.Time, firs
 	if to.Sub(from) > RelayFailureKeep {
 		return nil, errors.New("relay failure notes: a range of more than 15 days")
 	}
-	var out []relay.Failure
+	var out []recovery.RelayFailure
 	for day := from.UTC().Add(-24 * time.Hour).Truncate(24 * time.Hour); !day.After(to.UTC().Add(24 * time.Hour)); day = day.Add(24 * time.Hour) {
 		for shard := range RelayFailureShards {
 			p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
@@ -129,12 +129,12 @@ func (s *Scheduling) RelayFailures(ctx context.Context, from, to time.Time, firs
 					if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 						return nil, fmt.Errorf("unmarshal relay failure note: %w", err)
 					}
-					out = append(out, relay.Failure{SequenceNumber: it.Seq, At: parseTime(it.At), PK: it.ItemPK, SK: it.ItemSK, NotificationID: it.NotificationID})
+					out = append(out, recovery.RelayFailure{SequenceNumber: it.Seq, At: parseTime(it.At), PK: it.ItemPK, SK: it.ItemSK, NotificationID: it.NotificationID})
 				}
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b relay.Failure) int {
+	slices.SortFunc(out, func(a, b recovery.RelayFailure) int {
 		pa, _ := paddedSequence(a.SequenceNumber)
 		pb, _ := paddedSequence(b.SequenceNumber)
 		return strings.Compare(pa, pb)

@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/scheduler"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // ItemKeys are the keys an item is stored under: the table's partition key
@@ -149,7 +149,7 @@ func ReadUnits(size int, consistent bool) float64 {
 // WatchItemKeys builds a watch item as ArmWatch stores it and returns its
 // keys and billed sizes (gsi3 projects its priority; the entries stay in the
 // table).
-func (s *Table) WatchItemKeys(w scheduler.Watch) (ItemKeys, error) {
+func (s *Table) WatchItemKeys(w recovery.Watch) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal watch: %w", err)

@@ -1,4 +1,4 @@
-package scheduler
+package recovery
 
 import (
 	"crypto/rand"
