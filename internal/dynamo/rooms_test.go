@@ -4,8 +4,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -150,5 +152,34 @@ func TestEveryStoreIsListed(t *testing.T) {
 		if !listed[r] {
 			t.Errorf("%s has exported methods but is neither the Table nor a store of dynamo.Stores", r)
 		}
+	}
+}
+
+// TestArchitectureDrawsTheStoreRooms: docs/architecture.md's "The store's
+// rooms" draws every feature store of dynamo.Stores, and no other.
+func TestArchitectureDrawsTheStoreRooms(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## The store's rooms\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no "## The store's rooms" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	drawn := map[string]bool{}
+	for _, m := range regexp.MustCompile(`[├└]─ (\w+) ─`).FindAllStringSubmatch(section, -1) {
+		drawn[m[1]] = true
+	}
+	st := reflect.TypeFor[dynamo.Stores]()
+	for i := range st.NumField() {
+		name := st.Field(i).Type.Elem().Name()
+		if !drawn[name] {
+			t.Errorf("the store %s is not drawn in \"The store's rooms\"", name)
+		}
+		delete(drawn, name)
+	}
+	for name := range drawn {
+		t.Errorf("\"The store's rooms\" draws %s, which is not in dynamo.Stores", name)
 	}
 }
