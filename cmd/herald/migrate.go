@@ -39,14 +39,14 @@ dynamodb:UpdateItem on the table (and cloudformation:DescribeStacks with --stack
 var errMigrateUsage = errors.New("usage")
 
 // migrateConnect opens the selected deployment's table.
-type migrateConnect func(ctx context.Context, w ops.Where) (*dynamo.Store, string, error)
+type migrateConnect func(ctx context.Context, w ops.Where) (*dynamo.Inbox, string, error)
 
-func defaultMigrateConnect(ctx context.Context, w ops.Where) (*dynamo.Store, string, error) {
+func defaultMigrateConnect(ctx context.Context, w ops.Where) (*dynamo.Inbox, string, error) {
 	cfg, t, desc, err := ops.DefaultResolver().Resolve(ctx, w)
 	if err != nil {
 		return nil, "", err
 	}
-	return dynamo.New(dynamodb.NewFromConfig(cfg), t.Table), desc, nil
+	return &dynamo.Inbox{Table: dynamo.New(dynamodb.NewFromConfig(cfg), t.Table)}, desc, nil
 }
 
 // runMigrate is `herald migrate`.
@@ -89,7 +89,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, co
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "migrate inbox-index on %s (table %s)%s\n", desc, store.Table(), map[bool]string{true: ", dry run", false: ""}[o.DryRun])
+	fmt.Fprintf(stderr, "migrate inbox-index on %s (table %s)%s\n", desc, store.Name(), map[bool]string{true: ", dry run", false: ""}[o.DryRun])
 	enc := json.NewEncoder(stdout)
 	o.Progress = func(p dynamo.MigrateInboxProgress) {
 		if *asJSON {

@@ -13,7 +13,7 @@ import (
 
 // TestMigrateUsage: mistakes are usage errors before any connection.
 func TestMigrateUsage(t *testing.T) {
-	connect := func(context.Context, ops.Where) (*dynamo.Store, string, error) {
+	connect := func(context.Context, ops.Where) (*dynamo.Inbox, string, error) {
 		t.Error("connected despite a usage error")
 		return nil, "", errors.New("no")
 	}

@@ -89,19 +89,21 @@ func (d Deps) Require(names ...string) (map[string]string, error) {
 	return out, nil
 }
 
-// Store opens the table TABLE_NAME, with the retention RETENTION_DAYS when set.
-func (d Deps) Store() (*dynamo.Store, error) {
+// Stores opens the feature stores over the table TABLE_NAME, with the
+// retention RETENTION_DAYS when set; each function's wiring hands each
+// consumer the stores it uses.
+func (d Deps) Stores() (dynamo.Stores, error) {
 	env, err := d.Require("TABLE_NAME")
 	if err != nil {
-		return nil, err
+		return dynamo.Stores{}, err
 	}
 	opts := []dynamo.Option{dynamo.WithClock(d.Now)}
 	if v := d.Getenv("RETENTION_DAYS"); v != "" {
 		days, err := strconv.Atoi(v)
 		if err != nil || days < 1 {
-			return nil, fmt.Errorf("RETENTION_DAYS %q: want a positive integer", v)
+			return dynamo.Stores{}, fmt.Errorf("RETENTION_DAYS %q: want a positive integer", v)
 		}
 		opts = append(opts, dynamo.WithRetention(time.Duration(days)*24*time.Hour))
 	}
-	return dynamo.New(dynamodb.NewFromConfig(d.AWS), env["TABLE_NAME"], opts...), nil
+	return dynamo.StoresOf(dynamo.New(dynamodb.NewFromConfig(d.AWS), env["TABLE_NAME"], opts...)), nil
 }

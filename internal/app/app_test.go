@@ -17,7 +17,7 @@ func TestDepsFromTheEnvironment(t *testing.T) {
 	}{
 		{"all missing names at once", func() error { _, err := d.Require("A", "TABLE_NAME", "B"); return err }, "missing environment: A, B"},
 		{"present", func() error { _, err := d.Require("TABLE_NAME"); return err }, ""},
-		{"retention not positive", func() error { _, err := d.Store(); return err }, "RETENTION_DAYS"},
+		{"retention not positive", func() error { _, err := d.Stores(); return err }, "RETENTION_DAYS"},
 		{"no catalog", d.RequireCatalog, "catalog is not loaded"},
 		{"catalog", Deps{Catalog: &catalog.Catalog{}}.RequireCatalog, ""},
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // TestSampleEventsRoundTrip decodes each sample event for `sam local invoke`
@@ -94,7 +95,7 @@ func TestSampleWorkMessages(t *testing.T) {
 // malformed one would only show the DLQ path), with md5OfBody the body's.
 func TestSampleStepMessages(t *testing.T) {
 	samples := map[string]func(body string) error{
-		"scheduler-release-message.json": func(b string) error { _, err := domain.DecodeReleaseMessage(b); return err },
+		"scheduler-release-message.json": func(b string) error { _, err := recovery.DecodeReleaseMessage(b); return err },
 		"campaign-plan-message.json":     func(b string) error { _, err := domain.DecodeCampaignMessage(b); return err },
 	}
 	for name, decode := range samples {

@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/recovery"
 	"github.com/heraldhq/herald/internal/scheduler"
 )
 
@@ -146,7 +147,7 @@ type Limits struct {
 	// EventBusPerStack whether the template builds it from AWS::StackName.
 	EventBusName     string `json:"eventBusName"`
 	EventBusPerStack bool   `json:"eventBusPerStack"`
-	// StuckAfterLowSeconds is domain.StuckAfter(low): how long a low
+	// StuckAfterLowSeconds is recovery.StuckAfter(low): how long a low
 	// delivery may wait in flight before its work message is presumed lost.
 	StuckAfterLowSeconds float64 `json:"stuckAfterLowSeconds"`
 }
@@ -206,7 +207,7 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l := Limits{Template: path, SendRate: map[domain.Channel]float64{}, Batch: map[domain.Priority]float64{}, MaxConcurrency: map[domain.Priority]float64{},
 		Routes: map[string]RouteThrottle{}, WarmWrite: map[string]float64{}, WarmRead: map[string]float64{}, QueueRetention: map[string]float64{},
 		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}, Traced: map[string]bool{},
-		StreamParallelization: map[string]float64{}, StreamFunction: map[string]string{}, StuckAfterLowSeconds: domain.StuckAfter(domain.PriorityLow).Seconds()}
+		StreamParallelization: map[string]float64{}, StreamFunction: map[string]string{}, StuckAfterLowSeconds: recovery.StuckAfter(domain.PriorityLow).Seconds()}
 	for _, fn := range tm.Functions() {
 		if fn.Tracing == "Active" {
 			l.Traced[fn.LogicalID] = true

@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/campaign"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // Profile is the load the model is run with (issue 14).
@@ -197,7 +198,7 @@ func (t *tally) invoke(fn string, n, seconds float64) {
 
 // model drives the real key and item builders of internal/dynamo.
 type model struct {
-	store *dynamo.Store
+	store *dynamo.Table
 	now   time.Time
 	rng   *rand.Rand
 	seq   int
@@ -298,7 +299,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 	return m.watch(t, user, k.Priority, k.Channels, sent)
 }
 
-// watch is a notification's share of an in-flight watch (domain.Watch): one
+// watch is a notification's share of an in-flight watch (recovery.Watch): one
 // per relay batch (or release page) and priority, over the batch's sent
 // deliveries. Armed before the messages go out (one item listing them and
 // its due-index entry), checked by the scheduler once due (a share of a page
@@ -310,7 +311,7 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 		return nil
 	}
 	const perWatch = relayRecordsPerBatch // notifications a watch covers
-	w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
+	w := recovery.Watch{ID: recovery.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(recovery.StuckAfter(p))}
 	wk, err := m.watchKeys(w, channels[:len(dks)])
 	if err != nil {
 		return err
@@ -337,7 +338,7 @@ func (m *model) watch(t *tally, user string, p domain.Priority, channels []domai
 // once per shape and every other watch adds that part to its own entry-less
 // item, whose keys (the id picks the due shard, whose number's length shows
 // in the size) are its own.
-func (m *model) watchKeys(w domain.Watch, channels []domain.Channel) (dynamo.ItemKeys, error) {
+func (m *model) watchKeys(w recovery.Watch, channels []domain.Channel) (dynamo.ItemKeys, error) {
 	const perWatch = relayRecordsPerBatch
 	shape := fmt.Sprint(w.Priority, channels)
 	part, ok := m.watchEntries[shape]
@@ -364,7 +365,7 @@ func (m *model) watchKeys(w domain.Watch, channels []domain.Channel) (dynamo.Ite
 	full := w
 	for i := range perWatch {
 		for _, c := range channels {
-			full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+			full.Entries = append(full.Entries, recovery.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
 		}
 	}
 	k, err := m.store.WatchItemKeys(full)

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/events"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // measured is a cost benchmark run (internal/e2e/cost, COST_OUT), checked in.
@@ -389,7 +390,7 @@ func TestWatchKeysAreAFullBuilds(t *testing.T) {
 	for _, p := range domain.Priorities {
 		for _, chans := range [][]domain.Channel{{domain.ChannelEmail}, {domain.ChannelSMS}, {domain.ChannelEmail, domain.ChannelPush}} {
 			for range 40 {
-				w := domain.Watch{ID: domain.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(domain.StuckAfter(p))}
+				w := recovery.Watch{ID: recovery.NewWatchID(), Priority: p, ArmedAt: m.now, DueAt: m.now.Add(recovery.StuckAfter(p))}
 				got, err := m.watchKeys(w, chans)
 				if err != nil {
 					t.Fatal(err)
@@ -397,7 +398,7 @@ func TestWatchKeysAreAFullBuilds(t *testing.T) {
 				full := w
 				for i := range relayRecordsPerBatch {
 					for _, c := range chans {
-						full.Entries = append(full.Entries, domain.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
+						full.Entries = append(full.Entries, recovery.WatchEntry{NotificationID: fmt.Sprintf("%s-%03d", m.id(), i), Channel: c})
 					}
 				}
 				want, err := m.store.WatchItemKeys(full)

@@ -199,7 +199,7 @@ func (s *Stack) RecentNotifications(ctx context.Context, limit int) ([]recentNot
 	if len(heads) > limit {
 		heads = heads[:limit]
 	}
-	store := dynamo.New(db, s.Resources.Table)
+	store := &dynamo.Notifications{Table: dynamo.New(db, s.Resources.Table)}
 	out := make([]recentNotification, 0, len(heads))
 	for _, h := range heads {
 		n, ds, err := store.GetNotificationWithDeliveries(ctx, h.id)

@@ -72,7 +72,7 @@ func decodeAnnouncement(av map[string]types.AttributeValue) (*inbox.Announcement
 // CreateAnnouncement stores a with one conditional PutItem and sets its
 // SortKey. When the id exists already (an idempotent replay), nothing is
 // written and the stored announcement is returned with domain.ErrConflict.
-func (s *Store) CreateAnnouncement(ctx context.Context, a *inbox.Announcement) (*inbox.Announcement, error) {
+func (s *Inbox) CreateAnnouncement(ctx context.Context, a *inbox.Announcement) (*inbox.Announcement, error) {
 	a.SortKey = announcementSortKey(a)
 	record := announcementItem{
 		PK: announcementPrefix + a.ID, SK: announcementSK, Kind: "announcement", ID: a.ID,
@@ -80,7 +80,7 @@ func (s *Store) CreateAnnouncement(ctx context.Context, a *inbox.Announcement) (
 		CreatedAt: formatTime(a.CreatedAt), Caller: a.Caller, RequestHash: a.RequestHash, TTL: a.ExpiresAt.Unix(),
 		GSI2PK: announcementsPartition, GSI2SK: a.SortKey,
 	}
-	existing, err := createIfAbsent(ctx, s, "announcement "+a.ID, record, decodeAnnouncement,
+	existing, err := createIfAbsent(ctx, s.Table, "announcement "+a.ID, record, decodeAnnouncement,
 		func(ctx context.Context) (*inbox.Announcement, error) { return s.GetAnnouncement(ctx, a.ID) })
 	if err != nil {
 		return existing, err
@@ -89,7 +89,7 @@ func (s *Store) CreateAnnouncement(ctx context.Context, a *inbox.Announcement) (
 }
 
 // GetAnnouncement reads one announcement (strongly consistent).
-func (s *Store) GetAnnouncement(ctx context.Context, id string) (*inbox.Announcement, error) {
+func (s *Inbox) GetAnnouncement(ctx context.Context, id string) (*inbox.Announcement, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(announcementPrefix+id, announcementSK), ConsistentRead: aws.Bool(true),
 	})
@@ -104,7 +104,7 @@ func (s *Store) GetAnnouncement(ctx context.Context, id string) (*inbox.Announce
 
 // ListAnnouncements reads one page of stored announcements (until TTL removes
 // expired ones), newest published first, strictly older than position.
-func (s *Store) ListAnnouncements(ctx context.Context, position string, limit int) ([]inbox.Announcement, bool, error) {
+func (s *Inbox) ListAnnouncements(ctx context.Context, position string, limit int) ([]inbox.Announcement, bool, error) {
 	cond := "gsi2pk = :pk"
 	values := map[string]types.AttributeValue{":pk": str(announcementsPartition)}
 	if position != "" {
@@ -140,7 +140,7 @@ func (s *Store) ListAnnouncements(ctx context.Context, position string, limit in
 // UnexpiredAnnouncements reads the announcements not yet expired at now
 // (active and scheduled), newest published first, at most
 // MaxAnnouncementsScanned items evaluated.
-func (s *Store) UnexpiredAnnouncements(ctx context.Context, now time.Time) ([]inbox.Announcement, error) {
+func (s *Inbox) UnexpiredAnnouncements(ctx context.Context, now time.Time) ([]inbox.Announcement, error) {
 	var list []inbox.Announcement
 	var start map[string]types.AttributeValue
 	scanned := 0

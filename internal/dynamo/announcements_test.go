@@ -38,7 +38,7 @@ func TestAnnouncementsRoundTripPageAndTTL(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(stored, a) {
 			t.Errorf("round trip:\n got %+v, %v\nwant %+v", stored, err, a)
 		}
-		item := rawItem(t, db, s.Table(), "A#"+a.ID, "A")
+		item := rawItem(t, db, s.Name(), "A#"+a.ID, "A")
 		if ttl := numAttr(t, item, "ttl"); ttl != fmt.Sprint(a.ExpiresAt.Unix()) {
 			t.Errorf("ttl %s, want the expiry", ttl)
 		}
@@ -132,7 +132,7 @@ func TestAnnouncementMarkersAndInboxState(t *testing.T) {
 		t.Errorf("read-all of an archived announcement: changed %v, %v", changed, err)
 	}
 	// Markers go with their announcement.
-	if ttl := numAttr(t, rawItem(t, db, s.Table(), "ANNREAD#"+user, b.ID), "ttl"); ttl != fmt.Sprint(b.ExpiresAt.Unix()) {
+	if ttl := numAttr(t, rawItem(t, db, s.Name(), "ANNREAD#"+user, b.ID), "ttl"); ttl != fmt.Sprint(b.ExpiresAt.Unix()) {
 		t.Errorf("marker ttl %s, want the announcement's expiry", ttl)
 	}
 

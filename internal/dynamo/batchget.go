@@ -20,7 +20,7 @@ const maxBatchGetAttempts = 5
 // keys with a short backoff. Keys with no item are simply absent from the
 // result. shape sets the read's consistency and projection; its Keys are
 // ignored.
-func (s *Store) batchGet(ctx context.Context, what string, keys []map[string]types.AttributeValue, shape types.KeysAndAttributes) ([]map[string]types.AttributeValue, error) {
+func (s *Table) batchGet(ctx context.Context, what string, keys []map[string]types.AttributeValue, shape types.KeysAndAttributes) ([]map[string]types.AttributeValue, error) {
 	var items []map[string]types.AttributeValue
 	for start := 0; start < len(keys); start += maxBatchGetKeys {
 		ka := shape

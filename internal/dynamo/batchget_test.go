@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 )
@@ -153,7 +154,7 @@ func TestBatchGetChunksAndRetriesUnprocessedKeys(t *testing.T) {
 			if tt.cancel {
 				cancel()
 			}
-			got, err := dynamo.New(f, "t").GetNotifications(ctx, all)
+			got, err := stacktest.NewStores(dynamo.New(f, "t")).GetNotifications(ctx, all)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("error %v, want %q", err, tt.wantErr)

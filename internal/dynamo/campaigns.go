@@ -144,7 +144,7 @@ type lotItem struct {
 	TTL      int64    `dynamodbav:"ttl,omitempty"`
 }
 
-func (s *Store) toCampaignItem(c *domain.Campaign) campaignItem {
+func (s *Table) toCampaignItem(c *domain.Campaign) campaignItem {
 	it := campaignItem{
 		PK: CampaignPK(c.ID), SK: campaignSK, Kind: campaignItemKind, ID: c.ID, Caller: c.Caller, Type: c.Type,
 		Priority: string(c.Priority), SendAt: formatTime(c.SendAt), ExpiresAt: formatTime(c.ExpiresAt),
@@ -185,7 +185,7 @@ func decodeCampaign(av map[string]types.AttributeValue) (*domain.Campaign, error
 
 // chunkPuts are the conditional puts of a chunk: its marker in the
 // campaign's partition and its ids on their own.
-func (s *Store) chunkPuts(c *domain.Campaign, chunk string, ids []string, hash string) ([]types.TransactWriteItem, error) {
+func (s *Table) chunkPuts(c *domain.Campaign, chunk string, ids []string, hash string) ([]types.TransactWriteItem, error) {
 	ttl := s.expiry(c.RetainFrom())
 	marker, err := attributevalue.MarshalMap(chunkMarker{PK: CampaignPK(c.ID), SK: chunkPrefix + chunk, Kind: "campaignChunk", Count: len(ids), Hash: hash, TTL: ttl})
 	if err != nil {
@@ -204,7 +204,7 @@ func (s *Store) chunkPuts(c *domain.Campaign, chunk string, ids []string, hash s
 	}, nil
 }
 
-func (s *Store) campaignDataPut(c *domain.Campaign) (types.TransactWriteItem, error) {
+func (s *Table) campaignDataPut(c *domain.Campaign) (types.TransactWriteItem, error) {
 	item, err := attributevalue.MarshalMap(campaignDataItem{PK: CampaignPK(c.ID), SK: campaignDataSK, Kind: "campaignData", Data: c.Data, TTL: s.expiry(c.RetainFrom())})
 	if err != nil {
 		return types.TransactWriteItem{}, fmt.Errorf("marshal campaign data: %w", err)
@@ -217,7 +217,7 @@ func (s *Store) campaignDataPut(c *domain.Campaign) (types.TransactWriteItem, er
 // in one transaction conditioned on the campaign not existing. When it exists (an idempotent
 // replay, a concurrent duplicate), nothing is written and the stored campaign
 // is returned with domain.ErrConflict.
-func (s *Store) CreateCampaign(ctx context.Context, c *domain.Campaign, inline []string, inlineHash string) (*domain.Campaign, error) {
+func (s *Campaigns) CreateCampaign(ctx context.Context, c *domain.Campaign, inline []string, inlineHash string) (*domain.Campaign, error) {
 	if len(inline) > 0 {
 		c.Chunks, c.Recipients = 1, len(inline)
 	}
@@ -274,7 +274,7 @@ func isTransactionConflict(err error) bool {
 
 // GetCampaign reads a campaign (strongly consistent); domain.ErrNotFound if
 // there is none.
-func (s *Store) GetCampaign(ctx context.Context, id string) (*domain.Campaign, error) {
+func (s *Campaigns) GetCampaign(ctx context.Context, id string) (*domain.Campaign, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK), ConsistentRead: aws.Bool(true),
 	})
@@ -288,7 +288,7 @@ func (s *Store) GetCampaign(ctx context.Context, id string) (*domain.Campaign, e
 }
 
 // GetCampaignData reads a campaign's template data (nil when it has none).
-func (s *Store) GetCampaignData(ctx context.Context, id string) (map[string]any, error) {
+func (s *Campaigns) GetCampaignData(ctx context.Context, id string) (map[string]any, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignDataSK)})
 	if err != nil {
 		return nil, fmt.Errorf("get data of campaign %s: %w", id, err)
@@ -304,7 +304,7 @@ func (s *Store) GetCampaignData(ctx context.Context, id string) (map[string]any,
 }
 
 // ownCampaign reads caller's campaign; another caller's is domain.ErrNotFound.
-func (s *Store) ownCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
+func (s *Campaigns) ownCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
 	c, err := s.GetCampaign(ctx, id)
 	if err != nil {
 		return nil, err
@@ -320,7 +320,7 @@ func (s *Store) ownCampaign(ctx context.Context, id, caller string) (*domain.Cam
 // the same ids (hash) again writes nothing and reports created false; with
 // other ids it is domain.ErrChunkConflict. A campaign that is not a draft is
 // domain.ErrCampaignNotDraft, another caller's or none domain.ErrNotFound.
-func (s *Store) AddChunk(ctx context.Context, id, caller, chunk string, ids []string, hash string) (created bool, err error) {
+func (s *Campaigns) AddChunk(ctx context.Context, id, caller, chunk string, ids []string, hash string) (created bool, err error) {
 	c := &domain.Campaign{ID: id, CreatedAt: s.now()}
 	puts, err := s.chunkPuts(c, chunk, ids, hash)
 	if err != nil {
@@ -366,14 +366,14 @@ func (s *Store) AddChunk(ctx context.Context, id, caller, chunk string, ids []st
 
 // StartCampaign moves caller's draft campaign to running and returns it;
 // not a draft is domain.ErrCampaignNotDraft.
-func (s *Store) StartCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
+func (s *Campaigns) StartCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
 	return s.updateCampaign(ctx, id, caller, domain.CampaignDraft, "SET #status = :to, startedAt = :now",
 		map[string]types.AttributeValue{":to": str(string(domain.CampaignRunning))}, domain.ErrCampaignNotDraft)
 }
 
 // RevertStart puts a campaign started at startedAt back to draft: its
 // planning message could not be sent, so nothing has run yet.
-func (s *Store) RevertStart(ctx context.Context, id string, startedAt time.Time) error {
+func (s *Campaigns) RevertStart(ctx context.Context, id string, startedAt time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
 		UpdateExpression:          aws.String("SET #status = :draft REMOVE startedAt"),
@@ -394,7 +394,7 @@ func (s *Store) RevertStart(ctx context.Context, id string, startedAt time.Time)
 // copies, written before the status so nothing created after the cancel is
 // sent), and the lots' reconciles finish it. Cancelling again returns the
 // cancelled campaign; a done one is domain.ErrCampaignFinished.
-func (s *Store) CancelCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
+func (s *Campaigns) CancelCampaign(ctx context.Context, id, caller string) (*domain.Campaign, error) {
 	current, err := s.ownCampaign(ctx, id, caller)
 	if err != nil {
 		return nil, err
@@ -434,7 +434,7 @@ func (s *Store) CancelCampaign(ctx context.Context, id, caller string) (*domain.
 // putStatusReplicas writes the cancelled status to every copy the workers
 // read (CampaignStatusPK), kept as long as the campaign's notifications may
 // still be sent (a cancel before sendAt is read at sendAt).
-func (s *Store) putStatusReplicas(ctx context.Context, c *domain.Campaign, cancelledAt time.Time) error {
+func (s *Campaigns) putStatusReplicas(ctx context.Context, c *domain.Campaign, cancelledAt time.Time) error {
 	id := c.ID
 	for r := range CampaignStatusReplicas {
 		_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: map[string]types.AttributeValue{
@@ -452,7 +452,7 @@ func (s *Store) putStatusReplicas(ctx context.Context, c *domain.Campaign, cance
 // updateCampaign applies update to caller's campaign if its status is from;
 // another status is notFrom, another caller's campaign or none
 // domain.ErrNotFound. :now is the store's clock.
-func (s *Store) updateCampaign(ctx context.Context, id, caller string, from domain.CampaignStatus, update string, values map[string]types.AttributeValue, notFrom error) (*domain.Campaign, error) {
+func (s *Campaigns) updateCampaign(ctx context.Context, id, caller string, from domain.CampaignStatus, update string, values map[string]types.AttributeValue, notFrom error) (*domain.Campaign, error) {
 	values[":now"] = str(formatTime(s.now()))
 	values[":caller"] = str(caller)
 	values[":from"] = str(string(from))
@@ -480,7 +480,7 @@ func (s *Store) updateCampaign(ctx context.Context, id, caller string, from doma
 
 // ListChunks returns up to limit chunk keys of a campaign after the key
 // after ("" from the first), in order, and whether more may follow.
-func (s *Store) ListChunks(ctx context.Context, id, after string, limit int) ([]string, bool, error) {
+func (s *Campaigns) ListChunks(ctx context.Context, id, after string, limit int) ([]string, bool, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :r)"),
@@ -503,7 +503,7 @@ func (s *Store) ListChunks(ctx context.Context, id, after string, limit int) ([]
 }
 
 // GetChunk reads the user ids of one chunk; domain.ErrNotFound if absent.
-func (s *Store) GetChunk(ctx context.Context, id, chunk string) ([]string, error) {
+func (s *Campaigns) GetChunk(ctx context.Context, id, chunk string) ([]string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignChunkPK(id, chunk), chunkIDsSK), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("get chunk %s of campaign %s: %w", chunk, id, err)
@@ -519,7 +519,7 @@ func (s *Store) GetChunk(ctx context.Context, id, chunk string) ([]string, error
 }
 
 // GetLot reads a lot's result; domain.ErrNotFound before its first record.
-func (s *Store) GetLot(ctx context.Context, id, chunk string) (*domain.CampaignLot, error) {
+func (s *Campaigns) GetLot(ctx context.Context, id, chunk string) (*domain.CampaignLot, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignLotPK(id, chunk), lotSK), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("get lot %s of campaign %s: %w", chunk, id, err)
@@ -539,7 +539,7 @@ func (s *Store) GetLot(ctx context.Context, id, chunk string) (*domain.CampaignL
 
 // ExistingProfiles reports which of the users have a profile (keys only,
 // 100 per BatchGetItem).
-func (s *Store) ExistingProfiles(ctx context.Context, users []string) (map[string]bool, error) {
+func (s *Campaigns) ExistingProfiles(ctx context.Context, users []string) (map[string]bool, error) {
 	keys := make([]map[string]types.AttributeValue, len(users))
 	for i, u := range users {
 		keys[i] = key(UserPK(u), profileSK)
@@ -558,7 +558,7 @@ func (s *Store) ExistingProfiles(ctx context.Context, users []string) (map[strin
 // RecordLot writes a lot's first result and adds its counts to the
 // campaign, in one transaction conditioned on the lot having no result yet;
 // one that has is domain.ErrConflict (a duplicate lot message).
-func (s *Store) RecordLot(ctx context.Context, id string, lot *domain.CampaignLot) error {
+func (s *Campaigns) RecordLot(ctx context.Context, id string, lot *domain.CampaignLot) error {
 	it := lotItem{
 		PK: CampaignLotPK(id, lot.Chunk), SK: lotSK, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
 		Notified: lot.Counts.Notified, Sent: lot.Counts.Sent, Skipped: lot.Counts.Skipped, Failed: lot.Counts.Failed, Dropped: lot.Counts.Dropped,
@@ -589,7 +589,7 @@ func (s *Store) RecordLot(ctx context.Context, id string, lot *domain.CampaignLo
 // to the campaign, in one transaction conditioned on the lot still being at
 // prev's version: a concurrent or repeated reconcile is domain.ErrConflict
 // and counts nothing.
-func (s *Store) ReconcileLot(ctx context.Context, id string, prev, next *domain.CampaignLot) error {
+func (s *Campaigns) ReconcileLot(ctx context.Context, id string, prev, next *domain.CampaignLot) error {
 	pending := next.Pending
 	if pending == nil {
 		pending = []string{}
@@ -622,7 +622,7 @@ func (s *Store) ReconcileLot(ctx context.Context, id string, prev, next *domain.
 }
 
 // countsUpdate adds delta (and one settled lot) to a campaign's counts.
-func (s *Store) countsUpdate(id string, delta domain.CampaignCounts, settled bool) *types.Update {
+func (s *Campaigns) countsUpdate(id string, delta domain.CampaignCounts, settled bool) *types.Update {
 	lots := int64(0)
 	if settled {
 		lots = 1
@@ -642,7 +642,7 @@ func (s *Store) countsUpdate(id string, delta domain.CampaignCounts, settled boo
 // becomes done, a cancelled one keeps its status; both get finishedAt. It
 // reports whether this call finished it (false: not every lot is settled
 // yet, or it was finished already).
-func (s *Store) FinishCampaign(ctx context.Context, id string) (bool, error) {
+func (s *Campaigns) FinishCampaign(ctx context.Context, id string) (bool, error) {
 	for _, from := range []domain.CampaignStatus{domain.CampaignRunning, domain.CampaignCancelled} {
 		to := domain.CampaignDone
 		if from == domain.CampaignCancelled {
@@ -681,7 +681,7 @@ func applyCampaignStatus(n *domain.Notification, av map[string]types.AttributeVa
 
 // withCampaign applies n's campaign status, reading its status copy when
 // the caller's batch read did not include it (read false).
-func (s *Store) withCampaign(ctx context.Context, n *domain.Notification, campaign map[string]types.AttributeValue, read bool) error {
+func (s *Table) withCampaign(ctx context.Context, n *domain.Notification, campaign map[string]types.AttributeValue, read bool) error {
 	if n == nil || n.CampaignID == "" {
 		return nil
 	}
@@ -707,7 +707,7 @@ func campaignStatusKey(campaignID, notificationID string) map[string]types.Attri
 // CampaignItemKeys builds a campaign's META and DATA items with the code
 // CreateCampaign uses and returns their keys and billed sizes (the capacity
 // model reads them; docs/capacity.md).
-func (s *Store) CampaignItemKeys(c *domain.Campaign) (meta, data ItemKeys, err error) {
+func (s *Table) CampaignItemKeys(c *domain.Campaign) (meta, data ItemKeys, err error) {
 	av, err := attributevalue.MarshalMap(s.toCampaignItem(c))
 	if err != nil {
 		return meta, data, fmt.Errorf("marshal campaign: %w", err)
@@ -720,7 +720,7 @@ func (s *Store) CampaignItemKeys(c *domain.Campaign) (meta, data ItemKeys, err e
 }
 
 // ChunkItemKeys does the same for a chunk's marker and ids (AddChunk).
-func (s *Store) ChunkItemKeys(c *domain.Campaign, chunk string, ids []string, hash string) (marker, payload ItemKeys, err error) {
+func (s *Table) ChunkItemKeys(c *domain.Campaign, chunk string, ids []string, hash string) (marker, payload ItemKeys, err error) {
 	puts, err := s.chunkPuts(c, chunk, ids, hash)
 	if err != nil {
 		return marker, payload, err
@@ -729,7 +729,7 @@ func (s *Store) ChunkItemKeys(c *domain.Campaign, chunk string, ids []string, ha
 }
 
 // LotItemKeys does the same for a lot's result (RecordLot, ReconcileLot).
-func (s *Store) LotItemKeys(id string, lot *domain.CampaignLot) (ItemKeys, error) {
+func (s *Table) LotItemKeys(id string, lot *domain.CampaignLot) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(lotItem{PK: CampaignLotPK(id, lot.Chunk), SK: lotSK, Kind: "campaignLot", Total: lot.Total, Pending: lot.Pending,
 		Notified: lot.Counts.Notified, Sent: lot.Counts.Sent, Skipped: lot.Counts.Skipped, Failed: lot.Counts.Failed, Dropped: lot.Counts.Dropped,
 		Version: lot.Version, TTL: s.expiry(s.now(), lot.RetainFrom)})
@@ -742,7 +742,7 @@ func (s *Store) LotItemKeys(id string, lot *domain.CampaignLot) (ItemKeys, error
 // SetScanSegments records how many parallel scan segments a segment
 // campaign's planning uses, unless a plan step recorded it already, and
 // returns the recorded number (a retried plan step scans the same way).
-func (s *Store) SetScanSegments(ctx context.Context, id string, n int) (int, error) {
+func (s *Campaigns) SetScanSegments(ctx context.Context, id string, n int) (int, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
 		UpdateExpression:          aws.String("SET scanSegments = if_not_exists(scanSegments, :n)"),
@@ -772,7 +772,7 @@ func (s *Store) SetScanSegments(ctx context.Context, id string, n int) (int, err
 // profiles index (KEYS_ONLY: no notification or other item is read), after
 // the user id after ("" from the segment's start). next is the last user id
 // read when the segment may have more, else "".
-func (s *Store) ScanProfiles(ctx context.Context, seg, total int, after string, limit int) (ids []string, next string, err error) {
+func (s *Campaigns) ScanProfiles(ctx context.Context, seg, total int, after string, limit int) (ids []string, next string, err error) {
 	in := &dynamodb.ScanInput{
 		TableName: aws.String(s.table), IndexName: aws.String(IndexProfiles),
 		Segment: aws.Int32(int32(seg)), TotalSegments: aws.Int32(int32(total)), Limit: aws.Int32(int32(limit)),
@@ -799,7 +799,7 @@ func (s *Store) ScanProfiles(ctx context.Context, seg, total int, after string, 
 // GetScanPage reads the page a scan step stored as chunk: the user id its
 // segment continues after ("" when it was the segment's last page); ok
 // false when it is not stored yet.
-func (s *Store) GetScanPage(ctx context.Context, id, chunk string) (next string, ok bool, err error) {
+func (s *Campaigns) GetScanPage(ctx context.Context, id, chunk string) (next string, ok bool, err error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key(CampaignPK(id), chunkPrefix+chunk), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return "", false, fmt.Errorf("get scan page %s of campaign %s: %w", chunk, id, err)
@@ -817,7 +817,7 @@ func (s *Store) GetScanPage(ctx context.Context, id, chunk string) (next string,
 // stored page instead. The segment's last page (next "") marks the segment
 // scanned in the same transaction; an empty last page only marks it (a
 // set: marking twice is marking once).
-func (s *Store) RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error {
+func (s *Campaigns) RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error {
 	segSet := &types.AttributeValueMemberNS{Value: []string{fmt.Sprint(seg)}}
 	if len(ids) == 0 {
 		if next != "" {

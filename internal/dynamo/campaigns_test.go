@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 )
@@ -19,7 +20,7 @@ func draft(id string, created time.Time) *domain.Campaign {
 		Status: domain.CampaignDraft, CreatedAt: created, RequestHash: "h1"}
 }
 
-func mustCampaign(t *testing.T, s *dynamo.Store, id string) *domain.Campaign {
+func mustCampaign(t *testing.T, s *stacktest.Stores, id string) *domain.Campaign {
 	t.Helper()
 	c, err := s.GetCampaign(context.Background(), id)
 	if err != nil {
@@ -229,7 +230,7 @@ func TestCampaignHotItemsLiveApart(t *testing.T) {
 	if _, err := s.CreateCampaign(ctx, c, []string{"a", "b"}, "h"); err != nil {
 		t.Fatal(err)
 	}
-	meta := rawItem(t, db, s.Table(), dynamo.CampaignPK(c.ID), "META")
+	meta := rawItem(t, db, s.Name(), dynamo.CampaignPK(c.ID), "META")
 	if _, ok := meta["data"]; ok || dynamo.ItemSize(meta) > 1024 {
 		t.Errorf("META is %d bytes with data %v: want ≤ 1 KB without data", dynamo.ItemSize(meta), ok)
 	}
@@ -243,7 +244,7 @@ func TestCampaignHotItemsLiveApart(t *testing.T) {
 	if ids, err := s.GetChunk(ctx, c.ID, domain.InlineChunk); err != nil || len(ids) != 2 {
 		t.Fatalf("inline chunk %v, %v", ids, err)
 	}
-	if ids := rawItem(t, db, s.Table(), dynamo.CampaignChunkPK(c.ID, domain.InlineChunk), "IDS"); len(ids) == 0 {
+	if ids := rawItem(t, db, s.Name(), dynamo.CampaignChunkPK(c.ID, domain.InlineChunk), "IDS"); len(ids) == 0 {
 		t.Error("chunk ids not on their own key")
 	}
 	if _, err := s.StartCampaign(ctx, c.ID, "svc"); err != nil {
@@ -253,7 +254,7 @@ func TestCampaignHotItemsLiveApart(t *testing.T) {
 	if err := s.RecordLot(ctx, c.ID, lot); err != nil {
 		t.Fatal(err)
 	}
-	if it := rawItem(t, db, s.Table(), dynamo.CampaignLotPK(c.ID, domain.InlineChunk), "LOT"); len(it) == 0 {
+	if it := rawItem(t, db, s.Name(), dynamo.CampaignLotPK(c.ID, domain.InlineChunk), "LOT"); len(it) == 0 {
 		t.Error("lot result not on its own key")
 	}
 	if got := mustCampaign(t, s, c.ID); got.Counts.Notified != 2 {
@@ -278,7 +279,7 @@ func TestChunkOfAThousandLongIDsFits(t *testing.T) {
 	if _, err := s.AddChunk(ctx, c.ID, "svc", domain.ChunkKey(0), ids, "h"); err != nil {
 		t.Fatal(err)
 	}
-	item := rawItem(t, db, s.Table(), dynamo.CampaignChunkPK(c.ID, domain.ChunkKey(0)), "IDS")
+	item := rawItem(t, db, s.Name(), dynamo.CampaignChunkPK(c.ID, domain.ChunkKey(0)), "IDS")
 	if size := dynamo.ItemSize(item); size > 140_000 {
 		t.Errorf("chunk item is %d bytes, want about 130 KB", size)
 	} else {
@@ -427,7 +428,7 @@ func TestSegmentCampaignScanPages(t *testing.T) {
 // under its user id with its keys only (what a segment scan pages through:
 // ≈ 90 bytes a user, 1,000 a page ≈ 11 RCU eventually consistent).
 func TestProfileIndexEntryIsKeysOnly(t *testing.T) {
-	s := dynamo.New(nil, "model")
+	s := stacktest.NewStores(dynamo.New(nil, "model"))
 	k, err := s.UserItemKeys(&domain.User{ID: "user-000000000000000000000000000001", Email: "someone@example.com", Locale: "en", Timezone: "Europe/Berlin"})
 	if err != nil {
 		t.Fatal(err)

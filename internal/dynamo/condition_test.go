@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 )
@@ -46,7 +47,7 @@ func TestConditionFailuresWithoutTheOldItemReadItBack(t *testing.T) {
 			"attempts": &types.AttributeValueMemberN{Value: "2"}},
 		"RL#u1#email|W#2026-03-02T12:00:00.000000000Z": {"notificationIds": &types.AttributeValueMemberSS{Value: []string{"n1"}}},
 	}}
-	store := dynamo.New(f, "t")
+	store := stacktest.NewStores(dynamo.New(f, "t"))
 	ctx := context.Background()
 	tests := []struct {
 		name  string

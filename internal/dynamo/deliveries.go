@@ -44,7 +44,7 @@ type deliveryItem struct {
 	GSI3SK     string `dynamodbav:"gsi3sk,omitempty"`
 }
 
-func (s *Store) toDeliveryItem(d *domain.Delivery) deliveryItem {
+func (s *Table) toDeliveryItem(d *domain.Delivery) deliveryItem {
 	it := deliveryItem{
 		PK: NotificationPK(d.NotificationID), SK: deliveryPrefix + string(d.Channel), Kind: "delivery",
 		NotificationID: d.NotificationID, Channel: string(d.Channel), UserID: d.UserID, Priority: string(d.Priority),
@@ -91,8 +91,8 @@ func decodeDelivery(av map[string]types.AttributeValue) (*domain.Delivery, error
 // channel). When one exists already (a stream retry), nothing is written and
 // the existing delivery is returned with domain.ErrConflict: its state decides
 // what the caller may still do.
-func (s *Store) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
-	existing, err := createIfAbsent(ctx, s, "delivery "+d.NotificationID+"/"+string(d.Channel), s.toDeliveryItem(d), decodeDelivery,
+func (s *Notifications) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
+	existing, err := createIfAbsent(ctx, s.Table, "delivery "+d.NotificationID+"/"+string(d.Channel), s.toDeliveryItem(d), decodeDelivery,
 		func(ctx context.Context) (*domain.Delivery, error) {
 			return s.GetDelivery(ctx, d.NotificationID, d.Channel)
 		})
@@ -103,7 +103,7 @@ func (s *Store) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain
 }
 
 // GetDelivery reads one delivery (strongly consistent).
-func (s *Store) GetDelivery(ctx context.Context, id string, c domain.Channel) (*domain.Delivery, error) {
+func (s *Notifications) GetDelivery(ctx context.Context, id string, c domain.Channel) (*domain.Delivery, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(NotificationPK(id), deliveryPrefix+string(c)), ConsistentRead: aws.Bool(true),
 	})
@@ -119,7 +119,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string, c domain.Channel) (*
 // Transition applies c atomically: the update happens only if the delivery is
 // in an allowed state, otherwise it returns domain.ErrConflict (and the current
 // delivery when the store returned it). On success it returns the new state.
-func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+func (s *Notifications) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
 	from := c.From
 	if len(from) == 0 {
 		from = domain.SourcesOf(c.To)
@@ -181,7 +181,7 @@ func (s *Store) Transition(ctx context.Context, id string, ch domain.Channel, c 
 // carry (Change.Create), its expiry and attempts, each if_not_exists so an
 // existing item keeps its own. One UpdateItem either way: a new delivery is
 // still one write unit (≈ 300 bytes).
-func (s *Store) creating(expr, id string, ch domain.Channel, c domain.Change, now time.Time, names map[string]string, vals map[string]types.AttributeValue) string {
+func (s *Notifications) creating(expr, id string, ch domain.Channel, c domain.Change, now time.Time, names map[string]string, vals map[string]types.AttributeValue) string {
 	d := c.Create
 	fields := []struct{ name, value string }{
 		{"kind", "delivery"}, {"notificationId", id}, {"channel", string(ch)}, {"userId", d.UserID},

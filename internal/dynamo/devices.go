@@ -63,7 +63,7 @@ func decodeDevice(av map[string]types.AttributeValue) (domain.Device, error) {
 
 // DeviceOwner reads which user holds a device's token; domain.ErrNotFound
 // when no user does.
-func (s *Store) DeviceOwner(ctx context.Context, deviceID string) (string, error) {
+func (s *Users) DeviceOwner(ctx context.Context, deviceID string) (string, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(DeviceOwnerPK(deviceID), deviceOwnerSK), ConsistentRead: aws.Bool(true),
 	})
@@ -80,7 +80,7 @@ func (s *Store) DeviceOwner(ctx context.Context, deviceID string) (string, error
 // one transaction that also removes the device from previousOwner (the owner
 // DeviceOwner answered; "" when none). It fails with domain.ErrConflict when
 // the owner changed since it was read (the caller reads again).
-func (s *Store) SaveDevice(ctx context.Context, userID, previousOwner string, d domain.Device) error {
+func (s *Users) SaveDevice(ctx context.Context, userID, previousOwner string, d domain.Device) error {
 	dev, err := attributevalue.MarshalMap(deviceItem{
 		PK: UserPK(userID), SK: devicePrefix + d.ID, Kind: "device", ID: d.ID, Platform: string(d.Platform),
 		Token: d.Token, App: d.App, EndpointARN: d.EndpointARN, CreatedAt: formatTime(d.CreatedAt),
@@ -118,7 +118,7 @@ func (s *Store) SaveDevice(ctx context.Context, userID, previousOwner string, d 
 }
 
 // ListDevices reads a user's devices, oldest first.
-func (s *Store) ListDevices(ctx context.Context, userID string) ([]domain.Device, error) {
+func (s *Users) ListDevices(ctx context.Context, userID string) ([]domain.Device, error) {
 	var out []domain.Device
 	err := s.queryUserItems(ctx, userID, devicePrefix, func(av map[string]types.AttributeValue) error {
 		d, err := decodeDevice(av)
@@ -143,7 +143,7 @@ func sortDevices(ds []domain.Device) {
 
 // GetDevice reads one device of a user; domain.ErrNotFound if the user has
 // no device with this id.
-func (s *Store) GetDevice(ctx context.Context, userID, deviceID string) (domain.Device, error) {
+func (s *Users) GetDevice(ctx context.Context, userID, deviceID string) (domain.Device, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(UserPK(userID), devicePrefix+deviceID), ConsistentRead: aws.Bool(true),
 	})
@@ -158,7 +158,7 @@ func (s *Store) GetDevice(ctx context.Context, userID, deviceID string) (domain.
 
 // DeleteDevice removes a user's device and, if the user still owns the
 // token, its owner item; domain.ErrNotFound if the user has no such device.
-func (s *Store) DeleteDevice(ctx context.Context, userID, deviceID string) error {
+func (s *Users) DeleteDevice(ctx context.Context, userID, deviceID string) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: key(UserPK(userID), devicePrefix+deviceID),
 		ConditionExpression: aws.String("attribute_exists(pk)"),

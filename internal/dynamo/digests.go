@@ -58,7 +58,7 @@ func digestEntry(createdAt time.Time, id string) string { return formatTime(crea
 // Windows compare against the notification's acceptance time, not the clock,
 // so a retried record reaches the same answer: a leader finds HEAD naming
 // itself, a member finds its entry.
-func (s *Store) JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error) {
+func (s *Digests) JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error) {
 	pk := DigestPK(req.Key)
 	created := formatTime(req.CreatedAt)
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -119,7 +119,7 @@ func (s *Store) JoinDigest(ctx context.Context, req domain.DigestRequest) (domai
 // (the leader is not among them). It is one UpdateItem and idempotent: a
 // retried render gets the same members. A digest nobody joined has no record
 // yet; sealing creates it, which also turns away a late joiner.
-func (s *Store) SealDigest(ctx context.Context, k domain.DigestKey, digestID string) ([]domain.DigestMember, error) {
+func (s *Digests) SealDigest(ctx context.Context, k domain.DigestKey, digestID string) ([]domain.DigestMember, error) {
 	now := s.now()
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
@@ -152,7 +152,7 @@ func (s *Store) SealDigest(ctx context.Context, k domain.DigestKey, digestID str
 
 // GetNotifications reads notifications by id with BatchGetItem (100 keys per
 // call, unprocessed keys retried); ids that no longer exist are left out.
-func (s *Store) GetNotifications(ctx context.Context, ids []string) ([]domain.Notification, error) {
+func (s *Digests) GetNotifications(ctx context.Context, ids []string) ([]domain.Notification, error) {
 	keys := make([]map[string]types.AttributeValue, len(ids))
 	for i, id := range ids {
 		keys[i] = key(NotificationPK(id), notificationSK)
@@ -174,7 +174,7 @@ func (s *Store) GetNotifications(ctx context.Context, ids []string) ([]domain.No
 
 // conditionItem returns the item a failed conditional write reported, reading
 // it when the store did not return it. Any other error is returned as is.
-func (s *Store) conditionItem(ctx context.Context, err error, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+func (s *Table) conditionItem(ctx context.Context, err error, k map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
 	ccf, ok := asConditionFailed(err)
 	if !ok {
 		return nil, err

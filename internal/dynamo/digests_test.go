@@ -62,11 +62,11 @@ func TestDigestJoinIsIdempotentAndSealed(t *testing.T) {
 	want(join("g", end.Add(time.Second)), domain.DigestJoined, "f")
 	// HEAD and the digest record live a week past the window, then TTL
 	// removes them.
-	head := rawItem(t, db, s.Table(), dynamo.DigestPK(key), "HEAD")
+	head := rawItem(t, db, s.Name(), dynamo.DigestPK(key), "HEAD")
 	if ttl := numAttr(t, head, "ttl"); ttl != fmt.Sprint(end.Add(5*time.Minute+7*24*time.Hour).Unix()) {
 		t.Errorf("head ttl = %s, want the open window's end + 7 days", ttl)
 	}
-	record := rawItem(t, db, s.Table(), dynamo.DigestPK(key), "D#a")
+	record := rawItem(t, db, s.Name(), dynamo.DigestPK(key), "D#a")
 	if ttl := numAttr(t, record, "ttl"); ttl != fmt.Sprint(end.Add(7*24*time.Hour).Unix()) {
 		t.Errorf("record ttl = %s, want its window's end + 7 days", ttl)
 	}

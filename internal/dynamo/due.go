@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // The due-time index (gsi3) is keyed DUE#<bucket>#<shard>: one partition per
@@ -32,26 +33,26 @@ const (
 )
 
 // DuePartitionOf is the partition a delivery due at due lands in.
-func DuePartitionOf(due time.Time, notificationID string, c domain.Channel) domain.DuePartition {
+func DuePartitionOf(due time.Time, notificationID string, c domain.Channel) recovery.DuePartition {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(notificationID))
 	_, _ = h.Write([]byte{'#'})
 	_, _ = h.Write([]byte(c))
-	return domain.DuePartition{Bucket: due.UTC().Truncate(DueBucketWidth), Shard: int(h.Sum32() % DueShards)}
+	return recovery.DuePartition{Bucket: due.UTC().Truncate(DueBucketWidth), Shard: int(h.Sum32() % DueShards)}
 }
 
 // DuePartitionKey is the index partition key of p.
-func DuePartitionKey(p domain.DuePartition) string {
+func DuePartitionKey(p recovery.DuePartition) string {
 	return duePKPrefix + p.Bucket.UTC().Format(dueBucketTime) + "#" + strconv.Itoa(p.Shard)
 }
 
 // DuePartitions lists every partition of the buckets from the one holding
 // from to the one holding to, oldest bucket first.
-func (s *Store) DuePartitions(from, to time.Time) []domain.DuePartition {
-	var out []domain.DuePartition
+func (s *Scheduling) DuePartitions(from, to time.Time) []recovery.DuePartition {
+	var out []recovery.DuePartition
 	for b := from.UTC().Truncate(DueBucketWidth); !b.After(to); b = b.Add(DueBucketWidth) {
 		for shard := range DueShards {
-			out = append(out, domain.DuePartition{Bucket: b, Shard: shard})
+			out = append(out, recovery.DuePartition{Bucket: b, Shard: shard})
 		}
 	}
 	return out
@@ -59,7 +60,7 @@ func (s *Store) DuePartitions(from, to time.Time) []domain.DuePartition {
 
 // HasDue reports whether partition p holds an entry due at or before now:
 // one Query of at most one index item (0.5 read units).
-func (s *Store) HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error) {
+func (s *Scheduling) HasDue(ctx context.Context, p recovery.DuePartition, now time.Time) (bool, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -77,24 +78,24 @@ func (s *Store) HasDue(ctx context.Context, p domain.DuePartition, now time.Time
 }
 
 // ListDue returns up to limit entries of partition p due at or before now,
-// oldest first: deferred deliveries and in-flight watches (domain.Watch: id,
+// oldest first: deferred deliveries and in-flight watches (recovery.Watch: id,
 // priority and due time; the entries stay in the table). The
 // index projects only what a release needs (notification, channel, user,
 // priority, due time); a delivery's Status is left empty (the release's
 // conditional transition decides).
-func (s *Store) ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
+func (s *Scheduling) ListDue(ctx context.Context, p recovery.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []recovery.Watch, error) {
 	return s.listDue(ctx, p, now, limit)
 }
 
 // ListWatchesUntil returns the watches of partition p due at or before until
 // (in the future too: a watch that found a delivery stuck waits there), at
 // most 1,000 entries of the partition: an operator's listing, not a release.
-func (s *Store) ListWatchesUntil(ctx context.Context, p domain.DuePartition, until time.Time) ([]domain.Watch, error) {
+func (s *Scheduling) ListWatchesUntil(ctx context.Context, p recovery.DuePartition, until time.Time) ([]recovery.Watch, error) {
 	_, ws, err := s.listDue(ctx, p, until, 1000)
 	return ws, err
 }
 
-func (s *Store) listDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
+func (s *Scheduling) listDue(ctx context.Context, p recovery.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []recovery.Watch, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(s.table),
 		IndexName:              aws.String(IndexDue),
@@ -108,10 +109,10 @@ func (s *Store) listDue(ctx context.Context, p domain.DuePartition, now time.Tim
 		return nil, nil, fmt.Errorf("query due partition %s: %w", DuePartitionKey(p), err)
 	}
 	res := make([]domain.Delivery, 0, len(out.Items))
-	var ws []domain.Watch
+	var ws []recovery.Watch
 	for _, av := range out.Items {
 		if pk := stringAttr(av, "pk"); strings.HasPrefix(pk, watchPrefix) {
-			ws = append(ws, domain.Watch{ID: strings.TrimPrefix(pk, watchPrefix), Priority: domain.Priority(stringAttr(av, "priority")),
+			ws = append(ws, recovery.Watch{ID: strings.TrimPrefix(pk, watchPrefix), Priority: domain.Priority(stringAttr(av, "priority")),
 				DueAt: parseTime(strings.SplitN(stringAttr(av, "gsi3sk"), "#", 2)[0])})
 			continue
 		}
@@ -133,7 +134,7 @@ const (
 )
 
 // ReleaseWatermark returns the stored watermark (zero when none).
-func (s *Store) ReleaseWatermark(ctx context.Context) (time.Time, error) {
+func (s *Scheduling) ReleaseWatermark(ctx context.Context) (time.Time, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(schedulerPK, watermarkSK), ConsistentRead: aws.Bool(true),
 	})
@@ -145,7 +146,7 @@ func (s *Store) ReleaseWatermark(ctx context.Context) (time.Time, error) {
 
 // AdvanceReleaseWatermark moves the watermark forward to t; it never moves it
 // back (a concurrent run may have advanced it further).
-func (s *Store) AdvanceReleaseWatermark(ctx context.Context, t time.Time) error {
+func (s *Scheduling) AdvanceReleaseWatermark(ctx context.Context, t time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(schedulerPK, watermarkSK),

@@ -14,7 +14,7 @@ import (
 // minimal profile when the user has none (the address came from an intake
 // override). The worker drops email to it while it is still the address in
 // use; a profile whose email changes no longer matches it.
-func (s *Store) SuppressEmail(ctx context.Context, userID, address string) error {
+func (s *Users) SuppressEmail(ctx context.Context, userID, address string) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              key(UserPK(userID), profileSK),

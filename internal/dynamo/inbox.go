@@ -57,7 +57,7 @@ const inboxProjectionExpr = "#pk, #sk, #id, #type, #user, #locale, #data, #creat
 // whether older items remain. The unread and archived filters are one Query
 // of limit+1 items of their partition; "all" queries the unread and the
 // read partition (limit+1 each, concurrently) and merges them.
-func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, position string, limit int) ([]inbox.Entry, bool, error) {
+func (s *Inbox) ListInbox(ctx context.Context, userID string, f inbox.Filter, position string, limit int) ([]inbox.Entry, bool, error) {
 	switch f {
 	case inbox.FilterUnread:
 		return s.inboxRange(ctx, unreadPrefix+userID, position, limit)
@@ -93,7 +93,7 @@ func (s *Store) ListInbox(ctx context.Context, userID string, f inbox.Filter, po
 
 // inboxRange reads up to limit entries of one inbox partition strictly
 // before position, newest first, with a single Query of limit+1 items.
-func (s *Store) inboxRange(ctx context.Context, pk, position string, limit int) ([]inbox.Entry, bool, error) {
+func (s *Inbox) inboxRange(ctx context.Context, pk, position string, limit int) ([]inbox.Entry, bool, error) {
 	// The index keys are not reserved words: named literally, the shared
 	// projection names serve every page unchanged.
 	cond := "gsi2pk = :pk"
@@ -139,7 +139,7 @@ func (s *Store) inboxRange(ctx context.Context, pk, position string, limit int) 
 // CountUnread counts a user's unread notifications, stopping at limit: a
 // COUNT query of the unread partition reads at most limit items however
 // many the user has.
-func (s *Store) CountUnread(ctx context.Context, userID string, limit int) (int, error) {
+func (s *Inbox) CountUnread(ctx context.Context, userID string, limit int) (int, error) {
 	count := 0
 	var start map[string]types.AttributeValue
 	for count < limit {
@@ -171,7 +171,7 @@ func (s *Store) CountUnread(ctx context.Context, userID string, limit int) (int,
 // domain.ErrNotFound and changes nothing. An item already read is returned
 // as it is, with no write; an archived (or cancelled) one only gets its
 // readAt and stays where it is.
-func (s *Store) MarkRead(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
+func (s *Inbox) MarkRead(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
 	n, old, err := s.moveOwned(ctx, userID, id, "SET readAt = if_not_exists(readAt, :at), gsi2pk = :to", unreadPrefix+userID,
 		map[string]types.AttributeValue{":at": str(formatTime(at)), ":to": str(readPrefix + userID)})
 	if err != nil || n != nil {
@@ -187,7 +187,7 @@ func (s *Store) MarkRead(ctx context.Context, userID, id string, at time.Time) (
 // the first archivedAt. Ownership is checked as in MarkRead. A cancelled
 // notification (no inbox entry) gets its archivedAt and stays out of the
 // inbox: without a sort key the item is in no partition.
-func (s *Store) Archive(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
+func (s *Inbox) Archive(ctx context.Context, userID, id string, at time.Time) (*domain.Notification, error) {
 	return s.updateOwned(ctx, userID, id,
 		"SET archivedAt = if_not_exists(archivedAt, :at), gsi2pk = :archived",
 		map[string]types.AttributeValue{":at": str(formatTime(at)), ":archived": str(archivedPrefix + userID)})
@@ -197,7 +197,7 @@ func (s *Store) Archive(ctx context.Context, userID, id string, at time.Time) (*
 // from partition. It returns the updated notification, or (nil, the stored
 // notification) when the item is the user's but elsewhere; domain.ErrNotFound
 // when it is missing or someone else's.
-func (s *Store) moveOwned(ctx context.Context, userID, id, update, from string, values map[string]types.AttributeValue) (*domain.Notification, *domain.Notification, error) {
+func (s *Inbox) moveOwned(ctx context.Context, userID, id, update, from string, values map[string]types.AttributeValue) (*domain.Notification, *domain.Notification, error) {
 	values[":user"] = str(userID)
 	values[":from"] = str(from)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -230,7 +230,7 @@ func (s *Store) moveOwned(ctx context.Context, userID, id, update, from string, 
 	return n, nil, err
 }
 
-func (s *Store) updateOwned(ctx context.Context, userID, id, update string, values map[string]types.AttributeValue) (*domain.Notification, error) {
+func (s *Inbox) updateOwned(ctx context.Context, userID, id, update string, values map[string]types.AttributeValue) (*domain.Notification, error) {
 	values[":user"] = str(userID)
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
@@ -257,7 +257,7 @@ const readAllConcurrency = 8
 // It returns how many it changed and whether unread items older than upTo
 // may remain. Each item is its own conditional update, so concurrent reads
 // are neither lost nor counted twice.
-func (s *Store) MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (int, bool, error) {
+func (s *Inbox) MarkAllRead(ctx context.Context, userID string, upTo time.Time, limit int) (int, bool, error) {
 	at := str(formatTime(upTo))
 	// '$' sorts right after '#', so this bound admits every key of upTo's
 	// instant and nothing later.
@@ -348,7 +348,7 @@ func markerKey(userID, announcementID string) map[string]types.AttributeValue {
 
 // InboxState reads, in one BatchGetItem, the user's markers of the given
 // announcements and, when withLocale is set, the profile's locale.
-func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (inbox.UserState, error) {
+func (s *Inbox) InboxState(ctx context.Context, userID string, announcementIDs []string, withLocale bool) (inbox.UserState, error) {
 	st := inbox.UserState{Markers: map[string]inbox.Marker{}}
 	keys := make([]map[string]types.AttributeValue, 0, len(announcementIDs)+1)
 	if withLocale {
@@ -387,7 +387,7 @@ func (s *Store) InboxState(ctx context.Context, userID string, announcementIDs [
 // MarkAnnouncementRead records that userID read a, keeping the first readAt.
 // With onlyUnread it changes nothing when the user already read or archived
 // it, and changed reports whether it wrote (read-all counts those).
-func (s *Store) MarkAnnouncementRead(ctx context.Context, userID string, a *inbox.Announcement, at time.Time, onlyUnread bool) (inbox.Marker, bool, error) {
+func (s *Inbox) MarkAnnouncementRead(ctx context.Context, userID string, a *inbox.Announcement, at time.Time, onlyUnread bool) (inbox.Marker, bool, error) {
 	cond := ""
 	if onlyUnread {
 		cond = "attribute_not_exists(readAt) AND attribute_not_exists(archivedAt)"
@@ -397,14 +397,14 @@ func (s *Store) MarkAnnouncementRead(ctx context.Context, userID string, a *inbo
 
 // ArchiveAnnouncement records that userID archived a, keeping the first
 // archivedAt.
-func (s *Store) ArchiveAnnouncement(ctx context.Context, userID string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
+func (s *Inbox) ArchiveAnnouncement(ctx context.Context, userID string, a *inbox.Announcement, at time.Time) (inbox.Marker, error) {
 	m, _, err := s.updateMarker(ctx, userID, a, "archivedAt", at, "")
 	return m, err
 }
 
 // updateMarker upserts the marker with attr set once. Its TTL is the
 // announcement's expiry: markers go when their announcement does.
-func (s *Store) updateMarker(ctx context.Context, userID string, a *inbox.Announcement, attr string, at time.Time, cond string) (inbox.Marker, bool, error) {
+func (s *Inbox) updateMarker(ctx context.Context, userID string, a *inbox.Announcement, attr string, at time.Time, cond string) (inbox.Marker, bool, error) {
 	in := &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              markerKey(userID, a.ID),
@@ -446,7 +446,7 @@ const (
 // `parallel` requests at a time, unprocessed items retried with backoff a
 // bounded number of times. It does not deduplicate, so it is for fixtures,
 // benchmarks and bulk loads, never for intake.
-func (s *Store) PutNotifications(ctx context.Context, ns []*domain.Notification, parallel int) error {
+func (s *Inbox) PutNotifications(ctx context.Context, ns []*domain.Notification, parallel int) error {
 	batches := make(chan []types.WriteRequest)
 	errs := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -487,7 +487,7 @@ func (s *Store) PutNotifications(ctx context.Context, ns []*domain.Notification,
 	}
 }
 
-func (s *Store) writeBatch(ctx context.Context, batch []types.WriteRequest) error {
+func (s *Inbox) writeBatch(ctx context.Context, batch []types.WriteRequest) error {
 	request := map[string][]types.WriteRequest{s.table: batch}
 	for attempt := 1; len(request) > 0; attempt++ {
 		if attempt > maxBatchWriteAttempts {

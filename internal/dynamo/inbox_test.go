@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/inbox"
 )
 
 // seedInbox stores n notifications for a new user, one a minute from t0
 // (ids <user>-0 … <user>-(n-1), the last the newest), and returns the user.
-func seedInbox(t *testing.T, s *dynamo.Store, n int) (string, []string) {
+func seedInbox(t *testing.T, s *stacktest.Stores, n int) (string, []string) {
 	t.Helper()
 	user := uniq(t)
 	var ids []string
@@ -28,7 +28,7 @@ func seedInbox(t *testing.T, s *dynamo.Store, n int) (string, []string) {
 }
 
 // page lists one page and returns its ids, its last sort key and more.
-func page(t *testing.T, s *dynamo.Store, user string, f inbox.Filter, position string, limit int) ([]string, string, bool) {
+func page(t *testing.T, s *stacktest.Stores, user string, f inbox.Filter, position string, limit int) ([]string, string, bool) {
 	t.Helper()
 	entries, more, err := s.ListInbox(context.Background(), user, f, position, limit)
 	if err != nil {

@@ -54,7 +54,7 @@ func (c liveConn) toDomain(id string) live.Connection {
 // map entry, so connects of one user at once never conflict; only the very
 // first connect of a user creates the item (a conditional PutItem; losing
 // that race, it adds its entry to the item the winner created).
-func (s *Store) AddConnection(ctx context.Context, user string, c live.Connection) ([]live.Connection, error) {
+func (s *Live) AddConnection(ctx context.Context, user string, c live.Connection) ([]live.Connection, error) {
 	entry := liveConn{Connected: c.ConnectedAt.UnixMilli()}
 	av, err := attributevalue.Marshal(entry)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *Store) AddConnection(ctx context.Context, user string, c live.Connectio
 // EvictConnection removes a connection if it is still recorded; the
 // removal is conditional on it (never creating the item), so of concurrent
 // evictions exactly one reports true.
-func (s *Store) EvictConnection(ctx context.Context, user, connectionID string) (bool, error) {
+func (s *Live) EvictConnection(ctx context.Context, user, connectionID string) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      key(UserPK(user), liveSK),
@@ -125,7 +125,7 @@ func (s *Store) EvictConnection(ctx context.Context, user, connectionID string) 
 // ForgetConnections removes connections API Gateway has closed, in one
 // write (a missing one is nothing to remove); the item must exist, and
 // never is created.
-func (s *Store) ForgetConnections(ctx context.Context, user string, connectionIDs []string) error {
+func (s *Live) ForgetConnections(ctx context.Context, user string, connectionIDs []string) error {
 	if len(connectionIDs) == 0 {
 		return nil
 	}
@@ -152,7 +152,7 @@ func (s *Store) ForgetConnections(ctx context.Context, user string, connectionID
 // left in the item (the item as the update left it, or as it was when the
 // connection was not there); an absent item or connection is not an error
 // (the update is conditional so it never creates the item).
-func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string) ([]live.Connection, error) {
+func (s *Live) RemoveConnection(ctx context.Context, user, connectionID string) ([]live.Connection, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 key(UserPK(user), liveSK),
@@ -185,7 +185,7 @@ func (s *Store) RemoveConnection(ctx context.Context, user, connectionID string)
 // eventually consistent: a connection made a moment ago may miss one post,
 // which the kit's refetch on connect covers). Users without an item are
 // absent from the result.
-func (s *Store) Connections(ctx context.Context, users []string) (map[string][]live.Connection, error) {
+func (s *Live) Connections(ctx context.Context, users []string) (map[string][]live.Connection, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(users))
 	seen := map[string]bool{}
 	for _, u := range users {

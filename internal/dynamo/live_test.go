@@ -87,10 +87,10 @@ func TestLiveConnections(t *testing.T) {
 	// update finds no item, then the put).
 	calls := devstack.NewCalls()
 	e := stacktest.Emulators(t)
-	counted := dynamo.New(dynamodb.NewFromConfig(e.AWS, func(o *dynamodb.Options) {
+	counted := &dynamo.Live{Table: dynamo.New(dynamodb.NewFromConfig(e.AWS, func(o *dynamodb.Options) {
 		o.BaseEndpoint = aws.String(e.Emulators.DynamoDB)
 		o.APIOptions = append(o.APIOptions, calls.Middleware)
-	}), e.Resources.Table, dynamo.WithClock(clock.Now))
+	}), e.Resources.Table, dynamo.WithClock(clock.Now))}
 	fresh := uniq(t) + "-fresh"
 	for i, want := range []map[string]int{{"DynamoDB.UpdateItem": 1, "DynamoDB.PutItem": 1}, {"DynamoDB.UpdateItem": 1}} {
 		calls.Reset()

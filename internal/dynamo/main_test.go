@@ -34,12 +34,12 @@ var t0 = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
 // newStore returns a store over the emulated table, its raw client and clock
 // (set to t0). Tests keep apart by unique ids, not by tables.
-func newStore(t testing.TB, opts ...dynamo.Option) (*dynamo.Store, *dynamodb.Client, *testClock) {
+func newStore(t testing.TB, opts ...dynamo.Option) (*stacktest.Stores, *dynamodb.Client, *testClock) {
 	t.Helper()
 	e := stacktest.Emulators(t)
 	db := e.DynamoDB()
 	clock := newClock(t0)
-	s := dynamo.New(db, e.Resources.Table, append([]dynamo.Option{dynamo.WithClock(clock.Now)}, opts...)...)
+	s := stacktest.NewStores(dynamo.New(db, e.Resources.Table, append([]dynamo.Option{dynamo.WithClock(clock.Now)}, opts...)...))
 	return s, db, clock
 }
 
@@ -82,7 +82,7 @@ func notification(id, user string, created time.Time) *domain.Notification {
 	}
 }
 
-func mustCreate(t testing.TB, s *dynamo.Store, n *domain.Notification) {
+func mustCreate(t testing.TB, s *stacktest.Stores, n *domain.Notification) {
 	t.Helper()
 	if _, err := s.CreateNotification(context.Background(), n); err != nil {
 		t.Fatalf("create notification %s: %v", n.ID, err)

@@ -60,7 +60,7 @@ var ErrInvalidMigrationCursor = errors.New("invalid migration cursor")
 // the cursor of any progress report. The former listing's keys (gsi1pk,
 // gsi1sk) are left for the release before to read; they expire with the
 // items.
-func (s *Store) MigrateInboxIndex(ctx context.Context, o MigrateInboxOptions) (MigrateInboxProgress, error) {
+func (s *Inbox) MigrateInboxIndex(ctx context.Context, o MigrateInboxOptions) (MigrateInboxProgress, error) {
 	var p MigrateInboxProgress
 	start, err := decodeMigrationCursor(o.From)
 	if err != nil {
@@ -144,7 +144,7 @@ func wantInboxKeys(av map[string]types.AttributeValue) ([2]string, bool) {
 // ones its state wants; it reports whether it wrote. A concurrent change of
 // the item (a read, an archive, a cancel) fails the condition: the item is
 // read again and reconsidered.
-func (s *Store) migrateInboxItem(ctx context.Context, av map[string]types.AttributeValue, dryRun bool, pacer *pacer) (bool, error) {
+func (s *Inbox) migrateInboxItem(ctx context.Context, av map[string]types.AttributeValue, dryRun bool, pacer *pacer) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		want, ok := wantInboxKeys(av)
 		if !ok {

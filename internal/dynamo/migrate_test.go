@@ -24,7 +24,7 @@ import (
 func TestMigrateInboxIndex(t *testing.T) {
 	s, db, _ := newStore(t)
 	ctx := context.Background()
-	table := s.Table()
+	table := s.Name()
 	user := uniq(t)
 	var ids []string
 	for i := range 6 {

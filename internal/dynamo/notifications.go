@@ -64,7 +64,7 @@ type notificationItem struct {
 	GSI2SK      string         `dynamodbav:"gsi2sk,omitempty"`
 }
 
-func (s *Store) toNotificationItem(n *domain.Notification) notificationItem {
+func (s *Table) toNotificationItem(n *domain.Notification) notificationItem {
 	it := notificationItem{
 		PK: NotificationPK(n.ID), SK: notificationSK, Kind: "notification",
 		ID: n.ID, Caller: n.Caller, Type: n.Type, UserID: n.Recipient.UserID,
@@ -119,8 +119,8 @@ func (it *notificationItem) toDomain() *domain.Notification {
 // duplicate), nothing is written and the stored notification is returned with
 // domain.ErrConflict, read from the failed write itself
 // (ReturnValuesOnConditionCheckFailure), so a replay costs no extra read.
-func (s *Store) CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error) {
-	existing, err := createIfAbsent(ctx, s, "notification "+n.ID, s.toNotificationItem(n), decodeNotification,
+func (s *Notifications) CreateNotification(ctx context.Context, n *domain.Notification) (*domain.Notification, error) {
+	existing, err := createIfAbsent(ctx, s.Table, "notification "+n.ID, s.toNotificationItem(n), decodeNotification,
 		func(ctx context.Context) (*domain.Notification, error) { return s.GetNotification(ctx, n.ID) })
 	if err != nil {
 		return existing, err
@@ -152,7 +152,7 @@ func DecodeNotification(av map[string]types.AttributeValue) (*domain.Notificatio
 }
 
 // GetNotification reads one notification (strongly consistent).
-func (s *Store) GetNotification(ctx context.Context, id string) (*domain.Notification, error) {
+func (s *Notifications) GetNotification(ctx context.Context, id string) (*domain.Notification, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(NotificationPK(id), notificationSK), ConsistentRead: aws.Bool(true),
 	})
@@ -167,7 +167,7 @@ func (s *Store) GetNotification(ctx context.Context, id string) (*domain.Notific
 
 // GetNotificationWithDeliveries reads a notification and all its deliveries in
 // one strongly consistent query.
-func (s *Store) GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
+func (s *Notifications) GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error) {
 	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("pk = :pk"),
@@ -206,7 +206,7 @@ func (s *Store) GetNotificationWithDeliveries(ctx context.Context, id string) (*
 // writes nothing the second time and returns the cancelled notification.
 // Deliveries are not touched here: the caller transitions them, and the
 // worker's recheck drops whatever it finds cancelled at send time.
-func (s *Store) CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error) {
+func (s *Notifications) CancelNotification(ctx context.Context, id, caller string) (*domain.Notification, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.table),
 		Key:       key(NotificationPK(id), notificationSK),

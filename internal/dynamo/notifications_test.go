@@ -132,7 +132,7 @@ func TestNotificationRoundTripAndTTL(t *testing.T) {
 	if !reflect.DeepEqual(got, n) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, n)
 	}
-	item := rawItem(t, db, s.Table(), dynamo.NotificationPK(id), "N")
+	item := rawItem(t, db, s.Name(), dynamo.NotificationPK(id), "N")
 	if ttl := numAttr(t, item, "ttl"); ttl != fmt.Sprint(n.CreatedAt.Add(retention).Unix()) {
 		t.Errorf("notification ttl = %s, want createdAt + retention", ttl)
 	}
@@ -142,7 +142,7 @@ func TestNotificationRoundTripAndTTL(t *testing.T) {
 	if _, err := s.CreateDelivery(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	item = rawItem(t, db, s.Table(), dynamo.NotificationPK(id), "D#email")
+	item = rawItem(t, db, s.Name(), dynamo.NotificationPK(id), "D#email")
 	if ttl := numAttr(t, item, "ttl"); ttl != fmt.Sprint(d.UpdatedAt.Add(retention).Unix()) {
 		t.Errorf("delivery ttl = %s, want updatedAt + retention", ttl)
 	}

@@ -22,7 +22,7 @@ func onlinePK(shard int) string { return onlinePrefix + strconv.Itoa(shard) }
 
 // AddOnline records user in the shard's online set until `until` (one
 // PutItem: the latest connect sets the time).
-func (s *Store) AddOnline(ctx context.Context, shard int, user string, until time.Time) error {
+func (s *Live) AddOnline(ctx context.Context, shard int, user string, until time.Time) error {
 	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(s.table),
 		Item: map[string]types.AttributeValue{
@@ -39,7 +39,7 @@ func (s *Store) AddOnline(ctx context.Context, shard int, user string, until tim
 // order): at most limit entries evaluated, those whose time has passed at
 // now skipped (TTL deletes them within days, not at once). next is the
 // last entry evaluated when the page was full ("" at the shard's end).
-func (s *Store) OnlineUsers(ctx context.Context, shard int, after string, now time.Time, limit int) ([]string, string, error) {
+func (s *Live) OnlineUsers(ctx context.Context, shard int, after string, now time.Time, limit int) ([]string, string, error) {
 	cond := "pk = :pk"
 	values := map[string]types.AttributeValue{":pk": str(onlinePK(shard)), ":now": num(now.Unix())}
 	if after != "" {
@@ -74,7 +74,7 @@ func (s *Store) OnlineUsers(ctx context.Context, shard int, after string, now ti
 // MarkAnnouncementLive sets the announcement's liveAt to at unless it has
 // one: the broadcast starts once whoever asks (the API, the scheduler). An
 // absent announcement is not created (false).
-func (s *Store) MarkAnnouncementLive(ctx context.Context, id string, at time.Time) (bool, error) {
+func (s *Inbox) MarkAnnouncementLive(ctx context.Context, id string, at time.Time) (bool, error) {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(announcementPrefix+id, announcementSK),
@@ -93,7 +93,7 @@ func (s *Store) MarkAnnouncementLive(ctx context.Context, id string, at time.Tim
 
 // UnmarkAnnouncementLive removes the mark set at `at` (a broadcast that
 // could not be sent); another mark stays.
-func (s *Store) UnmarkAnnouncementLive(ctx context.Context, id string, at time.Time) error {
+func (s *Inbox) UnmarkAnnouncementLive(ctx context.Context, id string, at time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(announcementPrefix+id, announcementSK),
@@ -117,7 +117,7 @@ func broadcastAttr(shard int) string { return fmt.Sprintf("bc%02d", shard) }
 // ""), with one conditional UpdateItem: the page is taken once, whatever
 // the deliveries of its message. false when the shard stands elsewhere or
 // the announcement is gone.
-func (s *Store) AdvanceBroadcast(ctx context.Context, id string, shard int, after, next string) (bool, error) {
+func (s *Inbox) AdvanceBroadcast(ctx context.Context, id string, shard int, after, next string) (bool, error) {
 	to := "done"
 	if next != "" {
 		to = "p:" + next

@@ -15,7 +15,7 @@ import (
 // users. Push subscriptions are a range of items a batch read cannot name:
 // the profiles come without them (GetRecipientProfile has them). A user with
 // no items gets an empty profile, as GetRecipientProfile would.
-func (s *Store) ReadPlanning(ctx context.Context, deliveries []domain.DeliveryKey, users []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error) {
+func (s *Notifications) ReadPlanning(ctx context.Context, deliveries []domain.DeliveryKey, users []string) (map[domain.DeliveryKey]domain.Delivery, map[string]*domain.RecipientProfile, error) {
 	keys := make([]map[string]types.AttributeValue, 0, len(deliveries)+2*len(users))
 	for _, k := range deliveries {
 		keys = append(keys, key(NotificationPK(k.NotificationID), deliveryPrefix+string(k.Channel)))

@@ -17,7 +17,7 @@ import (
 
 // GetPreferences reads a user's overrides (strongly consistent); a user
 // without any has empty preferences.
-func (s *Store) GetPreferences(ctx context.Context, userID string) (domain.Preferences, error) {
+func (s *Users) GetPreferences(ctx context.Context, userID string) (domain.Preferences, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(UserPK(userID), prefsSK), ConsistentRead: aws.Bool(true),
 	})
@@ -58,7 +58,7 @@ func decodePrefs(av map[string]types.AttributeValue, userID string) (domain.Pref
 // other, and nothing is read first. DynamoDB cannot create the parent maps of
 // a nested path implicitly: the first merge touching a type creates them with
 // if_not_exists and tries again.
-func (s *Store) MergePreferences(ctx context.Context, userID string, changes map[string]map[domain.Channel]*bool) (domain.Preferences, error) {
+func (s *Users) MergePreferences(ctx context.Context, userID string, changes map[string]map[domain.Channel]*bool) (domain.Preferences, error) {
 	if len(changes) == 0 {
 		return s.GetPreferences(ctx, userID)
 	}

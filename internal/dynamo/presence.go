@@ -22,7 +22,7 @@ const presenceSK = "PRESENCE"
 // condition makes concurrent API instances agree: at most one write per user
 // per minInterval whichever instance serves the calls. lastSeenAt is kept in
 // Unix milliseconds, a number, so that the condition compares times.
-func (s *Store) TouchPresence(ctx context.Context, userID string, at time.Time, minInterval time.Duration) (written bool, err error) {
+func (s *Live) TouchPresence(ctx context.Context, userID string, at time.Time, minInterval time.Duration) (written bool, err error) {
 	ms := at.UnixMilli()
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
@@ -47,7 +47,7 @@ func (s *Store) TouchPresence(ctx context.Context, userID string, at time.Time, 
 // HoldPresence records the user seen at `at` and present until `until`: a
 // live connection's lease (its connect, each ping). One unconditional
 // write: a refused conditional write would be billed all the same.
-func (s *Store) HoldPresence(ctx context.Context, userID string, at, until time.Time) error {
+func (s *Live) HoldPresence(ctx context.Context, userID string, at, until time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              key(UserPK(userID), presenceSK),
@@ -66,7 +66,7 @@ func (s *Store) HoldPresence(ctx context.Context, userID string, at, until time.
 
 // EndPresence records the user seen at `at` and ends the live lease: the
 // user's last connection closed.
-func (s *Store) EndPresence(ctx context.Context, userID string, at time.Time) error {
+func (s *Live) EndPresence(ctx context.Context, userID string, at time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(UserPK(userID), presenceSK),

@@ -166,7 +166,7 @@ func TestPresenceAcrossAPIInstancesIsOneWritePerMinute(t *testing.T) {
 	for i := range instances {
 		counters[i] = &updateCounter{API: db}
 		log := slog.New(slog.DiscardHandler)
-		instances[i] = api.New(api.Deps{Log: log, Inbox: api.NewInbox(api.InboxDeps{Presence: dynamo.New(counters[i], table), Now: clock, Log: log})})
+		instances[i] = api.New(api.Deps{Log: log, Inbox: api.NewInbox(api.InboxDeps{Presence: &dynamo.Live{Table: dynamo.New(counters[i], table)}, Now: clock, Log: log})})
 	}
 	presence := events.APIGatewayV2HTTPRequest{
 		RouteKey: "POST /v1/users/{userId}/presence", RawPath: "/v1/users/" + user + "/presence",

@@ -41,7 +41,7 @@ func RateLimitPK(userID string, c domain.Channel) string {
 // failed write tells whether the id was already counted (allowed) or the
 // window is full (limited). The set holds at most `limit` ids. A limit ≤ 0
 // means unlimited and costs no request.
-func (s *Store) CountDelivery(ctx context.Context, userID string, c domain.Channel, windowStart time.Time, window time.Duration, limit int, notificationID string) (bool, error) {
+func (s *Quotas) CountDelivery(ctx context.Context, userID string, c domain.Channel, windowStart time.Time, window time.Duration, limit int, notificationID string) (bool, error) {
 	if limit <= 0 {
 		return true, nil
 	}

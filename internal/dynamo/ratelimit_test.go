@@ -39,7 +39,7 @@ func TestRateCounterCountsEachNotificationOnce(t *testing.T) {
 		}
 	}
 	out, err := db.Query(ctx, &dynamodb.QueryInput{
-		TableName: aws.String(s.Table()), KeyConditionExpression: aws.String("pk = :pk"),
+		TableName: aws.String(s.Name()), KeyConditionExpression: aws.String("pk = :pk"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: dynamo.RateLimitPK(user, domain.ChannelEmail)}},
 	})
 	if err != nil || len(out.Items) != 1 {
@@ -101,7 +101,7 @@ func TestRateCounterUnderConcurrency(t *testing.T) {
 	if got := count(domain.ChannelSMS, func(int) string { return "same" }); got != 2*racers {
 		t.Errorf("the same notification allowed %d of %d times, want every time", got, 2*racers)
 	}
-	item := rawItem(t, db, s.Table(), dynamo.RateLimitPK(user, domain.ChannelSMS), "W#"+t0.Format("2006-01-02T15:04:05.000000000Z"))
+	item := rawItem(t, db, s.Name(), dynamo.RateLimitPK(user, domain.ChannelSMS), "W#"+t0.Format("2006-01-02T15:04:05.000000000Z"))
 	if n := numAttr(t, item, "count"); n != "1" {
 		t.Errorf("the same notification counted %s times", n)
 	}

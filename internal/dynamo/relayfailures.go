@@ -14,11 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
-// Relay failure notes (domain.RelayFailure) are items
+// Relay failure notes (recovery.RelayFailure) are items
 // pk RF#<yyyyMMdd of the record's creation>#<shard>, sk the record's sequence
 // number zero-padded to 40 digits (DynamoDB Streams' longest), so the notes
 // of one on-failure record's range are a BETWEEN query per day and shard.
@@ -68,7 +67,7 @@ func relayFailureShard(seq string) int {
 
 // NoteRelayFailure records a failing stream record's note (one PutItem;
 // writing it again for a retry of the same record overwrites it).
-func (s *Store) NoteRelayFailure(ctx context.Context, f domain.RelayFailure) error {
+func (s *Scheduling) NoteRelayFailure(ctx context.Context, f recovery.RelayFailure) error {
 	seq, err := paddedSequence(f.SequenceNumber)
 	if err != nil {
 		return err
@@ -94,7 +93,7 @@ func (s *Store) NoteRelayFailure(ctx context.Context, f domain.RelayFailure) err
 // to last (inclusive) created between from and to (each widened by a day:
 // the on-failure record's arrival times are approximate), in sequence
 // order: one Query per day and shard.
-func (s *Store) RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]domain.RelayFailure, error) {
+func (s *Scheduling) RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]recovery.RelayFailure, error) {
 	lo, err := paddedSequence(first)
 	if err != nil {
 		return nil, err
@@ -112,7 +111,7 @@ func (s *Store) RelayFailures(ctx context.Context, from, to time.Time, first, la
 	if to.Sub(from) > RelayFailureKeep {
 		return nil, errors.New("relay failure notes: a range of more than 15 days")
 	}
-	var out []domain.RelayFailure
+	var out []recovery.RelayFailure
 	for day := from.UTC().Add(-24 * time.Hour).Truncate(24 * time.Hour); !day.After(to.UTC().Add(24 * time.Hour)); day = day.Add(24 * time.Hour) {
 		for shard := range RelayFailureShards {
 			p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
@@ -130,12 +129,12 @@ func (s *Store) RelayFailures(ctx context.Context, from, to time.Time, first, la
 					if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 						return nil, fmt.Errorf("unmarshal relay failure note: %w", err)
 					}
-					out = append(out, domain.RelayFailure{SequenceNumber: it.Seq, At: parseTime(it.At), PK: it.ItemPK, SK: it.ItemSK, NotificationID: it.NotificationID})
+					out = append(out, recovery.RelayFailure{SequenceNumber: it.Seq, At: parseTime(it.At), PK: it.ItemPK, SK: it.ItemSK, NotificationID: it.NotificationID})
 				}
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b domain.RelayFailure) int {
+	slices.SortFunc(out, func(a, b recovery.RelayFailure) int {
 		pa, _ := paddedSequence(a.SequenceNumber)
 		pb, _ := paddedSequence(b.SequenceNumber)
 		return strings.Compare(pa, pb)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // TestRelayFailureNotes: the notes of one on-failure record's sequence range
@@ -21,7 +21,7 @@ func TestRelayFailureNotes(t *testing.T) {
 	seqOf := func(i int) string { return fmt.Sprintf("%d%06d", base, i) }
 	at := t0.Truncate(24 * time.Hour).Add(23*time.Hour + 59*time.Minute + 55*time.Second) // the range crosses midnight
 	for i := range 20 {
-		f := domain.RelayFailure{SequenceNumber: seqOf(i), At: at.Add(time.Duration(i) * time.Second), PK: "N#n" + fmt.Sprint(i), SK: "N", NotificationID: fmt.Sprint("n", i)}
+		f := recovery.RelayFailure{SequenceNumber: seqOf(i), At: at.Add(time.Duration(i) * time.Second), PK: "N#n" + fmt.Sprint(i), SK: "N", NotificationID: fmt.Sprint("n", i)}
 		if i%5 == 4 {
 			f.NotificationID, f.SK = "", "D#email" // an event record's note
 		}
@@ -30,11 +30,11 @@ func TestRelayFailureNotes(t *testing.T) {
 		}
 	}
 	// A retry of record 3 writes its note again: still one note.
-	if err := s.NoteRelayFailure(ctx, domain.RelayFailure{SequenceNumber: seqOf(3), At: at.Add(3 * time.Second), PK: "N#n3", SK: "N", NotificationID: "n3"}); err != nil {
+	if err := s.NoteRelayFailure(ctx, recovery.RelayFailure{SequenceNumber: seqOf(3), At: at.Add(3 * time.Second), PK: "N#n3", SK: "N", NotificationID: "n3"}); err != nil {
 		t.Fatal(err)
 	}
 	// A shorter sequence number (an older shard's) sorts before, not inside.
-	if err := s.NoteRelayFailure(ctx, domain.RelayFailure{SequenceNumber: "9", At: at, PK: "N#short", SK: "N", NotificationID: "short"}); err != nil {
+	if err := s.NoteRelayFailure(ctx, recovery.RelayFailure{SequenceNumber: "9", At: at, PK: "N#short", SK: "N", NotificationID: "short"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -64,7 +64,7 @@ func TestRelayFailureNotes(t *testing.T) {
 	sk := fmt.Sprintf("%040s", seqOf(0))
 	found := false
 	for shard := range dynamo.RelayFailureShards {
-		if item := rawItem(t, db, s.Table(), fmt.Sprintf("RF#20260302#%d", shard), sk); item != nil {
+		if item := rawItem(t, db, s.Name(), fmt.Sprintf("RF#20260302#%d", shard), sk); item != nil {
 			found = true
 			if ttl := numAttr(t, item, "ttl"); ttl != fmt.Sprint(at.Add(dynamo.RelayFailureKeep).Unix()) {
 				t.Errorf("ttl %s", ttl)
@@ -82,7 +82,7 @@ func TestRelayFailureNotes(t *testing.T) {
 		t.Errorf("notes of an empty range: %+v, %v", got, err)
 	}
 	for _, bad := range []string{"", "replan-n1", "12a", fmt.Sprintf("%041d", 1)} {
-		if err := s.NoteRelayFailure(ctx, domain.RelayFailure{SequenceNumber: bad, At: at}); err == nil {
+		if err := s.NoteRelayFailure(ctx, recovery.RelayFailure{SequenceNumber: bad, At: at}); err == nil {
 			t.Errorf("sequence number %q accepted", bad)
 		}
 	}

@@ -25,7 +25,7 @@ func NotificationIDFromKeys(pk, sk string) (string, bool) {
 // as the stream INSERT record the relay consumes, so an operator can re-run
 // the relay's planning for it (the relay DLQ's redrive). The sequence number
 // is synthetic: "replan-<id>".
-func (s *Store) NotificationInsertRecord(ctx context.Context, id string) (events.DynamoDBEventRecord, error) {
+func (s *Notifications) NotificationInsertRecord(ctx context.Context, id string) (events.DynamoDBEventRecord, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(NotificationPK(id), notificationSK), ConsistentRead: aws.Bool(true),
 	})

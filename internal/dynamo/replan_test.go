@@ -64,7 +64,7 @@ func TestNotificationInsertRecordRoundTrips(t *testing.T) {
 	item["tags"] = &types.AttributeValueMemberSS{Value: []string{"x"}}
 	item["blob"] = &types.AttributeValueMemberB{Value: []byte{1, 2}}
 	s = New(getItemAPI{item: item}, "t")
-	rec, err := s.NotificationInsertRecord(context.Background(), "n1")
+	rec, err := (&Notifications{s}).NotificationInsertRecord(context.Background(), "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestNotificationInsertRecordRoundTrips(t *testing.T) {
 	if !reflect.DeepEqual(got, n) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", got, n)
 	}
-	if _, err := s.NotificationInsertRecord(context.Background(), "missing"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := (&Notifications{s}).NotificationInsertRecord(context.Background(), "missing"); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("missing notification: %v", err)
 	}
 }

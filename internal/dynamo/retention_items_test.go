@@ -48,7 +48,7 @@ func TestScheduledCampaignItemsOutliveTheirSendAt(t *testing.T) {
 		"another status": {dynamo.CampaignStatusPK(c.ID, "n2"), "STATUS"},
 	}
 	for name, k := range items {
-		item := rawItem(t, db, s.Table(), k[0], k[1])
+		item := rawItem(t, db, s.Name(), k[0], k[1])
 		if len(item) == 0 {
 			t.Errorf("%s (%s/%s) not stored", name, k[0], k[1])
 			continue
@@ -76,7 +76,7 @@ func TestLaterDueTimesExtendTheTTL(t *testing.T) {
 		Reason: domain.ReasonScheduled, DueAt: due}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := numAttr(t, rawItem(t, db, s.Table(), dynamo.NotificationPK(id), "D#email"), "ttl"), fmt.Sprint(due.Add(retention).Unix()); got != want {
+	if got, want := numAttr(t, rawItem(t, db, s.Name(), dynamo.NotificationPK(id), "D#email"), "ttl"), fmt.Sprint(due.Add(retention).Unix()); got != want {
 		t.Errorf("deferred to 30 days: ttl %s, want %s", got, want)
 	}
 
@@ -90,7 +90,7 @@ func TestLaterDueTimesExtendTheTTL(t *testing.T) {
 	}
 	want := fmt.Sprint(clock.Now().Add(7 * 24 * time.Hour).Unix())
 	for _, sk := range []string{"HEAD", "D#lead"} {
-		if got := numAttr(t, rawItem(t, db, s.Table(), dynamo.DigestPK(k), sk), "ttl"); got != want {
+		if got := numAttr(t, rawItem(t, db, s.Name(), dynamo.DigestPK(k), sk), "ttl"); got != want {
 			t.Errorf("late digest %s: ttl %s, want now + 7 days %s (its window's end + 7 days has passed)", sk, got, want)
 		}
 	}

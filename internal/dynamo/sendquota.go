@@ -36,7 +36,7 @@ func SendQuotaKey(c domain.Channel, shard int, windowStart time.Time) (pk, sk st
 //
 // A refused write (the shard is full for this caller's limit) is not an error.
 // limit ≤ 0 admits nothing and costs no request.
-func (s *Store) TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error) {
+func (s *Quotas) TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error) {
 	if limit <= 0 {
 		return false, nil
 	}

@@ -64,7 +64,7 @@ func TestTakeSendTokenHoldsItsCap(t *testing.T) {
 		}
 	}
 	pk, sk := dynamo.SendQuotaKey(domain.ChannelPush, 0, window)
-	item := rawItem(t, db, s.Table(), pk, sk)
+	item := rawItem(t, db, s.Name(), pk, sk)
 	count, _ := item["count"].(*types.AttributeValueMemberN)
 	ttl, _ := item["ttl"].(*types.AttributeValueMemberN)
 	if count == nil || count.Value != "20" {

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // ItemKeys are the keys an item is stored under: the table's partition key
@@ -21,7 +22,7 @@ type ItemKeys struct {
 // NotificationItemKeys builds the stored notification item with the same
 // code CreateNotification uses and returns its keys and billed sizes (the
 // capacity model reads them; docs/capacity.md).
-func (s *Store) NotificationItemKeys(n *domain.Notification) (ItemKeys, error) {
+func (s *Table) NotificationItemKeys(n *domain.Notification) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(s.toNotificationItem(n))
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal notification: %w", err)
@@ -30,7 +31,7 @@ func (s *Store) NotificationItemKeys(n *domain.Notification) (ItemKeys, error) {
 }
 
 // DeliveryItemKeys does the same for a delivery item (CreateDelivery).
-func (s *Store) DeliveryItemKeys(d *domain.Delivery) (ItemKeys, error) {
+func (s *Table) DeliveryItemKeys(d *domain.Delivery) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(s.toDeliveryItem(d))
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal delivery: %w", err)
@@ -51,7 +52,7 @@ var indexKeys = map[string][2]string{IndexInbox: {"gsi2pk", "gsi2sk"}, IndexDue:
 
 // UserItemKeys builds a stored profile item with the code PutUser uses and
 // returns its keys and billed sizes (the profiles index is KEYS_ONLY).
-func (s *Store) UserItemKeys(u *domain.User) (ItemKeys, error) {
+func (s *Table) UserItemKeys(u *domain.User) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(userItem{PK: UserPK(u.ID), SK: profileSK, Kind: "user", UserID: u.ID, Email: u.Email, Phone: u.Phone,
 		Locale: u.Locale, Timezone: u.Timezone, QuietHours: u.QuietHours, UpdatedAt: formatTime(u.UpdatedAt), GSI4PK: u.ID})
 	if err != nil {
@@ -148,7 +149,7 @@ func ReadUnits(size int, consistent bool) float64 {
 // WatchItemKeys builds a watch item as ArmWatch stores it and returns its
 // keys and billed sizes (gsi3 projects its priority; the entries stay in the
 // table).
-func (s *Store) WatchItemKeys(w domain.Watch) (ItemKeys, error) {
+func (s *Table) WatchItemKeys(w recovery.Watch) (ItemKeys, error) {
 	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
 	if err != nil {
 		return ItemKeys{}, fmt.Errorf("marshal watch: %w", err)

@@ -47,30 +47,33 @@ const (
 	IndexProfiles = "gsi4"
 )
 
-// Store reads and writes Herald's table.
-type Store struct {
+// Table is the table client every feature store holds: the SDK client,
+// the table name, the clock and the retention, with the item helpers the
+// features share. It serves no consumer itself: each consumer gets the
+// feature stores it uses (Stores).
+type Table struct {
 	db        API
 	table     string
 	now       func() time.Time
 	retention time.Duration
 }
 
-// Option configures a Store.
-type Option func(*Store)
+// Option configures a Table.
+type Option func(*Table)
 
 // WithClock replaces time.Now (tests and the dev runner's clock offset).
-func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+func WithClock(now func() time.Time) Option { return func(s *Table) { s.now = now } }
 
 // WithRetention sets how long notifications live before TTL deletes them.
-func WithRetention(d time.Duration) Option { return func(s *Store) { s.retention = d } }
+func WithRetention(d time.Duration) Option { return func(s *Table) { s.retention = d } }
 
 // DefaultRetention is how long a notification, its deliveries and its dedupe
 // key are kept.
 const DefaultRetention = 90 * 24 * time.Hour
 
-// New returns a Store for table.
-func New(db API, table string, opts ...Option) *Store {
-	s := &Store{db: db, table: table, now: time.Now, retention: DefaultRetention}
+// New returns the client of table.
+func New(db API, table string, opts ...Option) *Table {
+	s := &Table{db: db, table: table, now: time.Now, retention: DefaultRetention}
 	for _, o := range opts {
 		o(s)
 	}
@@ -80,12 +83,70 @@ func New(db API, table string, opts ...Option) *Store {
 // expiry is the TTL of an item kept for the retention after the latest of
 // times: its creation, and the latest it can be due (docs/decisions.md,
 // "Retention counts from the latest due time").
-func (s *Store) expiry(times ...time.Time) int64 {
+func (s *Table) expiry(times ...time.Time) int64 {
 	return domain.Latest(times...).Add(s.retention).Unix()
 }
 
-// Table is the table name.
-func (s *Store) Table() string { return s.table }
+// Name is the table name.
+func (s *Table) Name() string { return s.table }
+
+// The feature stores: one per feature, each over the shared Table, each
+// serving the consumer interfaces of its feature only
+// (TestOneFeaturePerStore). A method stays in the file of its items.
+
+// Notifications stores notifications and their deliveries: intake,
+// claims and transitions, the relay's planning reads, the worker's work
+// loads (notifications.go, deliveries.go, planning.go, work.go, replan.go).
+type Notifications struct{ *Table }
+
+// Inbox stores a user's inbox (read, archive, unread counts) and the
+// announcements with their read markers and live broadcast progress
+// (inbox.go, announcements.go, online.go's announcement marks, migrate.go).
+type Inbox struct{ *Table }
+
+// Campaigns stores campaigns, their recipient chunks, lots, status replicas
+// and profile scans (campaigns.go).
+type Campaigns struct{ *Table }
+
+// Users stores users' profiles, devices, push subscriptions, preferences,
+// unsubscribes and email suppressions (users.go, devices.go,
+// preferences.go, unsubscribe.go, feedback.go).
+type Users struct{ *Table }
+
+// Live stores the live inbox's connections, online set and presence
+// (live.go, online.go, presence.go).
+type Live struct{ *Table }
+
+// Scheduling stores the due index (deferred deliveries and in-flight
+// watches), the release watermark and the relay's failure notes (due.go,
+// watch.go, relayfailures.go).
+type Scheduling struct{ *Table }
+
+// Quotas stores the counters: the channels' send quota and the per-user
+// rate limits (sendquota.go, ratelimit.go).
+type Quotas struct{ *Table }
+
+// Digests stores digests: their members and seals (digests.go).
+type Digests struct{ *Table }
+
+// Stores are the feature stores over one table; wiring hands each consumer
+// the ones it uses.
+type Stores struct {
+	Notifications *Notifications
+	Inbox         *Inbox
+	Campaigns     *Campaigns
+	Users         *Users
+	Live          *Live
+	Scheduling    *Scheduling
+	Quotas        *Quotas
+	Digests       *Digests
+}
+
+// StoresOf returns the feature stores over t.
+func StoresOf(t *Table) Stores {
+	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}}
+}
 
 // timeLayout is fixed width so that timestamps sort lexicographically.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
@@ -136,7 +197,7 @@ func key(pk, sk string) map[string]types.AttributeValue {
 // written and the existing item is returned with domain.ErrConflict: decoded
 // from the failed write itself (ReturnValuesOnConditionCheckFailure, so a
 // replay costs no read), or read back where the store did not return it.
-func createIfAbsent[T any](ctx context.Context, s *Store, what string, record any,
+func createIfAbsent[T any](ctx context.Context, s *Table, what string, record any,
 	decode func(map[string]types.AttributeValue) (T, error), reread func(context.Context) (T, error)) (T, error) {
 	var zero T
 	item, err := attributevalue.MarshalMap(record)

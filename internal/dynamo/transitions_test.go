@@ -24,7 +24,7 @@ var allStatuses = []domain.Status{
 
 // seedDelivery stores a delivery in status (deferred ones due in an hour,
 // sending ones leased for a minute) and returns it.
-func seedDelivery(t testing.TB, s *dynamo.Store, id string, ch domain.Channel, status domain.Status) *domain.Delivery {
+func seedDelivery(t testing.TB, s *stacktest.Stores, id string, ch domain.Channel, status domain.Status) *domain.Delivery {
 	t.Helper()
 	d := &domain.Delivery{NotificationID: id, Channel: ch, UserID: "u-" + id, Priority: domain.PriorityNormal, Status: status, UpdatedAt: t0}
 	switch status {

@@ -65,7 +65,7 @@ func (it *pushSubItem) toDomain() domain.PushSubscription {
 
 // GetRecipientProfile reads a user's profile, preferences, push
 // subscriptions and devices in one strongly consistent query.
-func (s *Store) GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error) {
+func (s *Users) GetRecipientProfile(ctx context.Context, userID string) (*domain.RecipientProfile, error) {
 	p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
 	var start map[string]types.AttributeValue
 	for {
@@ -137,7 +137,7 @@ func (it *userItem) toDomain() *domain.User {
 
 // GetUser reads a user's profile (strongly consistent); domain.ErrNotFound if
 // the user has none.
-func (s *Store) GetUser(ctx context.Context, userID string) (*domain.User, error) {
+func (s *Users) GetUser(ctx context.Context, userID string) (*domain.User, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(UserPK(userID), profileSK), ConsistentRead: aws.Bool(true),
 	})
@@ -163,7 +163,7 @@ func (s *Store) GetUser(ctx context.Context, userID string) (*domain.User, error
 // The suppression is decided by conditional puts, not a read: the common
 // case (no suppression, or one for another address) is one write; a
 // suppression of the same address costs a second conditional write.
-func (s *Store) PutUser(ctx context.Context, u *domain.User) error {
+func (s *Users) PutUser(ctx context.Context, u *domain.User) error {
 	now := s.now()
 	it := userItem{
 		PK: UserPK(u.ID), SK: profileSK, Kind: "user", UserID: u.ID, Email: u.Email, Phone: u.Phone,
@@ -204,14 +204,14 @@ func (s *Store) PutUser(ctx context.Context, u *domain.User) error {
 }
 
 // AddPushSubscription stores a subscription under the user.
-func (s *Store) AddPushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) error {
+func (s *Users) AddPushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) error {
 	_, err := s.SavePushSubscription(ctx, userID, sub)
 	return err
 }
 
 // SavePushSubscription stores a subscription under the user, replacing one
 // with the same id, and reports whether it is new.
-func (s *Store) SavePushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) (created bool, err error) {
+func (s *Users) SavePushSubscription(ctx context.Context, userID string, sub domain.PushSubscription) (created bool, err error) {
 	item, err := attributevalue.MarshalMap(pushSubItem{
 		PK: UserPK(userID), SK: pushSubPrefix + sub.ID, Kind: "pushSubscription", ID: sub.ID,
 		Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: formatTime(sub.CreatedAt),
@@ -227,7 +227,7 @@ func (s *Store) SavePushSubscription(ctx context.Context, userID string, sub dom
 }
 
 // ListPushSubscriptions reads a user's push subscriptions, oldest first.
-func (s *Store) ListPushSubscriptions(ctx context.Context, userID string) ([]domain.PushSubscription, error) {
+func (s *Users) ListPushSubscriptions(ctx context.Context, userID string) ([]domain.PushSubscription, error) {
 	var out []domain.PushSubscription
 	err := s.queryUserItems(ctx, userID, pushSubPrefix, func(av map[string]types.AttributeValue) error {
 		var it pushSubItem
@@ -251,7 +251,7 @@ func (s *Store) ListPushSubscriptions(ctx context.Context, userID string) ([]dom
 
 // queryUserItems calls each for every item of the user's partition whose
 // sort key starts with prefix (strongly consistent, every page).
-func (s *Store) queryUserItems(ctx context.Context, userID, prefix string, each func(map[string]types.AttributeValue) error) error {
+func (s *Users) queryUserItems(ctx context.Context, userID, prefix string, each func(map[string]types.AttributeValue) error) error {
 	var start map[string]types.AttributeValue
 	for {
 		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
@@ -279,7 +279,7 @@ func (s *Store) queryUserItems(ctx context.Context, userID, prefix string, each 
 }
 
 // DeletePushSubscription removes a subscription; domain.ErrNotFound if absent.
-func (s *Store) DeletePushSubscription(ctx context.Context, userID, subID string) error {
+func (s *Users) DeletePushSubscription(ctx context.Context, userID, subID string) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.table), Key: key(UserPK(userID), pushSubPrefix+subID),
 		ConditionExpression: aws.String("attribute_exists(pk)"),

@@ -11,9 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
-// An in-flight watch (domain.Watch) is one item, pk W#<id>, in the due index
+// An in-flight watch (recovery.Watch) is one item, pk W#<id>, in the due index
 // (gsi3) under DUE#<bucket>#<shard> like a deferred delivery. The index
 // projects its priority; the entries stay in the table.
 const (
@@ -43,7 +44,7 @@ type watchItem struct {
 	GSI3SK   string           `dynamodbav:"gsi3sk"`
 }
 
-func (s *Store) toWatchItem(w domain.Watch) watchItem {
+func (s *Table) toWatchItem(w recovery.Watch) watchItem {
 	it := watchItem{PK: watchPrefix + w.ID, SK: watchSK, Kind: "watch", Priority: string(w.Priority),
 		ArmedAt: formatTime(w.ArmedAt), DueAt: formatTime(w.DueAt), Checks: w.Checks, TTL: w.DueAt.Add(s.retention).Unix(),
 		GSI3PK: DuePartitionKey(DuePartitionOf(w.DueAt, w.ID, watchChannel)), GSI3SK: dueSortKey(w.DueAt, w.ID, watchChannel)}
@@ -53,21 +54,21 @@ func (s *Store) toWatchItem(w domain.Watch) watchItem {
 	return it
 }
 
-func decodeWatch(av map[string]types.AttributeValue) (*domain.Watch, error) {
+func decodeWatch(av map[string]types.AttributeValue) (*recovery.Watch, error) {
 	var it watchItem
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 		return nil, fmt.Errorf("unmarshal watch: %w", err)
 	}
-	w := &domain.Watch{ID: it.PK[min(len(it.PK), len(watchPrefix)):], Priority: domain.Priority(it.Priority),
+	w := &recovery.Watch{ID: it.PK[min(len(it.PK), len(watchPrefix)):], Priority: domain.Priority(it.Priority),
 		ArmedAt: parseTime(it.ArmedAt), DueAt: parseTime(it.DueAt), Checks: it.Checks}
 	for _, e := range it.Entries {
-		w.Entries = append(w.Entries, domain.WatchEntry{NotificationID: e.N, Channel: domain.Channel(e.C)})
+		w.Entries = append(w.Entries, recovery.WatchEntry{NotificationID: e.N, Channel: domain.Channel(e.C)})
 	}
 	return w, nil
 }
 
 // ArmWatch writes a new watch (one PutItem; its due-index entry).
-func (s *Store) ArmWatch(ctx context.Context, w domain.Watch) error {
+func (s *Scheduling) ArmWatch(ctx context.Context, w recovery.Watch) error {
 	if len(w.Entries) == 0 {
 		return nil
 	}
@@ -82,7 +83,7 @@ func (s *Store) ArmWatch(ctx context.Context, w domain.Watch) error {
 }
 
 // LoadWatch reads a watch (strongly consistent); nil when it has ended.
-func (s *Store) LoadWatch(ctx context.Context, id string) (*domain.Watch, error) {
+func (s *Scheduling) LoadWatch(ctx context.Context, id string) (*recovery.Watch, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(watchPrefix+id, watchSK), ConsistentRead: aws.Bool(true),
 	})
@@ -98,7 +99,7 @@ func (s *Store) LoadWatch(ctx context.Context, id string) (*domain.Watch, error)
 // WatchedDeliveries reads the deliveries of keys (eventually consistent,
 // 100 a call): a watch's check needs only whether each has moved on in the
 // last StuckAfter. Keys with no item are absent from the map.
-func (s *Store) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
+func (s *Scheduling) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error) {
 	seen := map[domain.DeliveryKey]bool{}
 	var ks []map[string]types.AttributeValue
 	for _, k := range keys {
@@ -124,7 +125,7 @@ func (s *Store) WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey
 
 // RearmWatch replaces a watch read at w.DueAt with its remaining entries,
 // due at next after checks checks, unless another check moved it meanwhile.
-func (s *Store) RearmWatch(ctx context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error {
+func (s *Scheduling) RearmWatch(ctx context.Context, w recovery.Watch, remaining []recovery.WatchEntry, next time.Time, checks int) error {
 	seen := w.DueAt
 	w.Entries, w.DueAt, w.Checks = remaining, next, checks
 	av, err := attributevalue.MarshalMap(s.toWatchItem(w))
@@ -147,7 +148,7 @@ func (s *Store) RearmWatch(ctx context.Context, w domain.Watch, remaining []doma
 
 // EndWatch deletes a watch read at w.DueAt whose deliveries have all ended,
 // unless another check moved it meanwhile.
-func (s *Store) EndWatch(ctx context.Context, w domain.Watch) error {
+func (s *Scheduling) EndWatch(ctx context.Context, w recovery.Watch) error {
 	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       key(watchPrefix+w.ID, watchSK),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // TestWatchLifecycle: a watch sits in the due index beside deferred
@@ -20,8 +21,8 @@ func TestWatchLifecycle(t *testing.T) {
 		Priority: domain.PriorityNormal, Status: domain.StatusQueued, UpdatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	entries := []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail}, {NotificationID: id, Channel: domain.ChannelSMS}}
-	w := domain.Watch{ID: domain.NewWatchID(), Priority: domain.PriorityNormal, Entries: entries, ArmedAt: t0, DueAt: due}
+	entries := []recovery.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail}, {NotificationID: id, Channel: domain.ChannelSMS}}
+	w := recovery.Watch{ID: recovery.NewWatchID(), Priority: domain.PriorityNormal, Entries: entries, ArmedAt: t0, DueAt: due}
 	if err := s.ArmWatch(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +34,9 @@ func TestWatchLifecycle(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[entries[0].Key()].Status != domain.StatusQueued {
 		t.Fatalf("WatchedDeliveries = %+v, %v (the sms has no item)", ds, err)
 	}
-	listed := func(at time.Time) []domain.Watch {
+	listed := func(at time.Time) []recovery.Watch {
 		t.Helper()
-		var out []domain.Watch
+		var out []recovery.Watch
 		for _, p := range s.DuePartitions(at.Add(-2*time.Hour), at) {
 			_, ws, err := s.ListDue(ctx, p, at, 100)
 			if err != nil {

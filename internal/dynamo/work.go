@@ -25,7 +25,7 @@ import (
 // A notification of a cancelled campaign is returned cancelled: the message
 // names its campaign, whose status copy (CampaignStatusPK) joins the batch
 // read (other paths read it with one more GetItem).
-func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
+func (s *Notifications) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	switch {
 	case wm.UserID == "":
 		n, err := s.GetNotification(ctx, wm.NotificationID)
@@ -35,7 +35,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := s.GetRecipientProfile(ctx, n.Recipient.UserID)
+		p, err := (&Users{s.Table}).GetRecipientProfile(ctx, n.Recipient.UserID)
 		return n, p, err
 	case wm.Channel == domain.ChannelPush:
 		var p *domain.RecipientProfile
@@ -43,7 +43,7 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			p, perr = s.GetRecipientProfile(ctx, wm.UserID)
+			p, perr = (&Users{s.Table}).GetRecipientProfile(ctx, wm.UserID)
 		}()
 		n, err := s.GetNotification(ctx, wm.NotificationID)
 		<-done
@@ -101,10 +101,10 @@ func (s *Store) LoadWork(ctx context.Context, wm domain.WorkMessage) (*domain.No
 
 // ownProfile guards against a message naming another user than its
 // notification's recipient: the recipient's own profile is read instead.
-func (s *Store) ownProfile(ctx context.Context, n *domain.Notification, p *domain.RecipientProfile, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
+func (s *Notifications) ownProfile(ctx context.Context, n *domain.Notification, p *domain.RecipientProfile, wm domain.WorkMessage) (*domain.Notification, *domain.RecipientProfile, error) {
 	if n.Recipient.UserID == wm.UserID {
 		return n, p, nil
 	}
-	p, err := s.GetRecipientProfile(ctx, n.Recipient.UserID)
+	p, err := (&Users{s.Table}).GetRecipientProfile(ctx, n.Recipient.UserID)
 	return n, p, err
 }

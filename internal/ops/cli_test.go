@@ -23,6 +23,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/policy"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 type fakeStacks struct {
@@ -303,8 +304,8 @@ func TestCLI(t *testing.T) {
 	}
 
 	// The release DLQ: one due partition per message.
-	p := domain.DuePartition{Bucket: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), Shard: 3}
-	e.store.due = map[domain.DuePartition]bool{p: true}
+	p := recovery.DuePartition{Bucket: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), Shard: 3}
+	e.store.due = map[recovery.DuePartition]bool{p: true}
 	e.sqs.park(releaseDLQ, releaseQueue, `{"bucket":"2026-03-01T08:00:00Z","shard":3}`, 3, t0.Add(-time.Minute))
 	out, _, err = runCLI(t, e, "show", "release")
 	if err != nil || !strings.Contains(out, "DUE#2026030108#3") || !strings.Contains(out, "still due") {

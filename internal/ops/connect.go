@@ -218,6 +218,14 @@ func (r Resolver) relayConfig(ctx context.Context, cfg aws.Config, stack string)
 	return env, nil
 }
 
+// opsStore is what the DLQ commands read and change: deliveries, the due
+// index's partitions, campaigns.
+type opsStore struct {
+	*dynamo.Notifications
+	*dynamo.Scheduling
+	*dynamo.Campaigns
+}
+
 // Connect builds an Operator with real AWS clients for t. The relay a relay
 // DLQ redrive re-runs is built as the function is (relayfn.New) with the
 // deployed function's environment (t.RelayEnv). log receives the relay's
@@ -226,7 +234,7 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	store := dynamo.New(dynamodb.NewFromConfig(cfg), t.Table)
+	st := dynamo.StoresOf(dynamo.New(dynamodb.NewFromConfig(cfg), t.Table))
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, err
@@ -236,8 +244,9 @@ func Connect(cfg aws.Config, t Target, log *slog.Logger) (*Operator, error) {
 		return nil, fmt.Errorf("relay: %w", err)
 	}
 	op := &Operator{
-		Target: t, SQS: sqs.NewFromConfig(cfg), Store: store, Failures: store, Watches: store,
-		Replanner: RelayReplanner{Handle: relay.Handle, Record: store.NotificationInsertRecord},
+		Target: t, SQS: sqs.NewFromConfig(cfg), Store: opsStore{st.Notifications, st.Scheduling, st.Campaigns},
+		Failures: st.Scheduling, Watches: st.Scheduling,
+		Replanner: RelayReplanner{Handle: relay.Handle, Record: st.Notifications.NotificationInsertRecord},
 	}
 	if t.EventBus != "" {
 		op.Events = &awsbus.Bus{API: eventbridge.NewFromConfig(cfg), BusName: t.EventBus}

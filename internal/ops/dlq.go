@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/events"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // SQSAPI is the subset of the SQS client the commands use.
@@ -36,17 +37,17 @@ type Store interface {
 	GetNotificationWithDeliveries(ctx context.Context, id string) (*domain.Notification, []domain.Delivery, error)
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 	// HasDue reports whether a due partition still holds deliveries due by now.
-	HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error)
+	HasDue(ctx context.Context, p recovery.DuePartition, now time.Time) (bool, error)
 	// GetCampaign reads a campaign (domain.ErrNotFound when it is no longer
 	// stored), for the status of a campaign DLQ message's campaign.
 	GetCampaign(ctx context.Context, id string) (*domain.Campaign, error)
 }
 
-// RelayFailures reads the relay's failure notes (domain.RelayFailure) of a
+// RelayFailures reads the relay's failure notes (recovery.RelayFailure) of a
 // failed stream batch's sequence range, to resolve relay DLQ records without
 // reading the stream.
 type RelayFailures interface {
-	RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]domain.RelayFailure, error)
+	RelayFailures(ctx context.Context, from, to time.Time, first, last string) ([]recovery.RelayFailure, error)
 }
 
 // Replanner re-runs the relay's planning for one notification.
@@ -300,8 +301,8 @@ type Parked struct {
 	NotificationIDs []string     `json:"notificationIds,omitempty"`
 	// Release DLQ messages: the due partition, and whether it still holds
 	// deliveries due now (false: a later tick released them).
-	Partition *domain.DuePartition `json:"partition,omitempty"`
-	StillDue  *bool                `json:"stillDue,omitempty"`
+	Partition *recovery.DuePartition `json:"partition,omitempty"`
+	StillDue  *bool                  `json:"stillDue,omitempty"`
 	// Campaign DLQ messages: the step and its campaign's status.
 	Campaign *CampaignStep `json:"campaign,omitempty"`
 	// Feedback DLQ messages: the SES events of the failed invocation.

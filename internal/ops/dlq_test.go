@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 	"github.com/heraldhq/herald/internal/storetest"
 )
 
@@ -191,7 +192,7 @@ func onFailureBody(start, end string) string {
 // (sequence numbers 2..5, arriving at t0): one before and one after it, an
 // event record's, and an undecodable notification's (no id: its key names it).
 func relayNotes() *fakeNotes {
-	return &fakeNotes{notes: []domain.RelayFailure{
+	return &fakeNotes{notes: []recovery.RelayFailure{
 		note(1, t0, "N#before", "N", "before"),
 		note(2, t0, "N#a", "N", "a"),
 		note(3, t0, "N#a", "D#email", ""),
@@ -461,10 +462,10 @@ func TestPurge(t *testing.T) {
 // release queue (selected by message id or all) and leaves a malformed one.
 func TestReleaseDLQ(t *testing.T) {
 	e := newEnv()
-	due := domain.DuePartition{Bucket: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), Shard: 7}
-	done := domain.DuePartition{Bucket: due.Bucket, Shard: 21}
-	e.store.due = map[domain.DuePartition]bool{due: true}
-	body := func(p domain.DuePartition) string {
+	due := recovery.DuePartition{Bucket: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC), Shard: 7}
+	done := recovery.DuePartition{Bucket: due.Bucket, Shard: 21}
+	e.store.due = map[recovery.DuePartition]bool{due: true}
+	body := func(p recovery.DuePartition) string {
 		return fmt.Sprintf(`{"bucket":%q,"shard":%d}`, p.Bucket.Format(time.RFC3339), p.Shard)
 	}
 	mDue := e.sqs.park(releaseDLQ, releaseQueue, body(due), 3, t0.Add(-5*time.Minute))

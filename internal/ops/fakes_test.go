@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 	"github.com/heraldhq/herald/internal/storetest"
 )
 
@@ -304,7 +305,7 @@ type fakeStore struct {
 	transitions   []string
 	failTo        map[domain.Status]error
 	// due lists the due partitions that still hold deliveries due (HasDue).
-	due map[domain.DuePartition]bool
+	due map[recovery.DuePartition]bool
 	// campaigns are the stored campaigns' statuses (GetCampaign), and
 	// campaignReads counts the reads.
 	campaigns     map[string]domain.CampaignStatus
@@ -341,7 +342,7 @@ func (s *fakeStore) GetNotificationWithDeliveries(_ context.Context, id string) 
 	return &cp, s.deliveries.Of(id), nil
 }
 
-func (s *fakeStore) HasDue(_ context.Context, p domain.DuePartition, _ time.Time) (bool, error) {
+func (s *fakeStore) HasDue(_ context.Context, p recovery.DuePartition, _ time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.due[p], nil
@@ -381,20 +382,20 @@ func (s *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel
 // fakeNotes holds the relay's failure notes; it answers a sequence range
 // within a time window as the table does.
 type fakeNotes struct {
-	notes []domain.RelayFailure
+	notes []recovery.RelayFailure
 	err   error
 	calls int
 }
 
 var _ RelayFailures = (*fakeNotes)(nil)
 
-func (f *fakeNotes) RelayFailures(_ context.Context, from, to time.Time, first, last string) ([]domain.RelayFailure, error) {
+func (f *fakeNotes) RelayFailures(_ context.Context, from, to time.Time, first, last string) ([]recovery.RelayFailure, error) {
 	f.calls++
 	if f.err != nil {
 		return nil, f.err
 	}
 	pad := func(s string) string { return fmt.Sprintf("%040s", s) }
-	var out []domain.RelayFailure
+	var out []recovery.RelayFailure
 	for _, n := range f.notes {
 		if pad(n.SequenceNumber) >= pad(first) && pad(n.SequenceNumber) <= pad(last) &&
 			!n.At.Before(from.Add(-24*time.Hour)) && !n.At.After(to.Add(24*time.Hour)) {
@@ -404,8 +405,8 @@ func (f *fakeNotes) RelayFailures(_ context.Context, from, to time.Time, first, 
 	return out, nil
 }
 
-func note(seq int, at time.Time, pk, sk, id string) domain.RelayFailure {
-	return domain.RelayFailure{SequenceNumber: fmt.Sprintf("%021d", seq), At: at, PK: pk, SK: sk, NotificationID: id}
+func note(seq int, at time.Time, pk, sk, id string) recovery.RelayFailure {
+	return recovery.RelayFailure{SequenceNumber: fmt.Sprintf("%021d", seq), At: at, PK: pk, SK: sk, NotificationID: id}
 }
 
 type fakeReplanner struct {

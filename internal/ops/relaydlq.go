@@ -52,7 +52,7 @@ func parseOnFailure(body string) (onFailureRecord, error) {
 // it failed too, or the note outlived its 15 days).
 var ErrNoFailureNote = errors.New("no relay failure note for this batch")
 
-// batchNotes reads the relay's failure notes (domain.RelayFailure) for the
+// batchNotes reads the relay's failure notes (recovery.RelayFailure) for the
 // records of a failed batch from the table: the relay writes one for every
 // record it reports for retry, so the stream, whose shards already have
 // their two readers (the relay mappings), is never read here. It returns

@@ -9,15 +9,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // describeReleaseMessage fills a release DLQ message's partition and whether
 // it still holds deliveries due now. A body that names no partition gets a
 // problem, not an error; errors are the table's.
 func (o *Operator) describeReleaseMessage(ctx context.Context, m sqstypes.Message, out *Parked) error {
-	p, err := domain.DecodeReleaseMessage(aws.ToString(m.Body))
+	p, err := recovery.DecodeReleaseMessage(aws.ToString(m.Body))
 	if err != nil {
 		out.Problem = "malformed body: not a release message"
 		return nil
@@ -35,7 +35,7 @@ func (o *Operator) describeReleaseMessage(ctx context.Context, m sqstypes.Messag
 // due left releases nothing), a malformed body stays.
 func (o *Operator) planRelease(ctx context.Context, m sqstypes.Message) (RedriveItem, error) {
 	it := RedriveItem{MessageID: aws.ToString(m.MessageId)}
-	p, err := domain.DecodeReleaseMessage(aws.ToString(m.Body))
+	p, err := recovery.DecodeReleaseMessage(aws.ToString(m.Body))
 	if err != nil {
 		it.Action, it.Note = ActionLeave, "malformed body: not a release message (purge it once read)"
 		return it, nil

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
-// Watches reads the scheduler's in-flight watches (domain.Watch) from the
+// Watches reads the scheduler's in-flight watches (recovery.Watch) from the
 // due index, for `herald dlq stuck`.
 type Watches interface {
-	DuePartitions(from, to time.Time) []domain.DuePartition
-	ListWatchesUntil(ctx context.Context, p domain.DuePartition, until time.Time) ([]domain.Watch, error)
-	LoadWatch(ctx context.Context, id string) (*domain.Watch, error)
+	DuePartitions(from, to time.Time) []recovery.DuePartition
+	ListWatchesUntil(ctx context.Context, p recovery.DuePartition, until time.Time) ([]recovery.Watch, error)
+	LoadWatch(ctx context.Context, id string) (*recovery.Watch, error)
 	WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error)
 }
 
@@ -43,7 +44,7 @@ const stuckLookBack = 48 * time.Hour
 
 // Stuck lists the deliveries the scheduler's watches find stuck: planned,
 // queued, sending or retrying past their lease and backoff plus a grace
-// (domain.StuckAfter), oldest first. It reads the due index partitions from
+// (recovery.StuckAfter), oldest first. It reads the due index partitions from
 // two days back to the longest wait between checks ahead (no table scan) and
 // each watch's deliveries.
 func (o *Operator) Stuck(ctx context.Context) ([]StuckDelivery, error) {
@@ -51,7 +52,7 @@ func (o *Operator) Stuck(ctx context.Context) ([]StuckDelivery, error) {
 		return nil, errors.New("stuck: this deployment's table is not connected")
 	}
 	now := o.now()
-	parts := o.Watches.DuePartitions(now.Add(-stuckLookBack), now.Add(domain.MaxStuckWait))
+	parts := o.Watches.DuePartitions(now.Add(-stuckLookBack), now.Add(recovery.MaxStuckWait))
 	var (
 		mu   sync.Mutex
 		out  []StuckDelivery
@@ -86,8 +87,8 @@ func (o *Operator) Stuck(ctx context.Context) ([]StuckDelivery, error) {
 	return out, nil
 }
 
-func (o *Operator) stuckIn(ctx context.Context, p domain.DuePartition, now time.Time) ([]StuckDelivery, error) {
-	ws, err := o.Watches.ListWatchesUntil(ctx, p, now.Add(domain.MaxStuckWait))
+func (o *Operator) stuckIn(ctx context.Context, p recovery.DuePartition, now time.Time) ([]StuckDelivery, error) {
+	ws, err := o.Watches.ListWatchesUntil(ctx, p, now.Add(recovery.MaxStuckWait))
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package queue
 import (
 	"context"
 
-	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // ReleaseQueueEnv names the scheduler's release queue URL.
@@ -21,6 +21,6 @@ func NewReleases(api API, url string) *Releases { return &Releases{api: api, url
 
 // EnqueueReleases sends one message per partition, ten per call, calls in
 // parallel; entries SQS fails through no fault of the sender are retried.
-func (r *Releases) EnqueueReleases(ctx context.Context, parts []domain.DuePartition) error {
+func (r *Releases) EnqueueReleases(ctx context.Context, parts []recovery.DuePartition) error {
 	return sendJSON(ctx, r.api, r.url, "release", parts, 0)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 	"github.com/heraldhq/herald/internal/storetest"
 )
 
@@ -36,28 +37,28 @@ type memStore struct {
 	failProfile    map[string]error
 	failBatchRead  error
 	// watches are the armed in-flight watches; failWatch fails ArmWatch.
-	watches   []domain.Watch
+	watches   []recovery.Watch
 	failWatch error
 	// notes are the failure notes by sequence number; failNote fails
 	// NoteRelayFailure.
-	notes    map[string]domain.RelayFailure
+	notes    map[string]recovery.RelayFailure
 	failNote error
 }
 
-func (s *memStore) NoteRelayFailure(_ context.Context, f domain.RelayFailure) error {
+func (s *memStore) NoteRelayFailure(_ context.Context, f recovery.RelayFailure) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failNote != nil {
 		return s.failNote
 	}
 	if s.notes == nil {
-		s.notes = map[string]domain.RelayFailure{}
+		s.notes = map[string]recovery.RelayFailure{}
 	}
 	s.notes[f.SequenceNumber] = f
 	return nil
 }
 
-func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {
+func (s *memStore) ArmWatch(_ context.Context, w recovery.Watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failWatch != nil {

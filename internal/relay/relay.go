@@ -48,6 +48,7 @@ import (
 	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // Store is what the relay needs from the table.
@@ -67,12 +68,12 @@ type Store interface {
 	// JoinDigest opens or joins the digest of a key; asking again for the same
 	// notification gives the same role.
 	JoinDigest(ctx context.Context, req domain.DigestRequest) (domain.DigestOutcome, error)
-	// ArmWatch records an in-flight watch (domain.Watch) over deliveries
+	// ArmWatch records an in-flight watch (recovery.Watch) over deliveries
 	// whose messages are about to go out.
-	ArmWatch(ctx context.Context, w domain.Watch) error
+	ArmWatch(ctx context.Context, w recovery.Watch) error
 	// NoteRelayFailure records what a redrive needs of a record reported
-	// for retry (domain.RelayFailure); writing it again overwrites it.
-	NoteRelayFailure(ctx context.Context, f domain.RelayFailure) error
+	// for retry (Failure); writing it again overwrites it.
+	NoteRelayFailure(ctx context.Context, f recovery.RelayFailure) error
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -309,7 +310,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 	return resp, nil
 }
 
-// noteFailures records a failure note (domain.RelayFailure) for each record
+// noteFailures records a failure note (Failure) for each record
 // reported for retry: should Lambda give up on it, its on-failure record
 // names only the shard and sequence numbers, and `herald dlq redrive relay`
 // finds the notifications from these notes instead of reading the stream
@@ -319,7 +320,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.DynamoDBEvent) (events.D
 func (h *Handler) noteFailures(ctx context.Context, recs []events.DynamoDBEventRecord, retry []int, notificationIDs []string) {
 	h.parallel(len(retry), func(k int) {
 		rec := recs[retry[k]]
-		f := domain.RelayFailure{SequenceNumber: rec.Change.SequenceNumber, At: rec.Change.ApproximateCreationDateTime.UTC(),
+		f := recovery.RelayFailure{SequenceNumber: rec.Change.SequenceNumber, At: rec.Change.ApproximateCreationDateTime.UTC(),
 			PK: keyString(rec.Change.Keys, "pk"), SK: keyString(rec.Change.Keys, "sk"), NotificationID: notificationIDs[retry[k]]}
 		if err := h.store.NoteRelayFailure(ctx, f); err != nil {
 			h.log.ErrorContext(ctx, "relay failure note not recorded", "sequenceNumber", f.SequenceNumber, "notificationId", f.NotificationID, "error", err)
@@ -345,7 +346,7 @@ func (h *Handler) armWatches(ctx context.Context, recs []events.DynamoDBEventRec
 		items[i] = p.item
 	}
 	bad := map[domain.Priority]bool{}
-	for _, w := range domain.NewWatches(items, h.now()) {
+	for _, w := range recovery.NewWatches(items, h.now()) {
 		if err := h.store.ArmWatch(ctx, w); err != nil {
 			h.log.ErrorContext(ctx, "arm watch failed", "watch", w.ID, "priority", w.Priority, "error", err)
 			bad[w.Priority] = true

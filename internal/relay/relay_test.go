@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
+	"github.com/heraldhq/herald/internal/recovery"
 	"github.com/heraldhq/herald/internal/relay"
 )
 
@@ -590,7 +591,7 @@ func TestArmsAWatchOverTheSentDeliveriesFirst(t *testing.T) {
 		}
 		slices.Sort(got)
 		want := map[domain.Priority][]string{domain.PriorityNormal: {"n1/email", "n1/push"}, domain.PriorityLow: {"n2/email", "n2/push"}}[w.Priority]
-		if !slices.Equal(got, want) || !w.DueAt.Equal(now.Add(domain.StuckAfter(w.Priority))) || !w.ArmedAt.Equal(now) || w.ID == "" {
+		if !slices.Equal(got, want) || !w.DueAt.Equal(now.Add(recovery.StuckAfter(w.Priority))) || !w.ArmedAt.Equal(now) || w.ID == "" {
 			t.Errorf("watch %+v: entries %v, want %v due after StuckAfter(%s)", w, got, want, w.Priority)
 		}
 	}
@@ -622,7 +623,7 @@ func TestFailedRecordsLeaveANote(t *testing.T) {
 	if failed := f.handle(t, ok, failing, bad); !slices.Equal(failed, []string{"2", "3"}) {
 		t.Fatalf("failed = %v, want [2 3]", failed)
 	}
-	want := map[string]domain.RelayFailure{
+	want := map[string]recovery.RelayFailure{
 		"2": {SequenceNumber: "2", At: now.Add(-time.Minute), PK: "N#n2", SK: "N", NotificationID: "n2"},
 		"3": {SequenceNumber: "3", PK: "N#n3", SK: "N"},
 	}

@@ -28,17 +28,18 @@ import (
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // Store is what the scheduler needs from the table.
 type Store interface {
 	// DuePartitions lists the index partitions of the buckets from the one
 	// holding from to the one holding to, oldest bucket first.
-	DuePartitions(from, to time.Time) []domain.DuePartition
-	HasDue(ctx context.Context, p domain.DuePartition, now time.Time) (bool, error)
+	DuePartitions(from, to time.Time) []recovery.DuePartition
+	HasDue(ctx context.Context, p recovery.DuePartition, now time.Time) (bool, error)
 	// ListDue lists the partition's due entries: deferred deliveries and
 	// in-flight watches.
-	ListDue(ctx context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error)
+	ListDue(ctx context.Context, p recovery.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []recovery.Watch, error)
 	WatchStore
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 	ReleaseWatermark(ctx context.Context) (time.Time, error)
@@ -52,7 +53,7 @@ type Publisher interface {
 
 // ReleaseQueue takes one release message per due partition.
 type ReleaseQueue interface {
-	EnqueueReleases(ctx context.Context, parts []domain.DuePartition) error
+	EnqueueReleases(ctx context.Context, parts []recovery.DuePartition) error
 }
 
 // Visibility changes when a received release message is next visible.
@@ -277,7 +278,7 @@ func (h *Handler) Tick(ctx context.Context) (int, error) {
 	has := make([]bool, len(probed))
 	errs := make([]error, len(probed))
 	h.parallel(len(probed), func(i int) { has[i], errs[i] = h.store.HasDue(ctx, probed[i], now) })
-	var due []domain.DuePartition
+	var due []recovery.DuePartition
 	if found := h.foundBehind(ctx, behind, has[len(parts):], errs[len(parts):]); len(found) > 0 {
 		due = append(due, found...)
 	}
@@ -327,7 +328,7 @@ const SweepBack = 14 * 24 * time.Hour
 // sweepPartitions returns the partitions of this minute's bucket behind
 // from, or none when this handler swept less than a minute ago (the local
 // stack ticks every second).
-func (h *Handler) sweepPartitions(from, now time.Time) []domain.DuePartition {
+func (h *Handler) sweepPartitions(from, now time.Time) []recovery.DuePartition {
 	h.sweepMu.Lock()
 	defer h.sweepMu.Unlock()
 	if d := now.Sub(h.sweptAt); !h.sweptAt.IsZero() && d >= 0 && d < time.Minute {
@@ -342,8 +343,8 @@ func (h *Handler) sweepPartitions(from, now time.Time) []domain.DuePartition {
 // foundBehind returns the swept partitions that hold due entries, counting
 // them (DueBehindWatermark, alarmed: something planned a past due time). A
 // failed sweep probe is only logged: the bucket comes round again.
-func (h *Handler) foundBehind(ctx context.Context, parts []domain.DuePartition, has []bool, errs []error) []domain.DuePartition {
-	var found []domain.DuePartition
+func (h *Handler) foundBehind(ctx context.Context, parts []recovery.DuePartition, has []bool, errs []error) []recovery.DuePartition {
+	var found []recovery.DuePartition
 	for i, p := range parts {
 		switch {
 		case errs[i] != nil:
@@ -376,7 +377,7 @@ func (h *Handler) HandleRelease(ctx context.Context, ev events.SQSEvent) (events
 }
 
 func (h *Handler) releaseOne(ctx context.Context, rec events.SQSMessage) error {
-	p, err := decodeRelease(rec.Body)
+	p, err := recovery.DecodeReleaseMessage(rec.Body)
 	if err != nil {
 		// Visible again at once: the redrive parks it in the DLQ after
 		// maxReceiveCount receives instead of as many visibility timeouts.
@@ -393,20 +394,13 @@ func (h *Handler) releaseOne(ctx context.Context, rec events.SQSMessage) error {
 	return nil
 }
 
-// ErrMalformedRelease marks a release message that names no partition.
-var ErrMalformedRelease = domain.ErrMalformedRelease
-
-func decodeRelease(body string) (domain.DuePartition, error) {
-	return domain.DecodeReleaseMessage(body)
-}
-
 // Release releases partition p: deferred → planned (kept in the due index)
 // → work message → queued (leaves the index), page by page, each page's
 // conditional writes in parallel, at most maxRate deliveries a second, until
 // nothing is due or the invocation's time is nearly up. Each step is
 // conditional, so overlapping releases send at most a duplicate message,
 // which the worker's claim absorbs.
-func (h *Handler) Release(ctx context.Context, p domain.DuePartition) (int, error) {
+func (h *Handler) Release(ctx context.Context, p recovery.DuePartition) (int, error) {
 	start := time.Now()
 	released := 0
 	for ctx.Err() == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // memStore keeps deliveries and a due index that, like a GSI, may lag: stale
@@ -31,24 +32,24 @@ type memStore struct {
 	// listErr fails every ListDue (a store outage).
 	listErr error
 	// probeErr fails the probes of these partitions.
-	probeErr map[domain.DuePartition]error
+	probeErr map[recovery.DuePartition]error
 	// watches are the in-flight watches by id; notifications the
 	// notifications a stuck check reads.
-	watches       map[string]*domain.Watch
+	watches       map[string]*recovery.Watch
 	notifications map[string]*domain.Notification
 }
 
-func (s *memStore) ArmWatch(_ context.Context, w domain.Watch) error {
+func (s *memStore) ArmWatch(_ context.Context, w recovery.Watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.watches == nil {
-		s.watches = map[string]*domain.Watch{}
+		s.watches = map[string]*recovery.Watch{}
 	}
 	s.watches[w.ID] = &w
 	return nil
 }
 
-func (s *memStore) LoadWatch(_ context.Context, id string) (*domain.Watch, error) {
+func (s *memStore) LoadWatch(_ context.Context, id string) (*recovery.Watch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w, ok := s.watches[id]
@@ -73,7 +74,7 @@ func (s *memStore) WatchedDeliveries(_ context.Context, keys []domain.DeliveryKe
 	return out, nil
 }
 
-func (s *memStore) RearmWatch(_ context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error {
+func (s *memStore) RearmWatch(_ context.Context, w recovery.Watch, remaining []recovery.WatchEntry, next time.Time, checks int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.watches[w.ID]; ok && cur.DueAt.Equal(w.DueAt) {
@@ -82,7 +83,7 @@ func (s *memStore) RearmWatch(_ context.Context, w domain.Watch, remaining []dom
 	return nil
 }
 
-func (s *memStore) EndWatch(_ context.Context, w domain.Watch) error {
+func (s *memStore) EndWatch(_ context.Context, w recovery.Watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.watches[w.ID]; ok && cur.DueAt.Equal(w.DueAt) {
@@ -101,15 +102,15 @@ func (s *memStore) GetNotification(_ context.Context, id string) (*domain.Notifi
 	return n, nil
 }
 
-func watchPartition(w *domain.Watch) domain.DuePartition {
-	return domain.DuePartition{Bucket: w.DueAt.UTC().Truncate(time.Hour), Shard: len(w.ID) % 2}
+func watchPartition(w *recovery.Watch) recovery.DuePartition {
+	return recovery.DuePartition{Bucket: w.DueAt.UTC().Truncate(time.Hour), Shard: len(w.ID) % 2}
 }
 
-func (s *memStore) dueWatches(p domain.DuePartition, now time.Time) []domain.Watch {
-	var out []domain.Watch
+func (s *memStore) dueWatches(p recovery.DuePartition, now time.Time) []recovery.Watch {
+	var out []recovery.Watch
 	for _, w := range s.watches {
 		if !w.DueAt.After(now) && watchPartition(w) == p {
-			out = append(out, domain.Watch{ID: w.ID, Priority: w.Priority, DueAt: w.DueAt})
+			out = append(out, recovery.Watch{ID: w.ID, Priority: w.Priority, DueAt: w.DueAt})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -119,19 +120,19 @@ func (s *memStore) dueWatches(p domain.DuePartition, now time.Time) []domain.Wat
 func key(id string, c domain.Channel) string { return id + "/" + string(c) }
 
 // Two partitions per hour bucket: the shard is the delivery id's length mod 2.
-func partitionOf(d *domain.Delivery) domain.DuePartition {
-	return domain.DuePartition{Bucket: d.DueAt.UTC().Truncate(time.Hour), Shard: len(d.NotificationID) % 2}
+func partitionOf(d *domain.Delivery) recovery.DuePartition {
+	return recovery.DuePartition{Bucket: d.DueAt.UTC().Truncate(time.Hour), Shard: len(d.NotificationID) % 2}
 }
 
-func (s *memStore) DuePartitions(from, to time.Time) []domain.DuePartition {
-	var out []domain.DuePartition
+func (s *memStore) DuePartitions(from, to time.Time) []recovery.DuePartition {
+	var out []recovery.DuePartition
 	for b := from.UTC().Truncate(time.Hour); !b.After(to); b = b.Add(time.Hour) {
-		out = append(out, domain.DuePartition{Bucket: b, Shard: 0}, domain.DuePartition{Bucket: b, Shard: 1})
+		out = append(out, recovery.DuePartition{Bucket: b, Shard: 0}, recovery.DuePartition{Bucket: b, Shard: 1})
 	}
 	return out
 }
 
-func (s *memStore) due(p domain.DuePartition, now time.Time) []domain.Delivery {
+func (s *memStore) due(p recovery.DuePartition, now time.Time) []domain.Delivery {
 	var out []domain.Delivery
 	for _, d := range s.stale {
 		if partitionOf(&d) == p {
@@ -150,7 +151,7 @@ func (s *memStore) due(p domain.DuePartition, now time.Time) []domain.Delivery {
 	return out
 }
 
-func (s *memStore) HasDue(_ context.Context, p domain.DuePartition, now time.Time) (bool, error) {
+func (s *memStore) HasDue(_ context.Context, p recovery.DuePartition, now time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.probes++
@@ -160,7 +161,7 @@ func (s *memStore) HasDue(_ context.Context, p domain.DuePartition, now time.Tim
 	return len(s.due(p, now))+len(s.dueWatches(p, now)) > 0, nil
 }
 
-func (s *memStore) ListDue(_ context.Context, p domain.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []domain.Watch, error) {
+func (s *memStore) ListDue(_ context.Context, p recovery.DuePartition, now time.Time, limit int32) ([]domain.Delivery, []recovery.Watch, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queries++
@@ -229,11 +230,11 @@ var now = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 // mapping would, and records what it was asked.
 type memReleases struct {
 	h     *Handler
-	sent  []domain.DuePartition
+	sent  []recovery.DuePartition
 	fails int
 }
 
-func (r *memReleases) EnqueueReleases(ctx context.Context, parts []domain.DuePartition) error {
+func (r *memReleases) EnqueueReleases(ctx context.Context, parts []recovery.DuePartition) error {
 	r.sent = append(r.sent, parts...)
 	for _, p := range parts {
 		if _, err := r.h.Release(ctx, p); err != nil {
@@ -385,7 +386,7 @@ func TestReleaseMetrics(t *testing.T) {
 	tally := &metrics.Tally{}
 	h, _ := newHandler(st, &memPublisher{})
 	h.metrics = tally
-	body, _ := json.Marshal(domain.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 1})
+	body, _ := json.Marshal(recovery.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 1})
 	resp, err := h.HandleRelease(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", Body: string(body)}}})
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatal(resp, err)
@@ -443,7 +444,7 @@ func TestTickReleasesWhatIsKnownDueWhenAProbeFails(t *testing.T) {
 	st.deliveries[key("dd", domain.ChannelEmail)] = early
 	st.deliveries[key("a", domain.ChannelEmail)] = deferred("a", now.Add(-3*time.Hour)) // shard 1 of 09:00
 	st.deliveries[key("b", domain.ChannelEmail)] = deferred("b", now.Add(-time.Minute)) // shard 1 of 11:00
-	st.probeErr = map[domain.DuePartition]error{partitionOf(early): errors.New("injected ProvisionedThroughputExceededException")}
+	st.probeErr = map[recovery.DuePartition]error{partitionOf(early): errors.New("injected ProvisionedThroughputExceededException")}
 	pub := &memPublisher{}
 	h, rel := newHandler(st, pub)
 	n, err := h.Tick(context.Background())
@@ -569,7 +570,7 @@ func TestReleasePacing(t *testing.T) {
 	h, _ := newHandler(st, &memPublisher{})
 	h.maxRate = 1000
 	start := time.Now()
-	n, err := h.Release(context.Background(), domain.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 0})
+	n, err := h.Release(context.Background(), recovery.DuePartition{Bucket: now.Add(-time.Minute).Truncate(time.Hour), Shard: 0})
 	if err != nil || n != 300 {
 		t.Fatalf("Release = %d, %v", n, err)
 	}

@@ -9,17 +9,18 @@ import (
 
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // WatchStore is what the in-flight watches need from the table.
 type WatchStore interface {
-	ArmWatch(ctx context.Context, w domain.Watch) error
+	ArmWatch(ctx context.Context, w recovery.Watch) error
 	// LoadWatch reads a watch; nil when it has ended.
-	LoadWatch(ctx context.Context, id string) (*domain.Watch, error)
+	LoadWatch(ctx context.Context, id string) (*recovery.Watch, error)
 	// WatchedDeliveries reads deliveries; a key with no item is absent.
 	WatchedDeliveries(ctx context.Context, keys []domain.DeliveryKey) (map[domain.DeliveryKey]*domain.Delivery, error)
-	RearmWatch(ctx context.Context, w domain.Watch, remaining []domain.WatchEntry, next time.Time, checks int) error
-	EndWatch(ctx context.Context, w domain.Watch) error
+	RearmWatch(ctx context.Context, w recovery.Watch, remaining []recovery.WatchEntry, next time.Time, checks int) error
+	EndWatch(ctx context.Context, w recovery.Watch) error
 	GetNotification(ctx context.Context, id string) (*domain.Notification, error)
 }
 
@@ -27,7 +28,7 @@ type WatchStore interface {
 // messages go out and returns the items whose watch is recorded (the others
 // stay planned in the due index, where the next tick finds them).
 func (h *Handler) armWatches(ctx context.Context, items []domain.WorkItem) []domain.WorkItem {
-	ws := domain.NewWatches(items, h.now())
+	ws := recovery.NewWatches(items, h.now())
 	failed := map[domain.Priority]bool{}
 	for _, w := range ws {
 		if err := h.store.ArmWatch(ctx, w); err != nil {
@@ -46,7 +47,7 @@ func (h *Handler) armWatches(ctx context.Context, items []domain.WorkItem) []dom
 
 // checkWatches checks each due watch (CheckWatch) and returns how many it
 // checked.
-func (h *Handler) checkWatches(ctx context.Context, ws []domain.Watch) (int, error) {
+func (h *Handler) checkWatches(ctx context.Context, ws []recovery.Watch) (int, error) {
 	errs := make([]error, len(ws))
 	var checked atomic.Int64
 	h.parallel(len(ws), func(i int) {
@@ -63,7 +64,7 @@ func (h *Handler) checkWatches(ctx context.Context, ws []domain.Watch) (int, err
 }
 
 // Stuck is one delivery a watch found stuck.
-type Stuck = domain.StuckDelivery
+type Stuck = recovery.StuckDelivery
 
 // CheckWatch checks one due watch: each watched delivery that is stuck gets
 // its work message again (the worker's claim keeps it exactly-once) or, past
@@ -85,7 +86,7 @@ func (h *Handler) CheckWatch(ctx context.Context, id string) ([]Stuck, error) {
 		return nil, err
 	}
 	now := h.now()
-	after := domain.StuckAfter(w.Priority)
+	after := recovery.StuckAfter(w.Priority)
 	stuck := w.Stuck(ds, now)
 	gone := map[domain.DeliveryKey]bool{} // stuck, expired and never claimed: nothing left to watch
 	resent := false
@@ -101,9 +102,9 @@ func (h *Handler) CheckWatch(ctx context.Context, id string) ([]Stuck, error) {
 		}
 	}
 	if resent {
-		later(domain.NextCheck(now, w.Priority, w.Checks))
+		later(recovery.NextCheck(now, w.Priority, w.Checks))
 	}
-	var remaining []domain.WatchEntry
+	var remaining []recovery.WatchEntry
 	for _, e := range w.Entries {
 		d := ds[e.Key()]
 		switch {
@@ -126,7 +127,7 @@ func (h *Handler) CheckWatch(ctx context.Context, id string) ([]Stuck, error) {
 		checks++
 	}
 	if next.IsZero() || !next.After(now) {
-		next = domain.NextCheck(now, w.Priority, checks) // a delivery failed lost just now, say
+		next = recovery.NextCheck(now, w.Priority, checks) // a delivery failed lost just now, say
 	}
 	return stuck, h.store.RearmWatch(ctx, *w, remaining, next, checks)
 }

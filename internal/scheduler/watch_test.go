@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // stuckStore holds one notification whose email is in status since since,
@@ -15,8 +16,8 @@ func stuckStore(id string, status domain.Status, since time.Time, expires time.T
 	st.deliveries[key(id, domain.ChannelEmail)] = &domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, UserID: "u1",
 		Priority: domain.PriorityNormal, Status: status, UpdatedAt: since}
 	st.notifications[id] = &domain.Notification{ID: id, Recipient: domain.Recipient{UserID: "u1"}, Priority: domain.PriorityNormal, ExpiresAt: expires}
-	_ = st.ArmWatch(context.Background(), domain.Watch{ID: "w1", Priority: domain.PriorityNormal,
-		Entries: []domain.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail}}, ArmedAt: now.Add(-2 * time.Hour), DueAt: now.Add(-time.Minute)})
+	_ = st.ArmWatch(context.Background(), recovery.Watch{ID: "w1", Priority: domain.PriorityNormal,
+		Entries: []recovery.WatchEntry{{NotificationID: id, Channel: domain.ChannelEmail}}, ArmedAt: now.Add(-2 * time.Hour), DueAt: now.Add(-time.Minute)})
 	return st
 }
 
@@ -31,8 +32,8 @@ func TestTickSendsAStuckDeliveryAgainOnceAndThenEndsItsWatch(t *testing.T) {
 		t.Fatalf("sent %+v, want the stuck email once", pub.sent)
 	}
 	w := st.watches["w1"]
-	if w == nil || w.Checks != 1 || !w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityNormal))) || len(w.Entries) != 1 {
-		t.Fatalf("watch after sending again = %+v, want checks 1 due in StuckAfter", w)
+	if w == nil || w.Checks != 1 || !w.DueAt.Equal(now.Add(recovery.StuckAfter(domain.PriorityNormal))) || len(w.Entries) != 1 {
+		t.Fatalf("watch after sending again = %+v, want checks 1 due in recovery.StuckAfter", w)
 	}
 	// A second tick before the re-armed due time sends nothing more.
 	if _, err := h.Tick(context.Background()); err != nil || len(pub.sent) != 1 {
@@ -40,7 +41,7 @@ func TestTickSendsAStuckDeliveryAgainOnceAndThenEndsItsWatch(t *testing.T) {
 	}
 	// The worker sent it; the next check ends the watch without sending.
 	st.deliveries[key("n-stuck", domain.ChannelEmail)].Status = domain.StatusSent
-	later := now.Add(3 * domain.StuckAfter(domain.PriorityNormal))
+	later := now.Add(3 * recovery.StuckAfter(domain.PriorityNormal))
 	h.now = func() time.Time { return later }
 	if _, err := h.Tick(context.Background()); err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestCheckLeavesADeliveryInProgressAlone(t *testing.T) {
 	st := stuckStore("n-busy", domain.StatusRetrying, since, time.Time{})
 	// A second entry already sent leaves the watch.
 	st.deliveries[key("n-done", domain.ChannelSMS)] = &domain.Delivery{NotificationID: "n-done", Channel: domain.ChannelSMS, Status: domain.StatusSent, UpdatedAt: since}
-	st.watches["w1"].Entries = append(st.watches["w1"].Entries, domain.WatchEntry{NotificationID: "n-done", Channel: domain.ChannelSMS})
+	st.watches["w1"].Entries = append(st.watches["w1"].Entries, recovery.WatchEntry{NotificationID: "n-done", Channel: domain.ChannelSMS})
 	pub := &memPublisher{}
 	h, _ := newHandler(st, pub)
 	stuck, err := h.CheckWatch(context.Background(), "w1")
@@ -81,7 +82,7 @@ func TestCheckLeavesADeliveryInProgressAlone(t *testing.T) {
 		t.Fatalf("check = %v, %v, sent %d; want nothing stuck, nothing sent", stuck, err, len(pub.sent))
 	}
 	w := st.watches["w1"]
-	if w == nil || !w.DueAt.Equal(since.Add(domain.StuckAfter(domain.PriorityNormal))) || w.Checks != 0 || len(w.Entries) != 1 || w.Entries[0].NotificationID != "n-busy" {
+	if w == nil || !w.DueAt.Equal(since.Add(recovery.StuckAfter(domain.PriorityNormal))) || w.Checks != 0 || len(w.Entries) != 1 || w.Entries[0].NotificationID != "n-busy" {
 		t.Fatalf("watch = %+v, want only the busy delivery, due when it could first be stuck", w)
 	}
 }
@@ -110,9 +111,9 @@ func TestReleaseArmsAWatchBeforeSending(t *testing.T) {
 		t.Fatalf("sent %d, %d watches; want 1 and 1", len(pub.sent), len(st.watches))
 	}
 	for _, w := range st.watches {
-		if len(w.Entries) != 1 || w.Entries[0] != (domain.WatchEntry{NotificationID: "n-def", Channel: domain.ChannelSMS}) ||
-			!w.DueAt.Equal(now.Add(domain.StuckAfter(domain.PriorityHigh))) {
-			t.Fatalf("watch %+v; want the sms watched for StuckAfter(high)", w)
+		if len(w.Entries) != 1 || w.Entries[0] != (recovery.WatchEntry{NotificationID: "n-def", Channel: domain.ChannelSMS}) ||
+			!w.DueAt.Equal(now.Add(recovery.StuckAfter(domain.PriorityHigh))) {
+			t.Fatalf("watch %+v; want the sms watched for recovery.StuckAfter(high)", w)
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // MemDeliveries is an in-memory delivery table with the conditional
-// semantics of dynamo.Store: create-if-absent, and transitions conditional on
+// semantics of dynamo.Notifications: create-if-absent, and transitions conditional on
 // the current state (an empty From meaning every state the state machine
 // allows to reach To), with claims under a lease. It is safe for concurrent
 // use. The zero value is not usable: call NewMemDeliveries.
@@ -124,7 +124,7 @@ func (m *MemDeliveries) GetDelivery(_ context.Context, id string, ch domain.Chan
 	return &d, nil
 }
 
-// Transition applies c as dynamo.Store.Transition does: an edge the state
+// Transition applies c as dynamo.Notifications.Transition does: an edge the state
 // machine forbids is domain.ErrInvalidTransition; deferring needs a due
 // time; the update happens only when the delivery exists and is in one of
 // From (or every source of To when From is empty), or — with

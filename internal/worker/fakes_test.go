@@ -13,7 +13,7 @@ import (
 )
 
 // fakeStore is an in-memory table with the conditional semantics of
-// dynamo.Store.Transition: the update happens only from an allowed state (or
+// dynamo.Notifications.Transition: the update happens only from an allowed state (or
 // from sending with an expired lease when ReclaimExpiredLease is set).
 type fakeStore struct {
 	mu            sync.Mutex

@@ -16,7 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/policy"
 )
 
-// fakeQuota is the conditional ADD of dynamo.Store.TakeSendToken in memory.
+// fakeQuota is the conditional ADD of dynamo.Quotas.TakeSendToken in memory.
 type fakeQuota struct {
 	mu     sync.Mutex
 	counts map[string]int

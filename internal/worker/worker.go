@@ -98,7 +98,7 @@ type Store interface {
 	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 }
 
-// QuotaStore holds the channels' shared send-quota counters (dynamo.Store).
+// QuotaStore holds the channels' shared send-quota counters (dynamo.Quotas).
 type QuotaStore interface {
 	// TakeSendToken takes one send from a shard of the slot starting at
 	// windowStart (lasting window) if its count is below limit, and reports

@@ -17,19 +17,20 @@ import (
 	"github.com/heraldhq/herald/internal/webpush"
 )
 
-// The store serves every interface of the API.
+// Each feature store serves its routes' interfaces.
 var (
-	_ api.NotificationStore     = (*dynamo.Store)(nil)
-	_ api.InboxStore            = (*dynamo.Store)(nil)
-	_ api.AnnouncementStore     = (*dynamo.Store)(nil)
-	_ api.UserStore             = (*dynamo.Store)(nil)
-	_ api.PushSubscriptionStore = (*dynamo.Store)(nil)
-	_ api.PreferenceStore       = (*dynamo.Store)(nil)
-	_ api.UnsubscribeStore      = (*dynamo.Store)(nil)
+	_ api.NotificationStore     = (*dynamo.Notifications)(nil)
+	_ api.InboxStore            = (*dynamo.Inbox)(nil)
+	_ api.AnnouncementStore     = (*dynamo.Inbox)(nil)
+	_ api.UserStore             = (*dynamo.Users)(nil)
+	_ api.PushSubscriptionStore = (*dynamo.Users)(nil)
+	_ api.PreferenceStore       = (*dynamo.Users)(nil)
+	_ api.UnsubscribeStore      = (*dynamo.Users)(nil)
 	_ api.UnsubscribeTokens     = (*unsubscribekey.Signer)(nil)
-	_ api.CampaignStore         = (*dynamo.Store)(nil)
+	_ api.CampaignStore         = (*dynamo.Campaigns)(nil)
 	_ api.CampaignQueue         = (*queue.CampaignQueue)(nil)
-	_ api.DeviceStore           = (*dynamo.Store)(nil)
+	_ api.DeviceStore           = (*dynamo.Users)(nil)
+	_ api.PresenceStore         = (*dynamo.Live)(nil)
 	_ api.DeviceEndpoints       = (*snspush.Adapter)(nil)
 )
 
@@ -42,7 +43,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
@@ -64,23 +65,23 @@ func New(d app.Deps) (*api.Handler, error) {
 	// One recorder: the router flushes what the notification routes count.
 	rec := d.Recorder()
 	// One cache of the active announcements: the inbox reads it, a create drops it.
-	active := api.NewAnnouncementCache(st, d.Now)
+	active := api.NewAnnouncementCache(st.Inbox, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
-		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st,
+		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st.Notifications,
 			Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
-		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st, CampaignQueue: campaigns,
+		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st.Campaigns, CampaignQueue: campaigns,
 			Catalog: cat, Now: d.Now, Log: d.Log}),
-		Users: api.NewUsers(api.UsersDeps{Users: st, PushSubscriptions: st, Preferences: st,
-			Devices: st, DeviceEndpoints: endpoints,
+		Users: api.NewUsers(api.UsersDeps{Users: st.Users, PushSubscriptions: st.Users, Preferences: st.Users,
+			Devices: st.Users, DeviceEndpoints: endpoints,
 			PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
 			VAPIDPublicKey: d.Getenv("VAPID_PUBLIC_KEY"),
 			Catalog:        cat, Now: d.Now, Log: d.Log}),
-		Inbox: api.NewInbox(api.InboxDeps{Inbox: st, ActiveAnnouncements: active, Presence: st, Live: liveNotifier(d, sqsClient),
+		Inbox: api.NewInbox(api.InboxDeps{Inbox: st.Inbox, ActiveAnnouncements: active, Presence: st.Live, Live: liveNotifier(d, sqsClient),
 			Catalog: cat, Now: d.Now, Log: d.Log}),
-		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st, ActiveAnnouncements: active,
-			Announcer: liveAnnouncer(d, st, sqsClient), Now: d.Now, Log: d.Log}),
-		Me: api.NewMe(api.MeDeps{Users: st, Preferences: st, Catalog: cat, Log: d.Log}),
-		Unsubscribe: api.NewUnsubscribe(api.UnsubscribeDeps{Store: st, Tokens: unsubscribekey.Lazy(d),
+		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st.Inbox, ActiveAnnouncements: active,
+			Announcer: liveAnnouncer(d, st.Inbox, sqsClient), Now: d.Now, Log: d.Log}),
+		Me: api.NewMe(api.MeDeps{Users: st.Users, Preferences: st.Users, Catalog: cat, Log: d.Log}),
+		Unsubscribe: api.NewUnsubscribe(api.UnsubscribeDeps{Store: st.Users, Tokens: unsubscribekey.Lazy(d),
 			Catalog: cat, Log: d.Log}),
 	}), nil
 }
@@ -102,7 +103,7 @@ func liveNotifier(d app.Deps, sqsClient *sqs.Client) live.Notifier {
 
 // liveAnnouncer broadcasts new active announcements through LIVE_QUEUE_URL;
 // none without it.
-func liveAnnouncer(d app.Deps, st *dynamo.Store, sqsClient *sqs.Client) api.Announcer {
+func liveAnnouncer(d app.Deps, st *dynamo.Inbox, sqsClient *sqs.Client) api.Announcer {
 	if url := d.Getenv(queue.LiveQueueEnv); url != "" {
 		return &live.Announcer{Store: st, Queue: queue.NewLiveQueue(sqsClient, url), Now: d.Now, Log: d.Log}
 	}

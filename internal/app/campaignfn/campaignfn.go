@@ -16,10 +16,17 @@ import (
 )
 
 var (
-	_ campaign.Store      = (*dynamo.Store)(nil)
+	_ campaign.Store      = store{}
 	_ campaign.Queue      = (*queue.CampaignQueue)(nil)
 	_ campaign.Visibility = (*queue.Visibility)(nil)
 )
+
+// store is the fan-out's table: the campaign, its chunks and lots, and the
+// notifications it creates.
+type store struct {
+	*dynamo.Campaigns
+	*dynamo.Notifications
+}
 
 // ReconcileDelayEnv is how long a lot waits between reconciles (a Go
 // duration; empty: campaign.DefaultReconcileDelay).
@@ -43,7 +50,7 @@ func New(d app.Deps) (*campaign.Handler, error) {
 	if err := d.RequireCatalog(); err != nil {
 		return nil, err
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +81,7 @@ func New(d app.Deps) (*campaign.Handler, error) {
 		}
 	}
 	client := sqs.NewFromConfig(d.AWS)
-	return campaign.New(campaign.Deps{Store: st, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
+	return campaign.New(campaign.Deps{Store: store{st.Campaigns, st.Notifications}, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
 		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, Metrics: d.Recorder(), ReconcileDelay: delay, ScanSegments: segments,
 		FanOutRate: rate, MaxConcurrency: conc}), nil
 }

@@ -24,7 +24,7 @@ func New(d app.Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}

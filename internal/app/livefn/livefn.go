@@ -16,9 +16,9 @@ import (
 )
 
 var (
-	_ live.ConnectionStore = (*dynamo.Store)(nil)
-	_ live.PresenceStore   = (*dynamo.Store)(nil)
-	_ live.OnlineStore     = (*dynamo.Store)(nil)
+	_ live.ConnectionStore = (*dynamo.Live)(nil)
+	_ live.PresenceStore   = (*dynamo.Live)(nil)
+	_ live.OnlineStore     = (*dynamo.Live)(nil)
 	_ live.Closer          = (*connections.Client)(nil)
 	_ live.LaterCloser     = (*queue.LiveQueue)(nil)
 )
@@ -35,7 +35,7 @@ func New(d app.Deps) (*live.Routes, error) {
 	if err != nil || max < 1 {
 		return nil, fmt.Errorf("LIVE_MAX_CONNECTIONS %q: want a positive integer", env["LIVE_MAX_CONNECTIONS"])
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
@@ -44,5 +44,5 @@ func New(d app.Deps) (*live.Routes, error) {
 		return nil, err
 	}
 	later := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
-	return &live.Routes{Store: st, Presence: st, Online: st, Closer: client, Later: later, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
+	return &live.Routes{Store: st.Live, Presence: st.Live, Online: st.Live, Closer: client, Later: later, Now: d.Now, Log: d.Log, MaxConnections: max}, nil
 }

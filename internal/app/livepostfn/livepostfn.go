@@ -15,11 +15,11 @@ import (
 )
 
 var (
-	_ live.ConnectionReader  = (*dynamo.Store)(nil)
-	_ live.ConnectionEvictor = (*dynamo.Store)(nil)
-	_ live.BadgeStore        = (*dynamo.Store)(nil)
-	_ live.OnlineReader      = (*dynamo.Store)(nil)
-	_ live.BroadcastProgress = (*dynamo.Store)(nil)
+	_ live.ConnectionReader  = (*dynamo.Live)(nil)
+	_ live.ConnectionEvictor = (*dynamo.Live)(nil)
+	_ live.BadgeStore        = (*dynamo.Inbox)(nil)
+	_ live.OnlineReader      = (*dynamo.Live)(nil)
+	_ live.BroadcastProgress = (*dynamo.Inbox)(nil)
 	_ live.Sender            = (*connections.Client)(nil)
 	_ live.Closer            = (*connections.Client)(nil)
 )
@@ -39,7 +39,7 @@ func New(d app.Deps) (*live.Poster, error) {
 	if err != nil || rate <= 0 {
 		return nil, fmt.Errorf("%s %q: want a positive number of users a second", BroadcastRateEnv, env[BroadcastRateEnv])
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
@@ -48,6 +48,6 @@ func New(d app.Deps) (*live.Poster, error) {
 		return nil, err
 	}
 	q := queue.NewLiveQueue(sqs.NewFromConfig(d.AWS), env[queue.LiveQueueEnv])
-	return &live.Poster{Connections: st, Badge: &live.StoreBadge{Store: st, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log,
-		Online: st, Progress: st, Queue: q, Evict: st, Closer: client, Later: q, BroadcastRate: rate}, nil
+	return &live.Poster{Connections: st.Live, Badge: &live.StoreBadge{Store: st.Inbox, Now: d.Now}, Sender: client, Now: d.Now, Log: d.Log,
+		Online: st.Live, Progress: st.Inbox, Queue: q, Evict: st.Live, Closer: client, Later: q, BroadcastRate: rate}, nil
 }

@@ -20,8 +20,8 @@ import (
 )
 
 var (
-	_ push.Subscriptions = (*dynamo.Store)(nil)
-	_ push.Devices       = (*dynamo.Store)(nil)
+	_ push.Subscriptions = (*dynamo.Users)(nil)
+	_ push.Devices       = (*dynamo.Users)(nil)
 )
 
 // New wires the push function. The VAPID private key comes from the
@@ -61,11 +61,11 @@ func New(ctx context.Context, d app.Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
 	// Native devices: SNS Publish to their platform endpoints.
 	mobile := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }), nil)
-	return workerfn.New(d, st, push.New(sender, st, d.Now).WithMobile(mobile, st))
+	return workerfn.New(d, st, push.New(sender, st.Users, d.Now).WithMobile(mobile, st.Users))
 }

@@ -16,10 +16,21 @@ import (
 )
 
 var (
-	_ relay.Store     = (*dynamo.Store)(nil)
+	_ relay.Store     = store{}
 	_ relay.Publisher = (*queue.Publisher)(nil)
 	_ relay.EventSink = (*events.Stream)(nil)
 )
+
+// store is the relay's table: the deliveries it plans and the profiles it
+// reads, the rate counters, digests it joins, the watches it arms and its
+// failure notes.
+type store struct {
+	*dynamo.Notifications
+	*dynamo.Users
+	*dynamo.Quotas
+	*dynamo.Digests
+	*dynamo.Scheduling
+}
 
 // New wires the stream relay function: it publishes work messages to the
 // nine queues named in the environment and, unless DELIVERY_EVENTS is none,
@@ -29,7 +40,7 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err := d.RequireCatalog(); err != nil {
 		return nil, err
 	}
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +58,7 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return relay.New(relay.Deps{Store: st, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
+	return relay.New(relay.Deps{Store: store{st.Notifications, st.Users, st.Quotas, st.Digests, st.Scheduling}, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
 		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink,
 		Live: liveNotifier(d, sqsClient)}), nil
 }

@@ -15,12 +15,19 @@ import (
 )
 
 var (
-	_ scheduler.Store         = (*dynamo.Store)(nil)
+	_ scheduler.Store         = store{}
 	_ scheduler.Publisher     = (*queue.Publisher)(nil)
 	_ scheduler.ReleaseQueue  = (*queue.Releases)(nil)
 	_ scheduler.Visibility    = (*queue.Visibility)(nil)
-	_ live.AnnouncementMarker = (*dynamo.Store)(nil)
+	_ live.AnnouncementMarker = (*dynamo.Inbox)(nil)
 )
+
+// store is the scheduler's table: the due index and watches it releases
+// and checks, and the deliveries and notifications they name.
+type store struct {
+	*dynamo.Scheduling
+	*dynamo.Notifications
+}
 
 // ReleaseRateEnv is the release's write budget: deliveries per second all
 // due partitions together (empty or 0: each partition at
@@ -34,7 +41,7 @@ const ReleaseRateEnv = "SCHEDULER_RELEASE_RATE"
 // tick also starts the live broadcast of announcements that became active
 // (LIVE_QUEUE_URL).
 func New(d app.Deps) (*scheduler.Handler, error) {
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +63,7 @@ func New(d app.Deps) (*scheduler.Handler, error) {
 	pub := queue.NewPublisher(client, urls)
 	releases := queue.NewReleases(client, env[queue.ReleaseQueueEnv])
 	// Announcements that became active: their live broadcast (LIVE_QUEUE_URL).
-	announcer := &live.Announcer{Store: st, Queue: queue.NewLiveQueue(client, env[queue.LiveQueueEnv]), Now: d.Now, Log: d.Log}
-	return scheduler.New(scheduler.Deps{Store: st, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder(),
+	announcer := &live.Announcer{Store: st.Inbox, Queue: queue.NewLiveQueue(client, env[queue.LiveQueueEnv]), Now: d.Now, Log: d.Log}
+	return scheduler.New(scheduler.Deps{Store: store{st.Scheduling, st.Notifications}, Publisher: pub, Releases: releases, Visibility: queue.NewVisibility(client), Now: d.Now, Log: d.Log, Metrics: d.Recorder(),
 		PartitionReleaseRate: rate / dynamo.DueShards, Announcements: announcer}), nil
 }

@@ -12,7 +12,7 @@ import (
 
 // New wires the SMS function.
 func New(d app.Deps) (*worker.Handler, error) {
-	st, err := d.Store()
+	st, err := d.Stores()
 	if err != nil {
 		return nil, err
 	}

@@ -18,12 +18,19 @@ import (
 )
 
 var (
-	_ worker.Store       = (*dynamo.Store)(nil)
-	_ worker.DigestStore = (*dynamo.Store)(nil)
+	_ worker.Store       = store{}
+	_ worker.DigestStore = store{}
 	_ worker.Visibility  = (*queue.Visibility)(nil)
-	_ worker.QuotaStore  = (*dynamo.Store)(nil)
+	_ worker.QuotaStore  = (*dynamo.Quotas)(nil)
 	_ worker.Requeuer    = (*queue.Requeuer)(nil)
 )
+
+// store is the delivery loop's table: the work it loads and the
+// deliveries it claims, and the digests it renders (worker.DigestStore).
+type store struct {
+	*dynamo.Notifications
+	*dynamo.Digests
+}
 
 // Config reads the retry settings shared by the channel functions and the
 // function's send quota (SEND_RATE, BULK_QUOTA_SHARE).
@@ -48,9 +55,9 @@ func Config(d app.Deps) (worker.Config, error) {
 	return cfg, nil
 }
 
-// New wires the loop around p on st, the store the provider may share (push
-// deletes gone subscriptions through it).
-func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, error) {
+// New wires the loop around p on st, the stores the provider may share (push
+// deletes gone subscriptions through them).
+func New(d app.Deps, st dynamo.Stores, p channel.Provider) (*worker.Handler, error) {
 	// A link the stack's policy refuses now is rendered empty (data
 	// accepted before the policy changed).
 	cat, err := d.LinkedCatalog()
@@ -63,6 +70,6 @@ func New(d app.Deps, st *dynamo.Store, p channel.Provider) (*worker.Handler, err
 	}
 	client := sqs.NewFromConfig(d.AWS)
 	vis := queue.NewVisibility(client)
-	return worker.New(worker.Deps{Config: cfg, Store: st, Visibility: vis, Provider: p, Catalog: cat,
-		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st, Requeuer: queue.NewRequeuer(client, vis)}), nil
+	return worker.New(worker.Deps{Config: cfg, Store: store{st.Notifications, st.Digests}, Visibility: vis, Provider: p, Catalog: cat,
+		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st.Quotas, Requeuer: queue.NewRequeuer(client, vis)}), nil
 }

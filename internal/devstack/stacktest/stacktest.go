@@ -368,13 +368,35 @@ func PeekQueue(t testing.TB, queueID string) []string {
 	return bodies
 }
 
-// Store is a store on the stack's table with the stack's clock (what it
-// stamps agrees with the functions' time when a test moves the clock), for
-// fixtures and checks.
-func Store(t testing.TB) *dynamo.Store {
+// Store is every feature store on the stack's table with the stack's clock
+// (what it stamps agrees with the functions' time when a test moves the
+// clock), for fixtures and checks.
+func Store(t testing.TB) *Stores {
 	t.Helper()
 	st := Stack(t)
-	return dynamo.New(DB(t), st.Resources.Table, dynamo.WithClock(st.Clock.Now))
+	return NewStores(dynamo.New(DB(t), st.Resources.Table, dynamo.WithClock(st.Clock.Now)))
+}
+
+// Stores is every feature store of one table in one value, for tests'
+// fixtures and checks that cross features; production wiring (internal/app)
+// hands each consumer only the feature stores it uses.
+type Stores struct {
+	*dynamo.Table
+	*dynamo.Notifications
+	*dynamo.Inbox
+	*dynamo.Campaigns
+	*dynamo.Users
+	*dynamo.Live
+	*dynamo.Scheduling
+	*dynamo.Quotas
+	*dynamo.Digests
+}
+
+// NewStores returns every feature store over t.
+func NewStores(t *dynamo.Table) *Stores {
+	s := dynamo.StoresOf(t)
+	return &Stores{Table: t, Notifications: s.Notifications, Inbox: s.Inbox, Campaigns: s.Campaigns, Users: s.Users,
+		Live: s.Live, Scheduling: s.Scheduling, Quotas: s.Quotas, Digests: s.Digests}
 }
 
 // DB is a DynamoDB client on the stack's emulator, for raw reads and writes.

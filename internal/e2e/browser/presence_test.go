@@ -82,7 +82,7 @@ func TestVisibleInboxSuppressesThePush(t *testing.T) {
 	}
 	// The kit reports presence as the page opens: wait until the table has
 	// it (a fixed pause is a race on a loaded machine).
-	table := dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table)
+	table := stacktest.NewStores(dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table))
 	stacktest.Eventually(t, 30*time.Second, "the kit's presence in the table", func() bool {
 		p, err := table.GetRecipientProfile(ctx, user)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/policy"
 )
@@ -120,7 +119,7 @@ type alertTimes struct {
 
 // sendAlert sends a security.login_alert to user and waits until its email
 // delivery is sent (up to timeout). Safe from any goroutine.
-func sendAlert(hc *client.Client, s *dynamo.Store, user string, timeout time.Duration) alertTimes {
+func sendAlert(hc *client.Client, s *stacktest.Stores, user string, timeout time.Duration) alertTimes {
 	ctx := context.Background()
 	start := time.Now()
 	accepted, err := hc.Send(ctx, client.Notification{Type: "security.login_alert", Recipient: client.Recipient{UserID: user, Email: user + "@example.com"},

@@ -393,7 +393,7 @@ func waitFinal(b testing.TB, st *devstack.Stack, ids []string, channels []domain
 	b.Helper()
 	cfg := st.AWS.Copy()
 	cfg.APIOptions = nil // not counted
-	obs := dynamo.New(dynamodb.NewFromConfig(cfg), st.Resources.Table)
+	obs := stacktest.NewStores(dynamo.New(dynamodb.NewFromConfig(cfg), st.Resources.Table))
 	deadline := time.Now().Add(timeout)
 	for {
 		pending := 0

@@ -48,10 +48,10 @@ func benchmarking() bool {
 }
 
 // observer reads the table without being counted in Stack.Calls.
-func observer(st *devstack.Stack) *dynamo.Store {
+func observer(st *devstack.Stack) *stacktest.Stores {
 	cfg := st.AWS.Copy()
 	cfg.APIOptions = nil
-	return dynamo.New(dynamodb.NewFromConfig(cfg), st.Resources.Table)
+	return stacktest.NewStores(dynamo.New(dynamodb.NewFromConfig(cfg), st.Resources.Table))
 }
 
 // submit posts n notifications built by body(user) for distinct users, with

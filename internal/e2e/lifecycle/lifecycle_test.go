@@ -88,7 +88,7 @@ func sentTo(t *testing.T, st *devstack.Stack) map[string]int {
 
 func emailStatuses(t *testing.T, st *devstack.Stack, ids []string) map[domain.Status]int {
 	t.Helper()
-	store := dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table)
+	store := stacktest.NewStores(dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table))
 	out := map[domain.Status]int{}
 	for _, id := range ids {
 		d, err := store.GetDelivery(context.Background(), id, domain.ChannelEmail)

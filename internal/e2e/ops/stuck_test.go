@@ -8,6 +8,7 @@ import (
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/ops"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // loseWorkMessage leaves a notification's email as a lost work message does:
@@ -35,7 +36,7 @@ func loseWorkMessage(t *testing.T, addr string, expiresIn time.Duration) (id, wa
 	if _, err := s.Transition(ctx, id, domain.ChannelEmail, domain.Change{To: domain.StatusQueued, From: []domain.Status{domain.StatusDeferred}}); err != nil {
 		t.Fatal(err)
 	}
-	ws := domain.NewWatches([]domain.WorkItem{{Message: domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: d.UserID}, Priority: d.Priority}}, st.Clock.Now())
+	ws := recovery.NewWatches([]domain.WorkItem{{Message: domain.WorkMessage{NotificationID: id, Channel: domain.ChannelEmail, UserID: d.UserID}, Priority: d.Priority}}, st.Clock.Now())
 	if err := s.ArmWatch(ctx, ws[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +83,9 @@ func TestLostWorkMessageIsSentOnce(t *testing.T) {
 	if d := find(stuck(t), id); d != nil {
 		t.Fatalf("listed stuck before StuckAfter: %+v", d)
 	}
-	st.Clock.Advance(domain.StuckAfter(prio) + time.Minute)
+	st.Clock.Advance(recovery.StuckAfter(prio) + time.Minute)
 	d := find(stuck(t), id)
-	if d == nil || d.Status != string(domain.StatusQueued) || d.Channel != "email" || time.Duration(d.AgeSeconds)*time.Second < domain.StuckAfter(prio) {
+	if d == nil || d.Status != string(domain.StatusQueued) || d.Channel != "email" || time.Duration(d.AgeSeconds)*time.Second < recovery.StuckAfter(prio) {
 		t.Fatalf("herald dlq stuck: %+v, want the queued email with its age", d)
 	}
 	tick(t)
@@ -94,7 +95,7 @@ func TestLostWorkMessageIsSentOnce(t *testing.T) {
 		t.Fatalf("still listed stuck once sent: %+v", d)
 	}
 	// The next check ends the watch and sends nothing more.
-	st.Clock.Advance(domain.NextCheck(time.Time{}, prio, 0).Sub(time.Time{}) + time.Minute)
+	st.Clock.Advance(recovery.NextCheck(time.Time{}, prio, 0).Sub(time.Time{}) + time.Minute)
 	tick(t)
 	stacktest.Eventually(t, 20*time.Second, "the watch ended", func() bool {
 		w, err := stacktest.Store(t).LoadWatch(context.Background(), watch)
@@ -112,7 +113,7 @@ func TestLostWorkMessageOfAnExpiredNotificationFails(t *testing.T) {
 	st := stacktest.Stack(t)
 	addr := "stuck-exp-" + stacktest.UniqueID("s") + "@example.com"
 	id, watch, prio := loseWorkMessage(t, addr, 20*time.Minute)
-	st.Clock.Advance(domain.StuckAfter(prio) + time.Minute)
+	st.Clock.Advance(recovery.StuckAfter(prio) + time.Minute)
 	tick(t)
 	d := delivery(t, id, domain.ChannelEmail, "the stuck delivery failed", status(domain.StatusFailed, domain.ReasonLost))
 	if d.Attempts != 0 {

@@ -56,7 +56,7 @@ func TestThousandDueAtOnceAreReleasedOnce(t *testing.T) {
 	n := population(t)
 	t.Logf("%d due at once (%s)", n, DueEnv)
 	st := stacktest.Stack(t)
-	obs := dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table)
+	obs := stacktest.NewStores(dynamo.New(dynamodb.NewFromConfig(st.AWS), st.Resources.Table))
 	run := stacktest.UniqueID("rel")
 	sendAt := st.Clock.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	users := make([]string, n)
@@ -175,7 +175,7 @@ func countTo(emails []stacktest.Email, prefix string) int {
 }
 
 // waitAll polls every delivery until done holds for all of them.
-func waitAll(t *testing.T, obs *dynamo.Store, ids []string, timeout time.Duration, what string, done func(*domain.Delivery) bool) {
+func waitAll(t *testing.T, obs *stacktest.Stores, ids []string, timeout time.Duration, what string, done func(*domain.Delivery) bool) {
 	t.Helper()
 	pending := slices.Clone(ids)
 	deadline := time.Now().Add(timeout)

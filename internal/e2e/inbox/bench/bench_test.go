@@ -39,7 +39,7 @@ import (
 )
 
 var env struct {
-	store   *dynamo.Store
+	store   *stacktest.Stores
 	handler *api.Handler
 }
 
@@ -99,7 +99,7 @@ func start() (func(), error) {
 		emu.Stop()
 		return nil, err
 	}
-	env.store = dynamo.New(dynamodb.NewFromConfig(ddbCfg), res.Table)
+	env.store = stacktest.NewStores(dynamo.New(dynamodb.NewFromConfig(ddbCfg), res.Table))
 	// A few active announcements, as in production: the badge and the page
 	// then also read the user's markers.
 	for i := range 3 {

@@ -1,9 +1,11 @@
-package domain
+package recovery
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"time"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // Watch is an in-flight watch: one entry of the due index per batch of work
@@ -19,7 +21,7 @@ import (
 // its delivery (docs/decisions.md).
 type Watch struct {
 	ID       string
-	Priority Priority
+	Priority domain.Priority
 	Entries  []WatchEntry
 	// ArmedAt is when the messages went out; DueAt when the watch is next
 	// checked.
@@ -33,19 +35,19 @@ type Watch struct {
 // WatchEntry is one watched delivery.
 type WatchEntry struct {
 	NotificationID string
-	Channel        Channel
+	Channel        domain.Channel
 }
 
 // Key is the entry's delivery key.
-func (e WatchEntry) Key() DeliveryKey {
-	return DeliveryKey(e)
+func (e WatchEntry) Key() domain.DeliveryKey {
+	return domain.DeliveryKey(e)
 }
 
 // NewWatches groups the work items about to be sent into one watch per
 // priority, due after StuckAfter.
-func NewWatches(items []WorkItem, now time.Time) []Watch {
+func NewWatches(items []domain.WorkItem, now time.Time) []Watch {
 	var out []Watch
-	at := map[Priority]int{}
+	at := map[domain.Priority]int{}
 	for _, it := range items {
 		i, ok := at[it.Priority]
 		if !ok {
@@ -65,10 +67,6 @@ func NewWatchID() string {
 	return hex.EncodeToString(b)
 }
 
-// ReasonLost ends a delivery whose work message was lost and whose
-// notification expired before it could be sent again.
-const ReasonLost Reason = "lost"
-
 // StuckAfter is how long a delivery may stay planned, queued, sending or
 // retrying without a change before its work message is presumed lost: the
 // longest legitimate wait (the queue's visibility timeout, the backoff cap —
@@ -80,11 +78,11 @@ const ReasonLost Reason = "lost"
 // low queues' age alarm. A message presumed lost that was only late is
 // absorbed by the claim, at the price of a duplicate message: with 6 h,
 // the last 3.4 h of the campaign's backlog each got one.
-func StuckAfter(p Priority) time.Duration {
+func StuckAfter(p domain.Priority) time.Duration {
 	switch p {
-	case PriorityHigh:
+	case domain.PriorityHigh:
 		return 30 * time.Minute
-	case PriorityLow:
+	case domain.PriorityLow:
 		return 12 * time.Hour
 	}
 	return time.Hour
@@ -96,7 +94,7 @@ const MaxStuckWait = 24 * time.Hour
 // NextCheck is when a watch that sent a stuck delivery again for the
 // (checks+1)-th time checks again: StuckAfter × 2^checks, at most
 // MaxStuckWait.
-func NextCheck(now time.Time, p Priority, checks int) time.Time {
+func NextCheck(now time.Time, p domain.Priority, checks int) time.Time {
 	d := StuckAfter(p)
 	for range min(checks, 10) {
 		d *= 2
@@ -104,31 +102,13 @@ func NextCheck(now time.Time, p Priority, checks int) time.Time {
 	return now.Add(min(d, MaxStuckWait))
 }
 
-// InFlight reports whether a delivery waits for a work message to be handled.
-func (s Status) InFlight() bool {
-	switch s {
-	case StatusPlanned, StatusQueued, StatusSending, StatusRetrying:
-		return true
-	}
-	return false
-}
-
-// StuckSince is when a delivery in flight last made progress: its last
-// change, or the end of its sending lease.
-func (d *Delivery) StuckSince() time.Time {
-	if d.LeaseUntil.After(d.UpdatedAt) {
-		return d.LeaseUntil
-	}
-	return d.UpdatedAt
-}
-
 // StuckDelivery is one delivery a watch finds stuck.
 type StuckDelivery struct {
 	WatchEntry
-	Priority Priority
+	Priority domain.Priority
 	// Status is the delivery's status; "" when no delivery item exists (a
 	// channel sent at once that was never claimed).
-	Status Status
+	Status domain.Status
 	// Since is when the delivery last made progress (the watch's arming
 	// when it was never claimed).
 	Since time.Time
@@ -137,7 +117,7 @@ type StuckDelivery struct {
 
 // Stuck lists the watched deliveries stuck as of now, given the deliveries
 // read (absent: no item).
-func (w *Watch) Stuck(ds map[DeliveryKey]*Delivery, now time.Time) []StuckDelivery {
+func (w *Watch) Stuck(ds map[domain.DeliveryKey]*domain.Delivery, now time.Time) []StuckDelivery {
 	var out []StuckDelivery
 	after := StuckAfter(w.Priority)
 	for _, e := range w.Entries {
