@@ -13,6 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/devstack"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/recovery"
 )
 
 // path is one way a notification travels; start sends it (and brings it due)
@@ -174,7 +175,7 @@ func settle(t *testing.T, p path, id, addr string) outcome {
 			break
 		}
 		st.Retried.ElapseVisibility(context.Background())
-		st.Clock.Advance(domain.NextCheck(time.Time{}, p.priority, o.watched).Sub(time.Time{}) + 2*time.Minute)
+		st.Clock.Advance(recovery.NextCheck(time.Time{}, p.priority, o.watched).Sub(time.Time{}) + 2*time.Minute)
 		o.watched++
 		tick(t)
 	}
