@@ -10,13 +10,14 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 )
 
-// failOnce fails the first write of a change to status to, then lets every
-// write through.
-func failOnce(to domain.Status) func(domain.Change) error {
-	failed := false
+// failWrites fails the first n writes of a change to status to, then lets
+// every write through. The worker tries an outcome write
+// outcomeWriteAttempts times: failing that many is a write that failed.
+func failWrites(to domain.Status, n int) func(domain.Change) error {
+	failed := 0
 	return func(c domain.Change) error {
-		if c.To == to && !failed {
-			failed = true
+		if c.To == to && failed < n {
+			failed++
 			return errors.New("ProvisionedThroughputExceededException")
 		}
 		return nil
@@ -36,7 +37,7 @@ func TestFailedRetryingWriteKeepsTheMessage(t *testing.T) {
 	h.handler = New(h.deps)
 	h.notification("n1", "reservation.approved", domain.ChannelEmail, domain.StatusQueued)
 	h.provider.errs = []error{&channel.ProviderError{Transient: true, Code: "Throttling", Err: errors.New("slow down")}}
-	h.store.failTransition = failOnce(domain.StatusRetrying)
+	h.store.failTransition = failWrites(domain.StatusRetrying, outcomeWriteAttempts)
 
 	if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, 1)); len(failed) != 1 {
 		t.Fatalf("first receive: failures %v, want the message retried", failed)
@@ -94,7 +95,7 @@ func TestFailedExhaustedWriteIsLogged(t *testing.T) {
 	h := newHarness(t, domain.ChannelEmail, Config{})
 	h.notification("n1", "reservation.approved", domain.ChannelEmail, domain.StatusRetrying)
 	h.provider.errs = []error{&channel.ProviderError{Transient: true, Code: "Throttling", Err: errors.New("slow down")}}
-	h.store.failTransition = failOnce(domain.StatusFailed)
+	h.store.failTransition = failWrites(domain.StatusFailed, outcomeWriteAttempts)
 	if failed := h.handle(t, message("m1", "n1", domain.ChannelEmail, h.deps.Config.MaxReceiveCount)); len(failed) != 1 {
 		t.Fatalf("failures %v, want the message failed (to the DLQ)", failed)
 	}
