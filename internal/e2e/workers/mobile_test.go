@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,6 +307,39 @@ func TestDeviceRegistrationKeepsOneEndpointPerToken(t *testing.T) {
 		if mobileSink(t).EndpointAttributes(arn) != nil {
 			t.Errorf("%s: endpoint kept after DELETE", p)
 		}
+	}
+}
+
+// 25 registrations of one user at once (the outside run kept 12 to 25 of
+// them): exactly 10 devices stay, and every other one's endpoint is gone.
+func TestDeviceBoundHoldsUnderConcurrentRegistrations(t *testing.T) {
+	c := stacktest.Client(t, "svc")
+	user := stacktest.UniqueID("burst")
+	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
+	}
+	const n = 25
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := c.RegisterDevice(context.Background(), user, client.Device{Platform: client.PlatformFCM, Token: fcmToken()}); err != nil {
+				t.Errorf("register: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	kept := userDevices(t, user)
+	if len(kept) != domain.MaxDevicesPerUser {
+		t.Fatalf("%d devices kept of %d registered at once, want %d", len(kept), n, domain.MaxDevicesPerUser)
+	}
+	var endpoints []string
+	for _, arn := range mobileSink(t).Endpoints(appARN(client.PlatformFCM)) {
+		if jsonHas(mobileSink(t).EndpointAttributes(arn)["CustomUserData"], "userId", user) {
+			endpoints = append(endpoints, arn)
+		}
+	}
+	if len(endpoints) != domain.MaxDevicesPerUser {
+		t.Errorf("%d endpoints of the user left, want %d (the evicted devices' deleted)", len(endpoints), domain.MaxDevicesPerUser)
 	}
 }
 
