@@ -55,6 +55,11 @@ type deviceView struct {
 	Token     string `json:"token"`
 }
 
+// deviceList is the body of GET /v1/users/{userId}/devices.
+type deviceList struct {
+	Devices []deviceView `json:"devices"`
+}
+
 // Token limits: an APNs device token is 32 bytes, sent as 64 hex digits; an
 // FCM registration token is an opaque printable string (about 160
 // characters today), bounded here at maxFCMToken.
@@ -282,4 +287,22 @@ func (h *UsersHandler) deleteDevice(ctx context.Context, req *request) response 
 	}
 	h.log.InfoContext(ctx, "device deleted", "userId", userID, "deviceId", id, "outcome", "deleted")
 	return response{status: http.StatusNoContent}
+}
+
+// listDevices answers a user's devices, oldest first, tokens masked (an
+// empty list for a user without any, profile or not).
+func (h *UsersHandler) listDevices(ctx context.Context, req *request) response {
+	userID, p := pathUserID(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	list := &deviceList{Devices: []deviceView{}}
+	if h.devices != nil {
+		ds, err := h.devices.ListDevices(ctx, userID)
+		if err != nil {
+			return h.storeError(ctx, "list devices", err, nil)
+		}
+		list.Devices = deviceViewsOf(ds)
+	}
+	return response{status: http.StatusOK, body: list}
 }

@@ -305,6 +305,35 @@ func TestDeviceBoundHoldsUnderConcurrentRegistrations(t *testing.T) {
 	}
 }
 
+// A user known only by devices (no profile stored): the device list and
+// the profile both answer them, tokens masked.
+func TestDevicesWithoutAProfile(t *testing.T) {
+	da := newDeviceAPI(t, domain.PlatformAPNs)
+	_, id, raw := da.register(t, "u3", fmt.Sprintf(`{"platform":"apns","token":%q}`, apnsTok))
+	if id == "" {
+		t.Fatalf("register: %s", raw)
+	}
+	resp := da.do(t, apiCall{route: "GET /v1/users/{userId}/devices", params: map[string]string{"userId": "u3"}, caller: "svc"})
+	list := decodeBody[deviceList](t, resp.Body)
+	if resp.StatusCode != http.StatusOK || len(list.Devices) != 1 || list.Devices[0].DeviceID != id || list.Devices[0].Token != "0a0a…0a0a" ||
+		strings.Contains(resp.Body, apnsTok) {
+		t.Fatalf("GET devices = %d %s", resp.StatusCode, resp.Body)
+	}
+	resp = da.do(t, apiCall{route: "GET /v1/users/{userId}", params: map[string]string{"userId": "u3"}, caller: "svc"})
+	v := decodeBody[userView](t, resp.Body)
+	if resp.StatusCode != http.StatusOK || v.UserID != "u3" || v.Devices == nil || len(*v.Devices) != 1 || strings.Contains(resp.Body, "updatedAt") {
+		t.Fatalf("GET profile of a user with devices only = %d %s", resp.StatusCode, resp.Body)
+	}
+	// Neither profile nor devices: still 404 and an empty list.
+	if resp := da.do(t, apiCall{route: "GET /v1/users/{userId}", params: map[string]string{"userId": "u4"}, caller: "svc"}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET profile of nobody = %d %s", resp.StatusCode, resp.Body)
+	}
+	resp = da.do(t, apiCall{route: "GET /v1/users/{userId}/devices", params: map[string]string{"userId": "u4"}, caller: "svc"})
+	if resp.StatusCode != http.StatusOK || resp.Body != `{"devices":[]}` {
+		t.Errorf("GET devices of nobody = %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
 func TestDeviceValidation(t *testing.T) {
 	da := newDeviceAPI(t, domain.PlatformAPNs, domain.PlatformFCM)
 	for _, tc := range []struct {

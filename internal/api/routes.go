@@ -46,6 +46,7 @@ func (h *UsersHandler) routes() map[string]route {
 		"GET /v1/users/{userId}":                                        service(h.getUser),
 		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
 		"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": service(h.deletePushSubscription),
+		"GET /v1/users/{userId}/devices":                                service(h.listDevices),
 		"POST /v1/users/{userId}/devices":                               service(h.createDevice),
 		"DELETE /v1/users/{userId}/devices/{deviceId}":                  service(h.deleteDevice),
 		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),

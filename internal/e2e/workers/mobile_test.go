@@ -324,9 +324,6 @@ func TestDeviceRegistrationKeepsOneEndpointPerToken(t *testing.T) {
 func TestDeviceBoundHoldsUnderConcurrentRegistrations(t *testing.T) {
 	c := stacktest.Client(t, "svc")
 	user := stacktest.UniqueID("burst")
-	if resp := stacktest.Do(t, http.MethodPut, "/v1/users/"+user, map[string]any{}); resp.StatusCode != http.StatusOK {
-		t.Fatalf("PUT user = %d %s", resp.StatusCode, resp.Body)
-	}
 	const n = 25
 	var wg sync.WaitGroup
 	for range n {
@@ -337,9 +334,13 @@ func TestDeviceBoundHoldsUnderConcurrentRegistrations(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	kept := userDevices(t, user)
-	if len(kept) != domain.MaxDevicesPerUser {
-		t.Fatalf("%d devices kept of %d registered at once, want %d", len(kept), n, domain.MaxDevicesPerUser)
+	// No profile: the device list and the profile answer the devices.
+	kept, err := c.ListDevices(context.Background(), user)
+	if err != nil || len(kept) != domain.MaxDevicesPerUser {
+		t.Fatalf("%d devices kept of %d registered at once (%v), want %d", len(kept), n, err, domain.MaxDevicesPerUser)
+	}
+	if got := userDevices(t, user); len(got) != len(kept) || got[0] != kept[0].DeviceID {
+		t.Errorf("profile devices %v, list %v", got, kept)
 	}
 	var endpoints []string
 	for _, arn := range mobileSink(t).Endpoints(appARN(client.PlatformFCM)) {
