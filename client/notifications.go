@@ -218,9 +218,12 @@ type Delivery struct {
 
 // NotificationStatus is a notification with its delivery per channel.
 type NotificationStatus struct {
-	ID        string `json:"id"`
-	Type      string `json:"type"`
-	Status    string `json:"status"`
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Status string `json:"status"` // accepted or cancelled
+	// Overall sums up the deliveries: planning, in_progress, deferred,
+	// sent, partly_failed, failed, dropped, skipped or cancelled.
+	Overall   string `json:"overall"`
 	Recipient struct {
 		UserID string `json:"userId"`
 	} `json:"recipient"`

@@ -86,6 +86,10 @@ var clientMethods = map[string]routeCall{
 		_, err := c.RegisterDevice(ctx, "u1", client.Device{Platform: client.PlatformFCM, Token: "t"})
 		return err
 	}},
+	"GET /v1/users/{userId}/devices": {200, `{"devices":[]}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.ListDevices(ctx, "u1")
+		return err
+	}},
 	"DELETE /v1/users/{userId}/devices/{deviceId}": {204, "", func(ctx context.Context, c *client.Client) error {
 		return c.DeleteDevice(ctx, "u1", "d1")
 	}},

@@ -21,6 +21,7 @@ type User struct {
 	EmailSuppressed bool       `json:"emailSuppressed,omitempty"`
 	UpdatedAt       *time.Time `json:"updatedAt,omitempty"`
 	// Devices are the user's native devices (GetUser only; tokens masked).
+	// A user known only by devices answers them without UpdatedAt.
 	Devices []Device `json:"devices,omitempty"`
 }
 
@@ -152,6 +153,18 @@ func (c *Client) RegisterDevice(ctx context.Context, userID string, d Device) (*
 	}
 	out.Created = res.status == http.StatusCreated
 	return &out, nil
+}
+
+// ListDevices reads the user's devices, oldest first, tokens masked (none:
+// an empty list, with or without a profile).
+func (c *Client) ListDevices(ctx context.Context, userID string) ([]Device, error) {
+	var out struct {
+		Devices []Device `json:"devices"`
+	}
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: userPath(userID) + "/devices", ok: []int{http.StatusOK}, out: &out}); err != nil {
+		return nil, err
+	}
+	return out.Devices, nil
 }
 
 // DeleteDevice removes a device and its SNS endpoint. When a retry follows

@@ -245,7 +245,7 @@ func validateAnnouncement(ar *announcementRequest, now time.Time) (*inbox.Announ
 	switch {
 	case strings.TrimSpace(ar.Title) == "":
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/title", "title is required")
-	case utf8.RuneCountInString(ar.Title) > maxAnnouncementTitle || hasControl(ar.Title) || domain.HasBidiControl(ar.Title):
+	case utf8.RuneCountInString(ar.Title) > maxAnnouncementTitle || !plainText(ar.Title):
 		return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/title", "title must be at most 200 characters without control or bidirectional formatting characters")
 	case strings.TrimSpace(ar.Body) == "":
 		return nil, fieldProblem(http.StatusBadRequest, "missing_field", "/body", "body is required")

@@ -154,6 +154,8 @@ func badRequests(t testing.TB) []badRequest {
 		{name: "resourceId too long", body: notif("resourceId", q(strings.Repeat("r", 256))), status: 400, code: "invalid_string", pointer: "/resourceId"},
 		{name: "resourceId with a control character", body: notif("resourceId", `"r\u0000"`), status: 400, code: "invalid_string", pointer: "/resourceId"},
 		{name: "batchKey with a C1 control", body: notif("batchKey", `"b\u0085"`), status: 400, code: "invalid_string", pointer: "/batchKey"},
+		{name: "resourceId with a right-to-left override", body: notif("resourceId", `"inv-\u202egpj.exe"`), status: 400, code: "invalid_string", pointer: "/resourceId"},
+		{name: "batchKey with a bidi isolate", body: notif("batchKey", `"b\u2067x\u2069"`), status: 400, code: "invalid_string", pointer: "/batchKey"},
 		// Data.
 		{name: "data over 16 KiB", body: notif("data", `{"invoiceUrl":"https://example.com/`+strings.Repeat("a", 16<<10)+`"}`), status: 413, code: "data_too_large", pointer: "/data"},
 		{name: "missing variable", body: notif("data", `{}`), status: 422, code: "missing_variable", pointer: "/data/invoiceUrl"},
@@ -169,6 +171,7 @@ func badRequests(t testing.TB) []badRequest {
 		{name: "variable longer than its SMS budget", body: `{"type":"security.login_alert","recipient":{"userId":"u1"},"data":{"url":"https://example.com/` + strings.Repeat("s", 30) + `"}}`, status: 422, code: "invalid_variable", pointer: "/data/url"},
 		{name: "variable with a control character", body: notif("data", `{"invoiceUrl":"https://example.com/\u001b[2J"}`), status: 400, code: "invalid_string", pointer: "/data/invoiceUrl"},
 		{name: "data key with a control character", body: notif("data", `{"invoiceUrl":"https://example.com/","a\tb":"x"}`), status: 400, code: "invalid_string", pointer: "/data/a\tb"},
+		{name: "data key with a bidi mark", body: notif("data", `{"invoiceUrl":"https://example.com/","a\u200fb":"x"}`), status: 400, code: "invalid_string", pointer: "/data/a\u200fb"},
 		// Times.
 		{name: "sendAt in words", body: notif("sendAt", `"tomorrow"`), status: 400, code: "invalid_time", pointer: "/sendAt"},
 		{name: "sendAt without offset", body: notif("sendAt", `"2026-03-02T10:00:00"`), status: 400, code: "invalid_time", pointer: "/sendAt"},

@@ -55,6 +55,11 @@ type deviceView struct {
 	Token     string `json:"token"`
 }
 
+// deviceList is the body of GET /v1/users/{userId}/devices.
+type deviceList struct {
+	Devices []deviceView `json:"devices"`
+}
+
 // Token limits: an APNs device token is 32 bytes, sent as 64 hex digits; an
 // FCM registration token is an opaque printable string (about 160
 // characters today), bounded here at maxFCMToken.
@@ -159,19 +164,16 @@ func (h *UsersHandler) createDevice(ctx context.Context, req *request) response 
 	}
 	id := deviceID(platform, token)
 
-	existing, err := h.devices.ListDevices(ctx, userID)
-	if err != nil {
-		return h.storeError(ctx, "list devices", err, nil)
-	}
 	dev := domain.Device{ID: id, Platform: platform, Token: token, App: dr.App, CreatedAt: h.now()}
 	known := false
-	for _, d := range existing {
-		if d.ID == id { // registered again: the same device, its label kept unless given
-			known, dev.CreatedAt = true, d.CreatedAt
-			if dev.App == "" {
-				dev.App = d.App
-			}
+	switch prev, err := h.devices.GetDevice(ctx, userID, id); {
+	case err == nil: // registered again: the same device, its label kept unless given
+		known, dev.CreatedAt = true, prev.CreatedAt
+		if dev.App == "" {
+			dev.App = prev.App
 		}
+	case !errors.Is(err, domain.ErrNotFound):
+		return h.storeError(ctx, "get device", err, nil)
 	}
 	arn, err := h.endpoints.Register(ctx, platform, token, endpointUserData(userID, id))
 	if err != nil {
@@ -184,9 +186,7 @@ func (h *UsersHandler) createDevice(ctx context.Context, req *request) response 
 	status := http.StatusOK
 	if !known {
 		status = http.StatusCreated
-		if len(existing) >= domain.MaxDevicesPerUser {
-			h.evictOldest(ctx, userID, existing, len(existing)+1-domain.MaxDevicesPerUser)
-		}
+		h.evictBeyondBound(ctx, userID)
 	}
 	h.log.InfoContext(ctx, "device saved", "userId", userID, "deviceId", id, "platform", platform, "outcome", http.StatusText(status))
 	return response{status: status, body: &deviceCreated{DeviceID: id},
@@ -211,18 +211,33 @@ func (h *UsersHandler) saveDevice(ctx context.Context, userID string, d domain.D
 	return err
 }
 
-// evictOldest removes the user's n oldest devices (existing is oldest
-// first) and their endpoints. Best effort: the new device is saved already;
-// a failure leaves one device too many until the next registration.
-func (h *UsersHandler) evictOldest(ctx context.Context, userID string, existing []domain.Device, n int) {
-	for _, d := range existing[:n] {
-		if err := h.endpoints.DeleteEndpoint(ctx, d.EndpointARN); err != nil {
-			h.log.WarnContext(ctx, "evict device: delete endpoint failed", "userId", userID, "deviceId", d.ID, "error", err)
-			return
+// evictBeyondBound removes the user's oldest devices beyond
+// domain.MaxDevicesPerUser, and their endpoints. It lists after the new
+// device is saved, so that of registrations at once the last to list sees
+// every device saved, and each evicts only devices with at least
+// MaxDevicesPerUser newer ones: the newest MaxDevicesPerUser stay, whatever
+// the order. A device goes once: its conditional delete has one winner, and
+// only the winner deletes the endpoint (a failure there leaves an endpoint no
+// device names, which a later registration of the token takes up again).
+// Best effort: the new device is saved already; a failure leaves one device
+// too many until the next registration.
+func (h *UsersHandler) evictBeyondBound(ctx context.Context, userID string) {
+	devices, err := h.devices.ListDevices(ctx, userID) // oldest first
+	if err != nil {
+		h.log.WarnContext(ctx, "evict devices: list failed", "userId", userID, "error", err)
+		return
+	}
+	for _, d := range devices[:max(0, len(devices)-domain.MaxDevicesPerUser)] {
+		err := h.devices.DeleteDevice(ctx, userID, d.ID)
+		if errors.Is(err, domain.ErrNotFound) {
+			continue // another registration evicted it
 		}
-		if err := h.devices.DeleteDevice(ctx, userID, d.ID); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		if err != nil {
 			h.log.WarnContext(ctx, "evict device failed", "userId", userID, "deviceId", d.ID, "error", err)
 			return
+		}
+		if err := h.endpoints.DeleteEndpoint(ctx, d.EndpointARN); err != nil {
+			h.log.WarnContext(ctx, "evict device: delete endpoint failed", "userId", userID, "deviceId", d.ID, "error", err)
 		}
 		h.log.InfoContext(ctx, "device evicted", "userId", userID, "deviceId", d.ID, "outcome", "evicted")
 	}
@@ -272,4 +287,22 @@ func (h *UsersHandler) deleteDevice(ctx context.Context, req *request) response 
 	}
 	h.log.InfoContext(ctx, "device deleted", "userId", userID, "deviceId", id, "outcome", "deleted")
 	return response{status: http.StatusNoContent}
+}
+
+// listDevices answers a user's devices, oldest first, tokens masked (an
+// empty list for a user without any, profile or not).
+func (h *UsersHandler) listDevices(ctx context.Context, req *request) response {
+	userID, p := pathUserID(req)
+	if p != nil {
+		return problemResponse(p)
+	}
+	list := &deviceList{Devices: []deviceView{}}
+	if h.devices != nil {
+		ds, err := h.devices.ListDevices(ctx, userID)
+		if err != nil {
+			return h.storeError(ctx, "list devices", err, nil)
+		}
+		list.Devices = deviceViewsOf(ds)
+	}
+	return response{status: http.StatusOK, body: list}
 }

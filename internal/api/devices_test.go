@@ -22,6 +22,10 @@ type fakeDevices struct {
 	byUser  map[string]map[string]domain.Device
 	owners  map[string]string
 	onOwner func() // runs after DeviceOwner answers (to race the owner)
+	// beforeSave runs before SaveDevice takes the lock (to line up
+	// concurrent registrations).
+	beforeSave func()
+	evicted    map[string]int // device id → successful deletes
 }
 
 func newFakeDevices() *fakeDevices {
@@ -42,6 +46,9 @@ func (f *fakeDevices) DeviceOwner(_ context.Context, id string) (string, error) 
 }
 
 func (f *fakeDevices) SaveDevice(_ context.Context, userID, prev string, d domain.Device) error {
+	if f.beforeSave != nil {
+		f.beforeSave()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.owners[d.ID] != prev {
@@ -85,6 +92,10 @@ func (f *fakeDevices) DeleteDevice(_ context.Context, userID, id string) error {
 		return domain.ErrNotFound
 	}
 	delete(f.byUser[userID], id)
+	if f.evicted == nil {
+		f.evicted = map[string]int{}
+	}
+	f.evicted[id]++
 	if f.owners[id] == userID {
 		delete(f.owners, id)
 	}
@@ -93,6 +104,7 @@ func (f *fakeDevices) DeleteDevice(_ context.Context, userID, id string) error {
 
 // fakeEndpoints is SNS: one endpoint per (platform, token).
 type fakeEndpoints struct {
+	mu         sync.Mutex
 	configured map[domain.Platform]bool
 	endpoints  map[string]string // platform/token → arn
 	data       map[string]string // arn → custom user data
@@ -103,6 +115,8 @@ type fakeEndpoints struct {
 func (f *fakeEndpoints) Configured(p domain.Platform) bool { return f.configured[p] }
 
 func (f *fakeEndpoints) Register(_ context.Context, p domain.Platform, token, data string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
 		return "", f.err
 	}
@@ -117,6 +131,8 @@ func (f *fakeEndpoints) Register(_ context.Context, p domain.Platform, token, da
 }
 
 func (f *fakeEndpoints) DeleteEndpoint(_ context.Context, arn string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, arn)
 	for k, v := range f.endpoints {
 		if v == arn {
@@ -141,8 +157,14 @@ func newDeviceAPI(t *testing.T, configured ...domain.Platform) *deviceAPI {
 		da.endpoints.configured[p] = true
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var clockMu sync.Mutex
 	ta.users = NewUsers(UsersDeps{Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store,
-		Catalog: catalog.MustLoad(), Now: func() time.Time { da.clock = da.clock.Add(time.Second); return da.clock },
+		Catalog: catalog.MustLoad(), Now: func() time.Time {
+			clockMu.Lock()
+			defer clockMu.Unlock()
+			da.clock = da.clock.Add(time.Second)
+			return da.clock
+		},
 		Log:     log,
 		Devices: da.devices, DeviceEndpoints: da.endpoints})
 	ta.h = New(Deps{Log: log, Users: ta.users})
@@ -241,6 +263,74 @@ func TestDeviceBoundEvictsTheOldest(t *testing.T) {
 	}
 	if len(da.endpoints.deleted) != 1 {
 		t.Errorf("endpoints deleted %v, want the evicted one", da.endpoints.deleted)
+	}
+}
+
+// Registrations at once each see fewer than the bound before they save
+// (all of them list before any saves): the bound holds anyway, and each
+// device beyond it is evicted once — its item and its endpoint.
+func TestDeviceBoundHoldsUnderConcurrentRegistrations(t *testing.T) {
+	da := newDeviceAPI(t, domain.PlatformFCM)
+	const n = 25
+	var lined sync.WaitGroup
+	lined.Add(n)
+	da.devices.beforeSave = func() { lined.Done(); lined.Wait() }
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if status, _, raw := da.register(t, "u1", fmt.Sprintf(`{"platform":"fcm","token":"tok-%d"}`, i)); status != http.StatusCreated {
+				t.Errorf("device %d: %d %s", i, status, raw)
+			}
+		})
+	}
+	wg.Wait()
+	left, _ := da.devices.ListDevices(context.Background(), "u1")
+	if len(left) != domain.MaxDevicesPerUser {
+		t.Fatalf("%d devices kept, want %d", len(left), domain.MaxDevicesPerUser)
+	}
+	if len(da.devices.evicted) != n-domain.MaxDevicesPerUser {
+		t.Errorf("%d devices evicted, want %d", len(da.devices.evicted), n-domain.MaxDevicesPerUser)
+	}
+	for id, times := range da.devices.evicted {
+		if times != 1 {
+			t.Errorf("device %s evicted %d times", id, times)
+		}
+	}
+	deleted := map[string]int{}
+	for _, arn := range da.endpoints.deleted {
+		deleted[arn]++
+	}
+	if len(da.endpoints.deleted) != n-domain.MaxDevicesPerUser || len(deleted) != len(da.endpoints.deleted) {
+		t.Errorf("endpoints deleted %v, want each of the %d evicted once", da.endpoints.deleted, n-domain.MaxDevicesPerUser)
+	}
+}
+
+// A user known only by devices (no profile stored): the device list and
+// the profile both answer them, tokens masked.
+func TestDevicesWithoutAProfile(t *testing.T) {
+	da := newDeviceAPI(t, domain.PlatformAPNs)
+	_, id, raw := da.register(t, "u3", fmt.Sprintf(`{"platform":"apns","token":%q}`, apnsTok))
+	if id == "" {
+		t.Fatalf("register: %s", raw)
+	}
+	resp := da.do(t, apiCall{route: "GET /v1/users/{userId}/devices", params: map[string]string{"userId": "u3"}, caller: "svc"})
+	list := decodeBody[deviceList](t, resp.Body)
+	if resp.StatusCode != http.StatusOK || len(list.Devices) != 1 || list.Devices[0].DeviceID != id || list.Devices[0].Token != "0a0a…0a0a" ||
+		strings.Contains(resp.Body, apnsTok) {
+		t.Fatalf("GET devices = %d %s", resp.StatusCode, resp.Body)
+	}
+	resp = da.do(t, apiCall{route: "GET /v1/users/{userId}", params: map[string]string{"userId": "u3"}, caller: "svc"})
+	v := decodeBody[userView](t, resp.Body)
+	if resp.StatusCode != http.StatusOK || v.UserID != "u3" || v.Devices == nil || len(*v.Devices) != 1 || strings.Contains(resp.Body, "updatedAt") {
+		t.Fatalf("GET profile of a user with devices only = %d %s", resp.StatusCode, resp.Body)
+	}
+	// Neither profile nor devices: still 404 and an empty list.
+	if resp := da.do(t, apiCall{route: "GET /v1/users/{userId}", params: map[string]string{"userId": "u4"}, caller: "svc"}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET profile of nobody = %d %s", resp.StatusCode, resp.Body)
+	}
+	resp = da.do(t, apiCall{route: "GET /v1/users/{userId}/devices", params: map[string]string{"userId": "u4"}, caller: "svc"})
+	if resp.StatusCode != http.StatusOK || resp.Body != `{"devices":[]}` {
+		t.Errorf("GET devices of nobody = %d %s", resp.StatusCode, resp.Body)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,6 +24,7 @@ type hostileBody struct {
 	body        string
 	contentType string
 	encoding    string
+	base64      bool // the body is base64 (API Gateway's isBase64Encoded)
 	status      int
 	code        string
 	pointer     string
@@ -72,7 +74,8 @@ func TestHostileBodiesOnEveryBodyRoute(t *testing.T) {
 			kinds["none"]++
 			corpus = []hostileBody{
 				{name: "a JSON object", body: `{"a":1,"a":2}`, contentType: "application/json", status: 400, code: "unexpected_body"},
-				{name: "an empty object", body: `{}`, contentType: "application/json", status: 400, code: "unexpected_body"},
+				{name: "an object with a member", body: `{"a":1}`, contentType: "application/json", status: 400, code: "unexpected_body"},
+				{name: "an empty array", body: `[]`, contentType: "application/json", status: 400, code: "unexpected_body"},
 				{name: "invalid UTF-8", body: "\xff", contentType: "application/json", status: 400, code: "unexpected_body"},
 				{name: "text", body: "x", contentType: "text/plain", status: 415, code: "unsupported_media_type"},
 				{name: "gzip-encoded", body: "x", contentType: "application/json", encoding: "gzip", status: 415, code: "unsupported_media_type"},
@@ -83,34 +86,28 @@ func TestHostileBodiesOnEveryBodyRoute(t *testing.T) {
 		}
 		responses, _ := op["responses"].(map[string]any)
 		params := pathParams(t, spec, r.Key())
+		if len(content) == 0 {
+			// Many HTTP clients send an empty JSON object by default: it
+			// is no body, answered as the request without one.
+			for _, empty := range []hostileBody{{body: `{}`}, {body: " { }\n"}, {body: "e30=", base64: true}} {
+				t.Run(r.Key()+"/empty object "+strconv.Quote(empty.body), func(t *testing.T) {
+					h, _ := api.NewFakeHandler(t)
+					want := callRoute(t, h, r, params, hostileBody{})
+					empty.contentType = "application/json"
+					got := callRoute(t, h, r, params, empty)
+					if got.StatusCode != want.StatusCode || strings.Contains(got.Body, "unexpected_body") {
+						t.Fatalf("%d %.300s, want %d as without a body", got.StatusCode, got.Body, want.StatusCode)
+					}
+				})
+			}
+		}
 		for _, hb := range corpus {
 			t.Run(r.Key()+"/"+hb.name, func(t *testing.T) {
 				if _, ok := responses[fmt.Sprint(hb.status)]; !ok {
 					t.Errorf("openapi.yaml does not promise %d on %s", hb.status, r.Key())
 				}
 				h, writes := api.NewFakeHandler(t)
-				ev := events.APIGatewayV2HTTPRequest{RouteKey: r.Key(), RawPath: rawPathOf(r.Path, params), PathParameters: params,
-					Body: hb.body, Headers: map[string]string{"content-type": hb.contentType}}
-				if len(params) == 0 {
-					ev.PathParameters = nil
-				}
-				if hb.encoding != "" {
-					ev.Headers["content-encoding"] = hb.encoding
-				}
-				ev.RequestContext.HTTP.Method = r.Method
-				switch r.Auth {
-				case "NONE":
-				case "AWS_IAM":
-					ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-						IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::123456789012:user/svc"}}
-				default: // a JWT authorizer: the path's user is the token's subject
-					ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-						JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": "u1"}}}
-				}
-				resp, err := h.Handle(context.Background(), ev)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := callRoute(t, h, r, params, hb)
 				var p struct{ Code, Pointer string }
 				if resp.StatusCode != hb.status || resp.Headers["Content-Type"] != "application/problem+json" ||
 					json.Unmarshal([]byte(resp.Body), &p) != nil || p.Code != hb.code || (hb.pointer != "" && p.Pointer != hb.pointer) {
@@ -241,4 +238,35 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// callRoute sends hb to route r of h, authorized as its route requires.
+func callRoute(t *testing.T, h *api.Handler, r devstack.Route, params map[string]string, hb hostileBody) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	ev := events.APIGatewayV2HTTPRequest{RouteKey: r.Key(), RawPath: rawPathOf(r.Path, params), PathParameters: params,
+		Body: hb.body, IsBase64Encoded: hb.base64, Headers: map[string]string{}}
+	if hb.contentType != "" {
+		ev.Headers["content-type"] = hb.contentType
+	}
+	if len(params) == 0 {
+		ev.PathParameters = nil
+	}
+	if hb.encoding != "" {
+		ev.Headers["content-encoding"] = hb.encoding
+	}
+	ev.RequestContext.HTTP.Method = r.Method
+	switch r.Auth {
+	case "NONE":
+	case "AWS_IAM":
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::123456789012:user/svc"}}
+	default: // a JWT authorizer: the path's user is the token's subject
+		ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
+			JWT: &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{Claims: map[string]string{"sub": "u1"}}}
+	}
+	resp, err := h.Handle(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

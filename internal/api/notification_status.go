@@ -18,6 +18,7 @@ type notificationView struct {
 	ID          string                  `json:"id"`
 	Type        string                  `json:"type"`
 	Status      string                  `json:"status"`
+	Overall     domain.Overall          `json:"overall"` // from the deliveries (domain.OverallOf)
 	Recipient   viewRecipient           `json:"recipient"`
 	Priority    string                  `json:"priority"`
 	Channels    []string                `json:"channels,omitempty"`
@@ -84,6 +85,11 @@ func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Chann
 		}
 		v.Deliveries[string(c)] = dv
 	}
+	states := make([]domain.Status, 0, len(v.Deliveries))
+	for _, dv := range v.Deliveries {
+		states = append(states, domain.Status(dv.Status))
+	}
+	v.Overall = domain.OverallOf(n.Status, states)
 	return v
 }
 

@@ -30,7 +30,7 @@ func TestGetNotificationShowsDeliveries(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
 	}
-	want := `{"id":"` + id + `","type":"invoice.payment_failed","status":"accepted","recipient":{"userId":"u1"},"priority":"high",` +
+	want := `{"id":"` + id + `","type":"invoice.payment_failed","status":"accepted","overall":"deferred","recipient":{"userId":"u1"},"priority":"high",` +
 		`"batchKey":"b1","sendAt":null,"expiresAt":"2026-03-02T00:00:00Z","createdAt":"2026-03-01T12:00:00Z","cancelledAt":null,"deliveries":{` +
 		`"email":{"status":"sent","reason":null,"attempts":2,"updatedAt":"2026-03-01T12:00:00Z","dueAt":null},` +
 		`"push":{"status":"deferred","reason":"quiet_hours","attempts":0,"updatedAt":"2026-03-01T12:00:00Z","dueAt":"2026-03-01T13:00:00Z"}}}`

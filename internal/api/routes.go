@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,6 +46,7 @@ func (h *UsersHandler) routes() map[string]route {
 		"GET /v1/users/{userId}":                                        service(h.getUser),
 		"POST /v1/users/{userId}/push-subscriptions":                    service(h.createPushSubscription),
 		"DELETE /v1/users/{userId}/push-subscriptions/{subscriptionId}": service(h.deletePushSubscription),
+		"GET /v1/users/{userId}/devices":                                service(h.listDevices),
 		"POST /v1/users/{userId}/devices":                               service(h.createDevice),
 		"DELETE /v1/users/{userId}/devices/{deviceId}":                  service(h.deleteDevice),
 		"GET /v1/users/{userId}/preferences":                            service(h.getPreferences),
@@ -122,14 +124,32 @@ var bodyRoutes = map[string]bool{
 }
 
 // checkNoBody refuses a body on a POST, PUT or PATCH route that takes none
-// (a GET or DELETE body has no meaning in HTTP and is never read).
+// (a GET or DELETE body has no meaning in HTTP and is never read). An empty
+// JSON object is no body: many HTTP clients send `{}` by default.
 func checkNoBody(ev events.APIGatewayV2HTTPRequest) *Problem {
 	method, _, _ := strings.Cut(ev.RouteKey, " ")
-	if ev.Body == "" || bodyRoutes[ev.RouteKey] || !takesBody(method) {
+	if bodyRoutes[ev.RouteKey] || !takesBody(method) || saysNothing(ev) {
 		return nil
 	}
 	return &Problem{Status: http.StatusBadRequest, Code: "unexpected_body", Title: "This route takes no body",
 		Detail: "send the request without a body"}
+}
+
+// saysNothing reports whether a request's body is empty or an empty JSON
+// object (JSON whitespace around and inside the braces).
+func saysNothing(ev events.APIGatewayV2HTTPRequest) bool {
+	body := ev.Body
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return false
+		}
+		body = string(b)
+	}
+	const jsonSpace = " \t\r\n"
+	inner, open := strings.CutPrefix(strings.Trim(body, jsonSpace), "{")
+	inner, closed := strings.CutSuffix(inner, "}")
+	return body == "" || (open && closed && strings.Trim(inner, jsonSpace) == "")
 }
 
 // takesBody reports whether requests of method carry a body in HTTP.

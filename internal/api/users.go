@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -91,7 +92,7 @@ type userView struct {
 	QuietHours      *domain.QuietHours `json:"quietHours,omitempty"`
 	DigestMinutes   int                `json:"digestMinutes"`
 	EmailSuppressed bool               `json:"emailSuppressed"`
-	UpdatedAt       string             `json:"updatedAt"`
+	UpdatedAt       string             `json:"updatedAt,omitempty"` // none: devices only
 	// Devices are the user's native devices (tokens masked); GET only.
 	Devices *[]deviceView `json:"devices,omitempty"`
 }
@@ -182,12 +183,32 @@ func (h *UsersHandler) getUser(ctx context.Context, req *request) response {
 		return problemResponse(p)
 	}
 	u, err := h.users.GetUser(ctx, userID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return h.devicesOnlyUser(ctx, userID)
+	}
 	if err != nil {
-		return h.storeError(ctx, "get user", err, func() *Problem {
-			return &Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile stored for this user"}
-		})
+		return h.storeError(ctx, "get user", err, nil)
 	}
 	return h.userWithDevices(ctx, userID, u)
+}
+
+// devicesOnlyUser answers the profile of a user no profile was stored for:
+// the devices when there are some (an app may register devices for users
+// whose contacts live elsewhere; push reaches them all the same), without
+// updatedAt; 404 user_not_found when there are none either.
+func (h *UsersHandler) devicesOnlyUser(ctx context.Context, userID string) response {
+	var ds []domain.Device
+	if h.devices != nil {
+		var err error
+		if ds, err = h.devices.ListDevices(ctx, userID); err != nil {
+			return h.storeError(ctx, "list devices", err, nil)
+		}
+	}
+	if len(ds) == 0 {
+		return problemResponse(&Problem{Status: http.StatusNotFound, Code: "user_not_found", Parameter: "userId", Detail: "no profile and no device stored for this user"})
+	}
+	devices := deviceViewsOf(ds)
+	return response{status: http.StatusOK, body: &userView{UserID: userID, Devices: &devices}}
 }
 
 // decodeUserBody reads the path's userId and decodes the body of a user

@@ -184,8 +184,8 @@ func validateContacts(email, phone, locale, base string) *Problem {
 }
 
 func validateKey(v, pointer string) *Problem {
-	if len(v) > maxKeyLength || hasControl(v) {
-		return fieldProblem(http.StatusBadRequest, "invalid_string", pointer, "must be at most 255 bytes without control characters")
+	if len(v) > maxKeyLength || !plainText(v) {
+		return fieldProblem(http.StatusBadRequest, "invalid_string", pointer, "must be at most 255 bytes without control or bidirectional formatting characters")
 	}
 	return nil
 }
@@ -207,10 +207,12 @@ func decodeData(raw json.RawMessage) (map[string]any, *Problem) {
 		return nil, fieldProblem(http.StatusBadRequest, "invalid_type", "/data", "data must be an object")
 	}
 	for k, v := range data {
-		if hasControl(k) {
-			return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/data/"+escapePointer(k), "keys must not contain control characters")
+		if !plainText(k) {
+			return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/data/"+escapePointer(k), "keys must not contain control or bidirectional formatting characters")
 		}
 		if s, ok := v.(string); ok && hasControl(s) {
+			// Bidirectional formatting in a value: the catalog's rule for
+			// the variable's kind (every declared one refuses it).
 			return nil, fieldProblem(http.StatusBadRequest, "invalid_string", "/data/"+escapePointer(k), "values must not contain control characters")
 		}
 	}
@@ -241,6 +243,14 @@ func parseTime(s, pointer string) (time.Time, *Problem) {
 		return time.Time{}, fieldProblem(http.StatusBadRequest, "invalid_time", pointer, "must be an RFC 3339 time like 2026-12-01T10:00:00Z")
 	}
 	return t, nil
+}
+
+// plainText is the rule for every string a request stores that a person
+// may read (keys, labels, names, titles): no control characters, and no
+// bidirectional formatting characters, which reorder what a reader sees
+// ("inv-\u202egpj.exe" shows as "inv-exe.jpg").
+func plainText(s string) bool {
+	return !hasControl(s) && !domain.HasBidiControl(s)
 }
 
 func hasControl(s string) bool {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,49 +98,14 @@ type recentNotification struct {
 	Overall string `json:"overall"`
 }
 
-// overallState sums up a notification's deliveries for the console:
-// cancelled; planning (no delivery yet); in progress, or deferred when every
-// unfinished delivery waits for a due time; and once every delivery ended:
-// sent, partly failed (some sent, some failed or bounced), failed, dropped
-// or skipped.
+// overallState is domain.OverallOf as the console shows it ("in progress",
+// "partly failed").
 func overallState(status string, ds map[string]recentDelivery) string {
-	if status == string(domain.NotificationCancelled) {
-		return "cancelled"
-	}
-	if len(ds) == 0 {
-		return "planning"
-	}
-	var pending, waiting, sent, failed, dropped bool
+	states := make([]domain.Status, 0, len(ds))
 	for _, d := range ds {
-		st := domain.Status(d.Status)
-		switch {
-		case st == domain.StatusDeferred:
-			waiting = true
-		case !st.Terminal():
-			pending = true
-		case st == domain.StatusSent || st == domain.StatusDelivered || st == domain.StatusComplained:
-			sent = true
-		case st == domain.StatusFailed || st == domain.StatusBounced:
-			failed = true
-		case st == domain.StatusDropped:
-			dropped = true
-		}
+		states = append(states, domain.Status(d.Status))
 	}
-	switch {
-	case pending:
-		return "in progress"
-	case waiting:
-		return "deferred"
-	case sent && failed:
-		return "partly failed"
-	case failed:
-		return "failed"
-	case sent:
-		return "sent"
-	case dropped:
-		return "dropped"
-	}
-	return "skipped"
+	return strings.ReplaceAll(string(domain.OverallOf(domain.NotificationStatus(status), states)), "_", " ")
 }
 
 type recentDelivery struct {

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,27 +185,22 @@ func TestMobilePermanentFaultRemovesOnlyThatDevice(t *testing.T) {
 		{client.PlatformAPNs, client.PlatformFCM}, {client.PlatformAPNs}, {client.PlatformAPNsSandbox}, {client.PlatformFCM},
 	} {
 		u := newMobileUser(t, platforms...)
-		var ids []string
-		for _, id := range u.devices {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		endpoints := map[string]string{} // device id → its endpoint
+		// The devices are published to at once: the fault hits whichever
+		// publish comes first (it was taken for the lowest device id, which
+		// failed about one run in two when two devices raced).
+		endpoints := map[string]string{} // device id → endpoint ARN
 		for _, p := range platforms {
 			for _, arn := range mobileSink(t).Endpoints(appARN(p)) {
-				for _, id := range ids {
-					if containsID(mobileSink(t).EndpointAttributes(arn)["CustomUserData"], id) {
-						endpoints[id] = arn
+				for _, dev := range u.devices {
+					if containsID(mobileSink(t).EndpointAttributes(arn)["CustomUserData"], dev) {
+						endpoints[dev] = arn
 					}
 				}
 			}
 		}
-		if len(endpoints) != len(ids) {
-			t.Fatalf("%v: endpoints %v for devices %v", platforms, endpoints, ids)
+		if len(endpoints) != len(platforms) {
+			t.Fatalf("%v: endpoints %v for devices %v", platforms, endpoints, u.devices)
 		}
-		// The push function publishes to a delivery's targets in parallel:
-		// the fault hits whichever publish comes first, and that device
-		// alone is removed.
 		inject(t, devstack.FaultMobile, "permanent", 1)
 		id := stacktest.Notify(t, paymentFailed(u.id))
 		d := waitStatus(t, id, domain.ChannelPush, domain.StatusSent)
@@ -213,17 +208,21 @@ func TestMobilePermanentFaultRemovesOnlyThatDevice(t *testing.T) {
 		var kept []string
 		stacktest.Eventually(t, settle, "the disabled device removed", func() bool {
 			kept = userDevices(t, u.id)
-			return len(kept) == len(ids)-1
+			return len(kept) == len(platforms)-1
 		})
-		gone := ""
-		for _, id := range ids {
-			if !slices.Contains(kept, id) {
-				gone = id
+		var gone string
+		for dev := range endpoints {
+			if !slices.Contains(kept, dev) {
+				gone = dev
 			}
 		}
-		endpoint := endpoints[gone]
-		if attrs := mobileSink(t).EndpointAttributes(endpoint); attrs != nil {
+		if attrs := mobileSink(t).EndpointAttributes(endpoints[gone]); attrs != nil {
 			t.Errorf("%v: the disabled endpoint is still there: %v", platforms, attrs)
+		}
+		for _, k := range kept {
+			if mobileSink(t).EndpointAttributes(endpoints[k]) == nil {
+				t.Errorf("%v: the endpoint of device %s, not faulted, is gone", platforms, k)
+			}
 		}
 		for _, k := range kept {
 			if n := len(mobileTo(t, k)); n != 1 {
@@ -317,6 +316,40 @@ func TestDeviceRegistrationKeepsOneEndpointPerToken(t *testing.T) {
 		if mobileSink(t).EndpointAttributes(arn) != nil {
 			t.Errorf("%s: endpoint kept after DELETE", p)
 		}
+	}
+}
+
+// 25 registrations of one user at once (the outside run kept 12 to 25 of
+// them): exactly 10 devices stay, and every other one's endpoint is gone.
+func TestDeviceBoundHoldsUnderConcurrentRegistrations(t *testing.T) {
+	c := stacktest.Client(t, "svc")
+	user := stacktest.UniqueID("burst")
+	const n = 25
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := c.RegisterDevice(context.Background(), user, client.Device{Platform: client.PlatformFCM, Token: fcmToken()}); err != nil {
+				t.Errorf("register: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	// No profile: the device list and the profile answer the devices.
+	kept, err := c.ListDevices(context.Background(), user)
+	if err != nil || len(kept) != domain.MaxDevicesPerUser {
+		t.Fatalf("%d devices kept of %d registered at once (%v), want %d", len(kept), n, err, domain.MaxDevicesPerUser)
+	}
+	if got := userDevices(t, user); len(got) != len(kept) || got[0] != kept[0].DeviceID {
+		t.Errorf("profile devices %v, list %v", got, kept)
+	}
+	var endpoints []string
+	for _, arn := range mobileSink(t).Endpoints(appARN(client.PlatformFCM)) {
+		if jsonHas(mobileSink(t).EndpointAttributes(arn)["CustomUserData"], "userId", user) {
+			endpoints = append(endpoints, arn)
+		}
+	}
+	if len(endpoints) != domain.MaxDevicesPerUser {
+		t.Errorf("%d endpoints of the user left, want %d (the evicted devices' deleted)", len(endpoints), domain.MaxDevicesPerUser)
 	}
 }
 

@@ -1,0 +1,74 @@
+package capacity
+
+import (
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The scenario table of docs/capacity.md quotes the model (herald capacity
+// with the template's defaults): its whole-table and index write and read
+// figures are the model's, rounded, so that the page cannot drift from the
+// tool again (it said 26,015 write units for the campaign second long after
+// the model printed 24,255).
+func TestCapacityDocQuotesTheModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	res, err := defaultRun(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../docs/capacity.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	const header = "| scenario | table WRU/s | table RRU/s | gsi2 / gsi3 / gsi4 WRU/s |"
+	start := strings.Index(doc, header)
+	if start < 0 {
+		t.Fatalf("docs/capacity.md: no table %q", header)
+	}
+	table, _, _ := strings.Cut(doc[start:], "\n\n")
+	units := func(v float64) string { return commas(int64(math.Round(v))) }
+	rows := []string{"average", "campaign second (2,000/s)", "08:00 release (3,200/s)"}
+	if len(res.Peaks) < len(rows) {
+		t.Fatalf("%d scenarios in the model, the page lists %d", len(res.Peaks), len(rows))
+	}
+	for i, name := range rows {
+		p := res.Peaks[i]
+		m := regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| ([^|]+) \| ([^|]+) \| ([^|]+) \|`).FindStringSubmatch(table)
+		if m == nil {
+			t.Errorf("docs/capacity.md: no row %q", name)
+			continue
+		}
+		got := []string{strings.Trim(m[1], " *"), strings.TrimSpace(m[2]), strings.TrimSpace(m[3])}
+		want := []string{units(p.TableWriteUnitsPerSecond), units(p.TableReadUnitsPerSecond),
+			units(p.IndexWriteUnitsPerSecond["gsi2"]) + " / " + units(p.IndexWriteUnitsPerSecond["gsi3"]) + " / " + units(p.IndexWriteUnitsPerSecond["gsi4"])}
+		for j := range want {
+			if got[j] != want[j] {
+				t.Errorf("docs/capacity.md, row %q (%s), column %d: %q, the model prints %q", name, p.Scenario, j+2, got[j], want[j])
+			}
+		}
+	}
+	for _, quote := range []string{
+		"`tableWriteUnitsPerSecond` " + units(res.TableWriteUnitsPerSecond),
+		"`tableReadUnitsPerSecond`\n  " + units(res.TableReadUnitsPerSecond),
+	} {
+		if !strings.Contains(doc, quote) {
+			t.Errorf("docs/capacity.md does not quote the model's %q", quote)
+		}
+	}
+}
+
+// commas writes n with thousands separators, as the docs do.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
