@@ -72,3 +72,61 @@ func commas(n int64) string {
 	}
 	return s
 }
+
+// docs/benchmarks.md quotes the model beside the measured cost: the
+// current table's model and storage columns are herald capacity's, and the
+// summary line repeats that table (it said storage 1.81–2.08 a day after
+// the model printed 1.18–1.57, and quoted the run before the table's).
+func TestBenchmarksDocQuotesTheModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	res, err := defaultRun(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	const header = "| kind | measured $/M | without events | without events and Lambda | model (`herald capacity`) | storage beside (model) | provider fee |"
+	start := strings.Index(doc, header)
+	if start < 0 {
+		t.Fatalf("docs/benchmarks.md: no table %q", header)
+	}
+	table, _, _ := strings.Cut(doc[start:], "\n\n")
+	measured := map[string]string{}
+	usd := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\| ([^|]+) \\| [^|]+ \\| [^|]+ \\| ([^|]+) \\| ([^|]+) \\|").FindAllStringSubmatch(table, -1) {
+		kind, model, storage := m[1], strings.TrimSpace(m[3]), strings.TrimSpace(m[4])
+		measured[kind] = strings.TrimSpace(m[2])
+		cost, ok := res.CostPerMillionUSD[kind]
+		if !ok {
+			if model != "—" || storage != "—" {
+				t.Errorf("docs/benchmarks.md, %s: model %s, storage %s for a kind the model does not price (want —)", kind, model, storage)
+			}
+			continue
+		}
+		if model != usd(cost) || storage != usd(res.StoragePerMillionUSD[kind]) {
+			t.Errorf("docs/benchmarks.md, %s: model %s, storage %s; herald capacity prints %s and %s", kind, model, storage, usd(cost), usd(res.StoragePerMillionUSD[kind]))
+		}
+	}
+	if len(measured) < len(res.CostPerMillionUSD) {
+		t.Fatalf("docs/benchmarks.md: %d rows in the cost table, the model prices %d kinds", len(measured), len(res.CostPerMillionUSD))
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range res.StoragePerMillionUSD {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	for _, quote := range []string{
+		"email " + measured["email"] + ", SMS " + measured["sms"] + ", push " + measured["push"] + " measured",
+		"the model, with the default `failures`: " + usd(res.CostPerMillionUSD["email"]) + " / " + usd(res.CostPerMillionUSD["sms"]) + " / " + usd(res.CostPerMillionUSD["push"]),
+		"batch intake " + measured["email-batch"] + " / " + measured["sms-batch"] + " / " + measured["push-batch"],
+		"storage over the retention beside (the model): " + usd(lo) + "–" + usd(hi),
+	} {
+		if !strings.Contains(doc, quote) {
+			t.Errorf("docs/benchmarks.md's summary does not quote %q", quote)
+		}
+	}
+}
