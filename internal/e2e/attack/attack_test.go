@@ -296,6 +296,7 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "device app label traversal", method: "POST", path: "/v1/users/" + attacker + "/devices", body: `{"platform":"fcm","token":"abc","app":"../../x"}`, header: jsonHeader(), status: 400, outcome: "invalid_app"},
 		{name: "device as text", method: "POST", path: "/v1/users/" + attacker + "/devices", body: device("fcm", "abc"), header: text, status: 415, outcome: "unsupported_media_type"},
 		{name: "device of an email-shaped user", method: "POST", path: "/v1/users/" + use("email address", "jack."+canary+"@corp.example") + "/devices", body: device("fcm", "abc"), header: jsonHeader(), status: 400, outcome: "invalid_user_id"},
+		{name: "devices of an email-shaped user", method: "GET", path: "/v1/users/" + use("email address", "jill."+canary+"@corp.example") + "/devices", status: 400, outcome: "invalid_user_id"},
 		{name: "delete another user's device", method: "DELETE", path: "/v1/users/" + attacker + "/devices/" + victimDevice.DeviceID, status: 404, outcome: "device_not_found"},
 		{name: "delete device bad id", method: "DELETE", path: "/v1/users/" + victim + "/devices/%3Cscript%3E", status: 404, outcome: "device_not_found"},
 		{name: "delete device SQL in the id", method: "DELETE", path: "/v1/users/" + victim + "/devices/d%27%20OR%201%3D1--", status: 404, outcome: "device_not_found"},
@@ -329,7 +330,7 @@ func hostileCorpus(t *testing.T) []hostile {
 		{name: "own inbox, bad cursor", method: "GET", path: "/v1/users/" + attacker + "/inbox?cursor=%00%01", token: attacker, status: 400, outcome: "invalid_cursor"},
 		{name: "own inbox, huge limit", method: "GET", path: "/v1/users/" + attacker + "/inbox?limit=100000", token: attacker, status: 400, outcome: "invalid_limit"},
 		{name: "inbox with a service caller's credentials only", method: "POST", path: "/v1/users/" + victim + "/inbox/read-all", header: http.Header{devstack.DevCallerHeader: {"svc"}}, status: 401, outcome: "gateway: Unauthorized"},
-		{name: "service route with a user token (grants nothing)", method: "GET", path: "/v1/users/" + victim, token: victim, status: 404, outcome: "user_not_found"},
+		{name: "service route with a user token (grants nothing)", method: "GET", path: "/v1/users/" + stacktest.UniqueID("nobody"), token: victim, status: 404, outcome: "user_not_found"},
 		// the user's own preference center (JWT; the user is the token's sub)
 		{name: "my preferences without a token", method: "GET", path: "/v1/me/preferences", status: 401, outcome: "gateway: Unauthorized"},
 		{name: "my preferences PUT without a token", method: "PUT", path: "/v1/me/preferences", body: `{"preferences":{}}`, header: jsonHeader(), status: 401, outcome: "gateway: Unauthorized"},
