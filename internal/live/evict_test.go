@@ -97,12 +97,6 @@ func (m *memConns) ids(user string) []string {
 	return out
 }
 
-func (m *memConns) get(user, id string) Connection {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.conns[user][id]
-}
-
 func (m *memConns) users() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
