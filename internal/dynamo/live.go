@@ -76,11 +76,7 @@ func (s *Live) AddConnection(ctx context.Context, user string, c live.Connection
 			if err := attributevalue.UnmarshalMap(out.Attributes, &it); err != nil {
 				return nil, fmt.Errorf("unmarshal connections: %w", err)
 			}
-			conns := make([]live.Connection, 0, len(it.Conns))
-			for id, lc := range it.Conns {
-				conns = append(conns, lc.toDomain(id))
-			}
-			return conns, nil
+			return it.connections(), nil
 		}
 		if !isConditionFailed(err) {
 			return nil, fmt.Errorf("write connections: %w", err)
@@ -106,20 +102,8 @@ func (s *Live) AddConnection(ctx context.Context, user string, c live.Connection
 // removal is conditional on it (never creating the item), so of concurrent
 // evictions exactly one reports true.
 func (s *Live) EvictConnection(ctx context.Context, user, connectionID string) (bool, error) {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(UserPK(user), liveSK),
-		UpdateExpression:         aws.String("REMOVE conns.#c"),
-		ConditionExpression:      aws.String("attribute_exists(conns.#c)"),
-		ExpressionAttributeNames: map[string]string{"#c": connectionID},
-	})
-	if isConditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("remove connection: %w", err)
-	}
-	return true, nil
+	removed, _, err := s.removeConnection(ctx, user, connectionID)
+	return removed, err
 }
 
 // ForgetConnections removes connections API Gateway has closed, in one
@@ -153,6 +137,14 @@ func (s *Live) ForgetConnections(ctx context.Context, user string, connectionIDs
 // connection was not there); an absent item or connection is not an error
 // (the update is conditional so it never creates the item).
 func (s *Live) RemoveConnection(ctx context.Context, user, connectionID string) ([]live.Connection, error) {
+	_, left, err := s.removeConnection(ctx, user, connectionID)
+	return left, err
+}
+
+// removeConnection removes a connection if it is still recorded, with one
+// conditional UpdateItem, and reports whether this call removed it and the
+// connections left.
+func (s *Live) removeConnection(ctx context.Context, user, connectionID string) (removed bool, left []live.Connection, err error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 key(UserPK(user), liveSK),
@@ -164,21 +156,26 @@ func (s *Live) RemoveConnection(ctx context.Context, user, connectionID string) 
 	})
 	var item map[string]types.AttributeValue
 	if err == nil {
-		item = out.Attributes
+		removed, item = true, out.Attributes
 	} else if ccf, ok := asConditionFailed(err); ok {
 		item = ccf.Item
 	} else {
-		return nil, fmt.Errorf("remove connection: %w", err)
+		return false, nil, fmt.Errorf("remove connection: %w", err)
 	}
 	var it liveItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
-		return nil, fmt.Errorf("unmarshal connections: %w", err)
+		return removed, nil, fmt.Errorf("unmarshal connections: %w", err)
 	}
-	var left []live.Connection
+	return removed, it.connections(), nil
+}
+
+// connections are the item's connections, in no order.
+func (it liveItem) connections() []live.Connection {
+	cs := make([]live.Connection, 0, len(it.Conns))
 	for id, c := range it.Conns {
-		left = append(left, c.toDomain(id))
+		cs = append(cs, c.toDomain(id))
 	}
-	return left, nil
+	return cs
 }
 
 // Connections reads the connections of users (100 a BatchGetItem,
