@@ -6,7 +6,10 @@
 // deadline is the function's timeout read from the template, and the
 // deliveries end sent exactly once either way, with no invocation running to
 // its timeout. Faults are global to the stack: the test runs the channels
-// side by side, each with its own fault switch.
+// side by side, each with its own fault switch. The package also holds the
+// long horizons of the stack's clock (horizon_test.go, run after the
+// deadlines: it moves the clock a year): the furthest sendAt at the
+// shortest retention.
 package deadlines
 
 import (
@@ -22,6 +25,7 @@ func TestMain(m *testing.M) {
 		// No test here waits on the schedule.
 		ScheduleInterval: time.Hour,
 		// A call cut at the deadline is retried a second later.
-		Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "EmailRateLimit": "0"},
+		// RetentionDays at its minimum: the furthest sendAt outlives it.
+		Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "EmailRateLimit": "0", "RetentionDays": "1"},
 	})
 }
