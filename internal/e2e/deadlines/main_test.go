@@ -7,9 +7,10 @@
 // deliveries end sent exactly once either way, with no invocation running to
 // its timeout. Faults are global to the stack: the test runs the channels
 // side by side, each with its own fault switch. The package also holds the
-// long horizons of the stack's clock (horizon_test.go, run after the
-// deadlines: it moves the clock a year): the furthest sendAt at the
-// shortest retention.
+// long horizons of the stack's clock, run after the deadlines (they move
+// the clock a year, then a day): the furthest sendAt at the shortest
+// retention (horizon_test.go), a relay DLQ redrive a day later over a
+// digest (redrive_test.go).
 package deadlines
 
 import (
