@@ -29,19 +29,27 @@ import (
 	"github.com/heraldhq/herald/internal/snspush"
 )
 
+// faultedConfig is an injector and an aws.Config that runs it, whose
+// requests reach a server that counts them in served and answers 418.
+func faultedConfig(t *testing.T, served *atomic.Int32) (*Faults, aws.Config) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		http.Error(w, "unexpected request", http.StatusTeapot)
+	}))
+	t.Cleanup(srv.Close)
+	push, _ := pushsink.New(srv.URL, nil)
+	f := NewFaults(push, time.Now)
+	return f, aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
+		APIOptions: []func(*middleware.Stack) error{f.Middleware}}
+}
+
 // TestFaultMiddleware: injected faults reach the providers' classifiers as
 // the real service errors would, one per operation call, without a request.
 func TestFaultMiddleware(t *testing.T) {
-	requests := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests++
-		http.Error(w, "unexpected request", http.StatusTeapot)
-	}))
-	defer srv.Close()
-	push, _ := pushsink.New(srv.URL, nil)
-	f := NewFaults(push, time.Now)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
-		APIOptions: []func(*middleware.Stack) error{f.Middleware}}
+	var served atomic.Int32
+	f, cfg := faultedConfig(t, &served)
+	requests := func() int { return int(served.Load()) }
 	ses := sesv2.NewFromConfig(cfg)
 	snsc := sns.NewFromConfig(cfg)
 	sendEmail := func() error {
@@ -91,8 +99,8 @@ func TestFaultMiddleware(t *testing.T) {
 			}
 		}
 		// The third call is real (and reaches the server).
-		before := requests
-		if err := tt.call(); err == nil || requests == before {
+		before := requests()
+		if err := tt.call(); err == nil || requests() == before {
 			t.Fatalf("%s: third call did not reach the service", tt.ch)
 		}
 	}
@@ -107,15 +115,15 @@ func TestFaultMiddleware(t *testing.T) {
 			t.Fatal("fault until off stopped early")
 		}
 	}
-	before := requests
+	before := requests()
 	_, _ = ses.GetAccount(context.Background(), &sesv2.GetAccountInput{})
-	if requests == before {
+	if requests() == before {
 		t.Error("a fault hit an operation other than SendEmail")
 	}
 	_ = f.Set(domain.ChannelEmail, FaultOff, 0)
-	before = requests
+	before = requests()
 	_ = sendEmail()
-	if requests == before {
+	if requests() == before {
 		t.Error("fault still active after off")
 	}
 
@@ -231,20 +239,13 @@ func TestFaultsRouteListsEveryFault(t *testing.T) {
 	}
 }
 
-// TestSlowFault: a slow fault holds SendEmail (and SNS Publish) for its
-// delay, then the request reaches the service; a call whose context ends
-// first is abandoned without a request, and each is listed in SlowCalls.
+// TestSlowFault: a slow fault holds SendEmail (SNS Publish takes the same
+// path) for its delay, then the request reaches the service; a call whose
+// context ends first is abandoned without a request, and each is listed in
+// SlowCalls.
 func TestSlowFault(t *testing.T) {
 	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		http.Error(w, "unexpected request", http.StatusTeapot)
-	}))
-	defer srv.Close()
-	push, _ := pushsink.New(srv.URL, nil)
-	f := NewFaults(push, time.Now)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
-		APIOptions: []func(*middleware.Stack) error{f.Middleware}}
+	f, cfg := faultedConfig(t, &requests)
 	ses := sesv2.NewFromConfig(cfg)
 	const delay = 200 * time.Millisecond
 	if err := f.SetSlow(domain.ChannelEmail, delay, 2); err != nil {
