@@ -70,8 +70,11 @@ func (f *Faults) state() map[domain.Channel]FaultState {
 	st := FaultState{Mode: FaultOff}
 	if status, remaining := f.push.PendingFaults(); remaining > 0 {
 		st.Mode, st.Remaining = FaultTransient, remaining
-		if status == http.StatusBadRequest {
+		switch status {
+		case http.StatusBadRequest:
 			st.Mode = FaultPermanent
+		case 0: // a slow push
+			st.Mode = FaultSlow
 		}
 		if remaining >= 1<<30 {
 			st.Remaining = -1

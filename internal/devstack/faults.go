@@ -38,7 +38,14 @@ const (
 	// refusing the VAPID key): a worker retries it and raises an operator
 	// alert.
 	FaultRefused FaultMode = "refused"
-	FaultOff     FaultMode = "off"
+	// FaultSlow holds the provider call for a delay, then lets it through:
+	// a provider that answers late. A call its caller abandons first (the
+	// worker's send deadline) is not carried out, as a provider does not
+	// accept a request it never answered — so a late answer is a retry,
+	// never a second send, locally (docs/decisions.md says why a real
+	// provider can still send twice there).
+	FaultSlow FaultMode = "slow"
+	FaultOff  FaultMode = "off"
 )
 
 // FaultMobile names the faults of native mobile push (SNS Publish to a
@@ -66,6 +73,9 @@ var FaultChannels = []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, dom
 //	sms    transient: Throttled (429)                  permanent: InvalidParameter (400)                        refused: AuthorizationError (403)
 //	push   transient: 503 Service Unavailable          permanent: 400 Bad Request                               refused: 403 Forbidden
 //	mobile transient: Throttled (429)                  permanent: EndpointDisabled (400), endpoint disabled     refused: PlatformApplicationDisabled (400)
+//
+// slow (every channel but events) holds the call for its delay, then sends
+// it; the caller's giving up first cancels it (SlowCalls lists them).
 type Faults struct {
 	push *pushsink.Sink
 	now  func() time.Time
@@ -76,36 +86,74 @@ type Faults struct {
 	mu      sync.Mutex
 	pending map[domain.Channel]*pendingFault
 	hits    map[domain.Channel][]time.Time
+	slow    map[domain.Channel][]pushsink.SlowCall
 }
 
 type pendingFault struct {
 	mode      FaultMode
-	remaining int // < 0: until turned off
+	remaining int           // < 0: until turned off
+	delay     time.Duration // FaultSlow's
 }
 
 // NewFaults returns an injector; push faults go to the push sink.
 func NewFaults(push *pushsink.Sink, now func() time.Time) *Faults {
-	return &Faults{push: push, now: now, pending: map[domain.Channel]*pendingFault{}, hits: map[domain.Channel][]time.Time{}}
+	return &Faults{push: push, now: now, pending: map[domain.Channel]*pendingFault{}, hits: map[domain.Channel][]time.Time{}, slow: map[domain.Channel][]pushsink.SlowCall{}}
 }
 
 // Set makes the next times provider calls of ch fail in mode; times ≤ 0
-// means until Set(ch, FaultOff, 0).
+// means until Set(ch, FaultOff, 0). FaultSlow takes its delay from SetSlow.
 func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
+	if mode == FaultSlow {
+		return fmt.Errorf("mode slow: give its delay (delayMs)")
+	}
+	return f.set(ch, mode, times, 0)
+}
+
+// SetSlow makes the next times provider calls of ch answer only after
+// delay (times ≤ 0: until off).
+func (f *Faults) SetSlow(ch domain.Channel, delay time.Duration, times int) error {
+	if delay <= 0 || delay > MaxFaultDelay {
+		return fmt.Errorf("mode slow: delayMs must be 1 to %d", MaxFaultDelay.Milliseconds())
+	}
+	return f.set(ch, FaultSlow, times, delay)
+}
+
+// MaxFaultDelay bounds a slow fault's delay: longer than any function's
+// timeout, short enough that a forgotten fault does not hold calls for long.
+const MaxFaultDelay = 15 * time.Minute
+
+// SlowCalls are the calls of ch a slow fault held, oldest first.
+func (f *Faults) SlowCalls(ch domain.Channel) []pushsink.SlowCall {
+	if ch == domain.ChannelPush {
+		return f.push.SlowCalls()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.slow[ch])
+}
+
+func (f *Faults) set(ch domain.Channel, mode FaultMode, times int, delay time.Duration) error {
 	if !slices.Contains(FaultChannels, ch) {
 		return fmt.Errorf("channel %q: want email, sms, push, mobile or events (the event bus's PutEvents)", ch)
 	}
 	switch mode {
 	case FaultTransient, FaultPermanent, FaultOff:
-	case FaultRefused:
+	case FaultRefused, FaultSlow:
 		if ch == EventsChannel {
-			return fmt.Errorf("mode refused: the event bus has transient, permanent or off")
+			return fmt.Errorf("mode %s: the event bus has transient, permanent or off", mode)
 		}
 	default:
-		return fmt.Errorf("mode %q: want transient, permanent, refused or off", mode)
+		return fmt.Errorf("mode %q: want transient, permanent, refused, slow or off", mode)
 	}
 	if ch == domain.ChannelPush {
 		f.push.ClearFaults()
-		if mode != FaultOff {
+		if mode == FaultSlow {
+			n := times
+			if n <= 0 {
+				n = math.MaxInt32
+			}
+			f.push.SlowNext(n, delay)
+		} else if mode != FaultOff {
 			n := times
 			if n <= 0 {
 				n = math.MaxInt32
@@ -129,7 +177,7 @@ func (f *Faults) Set(ch domain.Channel, mode FaultMode, times int) error {
 		if remaining <= 0 {
 			remaining = -1
 		}
-		f.pending[ch] = &pendingFault{mode: mode, remaining: remaining}
+		f.pending[ch] = &pendingFault{mode: mode, remaining: remaining, delay: delay}
 	}
 	return nil
 }
@@ -143,11 +191,21 @@ func (f *Faults) Hits(ch domain.Channel) []time.Time {
 
 // take consumes one pending fault of ch, if any.
 func (f *Faults) take(ch domain.Channel) (FaultMode, bool) {
+	p, ok := f.takePending(ch)
+	if !ok {
+		return "", false
+	}
+	return p.mode, true
+}
+
+// takePending consumes one pending fault of ch, if any, and returns it
+// (its mode and delay are never changed).
+func (f *Faults) takePending(ch domain.Channel) (*pendingFault, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.pending[ch]
 	if !ok {
-		return "", false
+		return nil, false
 	}
 	if p.remaining > 0 {
 		p.remaining--
@@ -156,7 +214,17 @@ func (f *Faults) take(ch domain.Channel) (FaultMode, bool) {
 		}
 	}
 	f.hits[ch] = append(f.hits[ch], f.now())
-	return p.mode, true
+	return p, true
+}
+
+// holdSlow delays a call of ch by a slow fault's delay; a non-nil error
+// means the caller gave up first and the call must not be made.
+func (f *Faults) holdSlow(ctx context.Context, ch domain.Channel, delay time.Duration) error {
+	call, err := pushsink.HoldSlow(ctx, delay)
+	f.mu.Lock()
+	f.slow[ch] = append(f.slow[ch], call)
+	f.mu.Unlock()
+	return err
 }
 
 // faultTargets are the provider calls a channel's faults replace.
@@ -177,8 +245,15 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 			if p, isPublish := in.Parameters.(*sns.PublishInput); isPublish && aws.ToString(p.TargetArn) != "" {
 				ch, target = FaultMobile, aws.ToString(p.TargetArn)
 			}
-			mode, ok := f.take(ch)
+			p, ok := f.takePending(ch)
 			if !ok {
+				return next.HandleInitialize(ctx, in)
+			}
+			mode := p.mode
+			if mode == FaultSlow {
+				if err := f.holdSlow(ctx, ch, p.delay); err != nil {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, err
+				}
 				return next.HandleInitialize(ctx, in)
 			}
 			if ch == FaultMobile && mode == FaultPermanent && f.SNS != nil {
@@ -251,20 +326,27 @@ func (s *Stack) routeFaults(mux *http.ServeMux) {
 }
 
 // faultsRoute serves POST /_dev/faults
-// {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|off","times":N}.
+// {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|slow|off","times":N,"delayMs":N}.
 func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Channel string    `json:"channel"`
 		Mode    FaultMode `json:"mode"`
 		Times   int       `json:"times"`
+		DelayMs int64     `json:"delayMs"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || body.Times < 0 {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|off","times":N (omit: until off)}`})
+	if err := dec.Decode(&body); err != nil || body.Times < 0 || (body.DelayMs != 0 && body.Mode != FaultSlow) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|slow|off","times":N (omit: until off),"delayMs":N (slow only)}`})
 		return
 	}
-	if err := s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times); err != nil {
+	set := func() error { return s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times) }
+	if body.Mode == FaultSlow {
+		set = func() error {
+			return s.Faults.SetSlow(domain.Channel(body.Channel), time.Duration(body.DelayMs)*time.Millisecond, body.Times)
+		}
+	}
+	if err := set(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,19 +29,27 @@ import (
 	"github.com/heraldhq/herald/internal/snspush"
 )
 
+// faultedConfig is an injector and an aws.Config that runs it, whose
+// requests reach a server that counts them in served and answers 418.
+func faultedConfig(t *testing.T, served *atomic.Int32) (*Faults, aws.Config) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		http.Error(w, "unexpected request", http.StatusTeapot)
+	}))
+	t.Cleanup(srv.Close)
+	push, _ := pushsink.New(srv.URL, nil)
+	f := NewFaults(push, time.Now)
+	return f, aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
+		APIOptions: []func(*middleware.Stack) error{f.Middleware}}
+}
+
 // TestFaultMiddleware: injected faults reach the providers' classifiers as
 // the real service errors would, one per operation call, without a request.
 func TestFaultMiddleware(t *testing.T) {
-	requests := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests++
-		http.Error(w, "unexpected request", http.StatusTeapot)
-	}))
-	defer srv.Close()
-	push, _ := pushsink.New(srv.URL, nil)
-	f := NewFaults(push, time.Now)
-	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", ""), BaseEndpoint: aws.String(srv.URL),
-		APIOptions: []func(*middleware.Stack) error{f.Middleware}}
+	var served atomic.Int32
+	f, cfg := faultedConfig(t, &served)
+	requests := func() int { return int(served.Load()) }
 	ses := sesv2.NewFromConfig(cfg)
 	snsc := sns.NewFromConfig(cfg)
 	sendEmail := func() error {
@@ -90,8 +99,8 @@ func TestFaultMiddleware(t *testing.T) {
 			}
 		}
 		// The third call is real (and reaches the server).
-		before := requests
-		if err := tt.call(); err == nil || requests == before {
+		before := requests()
+		if err := tt.call(); err == nil || requests() == before {
 			t.Fatalf("%s: third call did not reach the service", tt.ch)
 		}
 	}
@@ -106,15 +115,15 @@ func TestFaultMiddleware(t *testing.T) {
 			t.Fatal("fault until off stopped early")
 		}
 	}
-	before := requests
+	before := requests()
 	_, _ = ses.GetAccount(context.Background(), &sesv2.GetAccountInput{})
-	if requests == before {
+	if requests() == before {
 		t.Error("a fault hit an operation other than SendEmail")
 	}
 	_ = f.Set(domain.ChannelEmail, FaultOff, 0)
-	before = requests
+	before = requests()
 	_ = sendEmail()
-	if requests == before {
+	if requests() == before {
 		t.Error("fault still active after off")
 	}
 
@@ -227,5 +236,84 @@ func TestFaultsRouteListsEveryFault(t *testing.T) {
 	}
 	if accepted != len(FaultChannels) {
 		t.Errorf("%d channels accepted and listed, want %d (%v)", accepted, len(FaultChannels), FaultChannels)
+	}
+}
+
+// TestSlowFault: a slow fault holds SendEmail (SNS Publish takes the same
+// path) for its delay, then the request reaches the service; a call whose
+// context ends first is abandoned without a request, and each is listed in
+// SlowCalls.
+func TestSlowFault(t *testing.T) {
+	var requests atomic.Int32
+	f, cfg := faultedConfig(t, &requests)
+	ses := sesv2.NewFromConfig(cfg)
+	const delay = 200 * time.Millisecond
+	if err := f.SetSlow(domain.ChannelEmail, delay, 2); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _ = ses.SendEmail(context.Background(), &sesv2.SendEmailInput{Content: &sestypes.EmailContent{}})
+	if waited := time.Since(start); waited < delay || requests.Load() != 1 {
+		t.Fatalf("held call: %v, %d requests; want ≥ %v and the request made", waited, requests.Load(), delay)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), delay/4)
+	defer cancel()
+	_, err := ses.SendEmail(ctx, &sesv2.SendEmailInput{Content: &sestypes.EmailContent{}})
+	if !errors.Is(err, context.DeadlineExceeded) || requests.Load() != 1 {
+		t.Fatalf("abandoned call: %v, %d requests; want the deadline's error and no request", err, requests.Load())
+	}
+	calls := f.SlowCalls(domain.ChannelEmail)
+	if len(calls) != 2 || calls[0].Abandoned || !calls[1].Abandoned || calls[1].Waited >= delay {
+		t.Fatalf("slow calls %+v, want one answered, one abandoned before its delay", calls)
+	}
+	// The fault was for two calls: the next is at once.
+	start = time.Now()
+	_, _ = ses.SendEmail(context.Background(), &sesv2.SendEmailInput{Content: &sestypes.EmailContent{}})
+	if time.Since(start) >= delay || requests.Load() != 2 {
+		t.Fatal("the third call was held")
+	}
+	for _, bad := range []struct {
+		ch    domain.Channel
+		delay time.Duration
+	}{{EventsChannel, delay}, {domain.ChannelSMS, 0}, {domain.ChannelSMS, MaxFaultDelay + time.Millisecond}} {
+		if err := f.SetSlow(bad.ch, bad.delay, 1); err == nil {
+			t.Errorf("SetSlow(%s, %v) accepted", bad.ch, bad.delay)
+		}
+	}
+	if err := f.Set(domain.ChannelSMS, FaultSlow, 1); err == nil {
+		t.Error("Set(slow) without a delay accepted")
+	}
+}
+
+// TestFaultsRouteSlow: POST /_dev/faults takes a slow fault with its delay
+// (and only then a delay), and GET lists it.
+func TestFaultsRouteSlow(t *testing.T) {
+	push, _ := pushsink.New("http://127.0.0.1:1", nil)
+	s := &Stack{Faults: NewFaults(push, time.Now)}
+	mux := http.NewServeMux()
+	s.routeFaults(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	post := func(body string) int {
+		resp, err := http.Post(srv.URL+"/_dev/faults", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, ch := range []string{"email", "sms", "push", "mobile"} {
+		if code := post(`{"channel":"` + ch + `","mode":"slow","delayMs":26000,"times":1}`); code != http.StatusNoContent {
+			t.Fatalf("slow %s = %d", ch, code)
+		}
+		if st := s.Faults.state()[domain.Channel(ch)]; st.Mode != FaultSlow || st.Remaining != 1 {
+			t.Errorf("%s listed as %+v, want slow ×1", ch, st)
+		}
+	}
+	for _, bad := range []string{`{"channel":"email","mode":"slow"}`, `{"channel":"email","mode":"transient","delayMs":5}`,
+		`{"channel":"events","mode":"slow","delayMs":5}`, `{"channel":"sms","mode":"slow","delayMs":-1}`} {
+		if code := post(bad); code != http.StatusBadRequest {
+			t.Errorf("POST %s = %d, want 400", bad, code)
+		}
 	}
 }

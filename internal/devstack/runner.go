@@ -748,7 +748,7 @@ func (s *Stack) invoke(function string) func(ctx context.Context, timeout time.D
 		}()
 		start := time.Now()
 		s.invoking.Add(1)
-		defer func() { s.invoking.Add(-1); s.Usage.invoked(function, time.Since(start)) }()
+		defer func() { s.invoking.Add(-1); s.Usage.invoked(function, time.Since(start), timeout) }()
 		return fn(ctx)
 	}
 }

@@ -38,6 +38,11 @@ type Usage struct {
 type Invocations struct {
 	Count    int
 	Duration time.Duration
+	// Longest is the longest invocation; TimedOut counts those that ran to
+	// the function's timeout (Lambda would have stopped them there, with
+	// whatever they had not recorded lost).
+	Longest  time.Duration
+	TimedOut int
 }
 
 // NewUsage returns empty counters.
@@ -68,7 +73,7 @@ func (u *Usage) ResetQueueWaits() {
 	u.waits = map[string][]time.Duration{}
 }
 
-func (u *Usage) invoked(function string, d time.Duration) {
+func (u *Usage) invoked(function string, d, timeout time.Duration) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	inv := u.invocations[function]
@@ -78,6 +83,10 @@ func (u *Usage) invoked(function string, d time.Duration) {
 	}
 	inv.Count++
 	inv.Duration += d
+	inv.Longest = max(inv.Longest, d)
+	if d >= timeout {
+		inv.TimedOut++
+	}
 }
 
 // logWriter counts the bytes a function writes to its log stream.

@@ -22,6 +22,7 @@ package pushsink
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
@@ -77,8 +78,16 @@ type subscription struct {
 
 type fault struct {
 	remaining  int
-	status     int
+	status     int // 0: a slow push, processed after delay
 	retryAfter time.Duration
+	delay      time.Duration
+}
+
+// SlowCall is one provider call an injected slow fault held: how long it
+// waited, and whether the caller gave up first (then nothing was delivered).
+type SlowCall struct {
+	Waited    time.Duration
+	Abandoned bool
 }
 
 // Sink is the local push service. It is an http.Handler and safe for
@@ -94,6 +103,7 @@ type Sink struct {
 	subscriptions map[string]*subscription
 	messages      []Message // oldest first
 	faults        []fault
+	slowCalls     []SlowCall
 }
 
 // EndpointPath is the path prefix of every push endpoint the sink issues
@@ -211,6 +221,27 @@ func (s *Sink) FailNext(n, status int, retryAfter time.Duration) {
 	s.faults = append(s.faults, fault{remaining: n, status: status, retryAfter: retryAfter})
 }
 
+// SlowNext makes the next n pushes answer only after delay, then be
+// processed as usual. A push whose sender gives up first (its request is
+// cancelled: the connection closed) is not delivered, as a push service
+// does not accept a request it has not read to the end and answered.
+// Calls queue up with FailNext's.
+func (s *Sink) SlowNext(n int, delay time.Duration) {
+	if n <= 0 || delay <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, fault{remaining: n, delay: delay})
+}
+
+// SlowCalls are the pushes slow faults held, oldest first.
+func (s *Sink) SlowCalls() []SlowCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.slowCalls)
+}
+
 // ClearFaults drops every pending injected fault.
 func (s *Sink) ClearFaults() {
 	s.mu.Lock()
@@ -257,6 +288,7 @@ func (s *Sink) Reset() {
 	defer s.mu.Unlock()
 	s.messages = nil
 	s.faults = nil
+	s.slowCalls = nil
 	for _, sub := range s.subscriptions {
 		sub.received = 0
 	}
@@ -324,7 +356,20 @@ func (s *Sink) handleExpireSubscription(w http.ResponseWriter, r *http.Request) 
 
 // handlePush is the push endpoint (RFC 8030 §5).
 func (s *Sink) handlePush(w http.ResponseWriter, r *http.Request) {
-	if f, ok := s.takeFault(); ok {
+	f, ok := s.takeFault()
+	if ok && f.delay > 0 {
+		// Read first: the server notices a sender that hangs up only once
+		// the request body has been read (the checks below read it again).
+		buf, _ := io.ReadAll(io.LimitReader(r.Body, webpush.MaxBodySize+1))
+		r.Body = io.NopCloser(bytes.NewReader(buf))
+		call, abandoned := HoldSlow(r.Context(), f.delay)
+		s.mu.Lock()
+		s.slowCalls = append(s.slowCalls, call)
+		s.mu.Unlock()
+		if abandoned != nil {
+			return // the sender is gone: no answer, nothing delivered
+		}
+	} else if ok {
 		if f.retryAfter > 0 {
 			seconds := int64((f.retryAfter + time.Second - 1) / time.Second)
 			w.Header().Set("Retry-After", strconv.FormatInt(seconds, 10))
@@ -414,6 +459,20 @@ func (s *Sink) handlePush(w http.ResponseWriter, r *http.Request) {
 	s.record(sub, msg)
 	w.Header().Set("Location", s.base+"/_dev/push/messages/"+msg.ID)
 	w.WriteHeader(http.StatusCreated)
+}
+
+// HoldSlow waits delay, or until ctx ends first (the caller gave up): then
+// it returns ctx's error and the call must not be carried out.
+func HoldSlow(ctx context.Context, delay time.Duration) (SlowCall, error) {
+	start := time.Now()
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return SlowCall{Waited: time.Since(start)}, nil
+	case <-ctx.Done():
+		return SlowCall{Waited: time.Since(start), Abandoned: true}, ctx.Err()
+	}
 }
 
 func (s *Sink) takeFault() (fault, bool) {

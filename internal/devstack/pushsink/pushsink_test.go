@@ -504,3 +504,41 @@ func sinkHosts(t *testing.T, srv *httptest.Server) webpush.HostList {
 	}
 	return hosts
 }
+
+// TestSlowPushes: a slow push is delivered after its delay; one whose sender
+// gives up first is not delivered (the sink sees the request cancelled).
+func TestSlowPushes(t *testing.T) {
+	sink, srv := startSink(t, nil)
+	app := newTestApp(t, srv, nil)
+	_, sub, _ := createSubscription(t, srv, "")
+	const delay = 300 * time.Millisecond
+	sink.SlowNext(2, delay)
+	start := time.Now()
+	if _, err := app.sender.Send(context.Background(), sub, webpush.Message{Payload: []byte("x"), TTL: 60}); err != nil || time.Since(start) < delay {
+		t.Fatalf("slow push: %v after %v, want delivered after %v", err, time.Since(start), delay)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), delay/4)
+	defer cancel()
+	if _, err := app.sender.Send(ctx, sub, webpush.Message{Payload: []byte("y"), TTL: 60}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("abandoned push: %v, want the deadline's error", err)
+	}
+	eventually(t, func() bool { return len(sink.SlowCalls()) == 2 })
+	if calls := sink.SlowCalls(); calls[0].Abandoned || !calls[1].Abandoned || calls[1].Waited >= delay {
+		t.Fatalf("slow calls %+v, want one answered, one abandoned before its delay", calls)
+	}
+	if n := len(sink.Messages()); n != 1 {
+		t.Fatalf("%d messages delivered, want only the one answered in time", n)
+	}
+}
+
+// eventually polls cond for up to 5 s (the sink notices a closed
+// connection asynchronously).
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met in 5 s")
+}
