@@ -237,15 +237,20 @@ func (g *wsGateway) connect(w http.ResponseWriter, r *http.Request) {
 		writeGatewayError(w, resp.StatusCode, http.StatusText(resp.StatusCode))
 		return
 	}
+	// The upgrade and the registration happen under the lock the
+	// management API reads under: a client that has seen its connection
+	// open finds it established there, as on API Gateway (a DELETE right
+	// after the handshake was 410 when it came between the two).
+	g.mu.Lock()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true}) // API Gateway does not check Origin
 	if err != nil {
+		g.mu.Unlock()
 		g.log.Warn("websocket upgrade failed", "error", err)
 		return
 	}
 	ws.SetReadLimit(wsMaxMessage)
 	c := &wsConn{id: connID, ws: ws, authCtx: authCtx, connectedAt: connectedAt, lastActive: connectedAt,
 		sourceIP: hostOnly(r.RemoteAddr), userAgent: r.UserAgent(), done: make(chan struct{})}
-	g.mu.Lock()
 	g.conns[connID] = c
 	g.mu.Unlock()
 	g.serve(r, c)
