@@ -8,9 +8,10 @@
 // its timeout. Faults are global to the stack: the test runs the channels
 // side by side, each with its own fault switch. The package also holds the
 // long horizons of the stack's clock, run after the deadlines (they move
-// the clock a year, then a day): the furthest sendAt at the shortest
-// retention (horizon_test.go), a relay DLQ redrive a day later over a
-// digest (redrive_test.go).
+// the clock a year, then hours, then a day): the furthest sendAt at the shortest
+// retention (horizon_test.go), a relay lag of three hours over quiet hours
+// and over an escalation (lag_test.go), a relay DLQ redrive a day later over
+// a digest (redrive_test.go).
 package deadlines
 
 import (

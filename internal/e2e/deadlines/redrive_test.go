@@ -37,30 +37,14 @@ import (
 func TestRelayDLQRedriveADayLaterOverADigest(t *testing.T) {
 	st := stacktest.Stack(t)
 	ctx := context.Background()
-	db := stacktest.DB(t)
 	user := stacktest.UniqueID("dl-redrive")
-	profile := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamo.UserPK(user)}, "sk": &types.AttributeValueMemberS{Value: "PROFILE"}}
-	corrupt := map[string]types.AttributeValue{"pk": profile["pk"], "sk": profile["sk"],
-		"kind": &types.AttributeValueMemberS{Value: "user"}, "email": &types.AttributeValueMemberBOOL{Value: true}}
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(st.Resources.Table), Item: corrupt}); err != nil {
-		t.Fatal(err)
-	}
+	corruptProfile(t, user)
 	var ids []string
 	for i := range 2 {
 		ids = append(ids, stacktest.Notify(t, map[string]any{"type": "comment.created", "recipient": map[string]any{"userId": user}, "batchKey": "thread-" + user,
 			"data": map[string]any{"actorLabel": "Someone", "url": "https://example.com/c/" + user + "/" + string(rune('a'+i))}}))
 	}
-	stacktest.Eventually(t, 60*time.Second, "both comments' records in the relay DLQ", func() bool {
-		var parked []ops.Parked
-		if err := json.Unmarshal([]byte(dlq(t, "show", "relay", "--json")), &parked); err != nil {
-			t.Fatal(err)
-		}
-		var named []string
-		for _, p := range parked {
-			named = append(named, p.NotificationIDs...)
-		}
-		return slices.Contains(named, ids[0]) && slices.Contains(named, ids[1])
-	})
+	waitParked(t, ids...)
 
 	// A day later (less an hour: RetentionDays 1 keeps them a day past their
 	// digest window), the profile is fixed and the relay DLQ redriven.
@@ -68,19 +52,8 @@ func TestRelayDLQRedriveADayLaterOverADigest(t *testing.T) {
 	for _, id := range ids {
 		expireByTTL(t, id)
 	}
-	if _, err := db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(st.Resources.Table), Key: profile}); err != nil {
-		t.Fatal(err)
-	}
-	if err := stacktest.Store(t).PutUser(ctx, &domain.User{ID: user}); err != nil {
-		t.Fatal(err)
-	}
-	sinkID, sub, err := st.Push.NewSubscription("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stacktest.Store(t).AddPushSubscription(ctx, user, domain.PushSubscription{ID: sinkID, Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: st.Clock.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	fixProfile(t, &domain.User{ID: user})
+	sinkID := addPush(t, user)
 	redriven := st.Clock.Now()
 	if out := dlq(t, "redrive", "relay", "--all"); !strings.Contains(out, "replanned") {
 		t.Fatalf("redrive relay: %s", out)
@@ -113,10 +86,81 @@ func TestRelayDLQRedriveADayLaterOverADigest(t *testing.T) {
 	if err := json.Unmarshal(msgs[0].Body, &payload); err != nil || payload.Title != "2 new comments" {
 		t.Fatalf("push %s: want the digest of both comments", msgs[0].Body)
 	}
-	var parked []ops.Parked
-	if err := json.Unmarshal([]byte(dlq(t, "show", "relay", "--json")), &parked); err != nil || len(parked) != 0 {
-		t.Fatalf("relay DLQ after the redrive: %+v, %v", parked, err)
+	if parked := parkedIDs(t); len(parked) != 0 {
+		t.Fatalf("relay DLQ after the redrive holds %v", parked)
 	}
+}
+
+// corruptProfile makes every relay of the user's notifications fail (its
+// profile item is unreadable), so their records park in the relay DLQ.
+func corruptProfile(t *testing.T, user string) {
+	t.Helper()
+	st := stacktest.Stack(t)
+	key := profileKey(user)
+	corrupt := map[string]types.AttributeValue{"pk": key["pk"], "sk": key["sk"],
+		"kind": &types.AttributeValueMemberS{Value: "user"}, "email": &types.AttributeValueMemberBOOL{Value: true}}
+	if _, err := stacktest.DB(t).PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(st.Resources.Table), Item: corrupt}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixProfile replaces a corrupt profile with u.
+func fixProfile(t *testing.T, u *domain.User) {
+	t.Helper()
+	st := stacktest.Stack(t)
+	if _, err := stacktest.DB(t).DeleteItem(context.Background(), &dynamodb.DeleteItemInput{TableName: aws.String(st.Resources.Table), Key: profileKey(u.ID)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stacktest.Store(t).PutUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func profileKey(user string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamo.UserPK(user)}, "sk": &types.AttributeValueMemberS{Value: "PROFILE"}}
+}
+
+// addPush gives the user a push subscription at the local push service and
+// returns its sink.
+func addPush(t *testing.T, user string) string {
+	t.Helper()
+	st := stacktest.Stack(t)
+	sinkID, sub, err := st.Push.NewSubscription("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stacktest.Store(t).AddPushSubscription(context.Background(), user, domain.PushSubscription{ID: sinkID, Endpoint: sub.Endpoint, P256dh: sub.P256dh, Auth: sub.Auth, CreatedAt: st.Clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return sinkID
+}
+
+// parkedIDs lists the notifications named by the relay DLQ's records.
+func parkedIDs(t *testing.T) []string {
+	t.Helper()
+	var parked []ops.Parked
+	if err := json.Unmarshal([]byte(dlq(t, "show", "relay", "--json")), &parked); err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	for _, p := range parked {
+		named = append(named, p.NotificationIDs...)
+	}
+	return named
+}
+
+// waitParked waits until the relay DLQ holds the records of every id.
+func waitParked(t *testing.T, ids ...string) {
+	t.Helper()
+	stacktest.Eventually(t, 60*time.Second, "the records in the relay DLQ", func() bool {
+		named := parkedIDs(t)
+		for _, id := range ids {
+			if !slices.Contains(named, id) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // dlq runs `herald dlq args…` against the stack and returns its output.
