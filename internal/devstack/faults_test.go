@@ -190,15 +190,22 @@ func TestMobileFaults(t *testing.T) {
 	}
 }
 
-// GET /_dev/faults lists every fault POST /_dev/faults accepts, with the
-// switch just set; a channel POST refuses is listed nowhere.
-func TestFaultsRouteListsEveryFault(t *testing.T) {
+// faultsRoute serves a stack's fault switches alone (its push sink
+// reaches nothing).
+func faultsRoute(t *testing.T) (*Stack, *httptest.Server) {
 	push, _ := pushsink.New("http://127.0.0.1:1", nil)
 	s := &Stack{Faults: NewFaults(push, time.Now)}
 	mux := http.NewServeMux()
 	s.routeFaults(mux)
 	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return s, srv
+}
+
+// GET /_dev/faults lists every fault POST /_dev/faults accepts, with the
+// switch just set; a channel POST refuses is listed nowhere.
+func TestFaultsRouteListsEveryFault(t *testing.T) {
+	s, srv := faultsRoute(t)
 	candidates := []string{"mobile", "events", "bogus", "inbox", ""}
 	for _, c := range domain.Channels {
 		candidates = append(candidates, string(c))
@@ -288,12 +295,7 @@ func TestSlowFault(t *testing.T) {
 // TestFaultsRouteSlow: POST /_dev/faults takes a slow fault with its delay
 // (and only then a delay), and GET lists it.
 func TestFaultsRouteSlow(t *testing.T) {
-	push, _ := pushsink.New("http://127.0.0.1:1", nil)
-	s := &Stack{Faults: NewFaults(push, time.Now)}
-	mux := http.NewServeMux()
-	s.routeFaults(mux)
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	s, srv := faultsRoute(t)
 	post := func(body string) int {
 		resp, err := http.Post(srv.URL+"/_dev/faults", "application/json", strings.NewReader(body))
 		if err != nil {

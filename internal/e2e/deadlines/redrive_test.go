@@ -1,7 +1,6 @@
 package deadlines
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -171,10 +170,6 @@ func waitParked(t *testing.T, ids ...string) {
 func dlq(t *testing.T, args ...string) string {
 	t.Helper()
 	st := stacktest.Stack(t)
-	path, err := ops.WriteState(t.TempDir(), st.LocalState())
-	if err != nil {
-		t.Fatal(err)
-	}
 	connect := func(ctx context.Context, w ops.Where) (*ops.Operator, string, error) {
 		cfg, target, desc, err := ops.DefaultResolver().Resolve(ctx, w)
 		if err != nil {
@@ -194,9 +189,9 @@ func dlq(t *testing.T, args ...string) string {
 		op.Now = st.Clock.Now
 		return op, desc, nil
 	}
-	var out, errOut bytes.Buffer
-	if err := (ops.CLI{Stdout: &out, Stderr: &errOut, Connect: connect}).Run(context.Background(), append(args, "--state", path)); err != nil {
-		t.Fatalf("herald dlq %v: %v\n%s", args, err, errOut.String())
+	out, err := stacktest.Herald(t, connect, args...)
+	if err != nil {
+		t.Fatalf("herald dlq %v: %v", args, err)
 	}
-	return out.String()
+	return out
 }

@@ -6,12 +6,10 @@
 package ops
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,26 +41,14 @@ func TestMain(m *testing.M) {
 // command does by default: through the state file `herald dev` writes.
 func herald(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	st := stacktest.Stack(t)
-	path, err := ops.WriteState(t.TempDir(), st.LocalState())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out, errOut bytes.Buffer
-	err = ops.CLI{Stdout: &out, Stderr: &errOut, Connect: ops.DefaultConnect}.Run(context.Background(), append(args, "--state", path))
-	t.Logf("herald dlq %s\n%s%s", strings.Join(args, " "), errOut.String(), out.String())
-	return out.String(), err
+	return stacktest.Herald(t, ops.DefaultConnect, args...)
 }
 
 // heraldCounted runs `herald dlq args…` as herald does, counting the AWS
 // calls of the command's own clients in calls.
 func heraldCounted(t *testing.T, calls *devstack.Calls, args ...string) (string, error) {
 	t.Helper()
-	path, err := ops.WriteState(t.TempDir(), stacktest.Stack(t).LocalState())
-	if err != nil {
-		t.Fatal(err)
-	}
-	connect := func(ctx context.Context, w ops.Where) (*ops.Operator, string, error) {
+	return stacktest.Herald(t, func(ctx context.Context, w ops.Where) (*ops.Operator, string, error) {
 		cfg, target, desc, err := ops.DefaultResolver().Resolve(ctx, w)
 		if err != nil {
 			return nil, "", err
@@ -70,11 +56,7 @@ func heraldCounted(t *testing.T, calls *devstack.Calls, args ...string) (string,
 		cfg.APIOptions = append(cfg.APIOptions, calls.Middleware)
 		op, err := ops.Connect(cfg, target, nil)
 		return op, desc, err
-	}
-	var out, errOut bytes.Buffer
-	err = ops.CLI{Stdout: &out, Stderr: &errOut, Connect: connect}.Run(context.Background(), append(args, "--state", path))
-	t.Logf("herald dlq %s\n%s%s", strings.Join(args, " "), errOut.String(), out.String())
-	return out.String(), err
+	}, args...)
 }
 
 func heraldJSON(t *testing.T, v any, args ...string) {
