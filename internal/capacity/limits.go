@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/awslabs/goformation/v7/intrinsics"
-
 	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/cfnyaml"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/recovery"
@@ -182,7 +181,7 @@ func busNamedByStack(path string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	plain, err := cfnyaml.ToJSON(raw)
 	if err != nil {
 		return false, fmt.Errorf("capacity limits: %w", err)
 	}

@@ -358,6 +358,7 @@ func TestOldDefaultsFail(t *testing.T) {
 		{"retention shorter than the drain", func(l *Limits) { l.QueueRetention["EmailLowQueue"] = 3600 }, "EmailLowQueue keeps messages 1 h", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // three of them run the whole model: CPU only
 			l := repoLimits(t)
 			tc.change(&l)
 			res := Result{CampaignDrain: map[string]Drain{}}

@@ -18,6 +18,7 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
+	"github.com/heraldhq/herald/internal/devstack/cfnyaml"
 	"github.com/heraldhq/herald/internal/devstack/controlplane"
 )
 
@@ -72,7 +73,7 @@ func ParseTemplate(raw []byte, overrides map[string]string) (*Template, error) {
 	// The plain JSON is the YAML as ProcessYAML converts it before resolving
 	// (short-form tags in long form): resolving it is resolving the YAML,
 	// without parsing the YAML a second time.
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	plain, err := cfnyaml.ToJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("parse template: %w", err)
 	}

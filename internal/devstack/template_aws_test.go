@@ -16,8 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/awslabs/goformation/v7/intrinsics"
-
+	"github.com/heraldhq/herald/internal/devstack/cfnyaml"
 	"github.com/heraldhq/herald/internal/devstack/controlplane"
 	"github.com/heraldhq/herald/internal/webpush"
 )
@@ -42,7 +41,7 @@ func unresolvedTemplate(t *testing.T) (raw []byte, doc struct {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	plain, err := cfnyaml.ToJSON(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +189,7 @@ func TestParameterConstraintsEnforcedLocally(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := ParseTemplate(raw, map[string]string{tt.param: tt.value})
 			if (err == nil) != tt.ok {
 				t.Errorf("%s=%q: err %v, want ok %v", tt.param, tt.value, err, tt.ok)

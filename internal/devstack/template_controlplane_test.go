@@ -108,6 +108,7 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 		{controlplane.RuleAlarmMetricsSingle, `(ProviderRefusedAlarm:\n(?:    .*\n)*?      EvaluationPeriods: 1\n)`, "${1}      Statistic: Sum\n", "Statistic should not be set if list of Metrics is set"},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
+			t.Parallel() // each case parses its own copy: CPU only, the package's longest test otherwise
 			broken := breakTemplate(t, raw, tc.re, tc.repl)
 			_, err := ParseTemplate([]byte(broken), nil)
 			var cpErr *controlplane.Error

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/awslabs/goformation/v7/cloudformation/cloudwatch"
-	"github.com/awslabs/goformation/v7/intrinsics"
 
+	"github.com/heraldhq/herald/internal/devstack/cfnyaml"
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
@@ -357,7 +357,7 @@ func TestTemplateOperations(t *testing.T) {
 	}
 	alarms := tm.GetAllCloudWatchAlarmResources()
 	// Conditions are not evaluated locally: read the actions unresolved.
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	plain, err := cfnyaml.ToJSON(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/awslabs/goformation/v7/intrinsics"
+	"github.com/heraldhq/herald/internal/devstack/cfnyaml"
 )
 
 // Release notes of settings the released template had on and the next one
@@ -45,7 +45,7 @@ func rawProps(raw []byte) (map[string]struct {
 // decodePlain decodes template YAML into v with its intrinsic functions as
 // written (short tags in their long form).
 func decodePlain(raw []byte, v any) error {
-	plain, err := intrinsics.ProcessYAML(raw, &intrinsics.ProcessorOptions{NoProcess: true})
+	plain, err := cfnyaml.ToJSON(raw)
 	if err == nil {
 		err = json.Unmarshal(plain, v)
 	}
