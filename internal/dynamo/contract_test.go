@@ -128,3 +128,8 @@ func connectionIDs(cs []live.Connection, err error) ([]string, error) {
 	slices.Sort(ids)
 	return ids, err
 }
+
+func TestStoreContractBudgets(t *testing.T) {
+	s, _, _ := newStore(t)
+	storetest.BudgetContract(t, s.CountBudget)
+}
