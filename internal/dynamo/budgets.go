@@ -162,3 +162,40 @@ func BudgetItemKeys(userID string, at time.Time, slots int) ItemKeys {
 	}
 	return keysOf(av, nil)
 }
+
+// GetBudget reads a user's own notification budget from the preferences
+// item (strongly consistent); nil when they chose none.
+func (s *Users) GetBudget(ctx context.Context, userID string) (*domain.Budget, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(UserPK(userID), prefsSK), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#b"), ExpressionAttributeNames: map[string]string{"#b": budgetAttr},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get budget of %s: %w", userID, err)
+	}
+	return decodeBudget(out.Item), nil
+}
+
+// SetBudget stores a user's own notification budget on the preferences item
+// (creating it when absent), or removes it (nil: the catalog's again). One
+// UpdateItem of that attribute only, so the overrides' writers and this one
+// never overwrite each other.
+func (s *Users) SetBudget(ctx context.Context, userID string, b *domain.Budget) error {
+	in := &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.table), Key: key(UserPK(userID), prefsSK),
+		ExpressionAttributeNames:  map[string]string{"#b": budgetAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": str(formatTime(s.now())), ":kind": str("preferences")},
+	}
+	if b == nil {
+		in.UpdateExpression = aws.String("SET updatedAt = :now, kind = :kind REMOVE #b")
+	} else {
+		in.UpdateExpression = aws.String("SET updatedAt = :now, kind = :kind, #b = :b")
+		in.ExpressionAttributeValues[":b"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			"perHour": num(int64(b.PerHour)), "perDay": num(int64(b.PerDay)),
+		}}
+	}
+	if _, err := s.db.UpdateItem(ctx, in); err != nil {
+		return fmt.Errorf("set budget of %s: %w", userID, err)
+	}
+	return nil
+}

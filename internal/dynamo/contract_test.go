@@ -133,3 +133,8 @@ func TestStoreContractBudgets(t *testing.T) {
 	s, _, _ := newStore(t)
 	storetest.BudgetContract(t, s.CountBudget)
 }
+
+func TestStoreContractBudgetPreference(t *testing.T) {
+	s, _, _ := newStore(t)
+	storetest.BudgetPreferenceContract(t, storetest.BudgetPreferenceHarness{GetBudget: s.GetBudget, SetBudget: s.SetBudget, MergePreferences: s.MergePreferences})
+}

@@ -38,6 +38,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"users": {
 		reflect.TypeFor[api.UserStore](), reflect.TypeFor[api.PushSubscriptionStore](), reflect.TypeFor[api.PreferenceStore](),
 		reflect.TypeFor[api.UnsubscribeStore](), reflect.TypeFor[api.DeviceStore](), reflect.TypeFor[push.Subscriptions](),
+		reflect.TypeFor[api.BudgetPreferenceStore](),
 		reflect.TypeFor[push.Devices](),
 	},
 	"live": {

@@ -135,3 +135,63 @@ func (m *MemBudgets) CountBudget(_ context.Context, userID, notificationID strin
 	m.history[userID] = h[:min(len(h), slots)]
 	return domain.BudgetCount{Within: true}, nil
 }
+
+// BudgetPreferenceHarness is one implementation of a user's own budget
+// (dynamo.Users; the API's fake).
+type BudgetPreferenceHarness struct {
+	GetBudget func(ctx context.Context, userID string) (*domain.Budget, error)
+	SetBudget func(ctx context.Context, userID string, b *domain.Budget) error
+	// MergePreferences, when set, is the same store's override merge: it
+	// must leave the budget as it is, and the budget its overrides.
+	MergePreferences func(ctx context.Context, userID string, changes map[string]map[domain.Channel]*bool) (domain.Preferences, error)
+}
+
+// BudgetPreferenceContract: a user without one has no budget of their own;
+// set, it reads back; set again, it is replaced; nil removes it; merging
+// overrides and setting the budget leave each other alone.
+func BudgetPreferenceContract(t *testing.T, h BudgetPreferenceHarness) {
+	ctx := context.Background()
+	user := newID("budget-prefs")
+	want := func(b *domain.Budget) {
+		t.Helper()
+		got, err := h.GetBudget(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got == nil) != (b == nil) || got != nil && *got != *b {
+			t.Fatalf("budget = %+v, want %+v", got, b)
+		}
+	}
+	set := func(b *domain.Budget) {
+		t.Helper()
+		if err := h.SetBudget(ctx, user, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(nil)
+	set(&domain.Budget{PerHour: 2, PerDay: 10})
+	want(&domain.Budget{PerHour: 2, PerDay: 10})
+	set(&domain.Budget{PerHour: 3, PerDay: 12})
+	if h.MergePreferences != nil {
+		off := false
+		prefs, err := h.MergePreferences(ctx, user, map[string]map[domain.Channel]*bool{"reservation.approved": {domain.ChannelEmail: &off}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on, ok := prefs.Enabled("reservation.approved", domain.ChannelEmail); !ok || on {
+			t.Fatalf("preferences after the merge %v", prefs)
+		}
+	}
+	want(&domain.Budget{PerHour: 3, PerDay: 12})
+	set(nil)
+	want(nil)
+	if h.MergePreferences != nil {
+		prefs, err := h.MergePreferences(ctx, user, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on, ok := prefs.Enabled("reservation.approved", domain.ChannelEmail); !ok || on {
+			t.Fatalf("the budget's removal changed the overrides: %v", prefs)
+		}
+	}
+}
