@@ -2,35 +2,23 @@ package policy
 
 import (
 	"context"
-	"strconv"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
-	"github.com/heraldhq/herald/internal/dynamo"
 )
 
-// setBudget stores a user's own notification budget on the preferences
-// item, as the preferences API stores it.
+// setBudget sets a user's own notification budget as the preference
+// center does: PUT /v1/me/preferences with the user's token.
 func setBudget(t testing.TB, userID string, b domain.Budget) {
 	t.Helper()
 	st := stacktest.Stack(t)
-	_, err := dynamodb.NewFromConfig(st.AWS).UpdateItem(context.Background(), &dynamodb.UpdateItemInput{
-		TableName:        aws.String(st.Resources.Table),
-		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: dynamo.UserPK(userID)}, "sk": &types.AttributeValueMemberS{Value: "PREFS"}},
-		UpdateExpression: aws.String("SET budget = :b"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":b": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			"perHour": &types.AttributeValueMemberN{Value: strconv.Itoa(b.PerHour)}, "perDay": &types.AttributeValueMemberN{Value: strconv.Itoa(b.PerDay)},
-		}}},
-	})
-	if err != nil {
-		t.Fatal(err)
+	body := map[string]any{"budget": map[string]int{"perHour": b.PerHour, "perDay": b.PerDay}}
+	if r := stacktest.Do(t, http.MethodPut, "/v1/me/preferences", body, "Authorization: Bearer "+st.Token(userID, time.Hour)); r.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /v1/me/preferences budget: %d %s", r.StatusCode, r.Body)
 	}
 }
 
@@ -86,8 +74,8 @@ func TestSixthNormalInAnHourWaitsForTheBudgetDigest(t *testing.T) {
 	}
 }
 
-// A user's own budget replaces the catalog's: with 2 an hour, the third
-// NORMAL notification waits.
+// A user's own budget (set through the preference center's route) replaces
+// the catalog's: with 2 an hour, the third NORMAL notification waits.
 func TestOwnBudgetIsHonoured(t *testing.T) {
 	user := uniqueUser(t)
 	addr := user + "@example.com"
