@@ -82,25 +82,12 @@ func TestPreferenceCenterSetsTheBudget(t *testing.T) {
 	for range 3 {
 		ids = append(ids, send())
 	}
-	outcome := func(id string) string {
-		var out string
-		stacktest.Eventually(t, 30*time.Second, "the email outcome of "+id, func() bool {
-			n, err := c.GetNotification(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := n.Deliveries["email"]
-			out = d.Status + ": " + d.Reason
-			return d.Status != "" && d.Status != "queued" && d.Status != "sending"
-		})
-		return out
-	}
 	for _, id := range ids[:2] {
-		if got := outcome(id); !strings.HasPrefix(got, "sent") && !strings.HasPrefix(got, "delivered") {
+		if got := emailOutcome(t, c, id); !strings.HasPrefix(got, "sent") && !strings.HasPrefix(got, "delivered") {
 			t.Errorf("email %s within the budget: %s", id, got)
 		}
 	}
-	if got := outcome(ids[2]); got != "deferred: budget" {
+	if got := emailOutcome(t, c, ids[2]); got != "deferred: budget" {
 		t.Errorf("the third email: %s, want deferred: budget", got)
 	}
 }
