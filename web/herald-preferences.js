@@ -1,7 +1,8 @@
 // herald-preferences.js — <herald-preferences>, the end user's preference
 // center as a custom element: a type × channel grid of switches, mandatory
-// types locked with the reason, and the user's quiet hours and digest window
-// in their timezone. Keyboard and screen-reader accessible; plain ES module,
+// types locked with the reason, the user's quiet hours and digest window
+// in their timezone, and their notification budget (how many an hour and a
+// day over every channel; the rest wait for one summary). Keyboard and screen-reader accessible; plain ES module,
 // no framework, no dependencies.
 //
 // It calls Herald's user route GET/PUT /v1/me/preferences with the end
@@ -18,6 +19,7 @@
 // the element's own strings (type labels come from the catalog, in the
 // profile's locale).
 // Events: herald-preferences-change {type, channel, enabled},
+// herald-preferences-budget {budget} (null: back to the default),
 // herald-preferences-error {status, code, message}.
 // Keyboard, in the grid: ←/→/↑/↓/Home/End move between switches, Space or
 // Enter toggles one; a mandatory switch does not change and says why.
@@ -89,6 +91,11 @@ dt { font-weight: 600; }
 dd { margin: 0; }
 .note { font-size: .75rem; color: #656d76; }
 .status { padding: .4rem .8rem; color: #656d76; margin: 0; min-height: 1.2em; }
+fieldset { border: 0; border-top: 1px solid #eaeef2; margin: 0; padding: .6rem .8rem; }
+legend { font-weight: 600; padding: 0; }
+.budget-field { display: flex; gap: .6rem; align-items: center; margin: .3rem 0; }
+.budget-field input { width: 4.5rem; font: inherit; }
+input[aria-invalid=true] { border-color: #cf222e; }
 `;
 
 class HeraldPreferences extends HTMLElement {
@@ -107,7 +114,8 @@ class HeraldPreferences extends HTMLElement {
     this.grid = el('table', { role: 'grid', 'aria-labelledby': 'heading', part: 'grid' });
     this.schedule = el('dl', { part: 'schedule' });
     this.status = el('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
-    this.section.append(this.heading, this.grid, this.schedule, this.status);
+    this.budget = this._budgetForm(); // the notification budget's section, below
+    this.section.append(this.heading, this.grid, this.schedule, this.budget, this.status);
     root.append(this.section);
     this.grid.addEventListener('keydown', (e) => this._onKey(e));
     this.grid.addEventListener('click', (e) => {
@@ -146,6 +154,7 @@ class HeraldPreferences extends HTMLElement {
       const err = new Error((answer && (answer.detail || answer.title)) || 'Herald answered ' + resp.status);
       err.status = resp.status;
       err.code = (answer && answer.code) || '';
+      err.pointer = (answer && answer.pointer) || '';
       throw err;
     }
     return answer;
@@ -252,6 +261,7 @@ class HeraldPreferences extends HTMLElement {
       el('dd', { 'data-quiet-hours': q ? q.start + '-' + q.end : '' }, q ? s.quietWindow(q.start, q.end, tz) : s.quietNone));
     if (q) this.schedule.append(el('dd', { class: 'note', style: 'grid-column: 2' }, s.quietNote));
     this.schedule.append(el('dt', {}, s.digest), el('dd', {}, d.digestMinutes ? s.minutes(d.digestMinutes) : s.digestDefault));
+    this._renderBudget();
   }
 
   // Arrow keys move between switches (one tab stop for the grid).
@@ -283,6 +293,101 @@ class HeraldPreferences extends HTMLElement {
     buttons[next].tabIndex = 0;
     buttons[next].focus();
   }
+
+  // ── The notification budget (issue 42) ────────────────────────────────
+  // How many notifications the user accepts an hour and a day over every
+  // channel; the rest wait for one summary. A form of its own: two number
+  // fields within the catalog's bounds (the API's budget.max), Save, and
+  // "Use the default". Saved with PUT {budget}; a refusal (422
+  // invalid_budget) marks the field its pointer names.
+
+  _budgetForm() {
+    const form = el('form', { part: 'budget', 'data-budget': '', hidden: '' });
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const value = (name) => Number(form.elements[name].value);
+      this.saveBudget({ perHour: value('perHour'), perDay: value('perDay') });
+    });
+    form.addEventListener('click', (e) => {
+      if (e.target.closest('[data-budget-default]')) this.saveBudget(null);
+    });
+    return form;
+  }
+
+  get budgetStrings() { return budgetStringsFor(this.getAttribute('lang') || (this.data && this.data.locale)); }
+
+  _renderBudget() {
+    const b = this.data && this.data.budget;
+    this.budget.replaceChildren();
+    if (!b) { this.budget.hidden = true; return; }
+    const s = this.budgetStrings;
+    this.budget.hidden = false;
+    const fs = el('fieldset');
+    fs.append(el('legend', {}, s.heading),
+      el('p', { class: 'note', id: 'budget-note' }, s.note),
+      el('p', { class: 'note', 'data-budget-source': b.source }, b.source === 'user' ? s.own : s.catalog(b.default.perHour, b.default.perDay)));
+    for (const [name, max] of [['perHour', b.max.perHour], ['perDay', b.max.perDay]]) {
+      const input = el('input', { type: 'number', name, id: 'budget-' + name, min: '1', max: String(max), step: '1', required: '',
+        value: String(b[name]), 'aria-describedby': 'budget-note' });
+      const lab = el('label', { for: 'budget-' + name }, s[name]);
+      const field = el('div', { class: 'budget-field' });
+      field.append(lab, input);
+      fs.append(field);
+    }
+    fs.append(el('button', { type: 'submit', 'data-budget-save': '' }, s.save));
+    if (b.source === 'user') fs.append(' ', el('button', { type: 'button', 'data-budget-default': '' }, s.useDefault));
+    this.budget.append(fs);
+  }
+
+  /** Saves the user's budget ({perHour, perDay}), or null for the catalog's. */
+  async saveBudget(budget) {
+    if (this._saving) return;
+    this._saving = true;
+    for (const input of this.budget.querySelectorAll('input')) input.removeAttribute('aria-invalid');
+    try {
+      this.data = await this._call('PUT', { budget });
+      this.render();
+      this.status.textContent = this.strings.saved;
+      this.dispatchEvent(new CustomEvent('herald-preferences-budget', { detail: { budget } }));
+    } catch (err) {
+      const field = /^\/budget\/(perHour|perDay)$/.exec(err.pointer || '');
+      if (field) this.budget.querySelector('input[name=' + field[1] + ']')?.setAttribute('aria-invalid', 'true');
+      this._fail(err, this.budgetStrings.failed);
+    } finally {
+      this._saving = false;
+    }
+  }
+}
+
+/** The budget section's strings (apart from STRINGS: one section, one table). */
+export const BUDGET_STRINGS = {
+  en: {
+    heading: 'How many notifications',
+    note: 'Email, SMS and push together. Beyond this, notifications stay in your inbox and arrive as one summary; urgent and required ones always go.',
+    perHour: 'At most an hour',
+    perDay: 'At most a day',
+    own: 'Your own limit.',
+    catalog: (h, d) => `The default: ${h} an hour, ${d} a day.`,
+    save: 'Save limit',
+    useDefault: 'Use the default',
+    failed: (c) => `Could not save your limit (${c}).`,
+  },
+  ja: {
+    heading: '通知の上限',
+    note: 'メール・SMS・プッシュの合計です。上限を超えた通知は受信箱に届き、まとめて一通でお送りします。緊急・必須の通知は常に送信されます。',
+    perHour: '1時間あたりの上限',
+    perDay: '1日あたりの上限',
+    own: 'ご自身で設定した上限です。',
+    catalog: (h, d) => `既定：1時間に${h}件、1日に${d}件。`,
+    save: '上限を保存',
+    useDefault: '既定に戻す',
+    failed: (c) => `上限を保存できませんでした（${c}）。`,
+  },
+};
+
+function budgetStringsFor(locale) {
+  const lang = String(locale || '').toLowerCase().split(/[-_]/)[0];
+  return BUDGET_STRINGS[lang] || BUDGET_STRINGS.en;
 }
 
 function label(d, name) {

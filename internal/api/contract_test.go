@@ -36,3 +36,9 @@ func TestFakeInboxContract(t *testing.T) {
 		}}
 	})
 }
+
+// The fake keeps a user's own budget as the adapter does.
+func TestFakeBudgetPreferenceContract(t *testing.T) {
+	f := newFakeStore()
+	storetest.BudgetPreferenceContract(t, storetest.BudgetPreferenceHarness{GetBudget: f.GetBudget, SetBudget: f.SetBudget, MergePreferences: f.MergePreferences})
+}

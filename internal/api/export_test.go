@@ -29,7 +29,7 @@ func NewFakeHandler(t testing.TB) (h *Handler, writes func() int) {
 			Catalog: cat, Now: now, Log: log}),
 		Inbox:         NewInbox(InboxDeps{Inbox: in, ActiveAnnouncements: active, Catalog: cat, Now: now, Log: log}),
 		Announcements: NewAnnouncements(AnnouncementsDeps{Announcements: in, ActiveAnnouncements: active, Now: now, Log: log}),
-		Me:            NewMe(MeDeps{Users: store, Preferences: store, Catalog: cat, Log: log}),
+		Me:            NewMe(MeDeps{Users: store, Preferences: store, Budgets: store, Catalog: cat, Log: log}),
 		Unsubscribe:   NewUnsubscribe(UnsubscribeDeps{Catalog: cat, Log: log}),
 	})
 	return h, store.writeCount

@@ -31,6 +31,7 @@ type fakeStore struct {
 	users         map[string]*domain.User
 	subs          map[string]map[string]domain.PushSubscription
 	prefs         map[string]domain.Preferences
+	budgets       map[string]domain.Budget
 	writes        int
 	fail          error // returned by every call when set
 	// failCreateDelivery is returned by CreateDelivery when set.
@@ -41,6 +42,7 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{
 		notifications: map[string]*domain.Notification{}, deliveries: storetest.NewMemDeliveries(nil),
 		users: map[string]*domain.User{}, subs: map[string]map[string]domain.PushSubscription{}, prefs: map[string]domain.Preferences{},
+		budgets: map[string]domain.Budget{},
 	}
 }
 
@@ -49,6 +51,7 @@ var (
 	_ UserStore             = (*fakeStore)(nil)
 	_ PushSubscriptionStore = (*fakeStore)(nil)
 	_ PreferenceStore       = (*fakeStore)(nil)
+	_ BudgetPreferenceStore = (*fakeStore)(nil)
 )
 
 func (f *fakeStore) CreateNotification(_ context.Context, n *domain.Notification) (*domain.Notification, error) {
@@ -251,6 +254,34 @@ func (f *fakeStore) MergePreferences(_ context.Context, userID string, changes m
 	return f.GetPreferences(context.Background(), userID)
 }
 
+func (f *fakeStore) GetBudget(_ context.Context, userID string) (*domain.Budget, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	b, ok := f.budgets[userID]
+	if !ok {
+		return nil, nil
+	}
+	return &b, nil
+}
+
+func (f *fakeStore) SetBudget(_ context.Context, userID string, b *domain.Budget) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return f.fail
+	}
+	if b == nil {
+		delete(f.budgets, userID)
+	} else {
+		f.budgets[userID] = *b
+	}
+	f.writes++
+	return nil
+}
+
 func (f *fakeStore) writeCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -285,7 +316,7 @@ func newTestAPI(t testing.TB) *testAPI {
 	})
 	ta.users = NewUsers(UsersDeps{Users: ta.store, PushSubscriptions: ta.store, Preferences: ta.store, Catalog: cat, Now: now, Log: log})
 	ta.h = New(Deps{Log: log, Notifications: ta.notifications, Users: ta.users,
-		Me: NewMe(MeDeps{Users: ta.store, Preferences: ta.store, Catalog: cat, Log: log})})
+		Me: NewMe(MeDeps{Users: ta.store, Preferences: ta.store, Budgets: ta.store, Catalog: cat, Log: log})})
 	return ta
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 type MeHandler struct {
 	preferenceRules // with the responder: h.log, h.storeError
 	users           UserStore
+	budgets         BudgetPreferenceStore
 }
 
 // MeDeps are the user's own routes' collaborators, all required.
@@ -24,14 +26,16 @@ type MeDeps struct {
 	// Users reads the profile's locale and schedule.
 	Users       UserStore
 	Preferences PreferenceStore
-	Catalog     *catalog.Catalog
-	Log         *slog.Logger
+	// Budgets keeps the user's own notification budget (budget.go).
+	Budgets BudgetPreferenceStore
+	Catalog *catalog.Catalog
+	Log     *slog.Logger
 }
 
 // NewMe wires the user's own routes.
 func NewMe(d MeDeps) *MeHandler {
 	return &MeHandler{preferenceRules: preferenceRules{responder: responder{log: d.Log}, preferences: d.Preferences, catalog: d.Catalog},
-		users: d.Users}
+		users: d.Users, budgets: d.Budgets}
 }
 
 // typeLabel describes a catalog type to an end user.
@@ -52,6 +56,15 @@ type myPreferencesView struct {
 	Timezone      string               `json:"timezone"`
 	QuietHours    *domain.QuietHours   `json:"quietHours"`
 	DigestMinutes int                  `json:"digestMinutes"`
+	// Budget is the user's notification budget (budget.go).
+	Budget *budgetView `json:"budget"`
+}
+
+// myPreferencesRequest is the body of PUT /v1/me/preferences: the service
+// route's overrides (optional here when budget is given) and the budget.
+type myPreferencesRequest struct {
+	preferencesRequest
+	Budget json.RawMessage `json:"budget"`
 }
 
 // me returns the token's subject, or a 401 for a request without one (an IAM
@@ -88,13 +101,29 @@ func (h *MeHandler) putMyPreferences(ctx context.Context, req *request) response
 	if p != nil {
 		return problemResponse(p)
 	}
-	var pr preferencesRequest
+	var pr myPreferencesRequest
 	if p := decodeStrict(body, &pr); p != nil {
 		return problemResponse(p)
 	}
-	v, resp := h.mergePreferences(ctx, userID, &pr, true)
+	budget, p := decodeBudgetChange(pr.Budget)
+	if p != nil {
+		return problemResponse(p)
+	}
+	var v *preferencesView
+	var resp response
+	if pr.Preferences == nil && budget.set {
+		v, resp = h.readPreferences(ctx, userID) // the budget alone
+	} else {
+		v, resp = h.mergePreferences(ctx, userID, &pr.preferencesRequest, true)
+	}
 	if v == nil {
 		return resp
+	}
+	if budget.set {
+		if err := h.budgets.SetBudget(ctx, userID, budget.value); err != nil {
+			return h.storeError(ctx, "set budget", err, nil)
+		}
+		h.log.InfoContext(ctx, "budget set", "userId", userID, "own", budget.value != nil, "outcome", "set")
 	}
 	return h.myPreferences(ctx, v)
 }
@@ -113,6 +142,9 @@ func (h *MeHandler) myPreferences(ctx context.Context, v *preferencesView) respo
 	for _, name := range h.catalog.Names() {
 		typ, _ := h.catalog.Lookup(name)
 		out.Types[name] = typeLabel{Label: typ.Label(out.Locale), Mandatory: typ.Mandatory}
+	}
+	if out.Budget, err = h.myBudget(ctx, v.UserID); err != nil {
+		return h.storeError(ctx, "get budget", err, nil)
 	}
 	if out.Locale == "" {
 		out.Locale = "en"

@@ -68,6 +68,9 @@ type Type struct {
 	Variables     map[string]Variable
 	variableNames []string // sorted, for ValidateData
 	locales       map[string]*localeTemplates
+	// budget is the type's own notification budget (budget.go); nil: its
+	// priority's default.
+	budget *domain.Budget
 	// links is the stack's link policy (WithLinkPolicy); the zero value
 	// admits https links to any host.
 	links domain.LinkPolicy
@@ -102,7 +105,12 @@ type Content struct {
 }
 
 // Catalog is the immutable set of types.
-type Catalog struct{ types map[string]*Type }
+type Catalog struct {
+	types map[string]*Type
+	// budgetDigest renders budget digests (budget.go); not a type callers
+	// can send.
+	budgetDigest *Type
+}
 
 // Load parses the embedded catalog.
 func Load() (*Catalog, error) { return LoadFS(embedded, "types") }
@@ -136,6 +144,9 @@ func LoadFS(fsys fs.FS, dir string) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog %s.yaml: %w", name, err)
 		}
 	}
+	if err := c.budgetDigest.renderDigestSamples(); err != nil {
+		return nil, fmt.Errorf("catalog budget.yaml: %w", err)
+	}
 	return c, nil
 }
 
@@ -145,7 +156,11 @@ func parseFS(fsys fs.FS, dir string) (*Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read catalog: %w", err)
 	}
-	c := &Catalog{types: map[string]*Type{}}
+	budget, err := parseType(budgetDigestYAML)
+	if err != nil {
+		return nil, fmt.Errorf("catalog budget.yaml: %w", err)
+	}
+	c := &Catalog{types: map[string]*Type{}, budgetDigest: budget}
 	for _, e := range entries {
 		if e.IsDir() || path.Ext(e.Name()) != ".yaml" {
 			continue
@@ -282,6 +297,7 @@ type fileType struct {
 	Digestible bool                      `yaml:"digestible"`
 	Expiry     string                    `yaml:"expiry"`
 	Escalation map[string]fileEscalation `yaml:"escalation"`
+	Budget     *fileBudget               `yaml:"budget"`
 	Variables  map[string]Variable       `yaml:"variables"`
 	Templates  map[string]fileLocaleTmpl `yaml:"templates"`
 	Extra      map[string]any            `yaml:",inline"`
@@ -360,6 +376,9 @@ func parseType(raw []byte) (*Type, error) {
 		}
 	}
 	if err := t.parseEscalation(f.Escalation); err != nil {
+		return nil, err
+	}
+	if err := t.parseBudget(f.Budget); err != nil {
 		return nil, err
 	}
 	if _, ok := f.Templates[DefaultLocale]; !ok {

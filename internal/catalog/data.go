@@ -118,6 +118,11 @@ func (c *Catalog) WithLinkPolicy(p domain.LinkPolicy) *Catalog {
 		cp.links = p
 		out.types[name] = &cp
 	}
+	if c.budgetDigest != nil {
+		cp := *c.budgetDigest
+		cp.links = p
+		out.budgetDigest = &cp
+	}
 	return out
 }
 

@@ -29,20 +29,23 @@ const (
 type Reason string
 
 const (
-	ReasonNone          Reason = ""
-	ReasonPreference    Reason = "preference"
-	ReasonRateLimited   Reason = "rate_limited"
-	ReasonNoContact     Reason = "no_contact"
-	ReasonCancelled     Reason = "cancelled"
-	ReasonExpired       Reason = "expired"
-	ReasonExhausted     Reason = "exhausted"
-	ReasonSuppressed    Reason = "suppressed"
-	ReasonOptedOut      Reason = "opted_out"
-	ReasonRejected      Reason = "rejected"
-	ReasonQuietHours    Reason = "quiet_hours"
-	ReasonScheduled     Reason = "scheduled"
-	ReasonDigest        Reason = "digest"
-	ReasonDigested      Reason = "digested"
+	ReasonNone        Reason = ""
+	ReasonPreference  Reason = "preference"
+	ReasonRateLimited Reason = "rate_limited"
+	ReasonNoContact   Reason = "no_contact"
+	ReasonCancelled   Reason = "cancelled"
+	ReasonExpired     Reason = "expired"
+	ReasonExhausted   Reason = "exhausted"
+	ReasonSuppressed  Reason = "suppressed"
+	ReasonOptedOut    Reason = "opted_out"
+	ReasonRejected    Reason = "rejected"
+	ReasonQuietHours  Reason = "quiet_hours"
+	ReasonScheduled   Reason = "scheduled"
+	ReasonDigest      Reason = "digest"
+	ReasonDigested    Reason = "digested"
+	// ReasonBudget: over the user's notification budget, the delivery waits
+	// for the user's budget digest (policy.Budget).
+	ReasonBudget        Reason = "budget"
 	ReasonProviderError Reason = "provider_error"
 	ReasonNotApplicable Reason = "not_applicable"
 	// ReasonDelayed: deferred by the type's escalation delay (after).
@@ -132,6 +135,10 @@ type Delivery struct {
 	LastError         string // classified error text, never PII
 	ProviderMessageID string
 	DigestID          string // digest this delivery joined or leads
+	// BudgetDigest: the digest of DigestID is the user's budget digest of the
+	// channel (BudgetDigestKey), which the worker renders from the catalog's
+	// budget digest, not the type's.
+	BudgetDigest bool
 	// SentTargets are the targets of a delivery with several (a push
 	// delivery's web subscriptions and devices, by id) that their provider
 	// accepted; a retry sends only to the others.

@@ -48,8 +48,11 @@ func (p Preferences) Enabled(typ string, c Channel) (enabled, ok bool) {
 
 // RecipientProfile is everything the relay and workers need about a user, read in one query.
 type RecipientProfile struct {
-	User              *User // nil when the user has no stored profile
-	Preferences       Preferences
+	User        *User // nil when the user has no stored profile
+	Preferences Preferences
+	// Budget is the user's own notification budget (nil: the catalog's),
+	// kept with the preferences.
+	Budget            *Budget
 	PushSubscriptions []PushSubscription
 	// Devices are the user's native app installations (SNS mobile push).
 	Devices []Device

@@ -128,3 +128,13 @@ func connectionIDs(cs []live.Connection, err error) ([]string, error) {
 	slices.Sort(ids)
 	return ids, err
 }
+
+func TestStoreContractBudgets(t *testing.T) {
+	s, _, _ := newStore(t)
+	storetest.BudgetContract(t, s.CountBudget)
+}
+
+func TestStoreContractBudgetPreference(t *testing.T) {
+	s, _, _ := newStore(t)
+	storetest.BudgetPreferenceContract(t, storetest.BudgetPreferenceHarness{GetBudget: s.GetBudget, SetBudget: s.SetBudget, MergePreferences: s.MergePreferences})
+}

@@ -32,6 +32,7 @@ type deliveryItem struct {
 	LastError         string `dynamodbav:"lastError,omitempty"`
 	ProviderMessageID string `dynamodbav:"providerMessageId,omitempty"`
 	DigestID          string `dynamodbav:"digestId,omitempty"`
+	BudgetDigest      bool   `dynamodbav:"budgetDigest,omitempty"`
 	// SentTargets: the targets of a push delivery its providers accepted.
 	SentTargets []string `dynamodbav:"sentTargets,stringset,omitempty"`
 	// The notification's fields delivery events carry (copied at creation).
@@ -50,7 +51,7 @@ func (s *Table) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		NotificationID: d.NotificationID, Channel: string(d.Channel), UserID: d.UserID, Priority: string(d.Priority),
 		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil), LeaseHolder: d.LeaseHolder,
-		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID,
+		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID, BudgetDigest: d.BudgetDigest,
 		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
 		TTL: s.expiry(d.UpdatedAt, d.DueAt),
 	}
@@ -70,7 +71,7 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 		NotificationID: it.NotificationID, Channel: domain.Channel(it.Channel), UserID: it.UserID, Priority: domain.Priority(it.Priority),
 		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
 		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil), LeaseHolder: it.LeaseHolder,
-		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID,
+		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID, BudgetDigest: it.BudgetDigest,
 		SentTargets: it.SentTargets,
 		Caller:      it.Caller, Type: it.Type, CampaignID: it.CampaignID, ResourceID: it.ResourceID,
 	}

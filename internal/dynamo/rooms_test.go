@@ -38,6 +38,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"users": {
 		reflect.TypeFor[api.UserStore](), reflect.TypeFor[api.PushSubscriptionStore](), reflect.TypeFor[api.PreferenceStore](),
 		reflect.TypeFor[api.UnsubscribeStore](), reflect.TypeFor[api.DeviceStore](), reflect.TypeFor[push.Subscriptions](),
+		reflect.TypeFor[api.BudgetPreferenceStore](),
 		reflect.TypeFor[push.Devices](),
 	},
 	"live": {
@@ -48,6 +49,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"scheduling and watches":   {reflect.TypeFor[ops.Watches](), reflect.TypeFor[ops.RelayFailures]()},
 	"quotas and rate counters": {reflect.TypeFor[worker.QuotaStore]()},
 	"digests":                  {reflect.TypeFor[worker.DigestStore]()},
+	"budgets":                  {reflect.TypeFor[relay.BudgetStore]()},
 }
 
 // crossFeature are the consumers' interfaces that span features: their

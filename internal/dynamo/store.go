@@ -129,6 +129,10 @@ type Quotas struct{ *Table }
 // Digests stores digests: their members and seals (digests.go).
 type Digests struct{ *Table }
 
+// Budgets stores the users' notification budgets: the history the budget's
+// conditional write keeps (budgets.go).
+type Budgets struct{ *Table }
+
 // Stores are the feature stores over one table; wiring hands each consumer
 // the ones it uses.
 type Stores struct {
@@ -140,12 +144,13 @@ type Stores struct {
 	Scheduling    *Scheduling
 	Quotas        *Quotas
 	Digests       *Digests
+	Budgets       *Budgets
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.

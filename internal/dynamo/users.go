@@ -110,7 +110,7 @@ func absorbUserItem(p *domain.RecipientProfile, av map[string]types.AttributeVal
 		if err != nil {
 			return err
 		}
-		p.Preferences = prefs
+		p.Preferences, p.Budget = prefs, decodeBudget(av)
 	case strings.HasPrefix(sk.Value, pushSubPrefix):
 		var it pushSubItem
 		if err := attributevalue.UnmarshalMap(av, &it); err != nil {

@@ -17,3 +17,7 @@ func TestMemStoreContract(t *testing.T) {
 			Get:  func(_ testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) { return s.delivery(id, ch) }}
 	})
 }
+
+func TestMemStoreBudgetContract(t *testing.T) {
+	storetest.BudgetContract(t, newMemStore().CountBudget)
+}

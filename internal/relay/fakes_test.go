@@ -21,6 +21,7 @@ import (
 // rate counter idempotent per notification and digests keyed like the real
 // ones.
 type memStore struct {
+	*storetest.MemBudgets
 	mu           sync.Mutex
 	profiles     map[string]*domain.RecipientProfile
 	deliveries   *storetest.MemDeliveries
@@ -75,7 +76,8 @@ type digestHead struct {
 
 func newMemStore() *memStore {
 	return &memStore{
-		profiles: map[string]*domain.RecipientProfile{}, deliveries: storetest.NewMemDeliveries(nil),
+		MemBudgets: &storetest.MemBudgets{},
+		profiles:   map[string]*domain.RecipientProfile{}, deliveries: storetest.NewMemDeliveries(nil),
 		counters: map[string][]string{}, heads: map[string]digestHead{}, members: map[string][]string{},
 		profileReads: map[string]int{}, failCreate: map[string]error{}, failTransition: map[string]int{},
 		failProfile: map[string]error{}, batchUsers: map[string]int{},
@@ -131,7 +133,7 @@ func (s *memStore) ReadPlanning(_ context.Context, keys []domain.DeliveryKey, us
 		s.batchUsers[u]++
 		p := &domain.RecipientProfile{Preferences: domain.Preferences{}}
 		if stored, ok := s.profiles[u]; ok {
-			p.User, p.Preferences = stored.User, stored.Preferences // no push subscriptions in a batch read
+			p.User, p.Preferences, p.Budget = stored.User, stored.Preferences, stored.Budget // no push subscriptions in a batch read
 		}
 		profiles[u] = p
 	}

@@ -74,6 +74,17 @@ type Store interface {
 	// NoteRelayFailure records what a redrive needs of a record reported
 	// for retry (Failure); writing it again overwrites it.
 	NoteRelayFailure(ctx context.Context, f recovery.RelayFailure) error
+	BudgetStore
+}
+
+// BudgetStore counts notifications against users' budgets (dynamo.Budgets).
+type BudgetStore interface {
+	// CountBudget counts a notification accepted at `accepted` against the
+	// user's budget, remembering the last `slots` counted, and reports
+	// whether it is within; counting the same notification again reports
+	// the first answer without counting. Over budget, the answer carries the
+	// history (policy.BudgetFreesAt).
+	CountBudget(ctx context.Context, userID, notificationID string, accepted time.Time, b domain.Budget, slots int) (domain.BudgetCount, error)
 }
 
 // Publisher sends work messages; one error slot per item.
@@ -465,6 +476,7 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 	}
 	now := h.now()
 	var out []pending
+	var todo []plannedDelivery
 	for _, d := range policy.Decide(policy.Input{Notification: n, Type: j.typ, Profile: profile, Now: now}) {
 		item := domain.WorkItem{
 			Message:  domain.WorkMessage{NotificationID: n.ID, Channel: d.Channel, UserID: n.Recipient.UserID, CampaignID: n.CampaignID},
@@ -480,7 +492,17 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 		}
 		del := domain.DeliveryOf(n, d.Channel)
 		del.Status, del.Reason, del.DueAt, del.UpdatedAt = d.Status, d.Reason, d.DueAt, now
-		if err := h.resolve(ctx, n, d, del, now); err != nil {
+		if err := h.resolveDigest(ctx, n, d, del, now); err != nil {
+			return nil, fmt.Errorf("notification %s %s: %w", n.ID, d.Channel, err)
+		}
+		todo = append(todo, plannedDelivery{decision: d, del: del, item: item})
+	}
+	if err := h.resolveBudget(ctx, n, j.typ, profile, todo, now); err != nil {
+		return nil, fmt.Errorf("notification %s: %w", n.ID, err)
+	}
+	for _, p := range todo {
+		d, del, item := p.decision, p.del, p.item
+		if err := h.resolveRateLimit(ctx, n, d, del, now); err != nil {
 			return nil, fmt.Errorf("notification %s %s: %w", n.ID, d.Channel, err)
 		}
 		if del.Status == domain.StatusQueued {
@@ -507,11 +529,18 @@ func (h *Handler) plan(ctx context.Context, j job, profiles *profileOnce, existi
 	return out, nil
 }
 
-// resolve applies what the pure decision left to the table: a digest
-// candidate opens or joins a digest (a leader is deferred to the window's end,
-// a member is skipped: digested); a delivery that will still produce its own
-// message counts against the rate limit and, over it, is skipped: rate_limited.
-func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.Decision, del *domain.Delivery, now time.Time) error {
+// plannedDelivery is one delivery of a notification being planned: the pure
+// decision, the delivery as the table's answers make it, its work message.
+type plannedDelivery struct {
+	decision policy.Decision
+	del      *domain.Delivery
+	item     domain.WorkItem
+}
+
+// resolveDigest applies the digest part of what the pure decision left to
+// the table: a digest candidate opens or joins a digest (a leader is deferred
+// to the window's end, a member is skipped: digested).
+func (h *Handler) resolveDigest(ctx context.Context, n *domain.Notification, d policy.Decision, del *domain.Delivery, now time.Time) error {
 	accepted := n.CreatedAt
 	if accepted.IsZero() {
 		accepted = now
@@ -539,7 +568,18 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 		}
 		// DigestAlone: the open digest is sent or full; go on our own.
 	}
-	if d.Limited && (del.Status == domain.StatusQueued || del.Status == domain.StatusDeferred) {
+	return nil
+}
+
+// resolveRateLimit: a delivery that will still produce its own message
+// counts against the channel's rate limit and, over it, is skipped:
+// rate_limited.
+func (h *Handler) resolveRateLimit(ctx context.Context, n *domain.Notification, d policy.Decision, del *domain.Delivery, now time.Time) error {
+	accepted := n.CreatedAt
+	if accepted.IsZero() {
+		accepted = now
+	}
+	if d.Limited && ownMessage(del) {
 		ok, err := h.store.CountDelivery(ctx, n.Recipient.UserID, d.Channel, h.limits.WindowStart(accepted), h.limits.Window, h.limits.For(d.Channel), n.ID)
 		if err != nil {
 			return fmt.Errorf("rate limit: %w", err)
@@ -547,6 +587,78 @@ func (h *Handler) resolve(ctx context.Context, n *domain.Notification, d policy.
 		if !ok {
 			del.Status, del.Reason, del.DueAt = domain.StatusSkipped, domain.ReasonRateLimited, time.Time{}
 		}
+	}
+	return nil
+}
+
+// ownMessage reports whether a planned delivery will produce a message of
+// its own: sent now or deferred, and neither a digest's leader nor member.
+func ownMessage(del *domain.Delivery) bool {
+	return (del.Status == domain.StatusQueued || del.Status == domain.StatusDeferred) && del.DigestID == ""
+}
+
+// resolveBudget counts a notification against its recipient's budget —
+// once, and only when one of its channels will produce a message of its own
+// (policy.BudgetOf: never high priority or mandatory) — and, over budget,
+// folds those channels into the user's budget digest of each: the first
+// opens it (deferred: budget until the budget frees, at the earliest the
+// digest window's end), the later ones join it (deferred: budget until the
+// digest goes out, when the worker records them skipped: digested). A
+// channel whose own digest was sealed (a digest candidate going alone) is
+// not folded, so a delivery belongs to one digest at most; one that cannot
+// go out before the notification expires is dropped: expired. The inbox
+// item is untouched: it exists already.
+func (h *Handler) resolveBudget(ctx context.Context, n *domain.Notification, typ *catalog.Type, profile *domain.RecipientProfile, todo []plannedDelivery, now time.Time) error {
+	b, held := policy.BudgetOf(typ, n.Priority, profile.Budget)
+	if !held {
+		return nil
+	}
+	var own []plannedDelivery
+	for _, p := range todo {
+		if ownMessage(p.del) {
+			own = append(own, p)
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	accepted := n.CreatedAt
+	if accepted.IsZero() {
+		accepted = now
+	}
+	count, err := h.store.CountBudget(ctx, n.Recipient.UserID, n.ID, accepted, b, policy.BudgetSlots)
+	if err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	if count.Within {
+		return nil
+	}
+	due := policy.BudgetDigestDue(profile.User, accepted, policy.BudgetFreesAt(b, count.History, accepted))
+	for _, p := range own {
+		if !p.decision.DigestUntil.IsZero() {
+			continue // its own digest is sealed: it goes alone
+		}
+		del := p.del
+		if !n.ExpiresAt.IsZero() && !due.Before(n.ExpiresAt) {
+			del.Status, del.Reason, del.DueAt = domain.StatusDropped, domain.ReasonExpired, time.Time{}
+			continue
+		}
+		out, err := h.store.JoinDigest(ctx, domain.DigestRequest{
+			Key: domain.BudgetDigestKey(n.Recipient.UserID, del.Channel), NotificationID: n.ID, CreatedAt: accepted, WindowEnd: due,
+		})
+		if err != nil {
+			return fmt.Errorf("budget digest %s: %w", del.Channel, err)
+		}
+		switch out.Role {
+		case domain.DigestLeader:
+			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonBudget, domain.Latest(out.WindowEnd, now), n.ID
+		case domain.DigestJoined:
+			// Not in the due index: the leader's send records it digested.
+			del.Status, del.Reason, del.DueAt, del.DigestID = domain.StatusDeferred, domain.ReasonBudget, time.Time{}, out.DigestID
+		default:
+			continue // the budget digest is sent or full: it goes alone
+		}
+		del.BudgetDigest = true
 	}
 	return nil
 }

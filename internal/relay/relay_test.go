@@ -341,8 +341,11 @@ func TestRateLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, withLimits(limits))
-			f.user("u1", nil)
-			f.user("u2", nil)
+			// A budget wide enough not to hold the minute's burst: the
+			// rate limit alone is under test (TestBudget holds the budget).
+			wide := func(p *domain.RecipientProfile) { p.Budget = &domain.Budget{PerHour: 20, PerDay: 40} }
+			f.user("u1", wide)
+			f.user("u2", wide)
 			var batch []events.DynamoDBEventRecord
 			for i := range 5 {
 				batch = append(batch, insert(fmt.Sprint(i), reservation(fmt.Sprintf("n%d", i), "u1", emailOnly(nil))))

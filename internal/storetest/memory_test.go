@@ -15,3 +15,7 @@ func TestMemDeliveriesContract(t *testing.T) {
 			Get:  func(_ testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) { return m.Get(id, ch) }}
 	})
 }
+
+func TestMemBudgetsContract(t *testing.T) {
+	storetest.BudgetContract(t, (&storetest.MemBudgets{}).CountBudget)
+}

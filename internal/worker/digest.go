@@ -30,35 +30,84 @@ type DigestStore interface {
 var errDigestLoad = errors.New("load digest")
 
 // render renders a delivery's content: a digest leader (its delivery carries
-// its own notification id as DigestID) renders the digest it leads; every
-// other delivery renders its own template.
+// its own notification id as DigestID) renders the digest it leads — the
+// type's, or the catalog's budget digest for a budget digest's leader —;
+// every other delivery renders its own template.
 func (h *Handler) render(ctx context.Context, n *domain.Notification, d *domain.Delivery, typ *catalog.Type, locale string) (catalog.Content, error) {
 	kind := catalog.KindOf(d.Channel)
 	if d.DigestID == "" || d.DigestID != n.ID {
 		return typ.Render(kind, locale, n.Data)
 	}
-	data, err := h.digestData(ctx, n, d.Channel)
-	if err != nil {
-		return catalog.Content{}, err
-	}
 	var fits func(catalog.Content) bool
 	if b, ok := h.provider.(channel.ContentBudget); ok {
 		fits = b.Fits
 	}
+	if d.BudgetDigest {
+		data, err := h.budgetDigestData(ctx, n, d.Channel, locale)
+		if err != nil {
+			return catalog.Content{}, err
+		}
+		return h.catalog.BudgetDigest().RenderDigestWithin(kind, locale, data, fits)
+	}
+	count, listed, err := h.digestMembers(ctx, n, domain.DigestKey{UserID: n.Recipient.UserID, Channel: d.Channel, BatchKey: n.BatchKey})
+	if err != nil {
+		return catalog.Content{}, err
+	}
+	data := catalog.DigestData{Count: count}
+	for _, mn := range listed {
+		data.Items = append(data.Items, mn.Data)
+	}
 	return typ.RenderDigestWithin(kind, locale, data, fits)
 }
 
-// digestData seals the digest led by n and lists its newest notifications:
-// the leader and its members, newest first, without members that were
-// cancelled, expired or deleted since they joined.
-func (h *Handler) digestData(ctx context.Context, n *domain.Notification, c domain.Channel) (catalog.DigestData, error) {
+// budgetDigestData seals the user's budget digest led by n, records its
+// members (deferred: budget) skipped: digested, and lists the newest of them
+// as the catalog's budget digest shows them: each one's own in-app
+// rendering. A member whose type left the catalog is counted, not listed.
+func (h *Handler) budgetDigestData(ctx context.Context, n *domain.Notification, c domain.Channel, locale string) (catalog.DigestData, error) {
+	count, listed, err := h.digestMembers(ctx, n, domain.BudgetDigestKey(n.Recipient.UserID, c))
+	if err != nil {
+		return catalog.DigestData{}, err
+	}
+	data := catalog.DigestData{Count: count}
+	for _, mn := range listed {
+		mt, ok := h.catalog.Lookup(mn.Type)
+		if !ok {
+			continue
+		}
+		inapp, err := mt.Render(catalog.KindInApp, locale, mn.Data)
+		if err != nil {
+			continue // counted: .more says so
+		}
+		data.Items = append(data.Items, catalog.BudgetDigestItem(inapp))
+	}
+	return data, nil
+}
+
+// digestMembers seals the digest of key led by n and returns how many
+// notifications it collapses and the newest of them (at most
+// catalog.MaxDigestItems), the leader included, without members that were
+// cancelled, expired or deleted since they joined. The members of a budget
+// digest wait deferred: they are recorded skipped: digested here, before the
+// message goes out (a retry of the message finds them so already).
+func (h *Handler) digestMembers(ctx context.Context, n *domain.Notification, key domain.DigestKey) (int, []*domain.Notification, error) {
 	ds, ok := h.store.(DigestStore)
 	if !ok {
-		return catalog.DigestData{}, errors.New("the store cannot load digests")
+		return 0, nil, errors.New("the store cannot load digests")
 	}
-	members, err := ds.SealDigest(ctx, domain.DigestKey{UserID: n.Recipient.UserID, Channel: c, BatchKey: n.BatchKey}, n.ID)
+	members, err := ds.SealDigest(ctx, key, n.ID)
 	if err != nil {
-		return catalog.DigestData{}, fmt.Errorf("%w %s: %w", errDigestLoad, n.ID, err)
+		return 0, nil, fmt.Errorf("%w %s: %w", errDigestLoad, n.ID, err)
+	}
+	if key.IsBudgetDigest() {
+		for _, m := range members {
+			_, err := h.store.Transition(ctx, m.NotificationID, key.Channel, domain.Change{
+				To: domain.StatusSkipped, From: []domain.Status{domain.StatusDeferred}, Reason: domain.ReasonDigested,
+			})
+			if err != nil && !errors.Is(err, domain.ErrConflict) && !errors.Is(err, domain.ErrNotFound) {
+				return 0, nil, fmt.Errorf("%w %s: member %s: %w", errDigestLoad, n.ID, m.NotificationID, err)
+			}
+		}
 	}
 	all := append(members, domain.DigestMember{NotificationID: n.ID, CreatedAt: n.CreatedAt})
 	domain.SortNewestFirst(all)
@@ -73,23 +122,24 @@ func (h *Handler) digestData(ctx context.Context, n *domain.Notification, c doma
 	if len(ids) > 0 {
 		loaded, err := ds.GetNotifications(ctx, ids)
 		if err != nil {
-			return catalog.DigestData{}, fmt.Errorf("%w %s: %w", errDigestLoad, n.ID, err)
+			return 0, nil, fmt.Errorf("%w %s: %w", errDigestLoad, n.ID, err)
 		}
 		for i := range loaded {
 			byID[loaded[i].ID] = &loaded[i]
 		}
 	}
 	now := h.now()
-	data := catalog.DigestData{Count: len(all)}
+	count := len(all)
+	var out []*domain.Notification
 	for _, m := range listed {
 		mn, ok := byID[m.NotificationID]
 		if !ok || mn.Status == domain.NotificationCancelled || mn.Expired(now) {
-			data.Count--
+			count--
 			continue
 		}
-		data.Items = append(data.Items, mn.Data)
+		out = append(out, mn)
 	}
-	return data, nil
+	return count, out, nil
 }
 
 // retryDigest puts a claimed digest back for a later attempt when its members

@@ -22,7 +22,7 @@ var (
 )
 
 // store is the relay's table: the deliveries it plans and the profiles it
-// reads, the rate counters, digests it joins, the watches it arms and its
+// reads, the rate counters, the budgets it counts against, digests it joins, the watches it arms and its
 // failure notes.
 type store struct {
 	*dynamo.Notifications
@@ -30,6 +30,7 @@ type store struct {
 	*dynamo.Quotas
 	*dynamo.Digests
 	*dynamo.Scheduling
+	*dynamo.Budgets
 }
 
 // New wires the stream relay function: it publishes work messages to the
@@ -58,7 +59,7 @@ func New(d app.Deps) (*relay.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return relay.New(relay.Deps{Store: store{st.Notifications, st.Users, st.Quotas, st.Digests, st.Scheduling}, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
+	return relay.New(relay.Deps{Store: store{st.Notifications, st.Users, st.Quotas, st.Digests, st.Scheduling, st.Budgets}, Publisher: pub, Decode: dynamo.DecodeStreamNotification, Catalog: d.Catalog,
 		Now: d.Now, Log: d.Log, Limits: limits, Metrics: d.Recorder(), Events: sink,
 		Live: liveNotifier(d, sqsClient)}), nil
 }

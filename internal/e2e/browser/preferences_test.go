@@ -31,19 +31,6 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 		QuietHours: &client.QuietHours{Start: "22:00", End: "07:00"}}); err != nil {
 		t.Fatal(err)
 	}
-	emailOutcome := func(id string) string {
-		var out string
-		stacktest.Eventually(t, 30*time.Second, "the email outcome of "+id, func() bool {
-			n, err := c.GetNotification(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := n.Deliveries["email"]
-			out = d.Status + ": " + d.Reason
-			return d.Status == "skipped" || d.Status == "sent" || d.Status == "delivered" || d.Status == "dropped" || d.Status == "failed"
-		})
-		return out
-	}
 	invoice := func() string {
 		t.Helper()
 		a, err := c.Send(ctx, client.Notification{Type: "invoice.payment_failed", Recipient: client.Recipient{UserID: user},
@@ -54,7 +41,7 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 		return a.ID
 	}
 	// Email goes before the change: the skip below is the user's doing.
-	if got := emailOutcome(invoice()); got == "skipped: preference" {
+	if got := emailOutcome(t, c, invoice()); got == "skipped: preference" {
 		t.Fatalf("email before the change: %s", got)
 	}
 
@@ -95,7 +82,7 @@ func TestPreferenceCenterTurnsEmailOff(t *testing.T) {
 		chromedp.KeyEvent(" "),
 		chromedp.Poll(invoiceEmail+`.getAttribute('aria-checked') === 'false'`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 	)
-	if got := emailOutcome(invoice()); got != "skipped: preference" {
+	if got := emailOutcome(t, c, invoice()); got != "skipped: preference" {
 		t.Fatalf("email after the user turned it off: %s, want skipped: preference", got)
 	}
 

@@ -23,17 +23,19 @@ import (
 // depends on how the stream batches records. A channel sent at once has no
 // delivery PutItem: the worker's claim (an UpdateItem) creates it; only a
 // skipped, dropped or deferred delivery is put by the relay
-// (reservation.approved-nopush's skipped push).
+// (reservation.approved-nopush's skipped push). A NORMAL or LOW kind that
+// is neither mandatory nor high priority adds the notification budget's one
+// UpdateItem per notification (a full budget item is one write unit).
 var unitsPerNotification = map[string]map[string]float64{
 	"email": {
 		"read BatchGetItem table": 3,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 3,
+		"write UpdateItem table": 4,
 	},
 	"email-batch": {
 		"read BatchGetItem table": 3,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 3,
+		"write UpdateItem table": 4,
 	},
 	"sms": {
 		"read BatchGetItem table": 2,
@@ -48,17 +50,17 @@ var unitsPerNotification = map[string]map[string]float64{
 	"push": {
 		"read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 3,
+		"write UpdateItem table": 4,
 	},
 	"push-batch": {
 		"read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 3,
+		"write UpdateItem table": 4,
 	},
 	"reservation.approved": {
 		"read BatchGetItem table": 2, "read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 6,
+		"write UpdateItem table": 7,
 	},
 	"invoice.payment_failed": {
 		"read BatchGetItem table": 2, "read GetItem table": 1, "read Query table": 2,
@@ -73,7 +75,7 @@ var unitsPerNotification = map[string]map[string]float64{
 	"reservation.approved-nopush": {
 		"read BatchGetItem table": 2, "read Query table": 1,
 		"write PutItem table": 2, "write PutItem gsi2": 1,
-		"write UpdateItem table": 3,
+		"write UpdateItem table": 4,
 	},
 }
 
