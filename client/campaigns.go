@@ -65,9 +65,29 @@ type CampaignStatus struct {
 	StartedAt   *time.Time `json:"startedAt"`
 	FinishedAt  *time.Time `json:"finishedAt"`
 	CancelledAt *time.Time `json:"cancelledAt"`
+	// EstimatedCompletionAt is when the campaign should be done (nil: no
+	// rate bounds it); Estimate the rate it assumes.
+	EstimatedCompletionAt *time.Time        `json:"estimatedCompletionAt"`
+	Estimate              *CampaignEstimate `json:"estimate,omitempty"`
 	// Replayed is true when CreateCampaign answered an earlier request with
 	// the same idempotency key.
 	Replayed bool `json:"-"`
+}
+
+// CampaignEstimate is the rate a campaign's finish estimate assumes: the
+// slowest of each channel's provider rate for its priority and the
+// fan-out's, plus one recount after the last send. A nil rate bounds
+// nothing.
+type CampaignEstimate struct {
+	RecipientsLeft      int      `json:"recipientsLeft"`
+	RecipientsPerSecond float64  `json:"recipientsPerSecond"`
+	FanOutPerSecond     *float64 `json:"fanOutPerSecond"`
+	TailSeconds         float64  `json:"tailSeconds"`
+	Channels            []struct {
+		Channel        string   `json:"channel"`
+		SendsPerSecond *float64 `json:"sendsPerSecond"`
+		RecipientsLeft int      `json:"recipientsLeft"`
+	} `json:"channels"`
 }
 
 // CreateCampaign creates a draft campaign.

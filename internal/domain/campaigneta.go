@@ -51,9 +51,11 @@ func (c *Campaign) Remaining() int {
 
 // EstimatedCompletion is when the campaign should be done, estimated at
 // now; ok false when its pace is not known. A draft is estimated as if
-// started now (or at its sendAt when later) with all its recipients, a
-// running campaign from now with the recipients it has left, a finished
-// one is its finish.
+// started now (or at its sendAt when later) with all its recipients; a
+// started one from its last count (its start before any; its sendAt when
+// later) with the recipients it had left then, so the estimate moves only
+// as the counts do — but never before now: a campaign behind its pace is
+// estimated to finish any moment. A finished one is its finish.
 func (c *Campaign) EstimatedCompletion(now time.Time) (time.Time, bool) {
 	switch {
 	case !c.FinishedAt.IsZero():
@@ -61,7 +63,11 @@ func (c *Campaign) EstimatedCompletion(now time.Time) (time.Time, bool) {
 	case !c.Pace.Known():
 		return time.Time{}, false
 	}
-	return Latest(now, c.SendAt).Add(c.Pace.Duration(c.Remaining())), true
+	from := Latest(now, c.SendAt)
+	if !c.StartedAt.IsZero() {
+		from = Latest(c.StartedAt, c.CountedAt, c.SendAt)
+	}
+	return Latest(now, from.Add(c.Pace.Duration(c.Remaining()))), true
 }
 
 // StartEstimate is the estimate the campaign was given when it started:

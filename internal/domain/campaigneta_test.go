@@ -20,9 +20,11 @@ func TestCampaignEstimate(t *testing.T) {
 	}{
 		{"draft", Campaign{Status: CampaignDraft, Recipients: 2000, Pace: pace}, t0, t0.Add(82 * time.Second), true},
 		{"draft sent later", Campaign{Status: CampaignDraft, Recipients: 2000, SendAt: t0.Add(time.Hour), Pace: pace}, t0, t0.Add(time.Hour + 82*time.Second), true},
-		{"running, half left", Campaign{Status: CampaignRunning, Recipients: 2000, StartedAt: t0, Pace: pace,
-			Counts: CampaignCounts{Notified: 2000, Sent: 900, Skipped: 50, Failed: 25, Dropped: 25}}, t0.Add(50 * time.Second), t0.Add(50*time.Second + 42*time.Second), true},
-		{"running, all counted", Campaign{Status: CampaignRunning, Recipients: 10, StartedAt: t0, Pace: pace, Counts: CampaignCounts{Sent: 10}}, t0.Add(time.Minute), t0.Add(time.Minute + 2*time.Second), true},
+		{"running, nothing counted", Campaign{Status: CampaignRunning, Recipients: 2000, StartedAt: t0, Pace: pace}, t0.Add(10 * time.Second), t0.Add(82 * time.Second), true},
+		{"running, half left at the last count", Campaign{Status: CampaignRunning, Recipients: 2000, StartedAt: t0, CountedAt: t0.Add(50 * time.Second), Pace: pace,
+			Counts: CampaignCounts{Notified: 2000, Sent: 900, Skipped: 50, Failed: 25, Dropped: 25}}, t0.Add(60 * time.Second), t0.Add(50*time.Second + 42*time.Second), true},
+		{"running, behind its pace", Campaign{Status: CampaignRunning, Recipients: 2000, StartedAt: t0, CountedAt: t0.Add(time.Second), Pace: pace}, t0.Add(2 * time.Minute), t0.Add(2 * time.Minute), true},
+		{"running, all counted", Campaign{Status: CampaignRunning, Recipients: 10, StartedAt: t0, CountedAt: t0.Add(time.Minute), Pace: pace, Counts: CampaignCounts{Sent: 10}}, t0.Add(time.Minute), t0.Add(time.Minute + 2*time.Second), true},
 		{"done", Campaign{Status: CampaignDone, Recipients: 10, FinishedAt: t0.Add(time.Minute), Pace: pace}, t0.Add(time.Hour), t0.Add(time.Minute), true},
 		{"no pace", Campaign{Status: CampaignRunning, Recipients: 10}, t0, time.Time{}, false},
 	}
