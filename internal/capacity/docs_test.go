@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // The scenario table of docs/capacity.md quotes the model (herald capacity
@@ -128,5 +130,52 @@ func TestBenchmarksDocQuotesTheModel(t *testing.T) {
 		if !strings.Contains(doc, quote) {
 			t.Errorf("docs/benchmarks.md's summary does not quote %q", quote)
 		}
+	}
+}
+
+// TestLatencyObjectiveTable: docs/capacity.md's latency objective table
+// quotes the model's budget (herald capacity's latencyObjective), and the
+// check fails an objective the path cannot meet (2 s for high).
+func TestLatencyObjectiveTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	res, err := defaultRun(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../docs/capacity.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	for _, pr := range []string{"high", "normal"} {
+		b, ok := res.Seed.Latency[pr]
+		if !ok {
+			t.Fatalf("no %s budget in the model", pr)
+		}
+		row := regexp.MustCompile(`(?m)^\| ` + pr + ` \| [^|]+ \| [^|]+ \| ([0-9.]+) \|$`).FindStringSubmatch(doc)
+		if row == nil || row[1] != strconv.FormatFloat(b.Total, 'f', 2, 64) {
+			t.Errorf("docs/capacity.md, %s's total: %v, the model's %.2f", pr, row, b.Total)
+		}
+		if b.Total > b.Objective {
+			t.Errorf("%s: %.2f s over its objective %.2f s", pr, b.Total, b.Objective)
+		}
+	}
+	for _, c := range res.Checks {
+		if c.Name == CheckLatencyObjective && !c.OK {
+			t.Errorf("latencyObjective fails with the defaults: %+v", c)
+		}
+	}
+	l, err := LoadLimits("../../template.yaml", DefaultProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.LatencyObjective[domain.PriorityHigh] = 2000
+	var failing Result
+	failing.Seed.Steady = res.Seed.Steady
+	failing.checkLatencyObjective(l)
+	if c := failing.Checks[len(failing.Checks)-1]; c.Name != CheckLatencyObjective || c.OK {
+		t.Errorf("a 2 s high objective passes: %+v", c)
 	}
 }
