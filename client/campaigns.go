@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/heraldhq/herald/client/events"
 )
 
 // Campaign is one notification type and content for many users
@@ -76,19 +78,9 @@ type CampaignStatus struct {
 
 // CampaignEstimate is the rate a campaign's finish estimate assumes: the
 // slowest of each channel's provider rate for its priority and the
-// fan-out's, plus one recount after the last send. A nil rate bounds
-// nothing.
-type CampaignEstimate struct {
-	RecipientsLeft      int      `json:"recipientsLeft"`
-	RecipientsPerSecond float64  `json:"recipientsPerSecond"`
-	FanOutPerSecond     *float64 `json:"fanOutPerSecond"`
-	TailSeconds         float64  `json:"tailSeconds"`
-	Channels            []struct {
-		Channel        string   `json:"channel"`
-		SendsPerSecond *float64 `json:"sendsPerSecond"`
-		RecipientsLeft int      `json:"recipientsLeft"`
-	} `json:"channels"`
-}
+// fan-out's, plus one recount after the last send (the same as a Campaign
+// State Change event's).
+type CampaignEstimate = events.CampaignEstimate
 
 // CreateCampaign creates a draft campaign.
 func (c *Client) CreateCampaign(ctx context.Context, cp Campaign) (*CampaignStatus, error) {

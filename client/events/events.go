@@ -117,10 +117,12 @@ type CampaignEstimate struct {
 	Channels            []ChannelRate `json:"channels"`
 }
 
-// ChannelRate is one channel's send rate in a campaign's estimate.
+// ChannelRate is one channel's send rate in a campaign's estimate, and the
+// recipients that may still need a send on it (every recipient left).
 type ChannelRate struct {
 	Channel        string   `json:"channel"`
 	SendsPerSecond *float64 `json:"sendsPerSecond"`
+	RecipientsLeft int      `json:"recipientsLeft"`
 }
 
 // Event is an EventBridge event as a target receives it (an SQS message

@@ -15,8 +15,10 @@ import (
 	"strings"
 	"time"
 
+	wire "github.com/heraldhq/herald/client/events"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/events"
 	"github.com/heraldhq/herald/internal/policy"
 )
 
@@ -122,24 +124,8 @@ type campaignView struct {
 	CancelledAt *string  `json:"cancelledAt"`
 	// EstimatedCompletionAt is when the campaign should be done (null: no
 	// pace known); Estimate the rate it assumes.
-	EstimatedCompletionAt *string       `json:"estimatedCompletionAt"`
-	Estimate              *estimateView `json:"estimate,omitempty"`
-}
-
-// estimateView is the rate a finish estimate assumes. A null rate bounds
-// nothing (no provider quota, an unpaced fan-out).
-type estimateView struct {
-	RecipientsLeft      int               `json:"recipientsLeft"`
-	RecipientsPerSecond float64           `json:"recipientsPerSecond"`
-	FanOutPerSecond     *float64          `json:"fanOutPerSecond"`
-	TailSeconds         float64           `json:"tailSeconds"`
-	Channels            []channelPaceView `json:"channels"`
-}
-
-type channelPaceView struct {
-	Channel        string   `json:"channel"`
-	SendsPerSecond *float64 `json:"sendsPerSecond"`
-	RecipientsLeft int      `json:"recipientsLeft"`
+	EstimatedCompletionAt *string                `json:"estimatedCompletionAt"`
+	Estimate              *wire.CampaignEstimate `json:"estimate,omitempty"`
 }
 
 type chunkAccepted struct {
@@ -167,23 +153,7 @@ func viewOfCampaign(c *domain.Campaign, now time.Time) *campaignView {
 	}
 	if at, ok := c.EstimatedCompletion(now); ok {
 		v.EstimatedCompletionAt = timePtr(at)
-		v.Estimate = viewOfPace(c.Pace, c.Remaining())
-	}
-	return v
-}
-
-func viewOfPace(p domain.CampaignPace, left int) *estimateView {
-	rate := func(r float64) *float64 {
-		if r <= 0 {
-			return nil
-		}
-		return &r
-	}
-	v := &estimateView{RecipientsLeft: left, RecipientsPerSecond: p.RecipientsPerSecond, FanOutPerSecond: rate(p.FanOutPerSecond),
-		TailSeconds: p.Tail.Seconds(), Channels: []channelPaceView{}}
-	for _, ch := range p.Channels {
-		// Every recipient left may still need a send on each channel.
-		v.Channels = append(v.Channels, channelPaceView{Channel: string(ch.Channel), SendsPerSecond: rate(ch.SendsPerSecond), RecipientsLeft: left})
+		v.Estimate = events.Estimate(c.Pace, c.Remaining())
 	}
 	return v
 }

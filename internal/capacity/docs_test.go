@@ -17,18 +17,7 @@ import (
 // tool again (it said 26,015 write units for the campaign second long after
 // the model printed 24,255).
 func TestCapacityDocQuotesTheModel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the model")
-	}
-	res, err := defaultRun(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../docs/capacity.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	res, doc := modelAndDoc(t, "../../docs/capacity.md")
 	const header = "| scenario | table WRU/s | table RRU/s | gsi2 / gsi3 / gsi4 WRU/s |"
 	start := strings.Index(doc, header)
 	if start < 0 {
@@ -80,18 +69,7 @@ func commas(n int64) string {
 // summary line repeats that table (it said storage 1.81–2.08 a day after
 // the model printed 1.18–1.57, and quoted the run before the table's).
 func TestBenchmarksDocQuotesTheModel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the model")
-	}
-	res, err := defaultRun(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../docs/benchmarks.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	res, doc := modelAndDoc(t, "../../docs/benchmarks.md")
 	const header = "| kind | measured $/M | without events | without events and Lambda | model (`herald capacity`) | storage beside (model) | provider fee |"
 	start := strings.Index(doc, header)
 	if start < 0 {
@@ -137,18 +115,7 @@ func TestBenchmarksDocQuotesTheModel(t *testing.T) {
 // quotes the model's budget (herald capacity's latencyObjective), and the
 // check fails an objective the path cannot meet (2 s for high).
 func TestLatencyObjectiveTable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the model")
-	}
-	res, err := defaultRun(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../docs/capacity.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	res, doc := modelAndDoc(t, "../../docs/capacity.md")
 	for _, pr := range []string{"high", "normal"} {
 		b, ok := res.Seed.Latency[pr]
 		if !ok {
@@ -178,4 +145,22 @@ func TestLatencyObjectiveTable(t *testing.T) {
 	if c := failing.Checks[len(failing.Checks)-1]; c.Name != CheckLatencyObjective || c.OK {
 		t.Errorf("a 2 s high objective passes: %+v", c)
 	}
+}
+
+// modelAndDoc is the model's run of the defaults and the page at path that
+// quotes it (skipped with -short: the model runs).
+func modelAndDoc(t *testing.T, path string) (Result, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	res, err := defaultRun(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(raw)
 }

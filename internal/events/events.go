@@ -166,7 +166,7 @@ func CampaignEntry(m Mode, old, c *domain.Campaign) (Entry, bool, error) {
 	if est, ok := c.EstimatedCompletion(at); ok {
 		est = est.UTC()
 		detail.EstimatedCompletionAt = &est
-		detail.Estimate = wireEstimate(c.Pace, c.Remaining())
+		detail.Estimate = Estimate(c.Pace, c.Remaining())
 	}
 	b, err := json.Marshal(detail)
 	if err != nil {
@@ -175,8 +175,9 @@ func CampaignEntry(m Mode, old, c *domain.Campaign) (Entry, bool, error) {
 	return Entry{ID: id, Source: wire.Source, DetailType: wire.CampaignDetailType, Detail: b, Time: detail.At}, true, nil
 }
 
-// wireEstimate is the rate a campaign's estimate assumes, on the wire.
-func wireEstimate(p domain.CampaignPace, left int) *wire.CampaignEstimate {
+// Estimate is the rate a campaign's estimate assumes, on the wire (the
+// events' detail and the campaign routes' answer); nil without a pace.
+func Estimate(p domain.CampaignPace, left int) *wire.CampaignEstimate {
 	if !p.Known() {
 		return nil
 	}
@@ -189,7 +190,7 @@ func wireEstimate(p domain.CampaignPace, left int) *wire.CampaignEstimate {
 	e := &wire.CampaignEstimate{RecipientsLeft: left, RecipientsPerSecond: p.RecipientsPerSecond, FanOutPerSecond: rate(p.FanOutPerSecond),
 		TailSeconds: p.Tail.Seconds(), Channels: []wire.ChannelRate{}}
 	for _, ch := range p.Channels {
-		e.Channels = append(e.Channels, wire.ChannelRate{Channel: string(ch.Channel), SendsPerSecond: rate(ch.SendsPerSecond)})
+		e.Channels = append(e.Channels, wire.ChannelRate{Channel: string(ch.Channel), SendsPerSecond: rate(ch.SendsPerSecond), RecipientsLeft: left})
 	}
 	return e
 }
