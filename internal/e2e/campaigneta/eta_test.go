@@ -17,7 +17,6 @@ import (
 )
 
 const (
-	users = 2000
 	// lot is the size of each chunk: eight lots of 250, each creating its
 	// notifications well within the campaign function's 60 s on a loaded
 	// machine (two lots of 1,000 under -race at load 24 did not: retried at
@@ -93,15 +92,16 @@ func TestCampaignFinishEstimate(t *testing.T) {
 	t.Logf("%d profiles in %s", users, time.Since(began).Round(time.Millisecond))
 
 	c, err := hc.CreateCampaign(ctx, client.Campaign{Type: "reservation.approved", Data: map[string]string{"reservationUrl": "https://example.com/r/eta"},
-		Channels: []string{"email"}, Audience: &client.Audience{UserIDs: ids[:lot]}, IdempotencyKey: run})
+		Channels: []string{"email"}, Audience: &client.Audience{UserIDs: ids[:min(lot, users)]}, IdempotencyKey: run})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.EstimatedCompletionAt == nil || c.Estimate == nil || c.Estimate.RecipientsLeft != lot {
+	if c.EstimatedCompletionAt == nil || c.Estimate == nil || c.Estimate.RecipientsLeft != min(lot, users) {
 		t.Fatalf("created without the estimate for its inline audience: %+v %+v", c, c.Estimate)
 	}
 	for n := 1; n*lot < users; n++ {
-		if got, err := hc.AddRecipients(ctx, c.ID, int64(n), ids[n*lot:(n+1)*lot]); err != nil || got != lot {
+		part := ids[n*lot : min((n+1)*lot, users)]
+		if got, err := hc.AddRecipients(ctx, c.ID, int64(n), part); err != nil || got != len(part) {
 			t.Fatalf("chunk %d: %d, %v", n, got, err)
 		}
 	}
@@ -111,7 +111,8 @@ func TestCampaignFinishEstimate(t *testing.T) {
 	if c.EstimatedCompletionAt == nil || c.StartedAt == nil || c.Estimate == nil {
 		t.Fatalf("started without an estimate: %+v", c)
 	}
-	startEstimate := c.EstimatedCompletionAt.Sub(*c.StartedAt)
+	startAt := *c.EstimatedCompletionAt
+	startEstimate := startAt.Sub(*c.StartedAt)
 	wantRate := float64(emailRate) * 5 * bulkShare / 100 / 6 // the bulk share of 5/6 of the rate
 	if c.Estimate.RecipientsLeft != users || math.Abs(c.Estimate.RecipientsPerSecond-wantRate) > 1e-9 || c.Estimate.TailSeconds != 2 {
 		t.Fatalf("estimate %+v, want %d left at %.1f/s with a 2 s tail", c.Estimate, users, wantRate)
@@ -159,14 +160,21 @@ func TestCampaignFinishEstimate(t *testing.T) {
 	if len(progress) < 5 {
 		t.Fatalf("%d progress events, want one per tenth crossed (nine at most, five at least over a %s drain)", len(progress), drain)
 	}
+	// Approaching: each progress estimate is no further from the finish
+	// than the one before (give or take one recount, the counts' lag), and
+	// the last is nearer than the start's.
 	abs := func(d time.Duration) time.Duration { return max(d, -d) }
-	first := abs(c.EstimatedCompletionAt.Sub(finish))
-	last := progress[len(progress)-1]
-	if lastOff := abs(last.EstimatedCompletionAt.Sub(finish)); lastOff > first && lastOff > 5*time.Second {
-		t.Errorf("the last progress estimate is %s from the finish, the start's %s: not approaching it", lastOff, first)
+	tail := time.Duration(c.Estimate.TailSeconds * float64(time.Second))
+	prev := abs(startAt.Sub(finish))
+	for _, d := range progress {
+		off := abs(d.EstimatedCompletionAt.Sub(finish))
+		if off > prev+tail {
+			t.Errorf("progress at %s: estimate %s from the finish, after %s: moving away", d.At, off, prev)
+		}
+		prev = off
 	}
-	if left := finish.Sub(last.At); abs(last.EstimatedCompletionAt.Sub(finish)) > max(left/4, 5*time.Second) {
-		t.Errorf("the last progress event (%s before the finish) estimates %s: off by more than a quarter of the time left", left, last.EstimatedCompletionAt)
+	if first, last := abs(startAt.Sub(finish)), abs(progress[len(progress)-1].EstimatedCompletionAt.Sub(finish)); last >= first {
+		t.Errorf("the last progress estimate is %s from the finish, the start's %s: not approaching it", last, first)
 	}
 	if f := ds[len(ds)-1]; !f.EstimatedCompletionAt.Equal(finish) {
 		t.Errorf("finished event's estimate %s, want the finish %s", f.EstimatedCompletionAt, finish)
