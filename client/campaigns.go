@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/heraldhq/herald/client/events"
 )
 
 // Campaign is one notification type and content for many users
@@ -65,10 +67,20 @@ type CampaignStatus struct {
 	StartedAt   *time.Time `json:"startedAt"`
 	FinishedAt  *time.Time `json:"finishedAt"`
 	CancelledAt *time.Time `json:"cancelledAt"`
+	// EstimatedCompletionAt is when the campaign should be done (nil: no
+	// rate bounds it); Estimate the rate it assumes.
+	EstimatedCompletionAt *time.Time        `json:"estimatedCompletionAt"`
+	Estimate              *CampaignEstimate `json:"estimate,omitempty"`
 	// Replayed is true when CreateCampaign answered an earlier request with
 	// the same idempotency key.
 	Replayed bool `json:"-"`
 }
+
+// CampaignEstimate is the rate a campaign's finish estimate assumes: the
+// slowest of each channel's provider rate for its priority and the
+// fan-out's, plus one recount after the last send (the same as a Campaign
+// State Change event's).
+type CampaignEstimate = events.CampaignEstimate
 
 // CreateCampaign creates a draft campaign.
 func (c *Client) CreateCampaign(ctx context.Context, cp Campaign) (*CampaignStatus, error) {

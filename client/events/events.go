@@ -50,6 +50,9 @@ const (
 	CampaignStarted   = "started"
 	CampaignFinished  = "finished"
 	CampaignCancelled = "cancelled"
+	// CampaignProgress: a running campaign's outcomes crossed another tenth
+	// of its recipients (at most nine a campaign), with its estimate then.
+	CampaignProgress = "progress"
 )
 
 // DeliveryDetail is the detail of a "Delivery State Change": one delivery (a
@@ -92,9 +95,34 @@ type CampaignDetail struct {
 	CampaignID string         `json:"campaignId"`
 	Type       string         `json:"type"`
 	Caller     string         `json:"caller"`
-	Status     string         `json:"status"` // started, finished, cancelled
+	Status     string         `json:"status"` // started, progress, finished, cancelled
 	At         time.Time      `json:"at"`
 	Counts     CampaignCounts `json:"counts"`
+	// EstimatedCompletionAt is when the campaign should be done, estimated
+	// at At (finished: its finish; nil: no rate bounds it); Estimate the
+	// rate it assumes.
+	EstimatedCompletionAt *time.Time        `json:"estimatedCompletionAt"`
+	Estimate              *CampaignEstimate `json:"estimate,omitempty"`
+}
+
+// CampaignEstimate is the rate a campaign's estimate assumes: the slowest of
+// each channel's provider rate for its priority (low: the bulk share of the
+// effective quota) and the fan-out's, plus one recount after the last send.
+// A nil rate bounds nothing.
+type CampaignEstimate struct {
+	RecipientsLeft      int           `json:"recipientsLeft"`
+	RecipientsPerSecond float64       `json:"recipientsPerSecond"`
+	FanOutPerSecond     *float64      `json:"fanOutPerSecond"`
+	TailSeconds         float64       `json:"tailSeconds"`
+	Channels            []ChannelRate `json:"channels"`
+}
+
+// ChannelRate is one channel's send rate in a campaign's estimate, and the
+// recipients that may still need a send on it (every recipient left).
+type ChannelRate struct {
+	Channel        string   `json:"channel"`
+	SendsPerSecond *float64 `json:"sendsPerSecond"`
+	RecipientsLeft int      `json:"recipientsLeft"`
 }
 
 // Event is an EventBridge event as a target receives it (an SQS message

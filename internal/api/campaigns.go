@@ -15,8 +15,11 @@ import (
 	"strings"
 	"time"
 
+	wire "github.com/heraldhq/herald/client/events"
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/events"
+	"github.com/heraldhq/herald/internal/policy"
 )
 
 // CampaignsHandler serves the campaign routes (service): create, add
@@ -26,23 +29,28 @@ type CampaignsHandler struct {
 	campaigns     CampaignStore
 	campaignQueue CampaignQueue
 	catalog       *catalog.Catalog
+	pace          policy.PaceSettings
 	now           func() time.Time
 }
 
-// CampaignsDeps are the campaign routes' collaborators, all required.
+// CampaignsDeps are the campaign routes' collaborators, all required but
+// Pace (zero: no quota known, no finish estimate).
 type CampaignsDeps struct {
 	Campaigns CampaignStore
 	// CampaignQueue takes a started campaign's planning message.
 	CampaignQueue CampaignQueue
 	Catalog       *catalog.Catalog
-	Now           func() time.Time
-	Log           *slog.Logger
+	// Pace is the deployment's settings a campaign's finish estimate is
+	// computed from.
+	Pace policy.PaceSettings
+	Now  func() time.Time
+	Log  *slog.Logger
 }
 
 // NewCampaigns wires the campaign routes.
 func NewCampaigns(d CampaignsDeps) *CampaignsHandler {
 	return &CampaignsHandler{responder: responder{log: d.Log}, campaigns: d.Campaigns, campaignQueue: d.CampaignQueue,
-		catalog: d.Catalog, now: d.Now}
+		catalog: d.Catalog, pace: d.Pace, now: d.Now}
 }
 
 // CampaignStore is what the campaign routes need from the table.
@@ -114,6 +122,10 @@ type campaignView struct {
 	StartedAt   *string  `json:"startedAt"`
 	FinishedAt  *string  `json:"finishedAt"`
 	CancelledAt *string  `json:"cancelledAt"`
+	// EstimatedCompletionAt is when the campaign should be done (null: no
+	// pace known); Estimate the rate it assumes.
+	EstimatedCompletionAt *string                `json:"estimatedCompletionAt"`
+	Estimate              *wire.CampaignEstimate `json:"estimate,omitempty"`
 }
 
 type chunkAccepted struct {
@@ -128,7 +140,7 @@ const (
 	maxChunkNumber       = 9_999_999_999 // ten digits: chunk keys sort by number
 )
 
-func viewOfCampaign(c *domain.Campaign) *campaignView {
+func viewOfCampaign(c *domain.Campaign, now time.Time) *campaignView {
 	v := &campaignView{
 		ID: c.ID, Type: c.Type, Priority: string(c.Priority), Segment: c.Segment, Status: string(c.Status),
 		Recipients: c.Recipients, Notified: c.Counts.Notified, Sent: c.Counts.Sent, Skipped: c.Counts.Skipped,
@@ -139,7 +151,25 @@ func viewOfCampaign(c *domain.Campaign) *campaignView {
 	for _, ch := range c.Channels {
 		v.Channels = append(v.Channels, string(ch))
 	}
+	if at, ok := c.EstimatedCompletion(now); ok {
+		v.EstimatedCompletionAt = timePtr(at)
+		v.Estimate = events.Estimate(c.Pace, c.Remaining())
+	}
 	return v
+}
+
+// exceedsWindow is the 422 of a campaign whose estimate is after its
+// expiresAt: its last notifications would expire unsent.
+func exceedsWindow(c *domain.Campaign, at time.Time) *Problem {
+	return fieldProblem(http.StatusUnprocessableEntity, "exceeds_window", "/expiresAt",
+		"the campaign cannot finish before its expiresAt: "+strconv.Itoa(c.Recipients)+" recipients at "+
+			strconv.FormatFloat(c.Pace.RecipientsPerSecond, 'f', 1, 64)+"/s would finish at "+formatTime(at)+"; send later, to fewer, or with a later expiresAt")
+}
+
+// overWindow reports the estimate of c at now when it is after c's expiresAt.
+func overWindow(c *domain.Campaign, now time.Time) (time.Time, bool) {
+	at, ok := c.EstimatedCompletion(now)
+	return at, ok && !c.ExpiresAt.IsZero() && at.After(c.ExpiresAt)
 }
 
 func campaignNotFound() *Problem {
@@ -196,6 +226,11 @@ func (h *CampaignsHandler) createCampaign(ctx context.Context, req *request) res
 	if cr.ExpiresAt != "" { // else each notification takes the type's default from its creation
 		c.ExpiresAt = n.ExpiresAt
 	}
+	c.Pace = h.pace.Pace(c.Priority, policy.Channels(&domain.Notification{Channels: c.Channels}, typ))
+	c.Recipients = len(inline)
+	if at, over := overWindow(c, now); over {
+		return problemResponse(exceedsWindow(c, at))
+	}
 	c.RequestHash = campaignRequestHash(&cr, c, inline)
 	if hasKey {
 		c.DedupeKey = "k\x00" + key
@@ -212,18 +247,18 @@ func (h *CampaignsHandler) createCampaign(ctx context.Context, req *request) res
 		if stored.RequestHash != c.RequestHash {
 			return problemResponse(reusedProblem(true, ""))
 		}
-		resp := campaignCreated(stored)
+		resp := campaignCreated(stored, now)
 		resp.headers[replayedHeader] = "true"
 		return resp
 	case err != nil:
 		return h.internalError(ctx, "create campaign", err)
 	}
 	h.log.InfoContext(ctx, "campaign created", "campaignId", c.ID, "type", c.Type, "priority", c.Priority, "recipients", c.Recipients, "outcome", "created")
-	return campaignCreated(c)
+	return campaignCreated(c, now)
 }
 
-func campaignCreated(c *domain.Campaign) response {
-	return response{status: http.StatusCreated, body: viewOfCampaign(c), headers: map[string]string{"Location": "/v1/campaigns/" + c.ID}}
+func campaignCreated(c *domain.Campaign, now time.Time) response {
+	return response{status: http.StatusCreated, body: viewOfCampaign(c, now), headers: map[string]string{"Location": "/v1/campaigns/" + c.ID}}
 }
 
 // validateAudience returns the inline recipients (repeats removed) or the
@@ -360,7 +395,7 @@ func (h *CampaignsHandler) getCampaign(ctx context.Context, req *request) respon
 	case c.Caller != req.caller:
 		return problemResponse(campaignNotFound())
 	}
-	return response{status: http.StatusOK, body: viewOfCampaign(c)}
+	return response{status: http.StatusOK, body: viewOfCampaign(c, h.now())}
 }
 
 // addRecipients stores one chunk of a draft campaign's recipients.
@@ -425,14 +460,24 @@ func (h *CampaignsHandler) startCampaign(ctx context.Context, req *request) resp
 	case err != nil:
 		return h.storeError(ctx, "start campaign", err, campaignNotFound)
 	}
+	// Its uploaded recipients are counted now: one that cannot finish
+	// before its expiresAt goes back to draft, nothing sent.
+	if at, over := overWindow(c, c.StartedAt); over {
+		if err := h.campaigns.RevertStart(ctx, id, c.StartedAt); err != nil {
+			return h.internalError(ctx, "revert campaign start", err)
+		}
+		return problemResponse(exceedsWindow(c, at))
+	}
 	if err := h.campaignQueue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignPlan, CampaignID: id}}, 0); err != nil {
 		if rerr := h.campaigns.RevertStart(ctx, id, c.StartedAt); rerr != nil {
 			h.log.ErrorContext(ctx, "revert campaign start", "campaignId", id, "error", rerr)
 		}
 		return h.internalError(ctx, "send campaign plan", err)
 	}
-	h.log.InfoContext(ctx, "campaign started", "campaignId", id, "recipients", c.Recipients, "chunks", c.Chunks, "outcome", "started")
-	return response{status: http.StatusAccepted, body: viewOfCampaign(c)}
+	est, _ := c.StartEstimate()
+	h.log.InfoContext(ctx, "campaign started", "campaignId", id, "recipients", c.Recipients, "chunks", c.Chunks,
+		"estimatedCompletionAt", formatTimeOrEmpty(est), "recipientsPerSecond", c.Pace.RecipientsPerSecond, "outcome", "started")
+	return response{status: http.StatusAccepted, body: viewOfCampaign(c, c.StartedAt)}
 }
 
 // cancelCampaign cancels a draft or running campaign: what is not yet sent
@@ -452,5 +497,5 @@ func (h *CampaignsHandler) cancelCampaign(ctx context.Context, req *request) res
 		return h.storeError(ctx, "cancel campaign", err, campaignNotFound)
 	}
 	h.log.InfoContext(ctx, "campaign cancelled", "campaignId", id, "outcome", "cancelled")
-	return response{status: http.StatusOK, body: viewOfCampaign(c)}
+	return response{status: http.StatusOK, body: viewOfCampaign(c, h.now())}
 }

@@ -321,7 +321,7 @@ func (h *Handler) plan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 	}
 	log.InfoContext(ctx, "campaign planned", "lots", sent, "outcome", "planned")
 	if c.Chunks == 0 { // nothing to fan out: finished now
-		_, err = h.store.FinishCampaign(ctx, c.ID)
+		err = h.finish(ctx, log, c.ID)
 	}
 	return err
 }
@@ -366,7 +366,7 @@ func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 			return err
 		}
 		log.InfoContext(ctx, "campaign scan stopped", "segment", m.Segment, "page", m.Page, "outcome", "cancelled")
-		_, err = h.store.FinishCampaign(ctx, c.ID)
+		err = h.finish(ctx, log, c.ID)
 		return err
 	}
 	if !stored {
@@ -401,7 +401,7 @@ func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 	}
 	log.InfoContext(ctx, "campaign scan page", "segment", m.Segment, "page", m.Page, "recipients", len(ids), "last", next == "", "outcome", "scanned")
 	if next == "" { // the segment's end: the campaign may be finished (no profiles, or every lot settled)
-		_, err = h.store.FinishCampaign(ctx, c.ID)
+		err = h.finish(ctx, log, c.ID)
 	}
 	return err
 }
@@ -411,7 +411,7 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 	if lot, err := h.store.GetLot(ctx, m.CampaignID, m.Chunk); err == nil {
 		// Recorded already (a duplicate message, or a retry after the
 		// record): carry on from the reconcile.
-		return h.afterRecord(ctx, m, lot)
+		return h.afterRecord(ctx, log, m, lot)
 	} else if !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}
@@ -452,7 +452,34 @@ func (h *Handler) lot(ctx context.Context, log *slog.Logger, m domain.CampaignMe
 	h.metrics.Add(ctx, metrics.CampaignDropped, dims, lot.Counts.Dropped)
 	log.InfoContext(ctx, "campaign lot created", "recipients", lot.Total, "notified", lot.Counts.Notified,
 		"skipped", lot.Counts.Skipped, "dropped", lot.Counts.Dropped, "outcome", "recorded")
-	return h.afterRecord(ctx, m, lot)
+	return h.afterRecord(ctx, log, m, lot)
+}
+
+// finish finishes the campaign if every lot is settled and, when this call
+// did, logs how far its estimate at start was from its real drain (no
+// recipient named): the estimate's error at completion.
+func (h *Handler) finish(ctx context.Context, log *slog.Logger, id string) error {
+	finished, err := h.store.FinishCampaign(ctx, id)
+	if err != nil || !finished {
+		return err
+	}
+	c, err := h.store.GetCampaign(ctx, id)
+	if err != nil {
+		log.WarnContext(ctx, "campaign finished; its estimate's error unknown", "error", err, "outcome", "finished")
+		return nil // finished: a retry would find nothing to finish
+	}
+	attrs := []any{"status", c.Status, "recipients", c.Recipients, "sent", c.Counts.Sent, "outcome", "finished"}
+	if est, ok := c.StartEstimate(); ok {
+		begin := domain.Latest(c.StartedAt, c.SendAt)
+		drain, estimated := c.FinishedAt.Sub(begin), est.Sub(begin)
+		attrs = append(attrs, "recipientsPerSecond", c.Pace.RecipientsPerSecond, "estimatedSeconds", estimated.Seconds(),
+			"drainSeconds", drain.Seconds(), "estimateErrorSeconds", c.FinishedAt.Sub(est).Seconds())
+		if estimated > 0 {
+			attrs = append(attrs, "estimateErrorRatio", float64(drain-estimated)/float64(estimated))
+		}
+	}
+	log.InfoContext(ctx, "campaign finished", attrs...)
+	return nil
 }
 
 // sleepCtx waits d or until ctx ends.
@@ -569,9 +596,9 @@ func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string
 
 // afterRecord continues a recorded lot: a settled one may finish the
 // campaign, a pending one is reconciled later.
-func (h *Handler) afterRecord(ctx context.Context, m domain.CampaignMessage, lot *domain.CampaignLot) error {
+func (h *Handler) afterRecord(ctx context.Context, log *slog.Logger, m domain.CampaignMessage, lot *domain.CampaignLot) error {
 	if lot.Settled() {
-		_, err := h.store.FinishCampaign(ctx, m.CampaignID)
+		err := h.finish(ctx, log, m.CampaignID)
 		return err
 	}
 	return h.queue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignReconcile, CampaignID: m.CampaignID, Chunk: m.Chunk}}, h.delay)
@@ -589,7 +616,7 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 		return err
 	}
 	if lot.Settled() {
-		_, err := h.store.FinishCampaign(ctx, m.CampaignID)
+		err := h.finish(ctx, log, m.CampaignID)
 		return err
 	}
 	c, err := h.store.GetCampaign(ctx, m.CampaignID)
@@ -627,7 +654,7 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 	log.InfoContext(ctx, "campaign lot reconciled", "pending", len(next.Pending), "sent", next.Counts.Sent,
 		"skipped", next.Counts.Skipped, "failed", next.Counts.Failed, "dropped", next.Counts.Dropped, "outcome", "reconciled")
 	if next.Settled() {
-		_, err := h.store.FinishCampaign(ctx, m.CampaignID)
+		err := h.finish(ctx, log, m.CampaignID)
 		return err
 	}
 	return h.recountAt(ctx, m, NextReconcile(next.Pending, c, channels, existing, now, h.delay, 0, h.pendingLimit), 0)

@@ -25,6 +25,7 @@ type fakeStore struct {
 	creates       int   // CreateNotification calls that wrote
 	failCreate    error // CreateNotification answers it when set
 	finished      int
+	finishAt      time.Time // FinishCampaign's clock (zero: time.Now)
 	// Segment campaigns: recorded scan segments, segments scanned, and
 	// each stored page's continuation.
 	scanSegments map[string]int
@@ -199,6 +200,9 @@ func (s *fakeStore) FinishCampaign(_ context.Context, id string) (bool, error) {
 		c.Status = domain.CampaignDone
 	}
 	c.FinishedAt = time.Now()
+	if !s.finishAt.IsZero() {
+		c.FinishedAt = s.finishAt
+	}
 	s.finished++
 	return true, nil
 }

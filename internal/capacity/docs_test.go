@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/heraldhq/herald/internal/domain"
 )
 
 // The scenario table of docs/capacity.md quotes the model (herald capacity
@@ -15,18 +17,7 @@ import (
 // tool again (it said 26,015 write units for the campaign second long after
 // the model printed 24,255).
 func TestCapacityDocQuotesTheModel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the model")
-	}
-	res, err := defaultRun(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../docs/capacity.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	res, doc := modelAndDoc(t, "../../docs/capacity.md")
 	const header = "| scenario | table WRU/s | table RRU/s | gsi2 / gsi3 / gsi4 WRU/s |"
 	start := strings.Index(doc, header)
 	if start < 0 {
@@ -78,18 +69,7 @@ func commas(n int64) string {
 // summary line repeats that table (it said storage 1.81–2.08 a day after
 // the model printed 1.18–1.57, and quoted the run before the table's).
 func TestBenchmarksDocQuotesTheModel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the model")
-	}
-	res, err := defaultRun(t)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile("../../docs/benchmarks.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
+	res, doc := modelAndDoc(t, "../../docs/benchmarks.md")
 	const header = "| kind | measured $/M | without events | without events and Lambda | model (`herald capacity`) | storage beside (model) | provider fee |"
 	start := strings.Index(doc, header)
 	if start < 0 {
@@ -129,4 +109,58 @@ func TestBenchmarksDocQuotesTheModel(t *testing.T) {
 			t.Errorf("docs/benchmarks.md's summary does not quote %q", quote)
 		}
 	}
+}
+
+// TestLatencyObjectiveTable: docs/capacity.md's latency objective table
+// quotes the model's budget (herald capacity's latencyObjective), and the
+// check fails an objective the path cannot meet (2 s for high).
+func TestLatencyObjectiveTable(t *testing.T) {
+	res, doc := modelAndDoc(t, "../../docs/capacity.md")
+	for _, pr := range []string{"high", "normal"} {
+		b, ok := res.Seed.Latency[pr]
+		if !ok {
+			t.Fatalf("no %s budget in the model", pr)
+		}
+		row := regexp.MustCompile(`(?m)^\| ` + pr + ` \| [^|]+ \| [^|]+ \| ([0-9.]+) \|$`).FindStringSubmatch(doc)
+		if row == nil || row[1] != strconv.FormatFloat(b.Total, 'f', 2, 64) {
+			t.Errorf("docs/capacity.md, %s's total: %v, the model's %.2f", pr, row, b.Total)
+		}
+		if b.Total > b.Objective {
+			t.Errorf("%s: %.2f s over its objective %.2f s", pr, b.Total, b.Objective)
+		}
+	}
+	for _, c := range res.Checks {
+		if c.Name == CheckLatencyObjective && !c.OK {
+			t.Errorf("latencyObjective fails with the defaults: %+v", c)
+		}
+	}
+	l, err := LoadLimits("../../template.yaml", DefaultProfile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.LatencyObjective[domain.PriorityHigh] = 2000
+	var failing Result
+	failing.Seed.Steady = res.Seed.Steady
+	failing.checkLatencyObjective(l)
+	if c := failing.Checks[len(failing.Checks)-1]; c.Name != CheckLatencyObjective || c.OK {
+		t.Errorf("a 2 s high objective passes: %+v", c)
+	}
+}
+
+// modelAndDoc is the model's run of the defaults and the page at path that
+// quotes it (skipped with -short: the model runs).
+func modelAndDoc(t *testing.T, path string) (Result, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the model")
+	}
+	res, err := defaultRun(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, string(raw)
 }

@@ -130,7 +130,15 @@ type Limits struct {
 	// StreamParallelization is each stream mapping's ParallelizationFactor
 	// (absent: 1), by mapping id, and StreamFunction the function it runs.
 	StreamParallelization map[string]float64 `json:"streamParallelization"`
-	StreamFunction        map[string]string  `json:"streamFunction"`
+	// Batching windows (MaximumBatchingWindowInSeconds; absent: 0) of
+	// each stream mapping's function and of the email mappings per
+	// priority: a record or message waits at most that long for its batch.
+	StreamBatchingWindow map[string]float64          `json:"streamBatchingWindowSeconds"`
+	QueueBatchingWindow  map[domain.Priority]float64 `json:"queueBatchingWindowSeconds"`
+	// LatencyObjective per priority: the p99 objective in milliseconds
+	// (HighLatencyObjective, NormalLatencyObjective; low has none).
+	LatencyObjective map[domain.Priority]float64 `json:"latencyObjectiveMs"`
+	StreamFunction   map[string]string           `json:"streamFunction"`
 	// The live inbox's WebSocket stage throttle (LiveStage
 	// DefaultRouteSettings: every route), and LiveQueue's retention,
 	// visibility timeout and receives before its DLQ.
@@ -206,7 +214,8 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l := Limits{Template: path, SendRate: map[domain.Channel]float64{}, Batch: map[domain.Priority]float64{}, MaxConcurrency: map[domain.Priority]float64{},
 		Routes: map[string]RouteThrottle{}, WarmWrite: map[string]float64{}, WarmRead: map[string]float64{}, QueueRetention: map[string]float64{},
 		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}, Traced: map[string]bool{},
-		StreamParallelization: map[string]float64{}, StreamFunction: map[string]string{}, StuckAfterLowSeconds: recovery.StuckAfter(domain.PriorityLow).Seconds()}
+		StreamParallelization: map[string]float64{}, StreamBatchingWindow: map[string]float64{}, QueueBatchingWindow: map[domain.Priority]float64{},
+		LatencyObjective: map[domain.Priority]float64{}, StreamFunction: map[string]string{}, StuckAfterLowSeconds: recovery.StuckAfter(domain.PriorityLow).Seconds()}
 	for _, fn := range tm.Functions() {
 		if fn.Tracing == "Active" {
 			l.Traced[fn.LogicalID] = true
@@ -230,6 +239,8 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l.SendRate[domain.ChannelSMS] = param("SmsSendRate")
 	l.SendRate[domain.ChannelPush] = param("PushSendRate")
 	l.BulkSharePercent = param("BulkQuotaShare")
+	l.LatencyObjective[domain.PriorityHigh] = param("HighLatencyObjective")
+	l.LatencyObjective[domain.PriorityNormal] = param("NormalLatencyObjective")
 
 	resources, _ := tm.Document["Resources"].(map[string]any)
 	props := func(id string) map[string]any {
@@ -326,6 +337,9 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 				l.StreamRecordAge[id] = num(p["MaximumRecordAgeInSeconds"], id+" MaximumRecordAgeInSeconds")
 				l.StreamFunction[id] = fn
 				l.StreamParallelization[id] = defaultParallelizationFactor
+				if v, ok := p["MaximumBatchingWindowInSeconds"]; ok {
+					l.StreamBatchingWindow[fn] = math.Max(l.StreamBatchingWindow[fn], num(v, id+" MaximumBatchingWindowInSeconds"))
+				}
 				if v, ok := p["ParallelizationFactor"]; ok {
 					l.StreamParallelization[id] = num(v, id+" ParallelizationFactor")
 				}
@@ -344,6 +358,9 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 				if strings.HasSuffix(queue, name+"Queue") && fn == "EmailFunction" {
 					l.Batch[pr] = num(p["BatchSize"], id+" BatchSize")
 					l.MaxConcurrency[pr] = conc
+					if v, ok := p["MaximumBatchingWindowInSeconds"]; ok {
+						l.QueueBatchingWindow[pr] = num(v, id+" MaximumBatchingWindowInSeconds")
+					}
 				}
 			}
 		}

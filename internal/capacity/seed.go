@@ -45,11 +45,14 @@ const (
 	CheckEventBusName = "eventBusName"
 	// LiveQueue keeps a paced broadcast's continuation until it is handled.
 	CheckLiveQueueRetention = "liveQueueRetention"
+	// Each priority's path, step by step from the template's settings, fits
+	// its latency objective at the seed's busy hour (latency.go).
+	CheckLatencyObjective = "latencyObjective"
 )
 
 // SeedCheckNames are the named checks Run makes (CheckPeak is PeakRun's).
 var SeedCheckNames = []string{CheckSendQuota, CheckSteadyState, CheckCampaignDrain, CheckLiveConnections, CheckRelayHigh,
-	CheckCampaignPriority, CheckSMSSpend, CheckPutEvents, CheckEventBusName, CheckLiveQueueRetention}
+	CheckCampaignPriority, CheckSMSSpend, CheckPutEvents, CheckEventBusName, CheckLiveQueueRetention, CheckLatencyObjective}
 
 // Seed holds the figures of the named checks.
 type Seed struct {
@@ -67,6 +70,8 @@ type Seed struct {
 	SMS SMSSpend `json:"smsSpend"`
 	// Events is the delivery events' PutEvents load.
 	Events PutEventsLoad `json:"putEvents"`
+	// Latency is each priority's latency budget against its objective.
+	Latency map[string]LatencyBudget `json:"latencyObjective"`
 }
 
 // Rate is what the send quota lets one channel send: the parameter
@@ -223,6 +228,7 @@ func (res *Result) checkSeed(p Profile, l Limits, busiest Peak, campaignPriority
 		fmt.Sprintf("the event bus %q does not name its stack: a second stack in the account and Region would collide (include ${AWS::StackName})", l.EventBusName),
 		cond{"event bus names without the stack's name", busName, 0})
 	res.checkLiveQueueRetention(l)
+	res.checkLatencyObjective(l)
 }
 
 // checkSendQuota: the drain the model computes uses the limiter's

@@ -105,6 +105,12 @@ type Campaign struct {
 	// have every recipient's outcome.
 	Counts      CampaignCounts
 	LotsSettled int
+	// CountedAt is when Counts last changed (the store's clock): the time
+	// a progress event's estimate is made at.
+	CountedAt time.Time
+	// Pace is the rate its finish estimate assumes, fixed at creation from
+	// the deployment's settings (zero: none known, no estimate).
+	Pace CampaignPace
 }
 
 // Settled reports whether every lot has reached its final counts: the

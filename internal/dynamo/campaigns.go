@@ -69,33 +69,68 @@ func statusReplicaPK(id string, replica int) string {
 }
 
 type campaignItem struct {
-	PK          string   `dynamodbav:"pk"`
-	SK          string   `dynamodbav:"sk"`
-	Kind        string   `dynamodbav:"kind"`
-	ID          string   `dynamodbav:"id"`
-	Caller      string   `dynamodbav:"caller"`
-	Type        string   `dynamodbav:"type"`
-	Priority    string   `dynamodbav:"priority"`
-	Channels    []string `dynamodbav:"channels,omitempty"`
-	SendAt      string   `dynamodbav:"sendAt,omitempty"`
-	ExpiresAt   string   `dynamodbav:"expiresAt,omitempty"`
-	Segment     string   `dynamodbav:"segment,omitempty"`
-	Status      string   `dynamodbav:"status"`
-	RequestHash string   `dynamodbav:"requestHash,omitempty"`
-	DedupeKey   string   `dynamodbav:"dedupeKey,omitempty"`
-	CreatedAt   string   `dynamodbav:"createdAt"`
-	StartedAt   string   `dynamodbav:"startedAt,omitempty"`
-	FinishedAt  string   `dynamodbav:"finishedAt,omitempty"`
-	CancelledAt string   `dynamodbav:"cancelledAt,omitempty"`
-	Chunks      int      `dynamodbav:"chunks"`
-	Recipients  int      `dynamodbav:"recipients"`
-	Notified    int      `dynamodbav:"notified"`
-	Sent        int      `dynamodbav:"sent"`
-	Skipped     int      `dynamodbav:"skipped"`
-	Failed      int      `dynamodbav:"failed"`
-	Dropped     int      `dynamodbav:"dropped"`
-	LotsSettled int      `dynamodbav:"lotsSettled"`
-	TTL         int64    `dynamodbav:"ttl,omitempty"`
+	PK          string    `dynamodbav:"pk"`
+	SK          string    `dynamodbav:"sk"`
+	Kind        string    `dynamodbav:"kind"`
+	ID          string    `dynamodbav:"id"`
+	Caller      string    `dynamodbav:"caller"`
+	Type        string    `dynamodbav:"type"`
+	Priority    string    `dynamodbav:"priority"`
+	Channels    []string  `dynamodbav:"channels,omitempty"`
+	SendAt      string    `dynamodbav:"sendAt,omitempty"`
+	ExpiresAt   string    `dynamodbav:"expiresAt,omitempty"`
+	Segment     string    `dynamodbav:"segment,omitempty"`
+	Status      string    `dynamodbav:"status"`
+	RequestHash string    `dynamodbav:"requestHash,omitempty"`
+	DedupeKey   string    `dynamodbav:"dedupeKey,omitempty"`
+	CreatedAt   string    `dynamodbav:"createdAt"`
+	StartedAt   string    `dynamodbav:"startedAt,omitempty"`
+	FinishedAt  string    `dynamodbav:"finishedAt,omitempty"`
+	CancelledAt string    `dynamodbav:"cancelledAt,omitempty"`
+	Chunks      int       `dynamodbav:"chunks"`
+	Recipients  int       `dynamodbav:"recipients"`
+	Notified    int       `dynamodbav:"notified"`
+	Sent        int       `dynamodbav:"sent"`
+	Skipped     int       `dynamodbav:"skipped"`
+	Failed      int       `dynamodbav:"failed"`
+	Dropped     int       `dynamodbav:"dropped"`
+	LotsSettled int       `dynamodbav:"lotsSettled"`
+	CountedAt   string    `dynamodbav:"countedAt,omitempty"`
+	Pace        *paceItem `dynamodbav:"pace,omitempty"`
+	TTL         int64     `dynamodbav:"ttl,omitempty"`
+}
+
+// paceItem is a campaign's domain.CampaignPace: rates per second, the tail
+// in milliseconds, each channel's rate by channel name.
+type paceItem struct {
+	Recipients float64            `dynamodbav:"recipients"`
+	FanOut     float64            `dynamodbav:"fanOut"`
+	TailMs     int64              `dynamodbav:"tailMs"`
+	Channels   map[string]float64 `dynamodbav:"channels"`
+	Order      []string           `dynamodbav:"order"`
+}
+
+func toPaceItem(p domain.CampaignPace) *paceItem {
+	if !p.Known() && len(p.Channels) == 0 {
+		return nil
+	}
+	it := &paceItem{Recipients: p.RecipientsPerSecond, FanOut: p.FanOutPerSecond, TailMs: p.Tail.Milliseconds(), Channels: map[string]float64{}}
+	for _, ch := range p.Channels {
+		it.Channels[string(ch.Channel)] = ch.SendsPerSecond
+		it.Order = append(it.Order, string(ch.Channel))
+	}
+	return it
+}
+
+func (it *paceItem) pace() domain.CampaignPace {
+	if it == nil {
+		return domain.CampaignPace{}
+	}
+	p := domain.CampaignPace{RecipientsPerSecond: it.Recipients, FanOutPerSecond: it.FanOut, Tail: time.Duration(it.TailMs) * time.Millisecond}
+	for _, ch := range it.Order {
+		p.Channels = append(p.Channels, domain.ChannelPace{Channel: domain.Channel(ch), SendsPerSecond: it.Channels[ch]})
+	}
+	return p
 }
 
 // campaignDataItem is a campaign's content, apart from META so that the
@@ -152,7 +187,8 @@ func (s *Table) toCampaignItem(c *domain.Campaign) campaignItem {
 		CreatedAt: formatTime(c.CreatedAt), StartedAt: formatTime(c.StartedAt), FinishedAt: formatTime(c.FinishedAt),
 		CancelledAt: formatTime(c.CancelledAt), Chunks: c.Chunks, Recipients: c.Recipients,
 		Notified: c.Counts.Notified, Sent: c.Counts.Sent, Skipped: c.Counts.Skipped, Failed: c.Counts.Failed,
-		Dropped: c.Counts.Dropped, LotsSettled: c.LotsSettled, TTL: s.expiry(c.RetainFrom()),
+		Dropped: c.Counts.Dropped, LotsSettled: c.LotsSettled, CountedAt: formatTime(c.CountedAt), Pace: toPaceItem(c.Pace),
+		TTL: s.expiry(c.RetainFrom()),
 	}
 	for _, ch := range c.Channels {
 		it.Channels = append(it.Channels, string(ch))
@@ -175,7 +211,7 @@ func decodeCampaign(av map[string]types.AttributeValue) (*domain.Campaign, error
 		CreatedAt: parseTime(it.CreatedAt), StartedAt: parseTime(it.StartedAt), FinishedAt: parseTime(it.FinishedAt),
 		CancelledAt: parseTime(it.CancelledAt), Chunks: it.Chunks, Recipients: it.Recipients,
 		Counts:      domain.CampaignCounts{Notified: it.Notified, Sent: it.Sent, Skipped: it.Skipped, Failed: it.Failed, Dropped: it.Dropped},
-		LotsSettled: it.LotsSettled,
+		LotsSettled: it.LotsSettled, CountedAt: parseTime(it.CountedAt), Pace: it.Pace.pace(),
 	}
 	for _, ch := range it.Channels {
 		c.Channels = append(c.Channels, domain.Channel(ch))
@@ -629,9 +665,10 @@ func (s *Campaigns) countsUpdate(id string, delta domain.CampaignCounts, settled
 	}
 	return &types.Update{
 		TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
-		UpdateExpression:    aws.String("ADD notified :notified, sent :sent, skipped :skipped, failed :failed, dropped :dropped, lotsSettled :lots"),
+		UpdateExpression:    aws.String("ADD notified :notified, sent :sent, skipped :skipped, failed :failed, dropped :dropped, lotsSettled :lots SET countedAt = :now"),
 		ConditionExpression: aws.String("attribute_exists(pk)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now":      str(formatTime(s.now())),
 			":notified": num(int64(delta.Notified)), ":sent": num(int64(delta.Sent)), ":skipped": num(int64(delta.Skipped)),
 			":failed": num(int64(delta.Failed)), ":dropped": num(int64(delta.Dropped)), ":lots": num(lots),
 		},

@@ -131,32 +131,66 @@ var campaignStatuses = map[domain.CampaignStatus]string{
 }
 
 // CampaignEntry builds the event of a campaign whose status changed to
-// started (running), finished (done) or cancelled; ok=false otherwise or
-// when the mode is none.
+// started (running), finished (done) or cancelled, or of a running one
+// whose outcomes crossed another tenth of its recipients (progress: at most
+// nine, so a campaign of 10 M recipients publishes no more than one of a
+// few); ok=false otherwise or when the mode is none. Each carries the
+// campaign's finish estimate made at the event's time.
 func CampaignEntry(m Mode, old, c *domain.Campaign) (Entry, bool, error) {
 	status, ok := campaignStatuses[c.Status]
-	if m == ModeNone || !ok || (old != nil && old.Status == c.Status) {
+	progress := c.Status == domain.CampaignRunning && old != nil && old.Status == c.Status &&
+		c.ProgressTenths() > old.ProgressTenths() && c.ProgressTenths() < 10
+	if m == ModeNone || !ok || (old != nil && old.Status == c.Status && !progress) {
 		return Entry{}, false, nil
 	}
 	at := c.StartedAt
-	switch c.Status {
-	case domain.CampaignDone:
+	parts := []string{c.ID, status}
+	switch {
+	case progress:
+		status, at = wire.CampaignProgress, domain.Latest(c.CountedAt, c.StartedAt)
+		parts = []string{c.ID, status, fmt.Sprint(c.ProgressTenths())}
+	case c.Status == domain.CampaignDone:
 		at = c.FinishedAt
-	case domain.CampaignCancelled:
+	case c.Status == domain.CampaignCancelled:
 		at = c.CancelledAt
 	}
 	if at.IsZero() {
 		at = c.CreatedAt
 	}
-	id := eventID("cmp_", c.ID, status)
+	id := eventID("cmp_", parts...)
 	detail := wire.CampaignDetail{
 		EventID: id, Version: wire.Version, CampaignID: c.ID, Type: c.Type, Caller: c.Caller, Status: status, At: at.UTC(),
 		Counts: wire.CampaignCounts{Recipients: c.Recipients, Notified: c.Counts.Notified, Sent: c.Counts.Sent,
 			Skipped: c.Counts.Skipped, Failed: c.Counts.Failed, Dropped: c.Counts.Dropped},
+	}
+	if est, ok := c.EstimatedCompletion(at); ok {
+		est = est.UTC()
+		detail.EstimatedCompletionAt = &est
+		detail.Estimate = Estimate(c.Pace, c.Remaining())
 	}
 	b, err := json.Marshal(detail)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("campaign event %s: %w", c.ID, err)
 	}
 	return Entry{ID: id, Source: wire.Source, DetailType: wire.CampaignDetailType, Detail: b, Time: detail.At}, true, nil
+}
+
+// Estimate is the rate a campaign's estimate assumes, on the wire (the
+// events' detail and the campaign routes' answer); nil without a pace.
+func Estimate(p domain.CampaignPace, left int) *wire.CampaignEstimate {
+	if !p.Known() {
+		return nil
+	}
+	rate := func(r float64) *float64 {
+		if r <= 0 {
+			return nil
+		}
+		return &r
+	}
+	e := &wire.CampaignEstimate{RecipientsLeft: left, RecipientsPerSecond: p.RecipientsPerSecond, FanOutPerSecond: rate(p.FanOutPerSecond),
+		TailSeconds: p.Tail.Seconds(), Channels: []wire.ChannelRate{}}
+	for _, ch := range p.Channels {
+		e.Channels = append(e.Channels, wire.ChannelRate{Channel: string(ch.Channel), SendsPerSecond: rate(ch.SendsPerSecond), RecipientsLeft: left})
+	}
+	return e
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/live"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/queue"
 	"github.com/heraldhq/herald/internal/snspush"
 	"github.com/heraldhq/herald/internal/webpush"
@@ -62,6 +63,12 @@ func New(d app.Deps) (*api.Handler, error) {
 	// parameters name (an empty one: that platform is off).
 	endpoints := snspush.New(sns.NewFromConfig(d.AWS, func(o *sns.Options) { o.Retryer = snspush.Retryer() }),
 		snspush.ApplicationsFrom(d.Getenv))
+	// A campaign's finish estimate: the send quotas, fan-out and reconcile
+	// delay the workers and the campaign function are given.
+	pace, err := policy.PaceSettingsFromEnv(d.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	// One recorder: the router flushes what the notification routes count.
 	rec := d.Recorder()
 	// One cache of the active announcements: the inbox reads it, a create drops it.
@@ -70,7 +77,7 @@ func New(d app.Deps) (*api.Handler, error) {
 		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st.Notifications,
 			Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
 		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st.Campaigns, CampaignQueue: campaigns,
-			Catalog: cat, Now: d.Now, Log: d.Log}),
+			Catalog: cat, Pace: pace, Now: d.Now, Log: d.Log}),
 		Users: api.NewUsers(api.UsersDeps{Users: st.Users, PushSubscriptions: st.Users, Preferences: st.Users,
 			Devices: st.Users, DeviceEndpoints: endpoints,
 			PushHosts: pushHosts, AllowInsecurePushLoopback: d.Getenv("PUSH_ALLOW_INSECURE_LOOPBACK") == "true",
