@@ -140,12 +140,13 @@ type Stores struct {
 	Scheduling    *Scheduling
 	Quotas        *Quotas
 	Digests       *Digests
+	History       *History
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, History: &History{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.
