@@ -214,6 +214,79 @@ type Delivery struct {
 	// TargetsReached is, for push, how many browsers and devices the push
 	// reached so far.
 	TargetsReached int `json:"targetsReached,omitempty"`
+	// Decision is the policy's decision that skipped, dropped or deferred
+	// it ("deferred: quiet_hours until …"); empty otherwise.
+	Decision string `json:"decision,omitempty"`
+	// When it was queued, sent, and delivered or bounced (from the trail).
+	QueuedAt   *time.Time `json:"queuedAt,omitempty"`
+	SentAt     *time.Time `json:"sentAt,omitempty"`
+	FeedbackAt *time.Time `json:"feedbackAt,omitempty"`
+	// Trail is the decision trail, oldest first.
+	Trail []TrailStep `json:"trail"`
+}
+
+// TrailStep is one step of a delivery's decision trail: the state the
+// relay, the scheduler, a worker or the feedback moved it to.
+type TrailStep struct {
+	At     time.Time  `json:"at"`
+	Status string     `json:"status"`
+	Reason string     `json:"reason,omitempty"`
+	DueAt  *time.Time `json:"dueAt,omitempty"`
+	Error  string     `json:"error,omitempty"` // the provider's classified error
+	Note   string     `json:"note,omitempty"`  // e.g. "retry in 4s"
+}
+
+// HistoryQuery filters and pages a user's history; zero fields do not
+// filter.
+type HistoryQuery struct {
+	Type    string
+	Channel string
+	Status  string
+	Since   time.Time
+	Until   time.Time
+	Page
+}
+
+// HistoryEntry is one notification of the caller's to the user, with every
+// channel's delivery.
+type HistoryEntry struct {
+	ID         string              `json:"id"`
+	Type       string              `json:"type"`
+	Priority   string              `json:"priority"`
+	Caller     string              `json:"caller"`
+	CreatedAt  time.Time           `json:"createdAt"`
+	CampaignID string              `json:"campaignId,omitempty"`
+	ResourceID string              `json:"resourceId,omitempty"`
+	Deliveries map[string]Delivery `json:"deliveries"`
+}
+
+// HistoryPage is one page of a user's history, newest first; NextCursor is
+// empty on the last page (a page may hold fewer items and still have one).
+type HistoryPage struct {
+	Items      []HistoryEntry `json:"items"`
+	NextCursor string         `json:"nextCursor"`
+}
+
+// ListUserNotifications reads one page of the caller's notifications to
+// userID, newest first (GET /v1/users/{userId}/notifications).
+func (c *Client) ListUserNotifications(ctx context.Context, userID string, q HistoryQuery) (*HistoryPage, error) {
+	v := q.query()
+	for k, s := range map[string]string{"type": q.Type, "channel": q.Channel, "status": q.Status} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", q.Until.UTC().Format(time.RFC3339Nano))
+	}
+	var out HistoryPage
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/v1/users/" + url.PathEscape(userID) + "/notifications", query: v, ok: []int{http.StatusOK}, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // NotificationStatus is a notification with its delivery per channel.

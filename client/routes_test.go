@@ -35,6 +35,10 @@ var clientMethods = map[string]routeCall{
 		_, err := c.Send(ctx, client.Notification{Type: "t", Recipient: client.Recipient{UserID: "u1"}})
 		return err
 	}},
+	"GET /v1/users/{userId}/notifications": {200, `{"items":[]}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.ListUserNotifications(ctx, "u1", client.HistoryQuery{Type: "t", Since: expiresAt})
+		return err
+	}},
 	"POST /v1/notifications/batch": {207, `{"results":[{"index":0,"status":202,"id":"n1"}]}`, func(ctx context.Context, c *client.Client) error {
 		_, err := c.SendBatch(ctx, []client.Notification{{Type: "t", Recipient: client.Recipient{UserID: "u1"}}})
 		return err

@@ -21,6 +21,8 @@ Usage:
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
   herald send …        send a notification with the Go client ('herald send -h')
+  herald user history USER          a user's notifications from this caller, newest first
+  herald notification explain ID    a notification's decision trail per channel
   herald vapid-keys    generate a VAPID key pair for Web Push
   herald capacity      the capacity and cost model at full scale [--json]
   herald migrate …     data migrations of an upgrade (inbox-index; 'herald migrate help')
@@ -49,6 +51,12 @@ func main() {
 		err = runSend(ctx, os.Args[2:], os.Stdout, os.Stderr, defaultSendDeps())
 		if errors.Is(err, errSendUsage) {
 			fmt.Fprintf(os.Stderr, "herald: %v\n\n%s", err, sendUsage)
+			os.Exit(2)
+		}
+	case "user", "notification":
+		err = runHistoryMain(ctx, os.Args[1:])
+		if errors.Is(err, errSendUsage) {
+			fmt.Fprintf(os.Stderr, "herald: %v\n\n%s", err, historyUsage)
 			os.Exit(2)
 		}
 	case "vapid-keys":

@@ -46,6 +46,63 @@ type deliveryView struct {
 	// TargetsReached: push only, the browsers and devices whose provider
 	// accepted the notification.
 	TargetsReached int `json:"targetsReached,omitempty"`
+	// Decision is the policy's decision that skipped, dropped or deferred
+	// it, readable ("deferred: quiet_hours until …"); empty otherwise.
+	Decision string `json:"decision,omitempty"`
+	// The times it was queued (released or accepted), sent, and reached
+	// its end after sent (delivered, bounced, complained), from the trail.
+	QueuedAt   *string `json:"queuedAt,omitempty"`
+	SentAt     *string `json:"sentAt,omitempty"`
+	FeedbackAt *string `json:"feedbackAt,omitempty"`
+	// Trail: every step the relay, the scheduler, the workers and the
+	// feedback took, oldest first (decision trail).
+	Trail []stepView `json:"trail"`
+}
+
+// stepView is one step of a decision trail.
+type stepView struct {
+	At     string  `json:"at"`
+	Status string  `json:"status"`
+	Reason string  `json:"reason,omitempty"`
+	DueAt  *string `json:"dueAt,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	Note   string  `json:"note,omitempty"`
+}
+
+// deliveryViewOf shows d; accepted is its notification's creation, when a
+// channel sent at once was queued.
+func deliveryViewOf(d domain.Delivery, accepted time.Time) deliveryView {
+	dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt),
+		TargetsReached: len(d.SentTargets), Trail: make([]stepView, 0, len(d.Trail))}
+	if d.Reason != domain.ReasonNone {
+		r := string(d.Reason)
+		dv.Reason = &r
+	}
+	var queued, sent, feedback time.Time
+	for i, st := range d.Trail {
+		dv.Trail = append(dv.Trail, stepView{At: formatTime(st.At), Status: string(st.Status), Reason: string(st.Reason),
+			DueAt: timePtr(st.DueAt), Error: st.Error, Note: st.Note})
+		switch st.Status {
+		case domain.StatusQueued:
+			queued = st.At
+		case domain.StatusSending:
+			if i == 0 { // sent at once: queued since it was accepted
+				queued = accepted
+			}
+		case domain.StatusSent:
+			sent = st.At
+		case domain.StatusDelivered, domain.StatusBounced, domain.StatusComplained:
+			feedback = st.At
+		}
+	}
+	dv.QueuedAt, dv.SentAt, dv.FeedbackAt = timePtr(queued), timePtr(sent), timePtr(feedback)
+	switch d.Status {
+	case domain.StatusSkipped, domain.StatusDropped:
+		dv.Decision = string(d.Status) + ": " + string(d.Reason)
+	case domain.StatusDeferred:
+		dv.Decision = "deferred: " + string(d.Reason) + " until " + formatTime(d.DueAt)
+	}
+	return dv
 }
 
 // viewOf shows n's deliveries, and every channel n plans (planned: from its
@@ -66,24 +123,19 @@ func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Chann
 		v.Channels = append(v.Channels, string(c))
 	}
 	for _, d := range ds {
-		dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt),
-			TargetsReached: len(d.SentTargets)}
-		if d.Reason != domain.ReasonNone {
-			r := string(d.Reason)
-			dv.Reason = &r
-		}
-		v.Deliveries[string(d.Channel)] = dv
+		v.Deliveries[string(d.Channel)] = deliveryViewOf(d, n.CreatedAt)
 	}
 	for _, c := range planned {
 		if _, ok := v.Deliveries[string(c)]; ok {
 			continue
 		}
-		dv := deliveryView{Status: string(domain.Absent), UpdatedAt: formatTime(n.CreatedAt)}
+		// Queued since acceptance (its trail's one step), or dropped.
+		d := domain.Delivery{Channel: c, Status: domain.Absent, UpdatedAt: n.CreatedAt}
 		if n.Status == domain.NotificationCancelled {
-			r := string(domain.ReasonCancelled)
-			dv.Status, dv.Reason, dv.UpdatedAt = string(domain.StatusDropped), &r, formatTime(n.CancelledAt)
+			d.Status, d.Reason, d.UpdatedAt = domain.StatusDropped, domain.ReasonCancelled, n.CancelledAt
 		}
-		v.Deliveries[string(c)] = dv
+		d.Trail = domain.TrailAtCreation(&d)
+		v.Deliveries[string(c)] = deliveryViewOf(d, n.CreatedAt)
 	}
 	states := make([]domain.Status, 0, len(v.Deliveries))
 	for _, dv := range v.Deliveries {

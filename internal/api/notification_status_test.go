@@ -24,16 +24,23 @@ func TestGetNotificationShowsDeliveries(t *testing.T) {
 	ta := newTestAPI(t)
 	id := ta.accepted(t, `{"type":"invoice.payment_failed","recipient":{"userId":"u1","email":"a@example.com"},"data":{"invoiceUrl":"https://example.com/i/9"},"batchKey":"b1","expiresAt":"2026-03-02T00:00:00Z"}`, "k")
 	due := testNow.Add(time.Hour)
-	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: domain.StatusSent, Attempts: 2, UpdatedAt: testNow})
-	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelPush, Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due, UpdatedAt: testNow})
+	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: domain.StatusSent, Attempts: 2, UpdatedAt: testNow,
+		Trail: []domain.Step{{At: testNow, Status: domain.StatusSending}, {At: testNow.Add(time.Second), Status: domain.StatusRetrying, Error: "throttled", Note: "retry in 4s"},
+			{At: testNow.Add(5 * time.Second), Status: domain.StatusSending}, {At: testNow.Add(6 * time.Second), Status: domain.StatusSent}}})
+	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelPush, Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due, UpdatedAt: testNow,
+		Trail: []domain.Step{{At: testNow, Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due}}})
 	resp := ta.do(t, apiCall{route: "GET /v1/notifications/{id}", params: map[string]string{"id": id}, caller: "svc"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET = %d %s", resp.StatusCode, resp.Body)
 	}
 	want := `{"id":"` + id + `","type":"invoice.payment_failed","status":"accepted","overall":"deferred","recipient":{"userId":"u1"},"priority":"high",` +
 		`"batchKey":"b1","sendAt":null,"expiresAt":"2026-03-02T00:00:00Z","createdAt":"2026-03-01T12:00:00Z","cancelledAt":null,"deliveries":{` +
-		`"email":{"status":"sent","reason":null,"attempts":2,"updatedAt":"2026-03-01T12:00:00Z","dueAt":null},` +
-		`"push":{"status":"deferred","reason":"quiet_hours","attempts":0,"updatedAt":"2026-03-01T12:00:00Z","dueAt":"2026-03-01T13:00:00Z"}}}`
+		`"email":{"status":"sent","reason":null,"attempts":2,"updatedAt":"2026-03-01T12:00:00Z","dueAt":null,` +
+		`"queuedAt":"2026-03-01T12:00:00Z","sentAt":"2026-03-01T12:00:06Z","trail":[{"at":"2026-03-01T12:00:00Z","status":"sending"},` +
+		`{"at":"2026-03-01T12:00:01Z","status":"retrying","error":"throttled","note":"retry in 4s"},{"at":"2026-03-01T12:00:05Z","status":"sending"},` +
+		`{"at":"2026-03-01T12:00:06Z","status":"sent"}]},` +
+		`"push":{"status":"deferred","reason":"quiet_hours","attempts":0,"updatedAt":"2026-03-01T12:00:00Z","dueAt":"2026-03-01T13:00:00Z",` +
+		`"decision":"deferred: quiet_hours until 2026-03-01T13:00:00Z","trail":[{"at":"2026-03-01T12:00:00Z","status":"deferred","reason":"quiet_hours","dueAt":"2026-03-01T13:00:00Z"}]}}}`
 	if resp.Body != want {
 		t.Fatalf("GET body\n got %s\nwant %s", resp.Body, want)
 	}

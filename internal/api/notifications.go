@@ -19,10 +19,11 @@ import (
 )
 
 // NotificationsHandler serves the notification routes (service): intake,
-// batch intake, status and cancel.
+// batch intake, status and cancel, and a recipient's history.
 type NotificationsHandler struct {
 	responder
 	notifications NotificationStore
+	history       HistoryStore
 	catalog       *catalog.Catalog
 	now           func() time.Time
 	newID         func() string
@@ -33,8 +34,10 @@ type NotificationsHandler struct {
 // Catalog, Now, NewID and Log are required.
 type NotificationsDeps struct {
 	Notifications NotificationStore
-	Catalog       *catalog.Catalog
-	Now           func() time.Time
+	// History reads a recipient's history (GET /v1/users/{userId}/notifications).
+	History HistoryStore
+	Catalog *catalog.Catalog
+	Now     func() time.Time
 	// NewID is the id of a notification without a dedupe key.
 	NewID func() string
 	Log   *slog.Logger
@@ -46,7 +49,7 @@ type NotificationsDeps struct {
 
 // NewNotifications wires the notification routes.
 func NewNotifications(d NotificationsDeps) *NotificationsHandler {
-	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, catalog: d.Catalog,
+	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, history: d.History, catalog: d.Catalog,
 		now: d.Now, newID: d.NewID, metrics: d.Metrics}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}

@@ -20,10 +20,11 @@ import (
 // routes of the notifications (service).
 func (h *NotificationsHandler) routes() map[string]route {
 	return map[string]route{
-		"POST /v1/notifications":        service(h.createNotification),
-		"POST /v1/notifications/batch":  service(h.createNotificationBatch),
-		"GET /v1/notifications/{id}":    service(h.getNotification),
-		"DELETE /v1/notifications/{id}": service(h.cancelNotification),
+		"POST /v1/notifications":               service(h.createNotification),
+		"POST /v1/notifications/batch":         service(h.createNotificationBatch),
+		"GET /v1/notifications/{id}":           service(h.getNotification),
+		"DELETE /v1/notifications/{id}":        service(h.cancelNotification),
+		"GET /v1/users/{userId}/notifications": service(h.listHistory),
 	}
 }
 

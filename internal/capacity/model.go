@@ -274,8 +274,8 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		if k.Limited {
 			t.w("table", dynamo.RateLimitPK(user, c), 1)
 		}
-		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusQueued, UpdatedAt: m.now,
-			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
+		d := domain.DeliveryOf(n, c)
+		d.Status, d.UpdatedAt = domain.StatusQueued, m.now
 		if !deferTo.IsZero() {
 			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonQuietHours, deferTo
 		}
@@ -283,7 +283,12 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		if err != nil {
 			return err
 		}
-		t.store(dk.Size + 60) // with the outcome's attributes
+		// With the outcome's attributes and its trail's second step; as much
+		// again for its copy in the recipient's history (inbox index, ALL).
+		t.store(dk.Size + 60 + trailStepBytes)
+		if dk.Index[dynamo.IndexInbox] != "" {
+			t.store(dk.Sparse[dynamo.IndexInbox] + 60 + trailStepBytes)
+		}
 		if !deferTo.IsZero() {
 			// Deferred: the relay creates the delivery (and its due entry).
 			t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))
@@ -395,14 +400,34 @@ func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.Ite
 	if k.Campaign != "" { // the cancel check rides the same batch read
 		t.r("table", dynamo.CampaignStatusPK(k.Campaign, n.ID), 1)
 	}
-	// Claim (it creates the delivery, with its lease) and outcome.
+	// Claim (it creates the delivery, with its lease) and outcome, each with
+	// its trail step; each is also a write of the recipient's history (the
+	// delivery's entry in the inbox index, every attribute projected).
 	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+40))
 	t.w("table", dk.PK, dynamo.WriteUnits(dk.Size+60))
+	m.historyWrites(t, dk, 40, 60)
 	switch c {
 	case domain.ChannelEmail:
 		t.usage.Emails++
 	case domain.ChannelSMS:
 		t.usage.SMS++
+	}
+}
+
+// trailStepBytes is one step of a delivery's trail as stored (a map of its
+// time and state: {"t": "2026-…Z", "s": "sent"}).
+const trailStepBytes = 45
+
+// historyWrites adds, for each of a delivery's updates (its size grown by
+// extra bytes), the write of its entry in the recipient's history (the
+// inbox index's H#<caller>#<user> partition, every attribute projected).
+func (m *model) historyWrites(t *tally, dk dynamo.ItemKeys, extra ...int) {
+	pk := dk.Index[dynamo.IndexInbox]
+	if pk == "" {
+		return
+	}
+	for _, e := range extra {
+		t.w(dynamo.IndexInbox, pk, dynamo.WriteUnits(dk.Sparse[dynamo.IndexInbox]+e))
 	}
 }
 
@@ -420,8 +445,8 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 		return err
 	}
 	for _, c := range k.Channels {
-		d := &domain.Delivery{NotificationID: n.ID, Channel: c, UserID: user, Priority: k.Priority, Status: domain.StatusDeferred, DueAt: due, UpdatedAt: m.now,
-			Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
+		d := domain.DeliveryOf(n, c)
+		d.Status, d.DueAt, d.UpdatedAt = domain.StatusDeferred, due, m.now
 		dk, err := m.store.DeliveryItemKeys(d)
 		if err != nil {
 			return err
@@ -429,9 +454,10 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 		due := dk.Index[dynamo.IndexDue]
 		t.r(dynamo.IndexDue, due, dynamo.ReadUnits(100*dk.Sparse[dynamo.IndexDue], false)/100) // pages of 100
 		t.invoke("SchedulerFunction", 1.0/100, schedulerSecondsPerPage)
-		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size)) // deferred → planned (index untouched: not projected)
+		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size)) // deferred → planned (the due index untouched: not projected)
 		t.usage.SQSRequests += 1.0 / sendsPerBatchCall
 		t.w("table", dk.PK, dynamo.WriteUnits(dk.Size))                                                  // planned → queued
+		m.historyWrites(t, dk, 0, 0)                                                                     // both, in the history
 		t.w(dynamo.IndexDue, due, dynamo.WriteUnits(dk.Sparse[dynamo.IndexDue]))                         // leaves the index
 		m.send(t, Kind{Priority: k.Priority, Channels: k.Channels}, n, nk, dk, user, c)                  // then as any work message
 		t.usage.SQSRequests -= 1.0 / sendsPerBatchCall                                                   // (counted above)

@@ -272,7 +272,7 @@ func TestLimitsComeFromTheTemplate(t *testing.T) {
 	if l.CampaignFanOutRate != 2000 || l.CampaignMaxConcurrency != 10 || l.CampaignTimeoutSeconds != 60 || l.SchedulerReleaseRate != 3200 {
 		t.Errorf("campaign %v/s × %v, timeout %v, release %v", l.CampaignFanOutRate, l.CampaignMaxConcurrency, l.CampaignTimeoutSeconds, l.SchedulerReleaseRate)
 	}
-	if l.WarmWrite["table"] != 30000 || l.warm("gsi2", true) != NewTableWarmWriteUnitsPerSecond {
+	if l.WarmWrite["table"] != 30000 || l.warm("gsi2", true) != 30000 || l.warm("gsi3", true) != NewTableWarmWriteUnitsPerSecond {
 		t.Errorf("warm throughput %v", l.WarmWrite)
 	}
 	if len(l.Reserved) != 0 || l.MappingConcurrency["EmailFunction"] != 20+8+7 {

@@ -2,6 +2,7 @@ package domain
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -101,6 +102,9 @@ func SourcesOf(to Status) []Status {
 	return out
 }
 
+// KnownStatus reports whether s is a delivery state.
+func KnownStatus(s Status) bool { return slices.Contains(allStatuses, s) }
+
 var allStatuses = []Status{
 	StatusPlanned, StatusQueued, StatusSending, StatusSent, StatusRetrying, StatusDeferred,
 	StatusSkipped, StatusDropped, StatusFailed, StatusDelivered, StatusBounced, StatusComplained,
@@ -151,6 +155,81 @@ type Delivery struct {
 	Type       string
 	CampaignID string
 	ResourceID string
+	// NotificationCreatedAt is the notification's acceptance time, copied
+	// like the fields above: it orders the recipient's history (zero on
+	// deliveries created before it was kept, which the history omits).
+	NotificationCreatedAt time.Time
+	// Trail is the decision trail: each state the delivery reached, oldest
+	// first, recorded by the write that made the change (at most MaxTrail).
+	Trail []Step
+}
+
+// Step is one entry of a delivery's decision trail: the state reached, when,
+// and why. Error and Note are classified codes and durations, never PII.
+type Step struct {
+	At     time.Time
+	Status Status
+	Reason Reason
+	DueAt  time.Time // deferred: until when
+	Error  string    // the provider's classified error (retrying, failed)
+	Note   string    // what the writer adds, e.g. "retry in 4s"
+}
+
+// MaxTrail bounds a delivery's trail: past it, the oldest steps after the
+// first are dropped. One life of a delivery (planned, deferred, released,
+// queued, then a claim and an outcome per receive, feedback) takes about
+// 4 + 2 × maxReceiveCount + 2 steps; a redrive starts a new trail.
+const MaxTrail = 24
+
+// StepOf is the step a change records at `at`.
+func StepOf(c Change, at time.Time) Step {
+	s := Step{At: at, Status: c.To, Reason: c.Reason, Error: c.LastError, Note: c.Note}
+	if c.To == StatusDeferred {
+		s.DueAt = c.DueAt
+	}
+	return s
+}
+
+// TrailAtCreation is the trail of d as it is created in its state (the
+// relay's skipped, dropped or deferred items, a cancel's tombstone): its
+// own trail when it has one, else its state as the first step.
+func TrailAtCreation(d *Delivery) []Step {
+	if len(d.Trail) > 0 || d.Status == "" {
+		return d.Trail
+	}
+	s := Step{At: d.UpdatedAt, Status: d.Status, Reason: d.Reason}
+	if d.Status == StatusDeferred {
+		s.DueAt = d.DueAt
+	}
+	return []Step{s}
+}
+
+// WithStep is trail after c at `at`, as the store records it: the step
+// appended, or a new trail for a redrive; past MaxTrail the oldest steps
+// after the first are dropped.
+func WithStep(trail []Step, c Change, at time.Time) []Step {
+	if c.Redrive() {
+		return []Step{StepOf(c, at)}
+	}
+	out := append(slices.Clone(trail), StepOf(c, at))
+	if extra := len(out) - MaxTrail; extra > 0 {
+		out = append(out[:1], out[1+extra:]...)
+	}
+	return out
+}
+
+// Redrive reports whether c reopens a delivery a DLQ redrive puts back
+// (failed or retrying → queued): its trail starts again.
+func (c Change) Redrive() bool {
+	if c.To != StatusQueued {
+		return false
+	}
+	for _, f := range c.From {
+		if f == StatusFailed || f == StatusRetrying {
+			return true
+		}
+	}
+	return false
 }
 
 // DeliveryKey names one delivery: a notification on a channel.
@@ -195,12 +274,15 @@ type Change struct {
 	RefundAttempt bool
 	// AddSentTargets adds targets the provider accepted to SentTargets.
 	AddSentTargets []string
+	// Note is added to the trail's step (e.g. "retry in 4s"); never PII.
+	Note string
 	// Create lets the change create the delivery when it has no item yet: a
 	// channel sent at once, for which the relay writes nothing and the
 	// worker's claim (or its recheck's outcome) is the first write. A
 	// missing delivery counts as queued (Absent), so the change must be
 	// allowed from queued; the new item takes Create's notification fields
-	// (UserID, Priority, Caller, Type, CampaignID, ResourceID) and nothing
+	// (UserID, Priority, Caller, Type, CampaignID, ResourceID,
+	// NotificationCreatedAt) and nothing
 	// else of it. Without Create a missing delivery is domain.ErrConflict.
 	Create *Delivery
 }
@@ -217,5 +299,5 @@ func (c Change) Creates() bool { return c.Create != nil && CanTransition(Absent,
 // (Change.Create, and the relay's items).
 func DeliveryOf(n *Notification, c Channel) *Delivery {
 	return &Delivery{NotificationID: n.ID, Channel: c, UserID: n.Recipient.UserID, Priority: n.Priority,
-		Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID}
+		Caller: n.Caller, Type: n.Type, CampaignID: n.CampaignID, ResourceID: n.ResourceID, NotificationCreatedAt: n.CreatedAt}
 }

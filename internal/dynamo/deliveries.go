@@ -40,9 +40,37 @@ type deliveryItem struct {
 	Type       string `dynamodbav:"type,omitempty"`
 	CampaignID string `dynamodbav:"campaignId,omitempty"`
 	ResourceID string `dynamodbav:"resourceId,omitempty"`
-	TTL        int64  `dynamodbav:"ttl,omitempty"`
-	GSI3PK     string `dynamodbav:"gsi3pk,omitempty"`
-	GSI3SK     string `dynamodbav:"gsi3sk,omitempty"`
+	// NotificationCreatedAt orders the recipient's history (history.go).
+	NotificationCreatedAt string `dynamodbav:"notificationCreatedAt,omitempty"`
+	// Trail: the decision trail, one step per state reached (domain.Step).
+	Trail  []stepItem `dynamodbav:"trail,omitempty"`
+	TTL    int64      `dynamodbav:"ttl,omitempty"`
+	GSI3PK string     `dynamodbav:"gsi3pk,omitempty"`
+	GSI3SK string     `dynamodbav:"gsi3sk,omitempty"`
+	// The recipient's history in the inbox index (history.go): every
+	// delivery of a caller's notifications to one user in H#<caller>#<user>.
+	GSI2PK string `dynamodbav:"gsi2pk,omitempty"`
+	GSI2SK string `dynamodbav:"gsi2sk,omitempty"`
+}
+
+// stepItem is a stored trail step: short names, since every step is
+// written (and, the item being in the inbox index, projected) per change.
+type stepItem struct {
+	At     string `dynamodbav:"t"`
+	Status string `dynamodbav:"s"`
+	Reason string `dynamodbav:"r,omitempty"`
+	DueAt  string `dynamodbav:"d,omitempty"`
+	Error  string `dynamodbav:"e,omitempty"`
+	Note   string `dynamodbav:"n,omitempty"`
+}
+
+func toStepItem(s domain.Step) stepItem {
+	return stepItem{At: formatTime(s.At), Status: string(s.Status), Reason: string(s.Reason), DueAt: formatTime(s.DueAt), Error: s.Error, Note: s.Note}
+}
+
+func (s stepItem) toDomain() domain.Step {
+	return domain.Step{At: parseTime(s.At), Status: domain.Status(s.Status), Reason: domain.Reason(s.Reason), DueAt: parseTime(s.DueAt),
+		Error: s.Error, Note: s.Note}
 }
 
 func (s *Table) toDeliveryItem(d *domain.Delivery) deliveryItem {
@@ -53,7 +81,12 @@ func (s *Table) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil), LeaseHolder: d.LeaseHolder,
 		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID, BudgetDigest: d.BudgetDigest,
 		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
-		TTL: s.expiry(d.UpdatedAt, d.DueAt),
+		NotificationCreatedAt: formatTime(d.NotificationCreatedAt),
+		TTL:                   s.expiry(d.UpdatedAt, d.DueAt),
+	}
+	it.GSI2PK, it.GSI2SK = historyKeys(d.Caller, d.UserID, d.NotificationCreatedAt, d.NotificationID, d.Channel)
+	for _, st := range domain.TrailAtCreation(d) {
+		it.Trail = append(it.Trail, toStepItem(st))
 	}
 	if d.Status == domain.StatusDeferred && !d.DueAt.IsZero() {
 		it.GSI3PK = DuePartitionKey(DuePartitionOf(d.DueAt, d.NotificationID, d.Channel))
@@ -74,7 +107,19 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID, BudgetDigest: it.BudgetDigest,
 		SentTargets: it.SentTargets,
 		Caller:      it.Caller, Type: it.Type, CampaignID: it.CampaignID, ResourceID: it.ResourceID,
+		NotificationCreatedAt: parseTime(it.NotificationCreatedAt), Trail: trailOf(it.Trail),
 	}
+}
+
+func trailOf(items []stepItem) []domain.Step {
+	if len(items) == 0 {
+		return nil
+	}
+	out := make([]domain.Step, len(items))
+	for i, st := range items {
+		out[i] = st.toDomain()
+	}
+	return out
 }
 
 func decodeDelivery(av map[string]types.AttributeValue) (*domain.Delivery, error) {
@@ -89,10 +134,12 @@ func decodeDelivery(av map[string]types.AttributeValue) (*domain.Delivery, error
 }
 
 // CreateDelivery writes a new delivery if none exists for (notification,
-// channel). When one exists already (a stream retry), nothing is written and
+// channel), its trail the state it is created in. When one exists already
+// (a stream retry), nothing is written and
 // the existing delivery is returned with domain.ErrConflict: its state decides
 // what the caller may still do.
 func (s *Notifications) CreateDelivery(ctx context.Context, d *domain.Delivery) (*domain.Delivery, error) {
+	d.Trail = domain.TrailAtCreation(d) // as stored: its state is its first step
 	existing, err := createIfAbsent(ctx, s.Table, "delivery "+d.NotificationID+"/"+string(d.Channel), s.toDeliveryItem(d), decodeDelivery,
 		func(ctx context.Context) (*domain.Delivery, error) {
 			return s.GetDelivery(ctx, d.NotificationID, d.Channel)
@@ -154,6 +201,9 @@ func (s *Notifications) Transition(ctx context.Context, id string, ch domain.Cha
 		cond = "attribute_not_exists(pk) OR (" + cond + ")"
 		expr = s.creating(expr, id, ch, c, now, names, vals)
 	}
+	if expr, err = withStep(expr, c, now, vals); err != nil {
+		return nil, err
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 key(NotificationPK(id), deliveryPrefix+string(ch)),
@@ -174,7 +224,48 @@ func (s *Notifications) Transition(ctx context.Context, id string, ch domain.Cha
 		}
 		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, err)
 	}
-	return decodeDelivery(out.Attributes)
+	d, err := decodeDelivery(out.Attributes)
+	if err == nil && len(d.Trail) > domain.MaxTrail {
+		s.trimTrail(ctx, d)
+	}
+	return d, err
+}
+
+// withStep adds the change's trail step to a transition's update: appended
+// in the same write (no write of its own), or — a redrive — a new trail.
+func withStep(expr string, c domain.Change, now time.Time, vals map[string]types.AttributeValue) (string, error) {
+	step, err := attributevalue.Marshal([]stepItem{toStepItem(domain.StepOf(c, now))})
+	if err != nil {
+		return "", fmt.Errorf("marshal trail step: %w", err)
+	}
+	vals[":step"] = step
+	if c.Redrive() {
+		return strings.Replace(expr, "SET ", "SET trail = :step, ", 1), nil
+	}
+	vals[":notrail"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	return strings.Replace(expr, "SET ", "SET trail = list_append(if_not_exists(trail, :notrail), :step), ", 1), nil
+}
+
+// trimTrail drops the oldest steps after the first from a trail past
+// domain.MaxTrail: a second write, only for a delivery that went round
+// more than a life's worth of steps (quota give-backs, say), conditional on
+// the trail's length so a concurrent append is not cut. Best effort: a
+// failure leaves the trail longer, never the delivery wrong.
+func (s *Notifications) trimTrail(ctx context.Context, d *domain.Delivery) {
+	extra := len(d.Trail) - domain.MaxTrail
+	removes := make([]string, extra)
+	for i := range removes {
+		removes[i] = fmt.Sprintf("trail[%d]", i+1)
+	}
+	if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(NotificationPK(d.NotificationID), deliveryPrefix+string(d.Channel)),
+		UpdateExpression:          aws.String("REMOVE " + strings.Join(removes, ", ")),
+		ConditionExpression:       aws.String("size(trail) = :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(int64(len(d.Trail)))},
+	}); err == nil {
+		d.Trail = append(d.Trail[:1], d.Trail[1+extra:]...)
+	}
 }
 
 // creating adds to a transition's update expression what creates a missing
@@ -196,6 +287,11 @@ func (s *Notifications) creating(expr, id string, ch domain.Channel, c domain.Ch
 		n, v := fmt.Sprintf("#c%d", i), fmt.Sprintf(":c%d", i)
 		names[n], vals[v] = f.name, str(f.value)
 		sets = append(sets, n+" = if_not_exists("+n+", "+v+")")
+	}
+	if pk, sk := historyKeys(d.Caller, d.UserID, d.NotificationCreatedAt, id, ch); pk != "" {
+		names["#hpk"], names["#hsk"], names["#hat"] = "gsi2pk", "gsi2sk", "notificationCreatedAt"
+		vals[":hpk"], vals[":hsk"], vals[":hat"] = str(pk), str(sk), str(formatTime(d.NotificationCreatedAt))
+		sets = append(sets, "#hpk = if_not_exists(#hpk, :hpk)", "#hsk = if_not_exists(#hsk, :hsk)", "#hat = if_not_exists(#hat, :hat)")
 	}
 	names["#cttl"], vals[":cttl"] = "ttl", num(s.expiry(now))
 	sets = append(sets, "#cttl = if_not_exists(#cttl, :cttl)")

@@ -50,6 +50,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"quotas and rate counters": {reflect.TypeFor[worker.QuotaStore]()},
 	"digests":                  {reflect.TypeFor[worker.DigestStore]()},
 	"budgets":                  {reflect.TypeFor[relay.BudgetStore]()},
+	"history":                  {reflect.TypeFor[api.HistoryStore]()},
 }
 
 // crossFeature are the consumers' interfaces that span features: their

@@ -145,12 +145,13 @@ type Stores struct {
 	Quotas        *Quotas
 	Digests       *Digests
 	Budgets       *Budgets
+	History       *History
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}, History: &History{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.

@@ -111,7 +111,9 @@ func (m *MemDeliveries) CreateDelivery(_ context.Context, d *domain.Delivery) (*
 	if existing, ok := m.m[k]; ok {
 		return &existing, fmt.Errorf("create delivery %s/%s: %w", d.NotificationID, d.Channel, domain.ErrConflict)
 	}
-	m.m[k] = *d
+	stored := *d
+	stored.Trail = domain.TrailAtCreation(d)
+	m.m[k] = stored
 	return d, nil
 }
 
@@ -156,7 +158,8 @@ func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Chann
 	case !ok && c.Create != nil:
 		// Created by the change (a claim of a channel sent at once).
 		d = domain.Delivery{NotificationID: id, Channel: ch, UserID: c.Create.UserID, Priority: c.Create.Priority,
-			Caller: c.Create.Caller, Type: c.Create.Type, CampaignID: c.Create.CampaignID, ResourceID: c.Create.ResourceID}
+			Caller: c.Create.Caller, Type: c.Create.Type, CampaignID: c.Create.CampaignID, ResourceID: c.Create.ResourceID,
+			NotificationCreatedAt: c.Create.NotificationCreatedAt}
 	case !ok:
 		return nil, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
 	}
@@ -167,6 +170,7 @@ func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Chann
 		return &cp, fmt.Errorf("delivery %s/%s to %s: %w", id, ch, c.To, domain.ErrConflict)
 	}
 	d.Status, d.Reason, d.UpdatedAt = c.To, c.Reason, m.now().UTC()
+	d.Trail = domain.WithStep(d.Trail, c, d.UpdatedAt)
 	switch {
 	case c.To == domain.StatusDeferred:
 		d.DueAt = c.DueAt

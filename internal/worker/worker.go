@@ -594,7 +594,7 @@ func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg even
 	}
 	delay := max(h.backoff(d.Priority, receives), retryAfter)
 	if err := h.finish(ctx, log.With("retryIn", delay.String()), d.NotificationID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
-		LastError: code, AddSentTargets: accepted}); err != nil {
+		LastError: code, AddSentTargets: accepted, Note: "retry in " + delay.Round(time.Millisecond).String()}); err != nil {
 		delay = max(delay, h.untilLeaseEnds(d.LeaseUntil))
 	}
 	h.setVisibility(ctx, log, msg, delay)

@@ -74,7 +74,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	// One cache of the active announcements: the inbox reads it, a create drops it.
 	active := api.NewAnnouncementCache(st.Inbox, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
-		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st.Notifications,
+		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st.Notifications, History: st.History,
 			Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
 		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st.Campaigns, CampaignQueue: campaigns,
 			Catalog: cat, Pace: pace, Now: d.Now, Log: d.Log}),
