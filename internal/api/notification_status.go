@@ -43,6 +43,9 @@ type deliveryView struct {
 	Attempts  int     `json:"attempts"`
 	UpdatedAt string  `json:"updatedAt"`
 	DueAt     *string `json:"dueAt"`
+	// Provider names the provider of the latest attempt (ses:<region>,
+	// sns, sms-voice); absent before one and for push.
+	Provider string `json:"provider,omitempty"`
 	// TargetsReached: push only, the browsers and devices whose provider
 	// accepted the notification.
 	TargetsReached int `json:"targetsReached,omitempty"`
@@ -67,7 +70,7 @@ func viewOf(n *domain.Notification, ds []domain.Delivery, planned []domain.Chann
 	}
 	for _, d := range ds {
 		dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt),
-			TargetsReached: len(d.SentTargets)}
+			Provider: d.Provider, TargetsReached: len(d.SentTargets)}
 		if d.Reason != domain.ReasonNone {
 			r := string(d.Reason)
 			dv.Reason = &r

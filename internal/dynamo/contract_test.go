@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/storetest"
@@ -127,4 +128,11 @@ func connectionIDs(cs []live.Connection, err error) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return ids, err
+}
+
+func TestStoreContractBreakers(t *testing.T) {
+	storetest.BreakerContract(t, func(t *testing.T) storetest.BreakerStore {
+		s, _, _ := newStore(t)
+		return dynamo.StoresOf(s.Table).Breakers
+	})
 }

@@ -126,6 +126,9 @@ type Scheduling struct{ *Table }
 // rate limits (sendquota.go, ratelimit.go).
 type Quotas struct{ *Table }
 
+// Breakers stores the providers' circuit breakers (breakers.go).
+type Breakers struct{ *Table }
+
 // Digests stores digests: their members and seals (digests.go).
 type Digests struct{ *Table }
 
@@ -140,12 +143,14 @@ type Stores struct {
 	Scheduling    *Scheduling
 	Quotas        *Quotas
 	Digests       *Digests
+	Breakers      *Breakers
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t},
+		Breakers: &Breakers{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.

@@ -15,3 +15,7 @@ func TestMemDeliveriesContract(t *testing.T) {
 			Get:  func(_ testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) { return m.Get(id, ch) }}
 	})
 }
+
+func TestMemBreakersContract(t *testing.T) {
+	storetest.BreakerContract(t, func(*testing.T) storetest.BreakerStore { return storetest.NewMemBreakers() })
+}

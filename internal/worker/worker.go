@@ -82,6 +82,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/failover"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 )
@@ -104,6 +105,17 @@ type QuotaStore interface {
 	// windowStart (lasting window) if its count is below limit, and reports
 	// whether it did.
 	TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error)
+}
+
+// BreakerStore holds the providers' circuit breakers (dynamo.Breakers),
+// shared by every worker: written only when a send fails or probes, read
+// through the handler's cache (failover.Rules.Refresh).
+type BreakerStore interface {
+	Breaker(ctx context.Context, provider string) (failover.Breaker, error)
+	RecordFailure(ctx context.Context, provider string, now time.Time, r failover.Rules) (_ failover.Breaker, opened bool, _ error)
+	TakeProbe(ctx context.Context, provider string, now time.Time, lease time.Duration) (bool, error)
+	ProbeSucceeded(ctx context.Context, provider string) (closed bool, _ error)
+	ProbeFailed(ctx context.Context, provider string, now time.Time, r failover.Rules) error
 }
 
 // Requeuer sends a copy of a message back to its queue, delayed: the copy
