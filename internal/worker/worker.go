@@ -167,11 +167,11 @@ type Handler struct {
 	brMu         sync.Mutex
 	brCache      map[string]cachedBreaker
 	catalog      *catalog.Catalog
-	now        func() time.Time
-	log        *slog.Logger
-	metrics    metrics.Recorder
-	randMu     sync.Mutex
-	rand       *rand.Rand
+	now          func() time.Time
+	log          *slog.Logger
+	metrics      metrics.Recorder
+	randMu       sync.Mutex
+	rand         *rand.Rand
 	// spent remembers, per quota class (bulk-capped low, or the whole quota
 	// of normal and high; keyed by policy.BulkCapped), the slot in which
 	// this instance found the quota exhausted: later sends of that class in
