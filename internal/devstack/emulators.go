@@ -43,8 +43,8 @@ type Emulators struct {
 	SES      string
 	// SES2 is the second SES, the email failover's region (started only
 	// when asked for: EmulatorOptions.Services names "ses2").
-	SES2     string
-	procs    []*process
+	SES2  string
+	procs []*process
 	// exited receives an error for each emulator that ends before Stop.
 	exited   chan error
 	stopping atomic.Bool

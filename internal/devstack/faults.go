@@ -430,8 +430,8 @@ func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 		Channel  string    `json:"channel"`
 		Provider string    `json:"provider"`
 		Mode     FaultMode `json:"mode"`
-		Times   int       `json:"times"`
-		DelayMs int64     `json:"delayMs"`
+		Times    int       `json:"times"`
+		DelayMs  int64     `json:"delayMs"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
