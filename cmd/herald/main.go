@@ -20,6 +20,7 @@ Usage:
   herald dev urls      print the URLs of the running 'herald dev'
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
+  herald providers …   the providers' circuit breakers (list | force PROVIDER open|closed|auto)
   herald send …        send a notification with the Go client ('herald send -h')
   herald vapid-keys    generate a VAPID key pair for Web Push
   herald capacity      the capacity and cost model at full scale [--json]
@@ -43,6 +44,12 @@ func main() {
 		err = runDLQ(ctx, os.Args[2:])
 		if ops.IsUsage(err) {
 			fmt.Fprintln(os.Stderr, "herald:", err)
+			os.Exit(2)
+		}
+	case "providers":
+		err = runProviders(ctx, os.Args[2:])
+		if ops.IsUsage(err) {
+			fmt.Fprintf(os.Stderr, "herald: %v\n\n%s", err, ops.ProvidersUsage)
 			os.Exit(2)
 		}
 	case "send":
