@@ -72,6 +72,10 @@ type DeliveryDetail struct {
 	// complained about ("" when none).
 	Reason   string `json:"reason,omitempty"`
 	Attempts int    `json:"attempts"`
+	// Provider is the provider of the latest attempt, the one that sent a
+	// sent delivery: "ses:<region>" (the stack's region or the failover
+	// region), "sns" or "sms-voice"; "" for push and before any attempt.
+	Provider string `json:"provider,omitempty"`
 	// At is when the state was recorded.
 	At         time.Time `json:"at"`
 	CampaignID string    `json:"campaignId,omitempty"`

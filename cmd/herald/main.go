@@ -20,6 +20,7 @@ Usage:
   herald dev urls      print the URLs of the running 'herald dev'
   herald dlq …         inspect, redrive and purge the dead-letter queues
                        (list | show | redrive | purge; 'herald dlq help')
+  herald providers …   the providers' circuit breakers (list | force PROVIDER open|closed|auto)
   herald send …        send a notification with the Go client ('herald send -h')
   herald user history USER          a user's notifications from this caller, newest first
   herald notification explain ID    a notification's decision trail per channel
@@ -45,6 +46,12 @@ func main() {
 		err = runDLQ(ctx, os.Args[2:])
 		if ops.IsUsage(err) {
 			fmt.Fprintln(os.Stderr, "herald:", err)
+			os.Exit(2)
+		}
+	case "providers":
+		err = runProviders(ctx, os.Args[2:])
+		if ops.IsUsage(err) {
+			fmt.Fprintf(os.Stderr, "herald: %v\n\n%s", err, ops.ProvidersUsage)
 			os.Exit(2)
 		}
 	case "send":

@@ -43,6 +43,9 @@ type deliveryView struct {
 	Attempts  int     `json:"attempts"`
 	UpdatedAt string  `json:"updatedAt"`
 	DueAt     *string `json:"dueAt"`
+	// Provider names the provider of the latest attempt (ses:<region>,
+	// sns, sms-voice); absent before one and for push.
+	Provider string `json:"provider,omitempty"`
 	// TargetsReached: push only, the browsers and devices whose provider
 	// accepted the notification.
 	TargetsReached int `json:"targetsReached,omitempty"`
@@ -73,7 +76,7 @@ type stepView struct {
 // channel sent at once was queued.
 func deliveryViewOf(d domain.Delivery, accepted time.Time) deliveryView {
 	dv := deliveryView{Status: string(d.Status), Attempts: d.Attempts, UpdatedAt: formatTime(d.UpdatedAt), DueAt: timePtr(d.DueAt),
-		TargetsReached: len(d.SentTargets), Trail: make([]stepView, 0, len(d.Trail))}
+		Provider: d.Provider, TargetsReached: len(d.SentTargets), Trail: make([]stepView, 0, len(d.Trail))}
 	if d.Reason != domain.ReasonNone {
 		r := string(d.Reason)
 		dv.Reason = &r

@@ -69,7 +69,12 @@ type ProviderError struct {
 	// delivery is retried, then parked in the DLQ for a redrive, never
 	// failed: rejected for something no recipient did.
 	Alert bool
-	Err   error
+	// Unknown marks a transient error whose outcome is unknown: the request
+	// may have reached the provider and no answer came back (a timeout or a
+	// connection lost after the request was written). Such an attempt is
+	// never retried on another provider (internal/failover).
+	Unknown bool
+	Err     error
 }
 
 // throttleCodes are the provider codes that mean "you are sending too fast":

@@ -81,6 +81,16 @@ func (f *Faults) state() map[domain.Channel]FaultState {
 		}
 	}
 	out[domain.ChannelPush] = st
+	f.mu.Lock()
+	for _, provider := range FaultProviders {
+		key := providerFault(provider)
+		st := FaultState{Mode: FaultOff, Served: len(f.hits[key])}
+		if p, ok := f.pending[key]; ok {
+			st.Mode, st.Remaining = p.mode, p.remaining
+		}
+		out[domain.Channel(provider)] = st
+	}
+	f.mu.Unlock()
 	return out
 }
 

@@ -102,9 +102,22 @@ func (s *Stack) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, map[string]any{"ok": ok, "services": status})
 }
 
-// emails mirrors the SES emulator's store of sent mail.
+// emails mirrors the SES emulator's store of sent mail; ?provider=
+// ses-secondary the failover region's.
 func (s *Stack) emails(w http.ResponseWriter, r *http.Request) {
-	req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, s.Emulators.SES+"/store", nil)
+	store := s.Emulators.SES
+	switch r.URL.Query().Get("provider") {
+	case "", FaultSESPrimary:
+	case FaultSESSecondary:
+		if store = s.Emulators.SES2; store == "" {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "no email failover region (EmailSecondaryRegion is empty)"})
+			return
+		}
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "provider: want ses-primary or ses-secondary"})
+		return
+	}
+	req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, store+"/store", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, map[string]string{"error": err.Error()})

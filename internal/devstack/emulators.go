@@ -41,7 +41,10 @@ type Emulators struct {
 	DynamoDB string // endpoint URL (also serves DynamoDB Streams)
 	SQS      string
 	SES      string
-	procs    []*process
+	// SES2 is the second SES, the email failover's region (started only
+	// when asked for: EmulatorOptions.Services names "ses2").
+	SES2  string
+	procs []*process
 	// exited receives an error for each emulator that ends before Stop.
 	exited   chan error
 	stopping atomic.Bool
@@ -60,6 +63,7 @@ var emulatorNames = map[string]string{
 	"dynamodb": "DynamoDB Local (dynamodb)",
 	"sqs":      "fauxqs (sqs)",
 	"ses":      "aws-ses-v2-local (ses)",
+	"ses2":     "aws-ses-v2-local (ses2, the email failover region)",
 }
 
 // EmulatorExitError reports an emulator that ended while the stack ran.
@@ -133,15 +137,16 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 		dbArgs = []string{"-dbPath", filepath.Join(data, "dynamodb")}
 		sqsArgs = []string{filepath.Join(data, "queues.json")}
 	}
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	e := &Emulators{
-		exited:   make(chan error, 3),
+		exited:   make(chan error, 4),
 		DynamoDB: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		SQS:      fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
 		SES:      fmt.Sprintf("http://127.0.0.1:%d", ports[2]),
+		SES2:     fmt.Sprintf("http://127.0.0.1:%d", ports[3]),
 	}
 	dynamoCmd := append([]string{"java"}, dynamoDBJavaOptions...)
 	dynamoCmd = append(dynamoCmd, dynamoDBLauncher(jarDir, filepath.Join(dir, "dynamodb", "LoopbackDynamoDB.java"))...)
@@ -154,8 +159,12 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 		{"dynamodb", jarDir, dynamoCmd, e.DynamoDB},
 		{"sqs", dir, append([]string{"node", "fauxqs.mjs", fmt.Sprint(ports[1])}, sqsArgs...), e.SQS},
 		{"ses", dir, []string{"node", filepath.Join("node_modules", "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", fmt.Sprint(ports[2])}, e.SES},
+		{"ses2", dir, []string{"node", filepath.Join("node_modules", "aws-ses-v2-local", "dist", "cli.js"), "--host", "127.0.0.1", "--port", fmt.Sprint(ports[3])}, e.SES2},
 	}
-	if len(opts.Services) > 0 {
+	if len(opts.Services) == 0 {
+		opts.Services = []string{"dynamodb", "sqs", "ses"}
+	}
+	{
 		kept := specs[:0]
 		for _, s := range specs {
 			if slices.Contains(opts.Services, s.name) {
@@ -169,7 +178,7 @@ func StartEmulators(ctx context.Context, opts EmulatorOptions) (*Emulators, erro
 			}
 			return ""
 		}
-		e.DynamoDB, e.SQS, e.SES = started("dynamodb", e.DynamoDB), started("sqs", e.SQS), started("ses", e.SES)
+		e.DynamoDB, e.SQS, e.SES, e.SES2 = started("dynamodb", e.DynamoDB), started("sqs", e.SQS), started("ses", e.SES), started("ses2", e.SES2)
 	}
 	if opts.DynamoDB != "" && e.DynamoDB != "" {
 		specs = slices.DeleteFunc(specs, func(s emulatorSpec) bool { return s.name == "dynamodb" })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,57 @@ const (
 	FaultOff  FaultMode = "off"
 )
 
+// FaultOutage fails every call of a provider (POST /_dev/faults with a
+// provider) until off, as a provider that is down answers: SES 503
+// ServiceUnavailable, SNS 500 InternalError — transient errors whose
+// outcome is known (nothing was sent).
+const FaultOutage FaultMode = "outage"
+
+// Provider fault switches of POST /_dev/faults {"provider": …}: one
+// provider of a channel with failover (channel faults are the primary's).
+const (
+	FaultSESPrimary   = "ses-primary"
+	FaultSESSecondary = "ses-secondary"
+)
+
+// FaultProviders are the provider switches, in the order GET /_dev/faults
+// lists them.
+var FaultProviders = []string{FaultSESPrimary, FaultSESSecondary}
+
+// providerFault is the pending-fault key of a provider switch.
+func providerFault(provider string) domain.Channel { return domain.Channel("provider:" + provider) }
+
+// SetProvider makes provider's next calls fail in mode (outage: every call
+// until off; transient, permanent or refused: the next times calls, times ≤
+// 0 until off).
+func (f *Faults) SetProvider(provider string, mode FaultMode, times int) error {
+	if !slices.Contains(FaultProviders, provider) {
+		return fmt.Errorf("provider %q: want one of %s", provider, strings.Join(FaultProviders, ", "))
+	}
+	switch mode {
+	case FaultOutage:
+		times = 0
+	case FaultTransient, FaultPermanent, FaultRefused, FaultOff:
+	default:
+		return fmt.Errorf("mode %q: a provider has outage, transient, permanent, refused or off", mode)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := providerFault(provider)
+	delete(f.pending, key)
+	if mode != FaultOff {
+		remaining := times
+		if remaining <= 0 {
+			remaining = -1
+		}
+		f.pending[key] = &pendingFault{mode: mode, remaining: remaining}
+	}
+	return nil
+}
+
+// ProviderHits are the times provider's injected faults were served.
+func (f *Faults) ProviderHits(provider string) []time.Time { return f.Hits(providerFault(provider)) }
+
 // FaultMobile names the faults of native mobile push (SNS Publish to a
 // platform endpoint), which are part of the push channel's deliveries.
 const FaultMobile domain.Channel = "mobile"
@@ -82,6 +134,9 @@ type Faults struct {
 	// SNS is the runner's SNS, whose endpoints a permanent mobile fault
 	// disables (nil: none is disabled).
 	SNS *smssink.Sink
+	// SecondaryRegion is the email failover's region: its SES calls are the
+	// ses-secondary provider's, every other SES call ses-primary's.
+	SecondaryRegion string
 
 	mu      sync.Mutex
 	pending map[domain.Channel]*pendingFault
@@ -245,6 +300,18 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 			if p, isPublish := in.Parameters.(*sns.PublishInput); isPublish && aws.ToString(p.TargetArn) != "" {
 				ch, target = FaultMobile, aws.ToString(p.TargetArn)
 			}
+			if ch == domain.ChannelEmail {
+				provider := FaultSESPrimary
+				if f.SecondaryRegion != "" && awsmiddleware.GetRegion(ctx) == f.SecondaryRegion {
+					provider = FaultSESSecondary
+				}
+				if p, ok := f.takePending(providerFault(provider)); ok {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, injectedError(ch, p.mode)
+				}
+				if provider == FaultSESSecondary {
+					return next.HandleInitialize(ctx, in) // channel faults are the primary's
+				}
+			}
 			p, ok := f.takePending(ch)
 			if !ok {
 				return next.HandleInitialize(ctx, in)
@@ -268,6 +335,10 @@ func injectedError(ch domain.Channel, mode FaultMode) error {
 	var status int
 	var apiErr smithy.APIError
 	switch {
+	case ch == domain.ChannelEmail && mode == FaultOutage:
+		status, apiErr = http.StatusServiceUnavailable, &smithy.GenericAPIError{Code: "ServiceUnavailable", Message: "Service unavailable (injected outage)", Fault: smithy.FaultServer}
+	case mode == FaultOutage:
+		status, apiErr = http.StatusInternalServerError, &smithy.GenericAPIError{Code: "InternalError", Message: "Internal error (injected outage)", Fault: smithy.FaultServer}
 	case ch == domain.ChannelEmail && mode == FaultRefused:
 		status, apiErr = http.StatusBadRequest, &sestypes.SendingPausedException{Message: aws.String("Sending is paused for this account (injected fault)")}
 	case ch == domain.ChannelSMS && mode == FaultRefused:
@@ -303,6 +374,9 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 	if logicalID == "EmailFunction" || logicalID == "SmsFunction" || logicalID == "PushFunction" {
 		cfg.APIOptions = append(cfg.APIOptions, s.Faults.Middleware)
 	}
+	if region := s.Template.Params[EmailSecondaryRegionParam]; region != "" && s.Emulators.SES2 != "" {
+		cfg.APIOptions = append(cfg.APIOptions, regionEndpoint("SESv2", region, s.Emulators.SES2))
+	}
 	if s.StoreFaults != nil { // nil in a Stack a test builds by hand
 		cfg.APIOptions = append(cfg.APIOptions, s.StoreFaults.Middleware(logicalID))
 	}
@@ -314,6 +388,30 @@ func (s *Stack) functionAWS(logicalID string) aws.Config {
 			enforcer: s.IAM, base: defaultHTTPClient()}
 	}
 	return cfg
+}
+
+// EmailSecondaryRegionParam is the template parameter of the email
+// failover's region; locally its SES calls go to the second emulator.
+const EmailSecondaryRegionParam = "EmailSecondaryRegion"
+
+// regionEndpoint sends a service's calls made in region to url: a client
+// of another region (the email failover's SES) reaches that region's
+// emulator, as in AWS it reaches that region's endpoint. It runs after the
+// SDK resolved the endpoint (the stack's emulator, by AWS_ENDPOINT_URL_*).
+func regionEndpoint(serviceID, region, url string) func(*middleware.Stack) error {
+	target, err := neturl.Parse(url)
+	return func(stack *middleware.Stack) error {
+		if err != nil {
+			return err
+		}
+		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("HeraldRegionEndpoint",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				if req, ok := in.Request.(*smithyhttp.Request); ok && awsmiddleware.GetServiceID(ctx) == serviceID && awsmiddleware.GetRegion(ctx) == region {
+					req.URL.Scheme, req.URL.Host = target.Scheme, target.Host
+				}
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
 }
 
 // routeFaults serves the fault switches: POST /_dev/faults sets one, GET
@@ -329,10 +427,11 @@ func (s *Stack) routeFaults(mux *http.ServeMux) {
 // {"channel":"email|sms|push|mobile|events","mode":"transient|permanent|refused|slow|off","times":N,"delayMs":N}.
 func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Channel string    `json:"channel"`
-		Mode    FaultMode `json:"mode"`
-		Times   int       `json:"times"`
-		DelayMs int64     `json:"delayMs"`
+		Channel  string    `json:"channel"`
+		Provider string    `json:"provider"`
+		Mode     FaultMode `json:"mode"`
+		Times    int       `json:"times"`
+		DelayMs  int64     `json:"delayMs"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 	dec.DisallowUnknownFields()
@@ -341,7 +440,14 @@ func (s *Stack) faultsRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	set := func() error { return s.Faults.Set(domain.Channel(body.Channel), body.Mode, body.Times) }
-	if body.Mode == FaultSlow {
+	if body.Provider != "" || body.Mode == FaultOutage {
+		set = func() error {
+			if body.Channel != "" {
+				return fmt.Errorf("give a channel or a provider, not both")
+			}
+			return s.Faults.SetProvider(body.Provider, body.Mode, body.Times)
+		}
+	} else if body.Mode == FaultSlow {
 		set = func() error {
 			return s.Faults.SetSlow(domain.Channel(body.Channel), time.Duration(body.DelayMs)*time.Millisecond, body.Times)
 		}

@@ -184,6 +184,10 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	defer cancelEmulators()
 	emulators := make(chan error, 1)
 	emulatorOpts := EmulatorOptions{InfraDir: filepath.Join(cfg.Root, "infra", "local"), Log: cfg.EmulatorLogs, DataDir: cfg.DataDir, DynamoDB: cfg.DynamoDB}
+	if cfg.Overrides[EmailSecondaryRegionParam] != "" {
+		// The email failover's region: a second SES of its own.
+		emulatorOpts.Services = []string{"dynamodb", "sqs", "ses", "ses2"}
+	}
 	go func() {
 		var err error
 		s.Emulators, err = StartEmulators(emulatorCtx, emulatorOpts)
@@ -287,6 +291,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 		}
 	}
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
+	s.Faults.SecondaryRegion = s.Template.Params[EmailSecondaryRegionParam]
 	s.Faults.SNS = s.SMS
 	s.StoreFaults = NewStoreFaults()
 	s.Retried = &RetriedMessages{held: map[string][]string{}, sqs: s.sqs}

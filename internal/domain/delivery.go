@@ -138,7 +138,15 @@ type Delivery struct {
 	LeaseHolder       string
 	LastError         string // classified error text, never PII
 	ProviderMessageID string
-	DigestID          string // digest this delivery joined or leads
+	// Provider names the provider of the latest attempt (the one that sent
+	// a sent delivery): "ses:<region>", "sns", "sms-voice"; empty for push,
+	// which has one path per platform, and before any attempt.
+	Provider string
+	// PinnedProvider is set when an attempt's outcome was unknown (the
+	// request left and no answer came back): every later attempt goes to
+	// that provider only, never to the other one (failover.Route).
+	PinnedProvider string
+	DigestID       string // digest this delivery joined or leads
 	// BudgetDigest: the digest of DigestID is the user's budget digest of the
 	// channel (BudgetDigestKey), which the worker renders from the catalog's
 	// budget digest, not the type's.
@@ -265,7 +273,12 @@ type Change struct {
 	IncrementAttempts   bool
 	LastError           string
 	ProviderMessageID   string
-	DigestID            string
+	// Provider records the provider of this attempt (Delivery.Provider).
+	Provider string
+	// PinProvider also records Provider as the delivery's PinnedProvider
+	// (the attempt's outcome is unknown).
+	PinProvider bool
+	DigestID    string
 	// KeepDue leaves the delivery in the due-time index, so a release that
 	// crashes between its steps is found again by the next scheduler run.
 	KeepDue bool

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/inbox"
 	"github.com/heraldhq/herald/internal/live"
 	"github.com/heraldhq/herald/internal/storetest"
@@ -137,4 +138,11 @@ func TestStoreContractBudgets(t *testing.T) {
 func TestStoreContractBudgetPreference(t *testing.T) {
 	s, _, _ := newStore(t)
 	storetest.BudgetPreferenceContract(t, storetest.BudgetPreferenceHarness{GetBudget: s.GetBudget, SetBudget: s.SetBudget, MergePreferences: s.MergePreferences})
+}
+
+func TestStoreContractBreakers(t *testing.T) {
+	storetest.BreakerContract(t, func(t *testing.T) storetest.BreakerStore {
+		s, _, _ := newStore(t)
+		return dynamo.StoresOf(s.Table).Breakers
+	})
 }

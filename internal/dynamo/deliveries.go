@@ -31,6 +31,8 @@ type deliveryItem struct {
 	LeaseHolder       string `dynamodbav:"leaseHolder,omitempty"`
 	LastError         string `dynamodbav:"lastError,omitempty"`
 	ProviderMessageID string `dynamodbav:"providerMessageId,omitempty"`
+	Provider          string `dynamodbav:"provider,omitempty"`
+	PinnedProvider    string `dynamodbav:"pinnedProvider,omitempty"`
 	DigestID          string `dynamodbav:"digestId,omitempty"`
 	BudgetDigest      bool   `dynamodbav:"budgetDigest,omitempty"`
 	// SentTargets: the targets of a push delivery its providers accepted.
@@ -79,7 +81,7 @@ func (s *Table) toDeliveryItem(d *domain.Delivery) deliveryItem {
 		NotificationID: d.NotificationID, Channel: string(d.Channel), UserID: d.UserID, Priority: string(d.Priority),
 		Status: string(d.Status), Reason: string(d.Reason), Attempts: d.Attempts,
 		UpdatedAt: formatTime(d.UpdatedAt), DueAt: formatTime(d.DueAt), LeaseUntil: formatTime(d.LeaseUntil), LeaseHolder: d.LeaseHolder,
-		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, DigestID: d.DigestID, BudgetDigest: d.BudgetDigest,
+		LastError: d.LastError, ProviderMessageID: d.ProviderMessageID, Provider: d.Provider, PinnedProvider: d.PinnedProvider, DigestID: d.DigestID, BudgetDigest: d.BudgetDigest,
 		Caller: d.Caller, Type: d.Type, CampaignID: d.CampaignID, ResourceID: d.ResourceID,
 		NotificationCreatedAt: formatTime(d.NotificationCreatedAt),
 		TTL:                   s.expiry(d.UpdatedAt, d.DueAt),
@@ -104,7 +106,7 @@ func (it *deliveryItem) toDomain() *domain.Delivery {
 		NotificationID: it.NotificationID, Channel: domain.Channel(it.Channel), UserID: it.UserID, Priority: domain.Priority(it.Priority),
 		Status: domain.Status(it.Status), Reason: domain.Reason(it.Reason), Attempts: it.Attempts,
 		UpdatedAt: parseTime(it.UpdatedAt), DueAt: parseTime(it.DueAt), LeaseUntil: parseTime(it.LeaseUntil), LeaseHolder: it.LeaseHolder,
-		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, DigestID: it.DigestID, BudgetDigest: it.BudgetDigest,
+		LastError: it.LastError, ProviderMessageID: it.ProviderMessageID, Provider: it.Provider, PinnedProvider: it.PinnedProvider, DigestID: it.DigestID, BudgetDigest: it.BudgetDigest,
 		SentTargets: it.SentTargets,
 		Caller:      it.Caller, Type: it.Type, CampaignID: it.CampaignID, ResourceID: it.ResourceID,
 		NotificationCreatedAt: parseTime(it.NotificationCreatedAt), Trail: trailOf(it.Trail),
@@ -375,6 +377,13 @@ func transitionUpdate(id string, ch domain.Channel, c domain.Change, vals map[st
 	if c.ProviderMessageID != "" {
 		sets = append(sets, "providerMessageId = :pmid")
 		vals[":pmid"] = str(c.ProviderMessageID)
+	}
+	if c.Provider != "" {
+		sets = append(sets, "provider = :provider")
+		vals[":provider"] = str(c.Provider)
+		if c.PinProvider {
+			sets = append(sets, "pinnedProvider = :provider")
+		}
 	}
 	if c.DigestID != "" {
 		sets = append(sets, "digestId = :digest")

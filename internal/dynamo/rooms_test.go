@@ -51,6 +51,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"digests":                  {reflect.TypeFor[worker.DigestStore]()},
 	"budgets":                  {reflect.TypeFor[relay.BudgetStore]()},
 	"history":                  {reflect.TypeFor[api.HistoryStore]()},
+	"provider breakers":        {reflect.TypeFor[worker.BreakerStore]()},
 }
 
 // crossFeature are the consumers' interfaces that span features: their

@@ -126,6 +126,9 @@ type Scheduling struct{ *Table }
 // rate limits (sendquota.go, ratelimit.go).
 type Quotas struct{ *Table }
 
+// Breakers stores the providers' circuit breakers (breakers.go).
+type Breakers struct{ *Table }
+
 // Digests stores digests: their members and seals (digests.go).
 type Digests struct{ *Table }
 
@@ -146,12 +149,13 @@ type Stores struct {
 	Digests       *Digests
 	Budgets       *Budgets
 	History       *History
+	Breakers      *Breakers
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}, History: &History{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}, History: &History{t}, Breakers: &Breakers{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.

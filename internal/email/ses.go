@@ -173,5 +173,5 @@ func Classify(err error) error {
 			return &channel.ProviderError{Reason: domain.ReasonRejected, Code: code, Err: fmt.Errorf("ses send: %w", err)}
 		}
 	}
-	return &channel.ProviderError{Transient: true, Code: code, Err: fmt.Errorf("ses send: %w", err)}
+	return &channel.ProviderError{Transient: true, Code: code, Unknown: code == "transport" && sendretry.OutcomeUnknown(err), Err: fmt.Errorf("ses send: %w", err)}
 }

@@ -114,7 +114,7 @@ func DeliveryEntry(m Mode, old, d *domain.Delivery) (Entry, bool, error) {
 	detail := wire.DeliveryDetail{
 		EventID: id, Version: wire.Version, NotificationID: d.NotificationID, Type: d.Type, Caller: d.Caller,
 		UserID: d.UserID, Channel: string(d.Channel), Status: string(d.Status), Reason: string(d.Reason),
-		Attempts: d.Attempts, At: d.UpdatedAt.UTC(), CampaignID: d.CampaignID, ResourceID: d.ResourceID,
+		Attempts: d.Attempts, Provider: d.Provider, At: d.UpdatedAt.UTC(), CampaignID: d.CampaignID, ResourceID: d.ResourceID,
 	}
 	b, err := json.Marshal(detail)
 	if err != nil {

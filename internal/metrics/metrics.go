@@ -95,6 +95,15 @@ const (
 	// probes (something planned a due time in the past); released when
 	// found (no dims).
 	DueBehindWatermark Name = "DueBehindWatermark"
+	// ProviderSent and ProviderFailed: provider calls answered with a send
+	// or with an error, per provider (dims: Channel, Provider): how traffic
+	// moves between a channel's primary and its failover (issue 38).
+	ProviderSent   Name = "ProviderSent"
+	ProviderFailed Name = "ProviderFailed"
+	// BreakerOpened: a provider's circuit breaker opened (counted by the
+	// worker whose failure opened it; dims: Channel, Provider; rollup
+	// Channel, the alarm's).
+	BreakerOpened Name = "BreakerOpened"
 )
 
 // Unit is a CloudWatch unit.
@@ -112,6 +121,7 @@ const (
 	DimPriority = "Priority"
 	DimReason   = "Reason"
 	DimCode     = "Code"
+	DimProvider = "Provider"
 )
 
 // spec describes how a metric is published.
@@ -149,6 +159,9 @@ var specs = map[Name]spec{
 	Stuck:              {unit: Count, rollups: [][]string{{DimChannel}}},
 	DueBehindWatermark: {unit: Count},
 	ProviderRefused:    {unit: Count, rollups: [][]string{{DimChannel}}},
+	ProviderSent:       {unit: Count},
+	ProviderFailed:     {unit: Count},
+	BreakerOpened:      {unit: Count, rollups: [][]string{{DimChannel}}},
 }
 
 // Names lists every metric name, for dashboards and tests.
@@ -156,7 +169,7 @@ func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
 		Delivered, Bounced, Complained, QuotaDeferred, Throttled,
 		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck, DueBehindWatermark,
-		ProviderRefused}
+		ProviderRefused, ProviderSent, ProviderFailed, BreakerOpened}
 }
 
 // UnitOf returns a metric's unit ("" for unknown names).
@@ -169,12 +182,17 @@ type Dims struct {
 	Reason   domain.Reason
 	// Code is a stable problem code (intake rejections), never free text.
 	Code string
+	// Provider is a provider name (ses:<region>, sns, sms-voice).
+	Provider string
 }
 
 // Invalid replaces a dimension value outside its closed set.
 const Invalid = "invalid"
 
-var codeShape = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var (
+	codeShape     = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	providerShape = regexp.MustCompile(`^(ses:[a-z]{2}(-[a-z]+)+-[0-9]{1,2}|sns|sms-voice)$`)
+)
 
 // sanitized maps every value into its closed set, so a caller's mistake can
 // never publish an address, a number or text as a dimension.
@@ -195,6 +213,9 @@ func (d Dims) sanitized() Dims {
 	if d.Code != "" && !codeShape.MatchString(d.Code) {
 		d.Code = Invalid
 	}
+	if d.Provider != "" && !providerShape.MatchString(d.Provider) {
+		d.Provider = Invalid
+	}
 	return d
 }
 
@@ -212,6 +233,7 @@ func (d Dims) keys() ([]string, map[string]string) {
 	add(DimPriority, string(d.Priority))
 	add(DimReason, string(d.Reason))
 	add(DimCode, d.Code)
+	add(DimProvider, d.Provider)
 	return names, vals
 }
 

@@ -61,3 +61,10 @@ func sentNothing(err error) aws.Ternary {
 	}
 	return aws.UnknownTernary
 }
+
+// OutcomeUnknown reports whether a provider call that failed with err (not a
+// provider's answer) may still have been carried out: everything but a
+// request that provably never reached the provider (sentNothing).
+func OutcomeUnknown(err error) bool {
+	return sentNothing(err) != aws.TrueTernary
+}

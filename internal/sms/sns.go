@@ -73,7 +73,10 @@ func SMSType(pr domain.Priority) string {
 func (p *Provider) Send(ctx context.Context, m *channel.Message) (string, error) {
 	check, err := p.api.CheckIfPhoneNumberIsOptedOut(ctx, &sns.CheckIfPhoneNumberIsOptedOutInput{PhoneNumber: aws.String(m.Contact)})
 	if err != nil {
-		return "", Classify("sns opt-out check", err)
+		// Nothing is sent by the check: its lost answer is no unknown send.
+		pe := Classify("sns opt-out check", err).(*channel.ProviderError)
+		pe.Unknown = false
+		return "", pe
 	}
 	if check.IsOptedOut {
 		return "", &channel.ProviderError{Drop: true, Reason: domain.ReasonOptedOut, Code: "opted_out", Err: errors.New("phone number opted out of SMS")}
@@ -122,7 +125,7 @@ func Classify(op string, err error) error {
 		}
 		return &channel.ProviderError{Transient: true, Code: code, Alert: accountCodes[code], Err: fmt.Errorf("%s: %w", op, err)}
 	}
-	return &channel.ProviderError{Transient: true, Code: "transport", Err: fmt.Errorf("%s: %w", op, err)}
+	return &channel.ProviderError{Transient: true, Code: "transport", Unknown: sendretry.OutcomeUnknown(err), Err: fmt.Errorf("%s: %w", op, err)}
 }
 
 // Retryer is the SDK retry policy of the SNS client: sendretry's (Publish has

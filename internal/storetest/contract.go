@@ -283,17 +283,27 @@ func DeliveryContract(t *testing.T, newHarness func(t *testing.T) DeliveryHarnes
 			t.Fatalf("reclaim after the lease = %+v, %v; want sending, lease %v held by msg-2, attempt 2", got, err, late.LeaseUntil)
 		}
 		// Giving a claim back refunds its attempt and ends the lease.
+		// An attempt whose outcome is unknown records its provider and pins it.
+		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
+			LastError: "unknown_outcome", Provider: "ses:eu-west-1", PinProvider: true})
+		if err != nil || got.Provider != "ses:eu-west-1" || got.PinnedProvider != "ses:eu-west-1" {
+			t.Fatalf("sending→retrying with an unknown outcome = %+v, %v; want provider and pinned provider ses:eu-west-1", got, err)
+		}
+		if _, err := h.Store.Transition(ctx, d.NotificationID, d.Channel, late); err != nil {
+			t.Fatalf("claim from retrying: %v", err)
+		}
 		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending}, RefundAttempt: true, LastError: "quota"})
-		if err != nil || got.Attempts != 1 || !got.LeaseUntil.IsZero() || got.LeaseHolder != "" || got.LastError != "quota" {
+		if err != nil || got.Attempts != 2 || !got.LeaseUntil.IsZero() || got.LeaseHolder != "" || got.LastError != "quota" {
 			t.Fatalf("sending→retrying with a refund = %+v, %v; want attempt 1, no lease, the error recorded", got, err)
 		}
 		// The send ends the lease and records the provider's id.
 		if _, err := h.Store.Transition(ctx, d.NotificationID, d.Channel, claim); err != nil {
 			t.Fatalf("claim from retrying: %v", err)
 		}
-		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: "pm-1"})
-		if err != nil || got.Status != domain.StatusSent || !got.LeaseUntil.IsZero() || got.LeaseHolder != "" || got.ProviderMessageID != "pm-1" || got.Attempts != 2 {
-			t.Errorf("sending→sent = %+v, %v; want sent, no lease nor holder, provider id pm-1, attempt 2", got, err)
+		got, err = h.Store.Transition(ctx, d.NotificationID, d.Channel, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: "pm-1", Provider: "ses:eu-west-1"})
+		if err != nil || got.Status != domain.StatusSent || !got.LeaseUntil.IsZero() || got.LeaseHolder != "" || got.ProviderMessageID != "pm-1" || got.Attempts != 3 ||
+			got.Provider != "ses:eu-west-1" || got.PinnedProvider != "ses:eu-west-1" {
+			t.Errorf("sending→sent = %+v, %v; want sent, no lease nor holder, provider id pm-1 from ses:eu-west-1 (still pinned), attempt 3", got, err)
 		}
 		// A sending delivery without a lease is never reclaimed.
 		nl := seeded(domain.StatusSending)

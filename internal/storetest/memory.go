@@ -193,6 +193,12 @@ func (m *MemDeliveries) Transition(_ context.Context, id string, ch domain.Chann
 	if c.ProviderMessageID != "" {
 		d.ProviderMessageID = c.ProviderMessageID
 	}
+	if c.Provider != "" {
+		d.Provider = c.Provider
+		if c.PinProvider {
+			d.PinnedProvider = c.Provider
+		}
+	}
 	if c.DigestID != "" {
 		d.DigestID = c.DigestID
 	}

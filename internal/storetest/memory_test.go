@@ -19,3 +19,7 @@ func TestMemDeliveriesContract(t *testing.T) {
 func TestMemBudgetsContract(t *testing.T) {
 	storetest.BudgetContract(t, (&storetest.MemBudgets{}).CountBudget)
 }
+
+func TestMemBreakersContract(t *testing.T) {
+	storetest.BreakerContract(t, func(*testing.T) storetest.BreakerStore { return storetest.NewMemBreakers() })
+}

@@ -146,5 +146,5 @@ func (h *Handler) digestMembers(ctx context.Context, n *domain.Notification, key
 // could not be read, as a transient provider error would.
 func (h *Handler) retryDigest(ctx context.Context, log *slog.Logger, msg events.SQSMessage, d *domain.Delivery, cause error) error {
 	log.WarnContext(ctx, "digest load failed", "error", cause)
-	return h.retryTransient(ctx, log, msg, d, "digest_load", 0, nil, false)
+	return h.retryTransient(ctx, log, msg, d, "digest_load", 0, nil, false, providerOf{})
 }

@@ -298,7 +298,7 @@ func BenchmarkSendQuotaRequests(b *testing.B) {
 				if i%10 == 0 {
 					p = domain.PriorityHigh
 				}
-				if _, ok, _ := hs[(s+i)%instances].takeQuota(ctx, domain.ChannelEmail, p); ok {
+				if _, ok, _ := hs[(s+i)%instances].takeQuota(ctx, domain.ChannelEmail, hs[(s+i)%instances].primary(), p); ok {
 					sends++
 				} else {
 					deferred++

@@ -82,6 +82,7 @@ import (
 	"github.com/heraldhq/herald/internal/catalog"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/failover"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/policy"
 )
@@ -104,6 +105,17 @@ type QuotaStore interface {
 	// windowStart (lasting window) if its count is below limit, and reports
 	// whether it did.
 	TakeSendToken(ctx context.Context, c domain.Channel, shard int, windowStart time.Time, window time.Duration, limit int) (bool, error)
+}
+
+// BreakerStore holds the providers' circuit breakers (dynamo.Breakers),
+// shared by every worker: written only when a send fails or probes, read
+// through the handler's cache (failover.Rules.Refresh).
+type BreakerStore interface {
+	Breaker(ctx context.Context, provider string) (failover.Breaker, error)
+	RecordFailure(ctx context.Context, provider string, now time.Time, r failover.Rules) (_ failover.Breaker, opened bool, _ error)
+	TakeProbe(ctx context.Context, provider string, now time.Time, lease time.Duration) (bool, error)
+	ProbeSucceeded(ctx context.Context, provider string) (closed bool, _ error)
+	ProbeFailed(ctx context.Context, provider string, now time.Time, r failover.Rules) error
 }
 
 // Requeuer sends a copy of a message back to its queue, delayed: the copy
@@ -147,19 +159,26 @@ type Handler struct {
 	quota      QuotaStore
 	requeuer   Requeuer
 	provider   channel.Provider
-	catalog    *catalog.Catalog
-	now        func() time.Time
-	log        *slog.Logger
-	metrics    metrics.Recorder
-	randMu     sync.Mutex
-	rand       *rand.Rand
+	// providerName names the provider (Deps.ProviderName).
+	providerName string
+	failover     *Failover
+	breakers     BreakerStore
+	rules        failover.Rules
+	brMu         sync.Mutex
+	brCache      map[string]cachedBreaker
+	catalog      *catalog.Catalog
+	now          func() time.Time
+	log          *slog.Logger
+	metrics      metrics.Recorder
+	randMu       sync.Mutex
+	rand         *rand.Rand
 	// spent remembers, per quota class (bulk-capped low, or the whole quota
 	// of normal and high; keyed by policy.BulkCapped), the slot in which
 	// this instance found the quota exhausted: later sends of that class in
 	// the same slot are deferred without a request, so refused writes per
 	// slot are bounded by instances × probes, not by the offered load.
 	spentMu sync.Mutex
-	spent   map[bool]time.Time
+	spent   map[spentKey]time.Time
 	// sleep waits for the next quota slot (a timer; tests advance a clock).
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -186,6 +205,15 @@ type Deps struct {
 	// maxReceiveCount, so that waiting for quota never redrives it to the
 	// DLQ; nil defers by visibility only.
 	Requeuer Requeuer
+	// ProviderName names Provider on deliveries, metrics and breakers
+	// (ses:<region>, sns, sms-voice); empty (push) records none.
+	ProviderName string
+	// Failover is the channel's second provider; nil: none.
+	Failover *Failover
+	// Breakers keeps the providers' circuit breakers (nil: none, the
+	// primary is always used); Rules tune them (zero: failover.DefaultRules).
+	Breakers BreakerStore
+	Rules    failover.Rules
 }
 
 // New wires a worker for one provider.
@@ -205,8 +233,17 @@ func New(d Deps) *Handler {
 		m = metrics.Nop{}
 	}
 	seed := uint64(time.Now().UnixNano())
+	rules := d.Rules
+	if rules == (failover.Rules{}) {
+		rules = failover.DefaultRules
+	}
+	fo := d.Failover
+	if fo != nil && fo.Secondary == nil {
+		fo = nil
+	}
 	return &Handler{cfg: cfg, store: d.Store, visibility: d.Visibility, quota: d.Quota, requeuer: d.Requeuer, provider: d.Provider, catalog: d.Catalog, now: d.Now, log: d.Log,
-		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1)), spent: map[bool]time.Time{}, sleep: sleepCtx}
+		providerName: d.ProviderName, failover: fo, breakers: d.Breakers, rules: rules, brCache: map[string]cachedBreaker{},
+		metrics: m, rand: rand.New(rand.NewPCG(seed, seed>>1)), spent: map[spentKey]time.Time{}, sleep: sleepCtx}
 }
 
 // sleepCtx waits d, or until ctx ends.
@@ -341,8 +378,16 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.settleUnclaimed(ctx, log, msg, n, c)
 	}
 
+	// The provider before the quota: each keeps its own. A probe of the
+	// primary's half-open breaker counts in the secondary's, where the
+	// attempt goes when another worker holds the probe.
+	choice := h.chooseTarget(ctx, "")
+	at := attempt{to: h.primary()}
+	if choice != failover.Primary {
+		at.to, _ = h.secondary()
+	}
 	// Quota before the claim: a send that finds none burns no attempt.
-	slot, ok, err := h.acquireQuota(ctx, wm.Channel, p)
+	slot, ok, err := h.acquireQuota(ctx, wm.Channel, at.to, p)
 	if err != nil {
 		log.ErrorContext(ctx, "send quota failed", "error", err)
 		return h.retryLater(ctx, log, msg, p)
@@ -375,6 +420,14 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		return h.retryLater(ctx, log, msg, p)
 	}
 	log = log.With("attempt", d.Attempts)
+	// A delivery whose earlier attempt has an unknown outcome goes only to
+	// that provider (failover's rule): its quota is taken anew.
+	pinned := d.PinnedProvider != "" && d.PinnedProvider != at.to.name
+	if pinned {
+		at = attempt{to: h.targetNamed(d.PinnedProvider)}
+	} else if choice == failover.Probe && h.takeProbe(ctx, log) {
+		at = attempt{to: h.primary(), probe: true}
+	}
 
 	content, err := h.render(ctx, n, d, typ, locale(n, profile)) // digest.go: a digest leader renders its digest
 	if errors.Is(err, errDigestLoad) {
@@ -386,14 +439,24 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 	// The quota's bound at the provider assumes the call starts within
 	// MaxTokenAge of the token's slot: a token the claim and render made
 	// stale is replaced by one of the current slot, or the send given back.
-	if !slot.IsZero() && h.now().Sub(slot) > policy.MaxTokenAge {
+	if pinned || !slot.IsZero() && h.now().Sub(slot) > policy.MaxTokenAge {
 		var taken bool
-		if slot, taken, err = h.retakeQuota(ctx, log, msg, n.ID, wm.Channel, d.Priority); !taken {
+		if slot, taken, err = h.retakeQuota(ctx, log, msg, n.ID, wm.Channel, at.to, d.Priority); !taken {
 			return err
 		}
 	}
 	cm := &channel.Message{Notification: n, Type: typ, Profile: profile, Content: content, Contact: contact, SentTargets: d.SentTargets}
-	pmid, sendErr := h.provider.Send(sendCtx, cm)
+	takeSecondary := func(sec target) bool {
+		s, ok, err := h.acquireQuota(ctx, wm.Channel, sec, d.Priority)
+		if err != nil || !ok {
+			log.WarnContext(ctx, "no send quota to fail over", "provider", sec.name, "error", err)
+			return false
+		}
+		slot = s
+		return true
+	}
+	tried, pmid, sendErr := h.send(ctx, sendCtx, log, wm.Channel, d, at, cm, takeSecondary)
+	log = log.With("provider", tried.name)
 	// Targets of a multi-target provider reached by this attempt, kept on
 	// the delivery so that a retry skips them.
 	accepted := newTargets(d.SentTargets, cm.Accepted)
@@ -414,12 +477,9 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 			h.operatorAlert(ctx, log, wm.Channel, d.Priority, cm.TargetError)
 		}
 		return h.finish(ctx, log, n.ID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, ProviderMessageID: pmid,
-			AddSentTargets: accepted, LastError: cm.TargetError})
+			AddSentTargets: accepted, LastError: cm.TargetError, Provider: tried.name})
 	}
-	var pe *channel.ProviderError
-	if !errors.As(sendErr, &pe) {
-		pe = &channel.ProviderError{Transient: true, Code: "unclassified", Err: sendErr}
-	}
+	pe := asProviderError(sendErr)
 	if pe.Alert {
 		h.operatorAlert(ctx, log, wm.Channel, d.Priority, pe.Code)
 	}
@@ -432,12 +492,20 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SQSMessage) error {
 		if reason == "" {
 			reason = domain.ReasonRejected
 		}
-		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code, AddSentTargets: accepted})
+		return h.finish(ctx, log, n.ID, domain.Change{To: to, From: []domain.Status{domain.StatusSending}, Reason: reason, LastError: pe.Code, AddSentTargets: accepted,
+			Provider: tried.name})
 	}
 	if pe.Throttle() {
 		h.metrics.Add(ctx, metrics.Throttled, metrics.Dims{Channel: wm.Channel, Priority: d.Priority}, 1)
 	}
-	return h.retryTransient(ctx, log, msg, d, pe.Code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0)
+	code := pe.Code
+	if pe.Unknown {
+		// Recorded, and pinned: the next attempt goes to this provider only.
+		code = "unknown_outcome:" + pe.Code
+		log.WarnContext(ctx, "send outcome unknown", "code", pe.Code)
+	}
+	return h.retryTransient(ctx, log, msg, d, code, pe.RetryAfter, accepted, len(d.SentTargets)+len(accepted) > 0,
+		providerOf{name: tried.name, pin: pe.Unknown && tried.name != ""})
 }
 
 // operatorAlert logs a provider's refusal an operator must act on (the code
@@ -473,8 +541,8 @@ func newTargets(sent, accepted []string) []string {
 // finds its slot spent waits for the next slots' reserve, up to
 // policy.HighQuotaWait: a slot is 200 ms, a deferral through the queue at
 // least a second.
-func (h *Handler) acquireQuota(ctx context.Context, c domain.Channel, p domain.Priority) (time.Time, bool, error) {
-	slot, ok, err := h.takeQuota(ctx, c, p)
+func (h *Handler) acquireQuota(ctx context.Context, c domain.Channel, t target, p domain.Priority) (time.Time, bool, error) {
+	slot, ok, err := h.takeQuota(ctx, c, t, p)
 	if p != domain.PriorityHigh {
 		return slot, ok, err
 	}
@@ -482,7 +550,7 @@ func (h *Handler) acquireQuota(ctx context.Context, c domain.Channel, p domain.P
 		if h.sleep(ctx, slot.Add(policy.QuotaSlot).Sub(h.now())) != nil {
 			return slot, false, nil
 		}
-		slot, ok, err = h.takeQuota(ctx, c, p)
+		slot, ok, err = h.takeQuota(ctx, c, t, p)
 	}
 	return slot, ok, err
 }
@@ -492,13 +560,13 @@ func (h *Handler) acquireQuota(ctx context.Context, c domain.Channel, p domain.P
 // admitting p up to its slot cap. Once the probes all fail, the rest of the
 // slot is spent for p's class on this instance. Without a quota it costs
 // nothing and returns the zero slot.
-func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Priority) (time.Time, bool, error) {
-	q := h.cfg.SendQuota
+func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, t target, p domain.Priority) (time.Time, bool, error) {
+	q := t.quota
 	if q.Unlimited() || h.quota == nil {
 		return time.Time{}, true, nil
 	}
 	slot := policy.SlotStart(h.now())
-	class := policy.BulkCapped(p)
+	class := spentKey{secondary: t.secondary, bulk: policy.BulkCapped(p)}
 	h.spentMu.Lock()
 	spent := h.spent[class].Equal(slot)
 	h.spentMu.Unlock()
@@ -509,7 +577,7 @@ func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Prio
 	start := h.rand.IntN(q.Shards())
 	h.randMu.Unlock()
 	for _, shard := range q.ProbeOrder(start) {
-		ok, err := h.quota.TakeSendToken(ctx, c, shard, slot, policy.QuotaSlot, q.SlotCap(p, shard, slot))
+		ok, err := h.quota.TakeSendToken(ctx, t.quotaKey(c), shard, slot, policy.QuotaSlot, q.SlotCap(p, shard, slot))
 		if err != nil || ok {
 			return slot, ok, err
 		}
@@ -525,8 +593,8 @@ func (h *Handler) takeQuota(ctx context.Context, c domain.Channel, p domain.Prio
 // refunded: the provider was not called) and defers the message as a send
 // that found no quota; the stale token is wasted, which only under-uses the
 // quota. Without a token, the error is the message's outcome (nil: done).
-func (h *Handler) retakeQuota(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, c domain.Channel, p domain.Priority) (time.Time, bool, error) {
-	slot, ok, err := h.takeQuota(ctx, c, p)
+func (h *Handler) retakeQuota(ctx context.Context, log *slog.Logger, msg events.SQSMessage, id string, c domain.Channel, t target, p domain.Priority) (time.Time, bool, error) {
+	slot, ok, err := h.takeQuota(ctx, c, t, p)
 	if err == nil && ok {
 		return slot, true, nil
 	}
@@ -579,27 +647,40 @@ func (h *Handler) deferForQuota(ctx context.Context, log *slog.Logger, msg event
 // attempt's lease, which no receive can reclaim before it ends: the message
 // comes back after the lease, not after a backoff that may be shorter.
 func (h *Handler) retryTransient(ctx context.Context, log *slog.Logger, msg events.SQSMessage, d *domain.Delivery, code string, retryAfter time.Duration,
-	accepted []string, reached bool) error {
+	accepted []string, reached bool, tried providerOf) error {
 	receives := receiveCount(msg)
 	if h.cfg.MaxReceiveCount > 0 && receives >= h.cfg.MaxReceiveCount {
 		if reached {
-			return h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted})
+			return h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusSent, From: []domain.Status{domain.StatusSending}, LastError: code, AddSentTargets: accepted,
+				Provider: tried.name})
 		}
 		// A failed write is logged by finish; the message goes to the DLQ
 		// all the same, its delivery still sending (herald dlq redrive
 		// moves it back, the scheduler's watch re-sends it).
-		_ = h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code})
+		_ = h.finish(ctx, log, d.NotificationID, domain.Change{To: domain.StatusFailed, From: []domain.Status{domain.StatusSending}, Reason: domain.ReasonExhausted, LastError: code,
+			Provider: tried.name, PinProvider: tried.pin})
 		h.setVisibility(ctx, log, msg, 0)
 		return errRetry
 	}
 	delay := max(h.backoff(d.Priority, receives), retryAfter)
 	if err := h.finish(ctx, log.With("retryIn", delay.String()), d.NotificationID, domain.Change{To: domain.StatusRetrying, From: []domain.Status{domain.StatusSending},
-		LastError: code, AddSentTargets: accepted, Note: "retry in " + delay.Round(time.Millisecond).String()}); err != nil {
+		LastError: code, AddSentTargets: accepted, Note: "retry in " + delay.Round(time.Millisecond).String(), Provider: tried.name, PinProvider: tried.pin}); err != nil {
 		delay = max(delay, h.untilLeaseEnds(d.LeaseUntil))
 	}
 	h.setVisibility(ctx, log, msg, delay)
 	return errRetry
 }
+
+// providerOf is the provider an attempt was last tried on (recorded on the
+// delivery) and whether its outcome is unknown (pinned to it).
+type providerOf struct {
+	name string
+	pin  bool
+}
+
+// spentKey is a class of sends whose quota this instance found spent: a
+// provider's (the secondary's or not) bulk-capped or whole quota.
+type spentKey struct{ secondary, bulk bool }
 
 // untilLeaseEnds is how long a message must stay away for its receive to
 // find the lease ending at until expired (a second past it).

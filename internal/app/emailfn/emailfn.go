@@ -2,12 +2,16 @@
 package emailfn
 
 import (
+	"fmt"
+
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/app/unsubscribekey"
 	"github.com/heraldhq/herald/internal/app/workerfn"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/email"
+	"github.com/heraldhq/herald/internal/failover"
 	"github.com/heraldhq/herald/internal/worker"
 )
 
@@ -28,9 +32,23 @@ func New(d app.Deps) (*worker.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	links := unsubscribekey.Links{Signer: signer, Base: env["UNSUBSCRIBE_URL"]}
 	client := sesv2.NewFromConfig(d.AWS, func(o *sesv2.Options) { o.Retryer = email.Retryer() })
-	return workerfn.New(d, st, email.New(client, email.Config{
-		From: env["EMAIL_FROM"], ConfigurationSet: d.Getenv("SES_CONFIGURATION_SET"),
-		Unsubscribe: unsubscribekey.Links{Signer: signer, Base: env["UNSUBSCRIBE_URL"]},
-	}))
+	primary := email.New(client, email.Config{From: env["EMAIL_FROM"], ConfigurationSet: d.Getenv("SES_CONFIGURATION_SET"), Unsubscribe: links})
+	// SES_SECONDARY_REGION: the same sender through SES in another region,
+	// its own configuration set (issue 38); empty: no failover.
+	var secondary channel.Provider
+	region := d.Getenv("SES_SECONDARY_REGION")
+	if region != "" {
+		if region == d.AWS.Region {
+			return nil, fmt.Errorf("SES_SECONDARY_REGION %q: the stack's own region cannot be its failover", region)
+		}
+		second := sesv2.NewFromConfig(d.AWS, func(o *sesv2.Options) { o.Region, o.Retryer = region, email.Retryer() })
+		secondary = email.New(second, email.Config{From: env["EMAIL_FROM"], ConfigurationSet: d.Getenv("SES_SECONDARY_CONFIGURATION_SET"), Unsubscribe: links})
+	}
+	fo, err := workerfn.Failover(d, st, failover.SES(d.AWS.Region), secondary, failover.SES(region))
+	if err != nil {
+		return nil, err
+	}
+	return workerfn.New(d, st, primary, fo)
 }

@@ -18,11 +18,12 @@ import (
 )
 
 var (
-	_ worker.Store       = store{}
-	_ worker.DigestStore = store{}
-	_ worker.Visibility  = (*queue.Visibility)(nil)
-	_ worker.QuotaStore  = (*dynamo.Quotas)(nil)
-	_ worker.Requeuer    = (*queue.Requeuer)(nil)
+	_ worker.Store        = store{}
+	_ worker.DigestStore  = store{}
+	_ worker.Visibility   = (*queue.Visibility)(nil)
+	_ worker.QuotaStore   = (*dynamo.Quotas)(nil)
+	_ worker.Requeuer     = (*queue.Requeuer)(nil)
+	_ worker.BreakerStore = (*dynamo.Breakers)(nil)
 )
 
 // store is the delivery loop's table: the work it loads and the
@@ -56,8 +57,9 @@ func Config(d app.Deps) (worker.Config, error) {
 }
 
 // New wires the loop around p on st, the stores the provider may share (push
-// deletes gone subscriptions through them).
-func New(d app.Deps, st dynamo.Stores, p channel.Provider) (*worker.Handler, error) {
+// deletes gone subscriptions through them); opts name the provider and its
+// failover (Failover).
+func New(d app.Deps, st dynamo.Stores, p channel.Provider, opts ...func(*worker.Deps)) (*worker.Handler, error) {
 	// A link the stack's policy refuses now is rendered empty (data
 	// accepted before the policy changed).
 	cat, err := d.LinkedCatalog()
@@ -70,6 +72,32 @@ func New(d app.Deps, st dynamo.Stores, p channel.Provider) (*worker.Handler, err
 	}
 	client := sqs.NewFromConfig(d.AWS)
 	vis := queue.NewVisibility(client)
-	return worker.New(worker.Deps{Config: cfg, Store: store{st.Notifications, st.Digests}, Visibility: vis, Provider: p, Catalog: cat,
-		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st.Quotas, Requeuer: queue.NewRequeuer(client, vis)}), nil
+	deps := worker.Deps{Config: cfg, Store: store{st.Notifications, st.Digests}, Visibility: vis, Provider: p, Catalog: cat,
+		Now: d.Now, Log: d.Log, Metrics: d.Recorder(), Quota: st.Quotas, Requeuer: queue.NewRequeuer(client, vis)}
+	for _, o := range opts {
+		o(&deps)
+	}
+	return worker.New(deps), nil
+}
+
+// Failover names a channel's primary provider (its breaker in st) and,
+// when secondary is not nil, the provider it fails over to, with the send
+// quota of SEND_RATE_SECONDARY (BULK_QUOTA_SHARE as the primary's).
+func Failover(d app.Deps, st dynamo.Stores, primaryName string, secondary channel.Provider, secondaryName string) (func(*worker.Deps), error) {
+	var fo *worker.Failover
+	if secondary != nil {
+		q, err := policy.SendQuotaFromEnv(func(k string) string {
+			if k == "SEND_RATE" {
+				k = "SEND_RATE_SECONDARY"
+			}
+			return d.Getenv(k)
+		})
+		if err != nil {
+			return nil, err
+		}
+		fo = &worker.Failover{Secondary: secondary, SecondaryName: secondaryName, SecondaryQuota: q}
+	}
+	return func(deps *worker.Deps) {
+		deps.ProviderName, deps.Failover, deps.Breakers = primaryName, fo, st.Breakers
+	}, nil
 }

@@ -133,7 +133,7 @@ func (e *Enforcer) Middleware(function string) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldIAMEnforcer",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if err := e.Check(function, awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx), in.Parameters); err != nil {
+				if err := e.CheckIn(function, awsmiddleware.GetRegion(ctx), awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx), in.Parameters); err != nil {
 					return middleware.InitializeOutput{}, middleware.Metadata{}, err
 				}
 				return next.HandleInitialize(ctx, in)
@@ -144,13 +144,23 @@ func (e *Enforcer) Middleware(function string) func(*middleware.Stack) error {
 // Check authorizes one operation call of function and records it; it
 // returns the error the service would return when the role does not allow it.
 func (e *Enforcer) Check(function, serviceID, operation string, input any) error {
+	return e.CheckIn(function, "", serviceID, operation, input)
+}
+
+// CheckIn is Check for a call made in region (a client of another region,
+// such as the email function's failover SES): the resources it names are
+// that region's. Empty is the stack's region.
+func (e *Enforcer) CheckIn(function, region, serviceID, operation string, input any) error {
+	if region == "" {
+		region = e.region
+	}
 	op := serviceID + "." + operation
 	role, ok := e.Policies().Role(function)
 	if !ok {
 		return e.deny(Call{Function: function, Operation: op, Action: "?", Resource: "?", Decision: "no role"}, serviceID,
 			fmt.Errorf("the template has no function %s with a role", function))
 	}
-	reqs, err := Describe(serviceID, operation, input, e.region, e.account)
+	reqs, err := Describe(serviceID, operation, input, region, e.account)
 	if err != nil {
 		return e.deny(Call{Function: function, Operation: op, Action: "?", Resource: "?", Decision: "unknown operation"}, serviceID, err)
 	}

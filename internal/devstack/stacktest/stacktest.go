@@ -392,13 +392,14 @@ type Stores struct {
 	*dynamo.Digests
 	*dynamo.Budgets
 	*dynamo.History
+	*dynamo.Breakers
 }
 
 // NewStores returns every feature store over t.
 func NewStores(t *dynamo.Table) *Stores {
 	s := dynamo.StoresOf(t)
 	return &Stores{Table: t, Notifications: s.Notifications, Inbox: s.Inbox, Campaigns: s.Campaigns, Users: s.Users,
-		Live: s.Live, Scheduling: s.Scheduling, Quotas: s.Quotas, Digests: s.Digests, Budgets: s.Budgets, History: s.History}
+		Live: s.Live, Scheduling: s.Scheduling, Quotas: s.Quotas, Digests: s.Digests, Budgets: s.Budgets, History: s.History, Breakers: s.Breakers}
 }
 
 // DB is a DynamoDB client on the stack's emulator, for raw reads and writes.
