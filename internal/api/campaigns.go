@@ -101,6 +101,7 @@ type campaignView struct {
 	Priority    string   `json:"priority"`
 	Channels    []string `json:"channels,omitempty"`
 	Segment     string   `json:"segment,omitempty"`
+	Topic       string   `json:"topic,omitempty"`
 	Status      string   `json:"status"`
 	Recipients  int      `json:"recipients"`
 	Notified    int      `json:"notified"`
@@ -130,7 +131,7 @@ const (
 
 func viewOfCampaign(c *domain.Campaign) *campaignView {
 	v := &campaignView{
-		ID: c.ID, Type: c.Type, Priority: string(c.Priority), Segment: c.Segment, Status: string(c.Status),
+		ID: c.ID, Type: c.Type, Priority: string(c.Priority), Segment: c.Segment, Topic: c.Topic, Status: string(c.Status),
 		Recipients: c.Recipients, Notified: c.Counts.Notified, Sent: c.Counts.Sent, Skipped: c.Counts.Skipped,
 		Failed: c.Counts.Failed, Dropped: c.Counts.Dropped, SendAt: timePtr(c.SendAt), ExpiresAt: timePtr(c.ExpiresAt),
 		CreatedAt: formatTime(c.CreatedAt), StartedAt: timePtr(c.StartedAt), FinishedAt: timePtr(c.FinishedAt),
@@ -310,6 +311,10 @@ func campaignRequestHash(cr *campaignRequest, c *domain.Campaign, inline []strin
 	put("")
 	put(c.Segment)
 	put(chunkHash(inline))
+	if c.Topic != "" { // a topic send (the hashes of the other campaigns stay as they were)
+		put(c.Topic)
+		put(chunkHash(c.Exclude))
+	}
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
 }
@@ -418,21 +423,32 @@ func (h *CampaignsHandler) startCampaign(ctx context.Context, req *request) resp
 	if !validCampaignID(id) {
 		return problemResponse(campaignNotFound())
 	}
-	c, err := h.campaigns.StartCampaign(ctx, id, req.caller)
-	switch {
-	case errors.Is(err, domain.ErrCampaignNotDraft):
-		return problemResponse(campaignNotDraft())
-	case err != nil:
-		return h.storeError(ctx, "start campaign", err, campaignNotFound)
-	}
-	if err := h.campaignQueue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignPlan, CampaignID: id}}, 0); err != nil {
-		if rerr := h.campaigns.RevertStart(ctx, id, c.StartedAt); rerr != nil {
-			h.log.ErrorContext(ctx, "revert campaign start", "campaignId", id, "error", rerr)
-		}
-		return h.internalError(ctx, "send campaign plan", err)
+	c, resp, ok := startFanOut(ctx, h.responder, h.campaigns, h.campaignQueue, id, req.caller)
+	if !ok {
+		return resp
 	}
 	h.log.InfoContext(ctx, "campaign started", "campaignId", id, "recipients", c.Recipients, "chunks", c.Chunks, "outcome", "started")
 	return response{status: http.StatusAccepted, body: viewOfCampaign(c)}
+}
+
+// startFanOut moves caller's draft campaign id to running and sends its
+// planning message; if the message cannot be sent, the campaign goes back to
+// draft and may be started again. ok false: resp is the error answer.
+func startFanOut(ctx context.Context, r responder, campaigns CampaignStore, q CampaignQueue, id, caller string) (*domain.Campaign, response, bool) {
+	c, err := campaigns.StartCampaign(ctx, id, caller)
+	switch {
+	case errors.Is(err, domain.ErrCampaignNotDraft):
+		return nil, problemResponse(campaignNotDraft()), false
+	case err != nil:
+		return nil, r.storeError(ctx, "start campaign", err, campaignNotFound), false
+	}
+	if err := q.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignPlan, CampaignID: id}}, 0); err != nil {
+		if rerr := campaigns.RevertStart(ctx, id, c.StartedAt); rerr != nil {
+			r.log.ErrorContext(ctx, "revert campaign start", "campaignId", id, "error", rerr)
+		}
+		return nil, r.internalError(ctx, "send campaign plan", err), false
+	}
+	return c, response{}, true
 }
 
 // cancelCampaign cancels a draft or running campaign: what is not yet sent

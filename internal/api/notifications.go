@@ -23,6 +23,8 @@ import (
 type NotificationsHandler struct {
 	responder
 	notifications NotificationStore
+	campaigns     CampaignStore
+	campaignQueue CampaignQueue
 	catalog       *catalog.Catalog
 	now           func() time.Time
 	newID         func() string
@@ -33,6 +35,10 @@ type NotificationsHandler struct {
 // Catalog, Now, NewID and Log are required.
 type NotificationsDeps struct {
 	Notifications NotificationStore
+	// Campaigns and CampaignQueue fan a topic send out: it is a campaign
+	// whose audience is the topic's subscribers.
+	Campaigns     CampaignStore
+	CampaignQueue CampaignQueue
 	Catalog       *catalog.Catalog
 	Now           func() time.Time
 	// NewID is the id of a notification without a dedupe key.
@@ -46,7 +52,8 @@ type NotificationsDeps struct {
 
 // NewNotifications wires the notification routes.
 func NewNotifications(d NotificationsDeps) *NotificationsHandler {
-	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, catalog: d.Catalog,
+	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, campaigns: d.Campaigns,
+		campaignQueue: d.CampaignQueue, catalog: d.Catalog,
 		now: d.Now, newID: d.NewID, metrics: d.Metrics}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
@@ -79,10 +86,15 @@ type notificationRequest struct {
 	BatchKey   string          `json:"batchKey,omitempty"`
 	SendAt     string          `json:"sendAt,omitempty"`
 	ExpiresAt  string          `json:"expiresAt,omitempty"`
+	// Exclude are users a topic send leaves out (the actor).
+	Exclude []string `json:"exclude,omitempty"`
 }
 
+// recipientBody is one user (userId, with optional contacts), or a topic:
+// every subscriber of it.
 type recipientBody struct {
-	UserID string `json:"userId"`
+	UserID string `json:"userId,omitempty"`
+	Topic  string `json:"topic,omitempty"`
 	Email  string `json:"email,omitempty"`
 	Phone  string `json:"phone,omitempty"`
 	Locale string `json:"locale,omitempty"`
@@ -113,6 +125,9 @@ func (h *NotificationsHandler) createNotification(ctx context.Context, req *requ
 	var nr notificationRequest
 	if p := decodeNotificationRequest(body, &nr, nil); p != nil {
 		return problemResponse(p)
+	}
+	if nr.Recipient.Topic != "" {
+		return h.sendTopic(ctx, req.caller, key, hasKey, &nr)
 	}
 	return h.accept(ctx, req.caller, key, hasKey, &nr, "")
 }

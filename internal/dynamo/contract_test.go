@@ -128,3 +128,10 @@ func connectionIDs(cs []live.Connection, err error) ([]string, error) {
 	slices.Sort(ids)
 	return ids, err
 }
+
+func TestStoreContractTopics(t *testing.T) {
+	storetest.TopicContract(t, func(t *testing.T) storetest.TopicStore {
+		s, _, _ := newStore(t)
+		return s.Topics
+	})
+}

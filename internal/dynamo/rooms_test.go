@@ -48,6 +48,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"scheduling and watches":   {reflect.TypeFor[ops.Watches](), reflect.TypeFor[ops.RelayFailures]()},
 	"quotas and rate counters": {reflect.TypeFor[worker.QuotaStore]()},
 	"digests":                  {reflect.TypeFor[worker.DigestStore]()},
+	"topics":                   {reflect.TypeFor[api.TopicStore]()},
 }
 
 // crossFeature are the consumers' interfaces that span features: their

@@ -129,6 +129,9 @@ type Quotas struct{ *Table }
 // Digests stores digests: their members and seals (digests.go).
 type Digests struct{ *Table }
 
+// Topics stores topic subscriptions and their mutes (topics.go).
+type Topics struct{ *Table }
+
 // Stores are the feature stores over one table; wiring hands each consumer
 // the ones it uses.
 type Stores struct {
@@ -140,12 +143,13 @@ type Stores struct {
 	Scheduling    *Scheduling
 	Quotas        *Quotas
 	Digests       *Digests
+	Topics        *Topics
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Topics: &Topics{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.

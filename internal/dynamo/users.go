@@ -71,8 +71,10 @@ func (s *Users) GetRecipientProfile(ctx context.Context, userID string) (*domain
 	for {
 		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(s.table),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UserPK(userID))},
+			// Everything of the user but the topics they follow (sorted
+			// after every other item of the partition, and unbounded).
+			KeyConditionExpression:    aws.String("pk = :pk AND sk < :topics"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UserPK(userID)), ":topics": str(userTopicPrefix)},
 			ConsistentRead:            aws.Bool(true),
 			ExclusiveStartKey:         start,
 		})

@@ -1,6 +1,8 @@
 package storetest_test
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/heraldhq/herald/internal/domain"
@@ -14,4 +16,8 @@ func TestMemDeliveriesContract(t *testing.T) {
 			Seed: func(_ testing.TB, d domain.Delivery) { m.Put(d) },
 			Get:  func(_ testing.TB, id string, ch domain.Channel) (domain.Delivery, bool) { return m.Get(id, ch) }}
 	})
+}
+
+func TestMemTopicsContract(t *testing.T) {
+	storetest.TopicContract(t, func(*testing.T) storetest.TopicStore { return storetest.NewMemTopics(time.Now) })
 }
