@@ -70,7 +70,7 @@ func (s *Users) GetRecipientProfile(ctx context.Context, userID string) (*domain
 	var start map[string]types.AttributeValue
 	for {
 		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(s.table),
+			TableName: aws.String(s.table),
 			// Everything of the user but the topics they follow (sorted
 			// after every other item of the partition, and unbounded).
 			KeyConditionExpression:    aws.String("pk = :pk AND sk < :topics"),

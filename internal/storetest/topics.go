@@ -299,4 +299,3 @@ func (m *MemTopics) Subscribers(topic string) []string {
 	slices.Sort(out)
 	return out
 }
-

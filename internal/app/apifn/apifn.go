@@ -81,7 +81,7 @@ func New(d app.Deps) (*api.Handler, error) {
 			Catalog: cat, Now: d.Now, Log: d.Log}),
 		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st.Inbox, ActiveAnnouncements: active,
 			Announcer: liveAnnouncer(d, st.Inbox, sqsClient), Now: d.Now, Log: d.Log}),
-		Me: api.NewMe(api.MeDeps{Users: st.Users, Preferences: st.Users, Catalog: cat, Log: d.Log}),
+		Me:     api.NewMe(api.MeDeps{Users: st.Users, Preferences: st.Users, Catalog: cat, Log: d.Log}),
 		Topics: api.NewTopics(api.TopicsDeps{Topics: st.Topics, Log: d.Log}),
 		Unsubscribe: api.NewUnsubscribe(api.UnsubscribeDeps{Store: st.Users, Tokens: unsubscribekey.Lazy(d),
 			Catalog: cat, Log: d.Log}),
