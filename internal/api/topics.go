@@ -84,7 +84,8 @@ type muteRequest struct {
 	Muted *bool `json:"muted"`
 }
 
-// Cursor scopes of the topic lists (inbox.Cursor: opaque, checked).
+// Cursor scopes of the topic lists (inbox.Cursor: opaque, checked; its
+// position is "s<shard>#u<last user>" or "t#<last topic>").
 const (
 	scopeSubscribers = "topic-subscribers"
 	scopeUserTopics  = "user-topics"
@@ -170,10 +171,11 @@ func (h *TopicsHandler) listSubscribers(ctx context.Context, req *request) respo
 	}
 	shard, after := 0, ""
 	if c, ok := req.QueryStringParameters["cursor"]; ok {
-		cur, err := inbox.DecodeCursor(c, scopeSubscribers+"\x00"+topic)
-		s, a, found := strings.Cut(cur.Position, "/")
-		n, nerr := strconv.Atoi(s)
-		if err != nil || !found || nerr != nil || n < 0 || n >= domain.TopicShards {
+		cur, err := inbox.DecodeCursor(c, scopeSubscribers+"/"+topic)
+		s, a, found := strings.Cut(cur.Position, "#")
+		n, nerr := strconv.Atoi(strings.TrimPrefix(s, "s"))
+		a, user := strings.CutPrefix(a, "u")
+		if err != nil || !found || !user || nerr != nil || n < 0 || n >= domain.TopicShards {
 			return problemResponse(invalidCursor())
 		}
 		shard, after = n, a
@@ -197,7 +199,7 @@ func (h *TopicsHandler) listSubscribers(ctx context.Context, req *request) respo
 		after = ""
 	}
 	if shard < domain.TopicShards {
-		page.NextCursor = inbox.Cursor{Scope: scopeSubscribers + "\x00" + topic, Position: strconv.Itoa(shard) + "/" + after}.Encode()
+		page.NextCursor = inbox.Cursor{Scope: scopeSubscribers + "/" + topic, Position: "s" + strconv.Itoa(shard) + "#u" + after}.Encode()
 	}
 	return response{status: http.StatusOK, body: page}
 }
@@ -227,11 +229,12 @@ func (h *TopicsHandler) userTopics(ctx context.Context, req *request, userID str
 	}
 	after := ""
 	if c, ok := req.QueryStringParameters["cursor"]; ok {
-		cur, err := inbox.DecodeCursor(c, scopeUserTopics+"\x00"+userID)
-		if err != nil || !domain.ValidTopic(cur.Position) {
+		cur, err := inbox.DecodeCursor(c, scopeUserTopics+"/"+userID)
+		topic, ok := strings.CutPrefix(cur.Position, "t#")
+		if err != nil || !ok || !domain.ValidTopic(topic) {
 			return problemResponse(invalidCursor())
 		}
-		after = cur.Position
+		after = topic
 	}
 	subs, next, err := h.topics.UserTopics(ctx, userID, after, limit)
 	if err != nil {
@@ -242,7 +245,7 @@ func (h *TopicsHandler) userTopics(ctx context.Context, req *request, userID str
 		page.Topics = append(page.Topics, userTopicView{Topic: s.Topic, Muted: s.Muted, SubscribedAt: formatTime(s.SubscribedAt)})
 	}
 	if next != "" {
-		page.NextCursor = inbox.Cursor{Scope: scopeUserTopics + "\x00" + userID, Position: next}.Encode()
+		page.NextCursor = inbox.Cursor{Scope: scopeUserTopics + "/" + userID, Position: "t#" + next}.Encode()
 	}
 	return response{status: http.StatusOK, body: page, headers: map[string]string{"Cache-Control": "no-store"}}
 }
