@@ -214,7 +214,12 @@ func TestTopicSend(t *testing.T) {
 	wantProblem(t, stacktest.Do(t, http.MethodPost, "/v1/notifications", strings.Replace(body, "/r/1", "/r/2", 1), key), http.StatusUnprocessableEntity, "idempotency_key_reused")
 
 	var c campaign
-	stacktest.Eventually(t, 90*time.Second, "topic send done", func() bool {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last campaign read: %+v", c)
+		}
+	})
+	stacktest.Eventually(t, 180*time.Second, "topic send done", func() bool {
 		c = getCampaign(t, sent.ID)
 		return c.Status == "done"
 	})
