@@ -111,7 +111,7 @@ func emailsByUser(t *testing.T, run string) map[string]int {
 	return out
 }
 
-const content = `"type":"reservation.approved","channels":["email"],"data":{"reservationUrl":"https://example.com/r/1"}`
+const content = `"type":"reservation.approved","priority":"low","channels":["email"],"data":{"reservationUrl":"https://example.com/r/1"}`
 
 // TestTopicSend: 2,000 subscribers (3 muted, one from the user's own
 // route), the actor excluded → 1,996 emails, each user once; the muted get
