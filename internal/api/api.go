@@ -38,6 +38,7 @@ type Deps struct {
 	Announcements *AnnouncementsHandler
 	Me            *MeHandler
 	Unsubscribe   *UnsubscribeHandler
+	Topics        *TopicsHandler
 
 	// Log is where the router logs a response it cannot encode.
 	Log *slog.Logger
@@ -99,6 +100,7 @@ func (d Deps) features() []feature {
 		cmp.Or(d.Announcements, NewAnnouncements(AnnouncementsDeps{})),
 		cmp.Or(d.Me, NewMe(MeDeps{})),
 		cmp.Or(d.Unsubscribe, NewUnsubscribe(UnsubscribeDeps{})),
+		cmp.Or(d.Topics, NewTopics(TopicsDeps{})),
 	}
 }
 

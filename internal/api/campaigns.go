@@ -109,6 +109,7 @@ type campaignView struct {
 	Priority    string   `json:"priority"`
 	Channels    []string `json:"channels,omitempty"`
 	Segment     string   `json:"segment,omitempty"`
+	Topic       string   `json:"topic,omitempty"`
 	Status      string   `json:"status"`
 	Recipients  int      `json:"recipients"`
 	Notified    int      `json:"notified"`
@@ -142,7 +143,7 @@ const (
 
 func viewOfCampaign(c *domain.Campaign, now time.Time) *campaignView {
 	v := &campaignView{
-		ID: c.ID, Type: c.Type, Priority: string(c.Priority), Segment: c.Segment, Status: string(c.Status),
+		ID: c.ID, Type: c.Type, Priority: string(c.Priority), Segment: c.Segment, Topic: c.Topic, Status: string(c.Status),
 		Recipients: c.Recipients, Notified: c.Counts.Notified, Sent: c.Counts.Sent, Skipped: c.Counts.Skipped,
 		Failed: c.Counts.Failed, Dropped: c.Counts.Dropped, SendAt: timePtr(c.SendAt), ExpiresAt: timePtr(c.ExpiresAt),
 		CreatedAt: formatTime(c.CreatedAt), StartedAt: timePtr(c.StartedAt), FinishedAt: timePtr(c.FinishedAt),
@@ -345,6 +346,10 @@ func campaignRequestHash(cr *campaignRequest, c *domain.Campaign, inline []strin
 	put("")
 	put(c.Segment)
 	put(chunkHash(inline))
+	if c.Topic != "" { // a topic send (the hashes of the other campaigns stay as they were)
+		put(c.Topic)
+		put(chunkHash(c.Exclude))
+	}
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
 }
@@ -453,31 +458,42 @@ func (h *CampaignsHandler) startCampaign(ctx context.Context, req *request) resp
 	if !validCampaignID(id) {
 		return problemResponse(campaignNotFound())
 	}
-	c, err := h.campaigns.StartCampaign(ctx, id, req.caller)
-	switch {
-	case errors.Is(err, domain.ErrCampaignNotDraft):
-		return problemResponse(campaignNotDraft())
-	case err != nil:
-		return h.storeError(ctx, "start campaign", err, campaignNotFound)
-	}
-	// Its uploaded recipients are counted now: one that cannot finish
-	// before its expiresAt goes back to draft, nothing sent.
-	if at, over := overWindow(c, c.StartedAt); over {
-		if err := h.campaigns.RevertStart(ctx, id, c.StartedAt); err != nil {
-			return h.internalError(ctx, "revert campaign start", err)
-		}
-		return problemResponse(exceedsWindow(c, at))
-	}
-	if err := h.campaignQueue.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignPlan, CampaignID: id}}, 0); err != nil {
-		if rerr := h.campaigns.RevertStart(ctx, id, c.StartedAt); rerr != nil {
-			h.log.ErrorContext(ctx, "revert campaign start", "campaignId", id, "error", rerr)
-		}
-		return h.internalError(ctx, "send campaign plan", err)
+	c, resp, ok := startFanOut(ctx, h.responder, h.campaigns, h.campaignQueue, id, req.caller)
+	if !ok {
+		return resp
 	}
 	est, _ := c.StartEstimate()
 	h.log.InfoContext(ctx, "campaign started", "campaignId", id, "recipients", c.Recipients, "chunks", c.Chunks,
 		"estimatedCompletionAt", formatTimeOrEmpty(est), "recipientsPerSecond", c.Pace.RecipientsPerSecond, "outcome", "started")
 	return response{status: http.StatusAccepted, body: viewOfCampaign(c, c.StartedAt)}
+}
+
+// startFanOut moves caller's draft campaign id to running and sends its
+// planning message; if it cannot finish before its expiresAt, or the message
+// cannot be sent, the campaign goes back to draft and may be started again. ok false: resp is the error answer.
+func startFanOut(ctx context.Context, r responder, campaigns CampaignStore, q CampaignQueue, id, caller string) (*domain.Campaign, response, bool) {
+	c, err := campaigns.StartCampaign(ctx, id, caller)
+	switch {
+	case errors.Is(err, domain.ErrCampaignNotDraft):
+		return nil, problemResponse(campaignNotDraft()), false
+	case err != nil:
+		return nil, r.storeError(ctx, "start campaign", err, campaignNotFound), false
+	}
+	// Its uploaded recipients are counted now: one that cannot finish
+	// before its expiresAt goes back to draft, nothing sent.
+	if at, over := overWindow(c, c.StartedAt); over {
+		if err := campaigns.RevertStart(ctx, id, c.StartedAt); err != nil {
+			return nil, r.internalError(ctx, "revert campaign start", err), false
+		}
+		return nil, problemResponse(exceedsWindow(c, at)), false
+	}
+	if err := q.SendCampaign(ctx, []domain.CampaignMessage{{Kind: domain.CampaignPlan, CampaignID: id}}, 0); err != nil {
+		if rerr := campaigns.RevertStart(ctx, id, c.StartedAt); rerr != nil {
+			r.log.ErrorContext(ctx, "revert campaign start", "campaignId", id, "error", rerr)
+		}
+		return nil, r.internalError(ctx, "send campaign plan", err), false
+	}
+	return c, response{}, true
 }
 
 // cancelCampaign cancels a draft or running campaign: what is not yet sent

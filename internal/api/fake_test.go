@@ -324,6 +324,7 @@ func newTestAPI(t testing.TB) *testAPI {
 type apiCall struct {
 	route   string            // route key, e.g. "POST /v1/notifications"
 	params  map[string]string // path parameters
+	query   map[string]string // query string parameters
 	body    string
 	headers map[string]string
 	caller  string          // IAM caller (user name); "" for none
@@ -341,7 +342,7 @@ func (ta *testAPI) do(t testing.TB, c apiCall) events.APIGatewayV2HTTPResponse {
 // bodies it does not consider text).
 func (ta *testAPI) doRaw(t testing.TB, c apiCall, base64Body bool) events.APIGatewayV2HTTPResponse {
 	t.Helper()
-	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, RawPath: rawPath(c.route, c.params), Body: c.body, Headers: map[string]string{}, PathParameters: c.params, IsBase64Encoded: base64Body}
+	ev := events.APIGatewayV2HTTPRequest{RouteKey: c.route, RawPath: rawPath(c.route, c.params), Body: c.body, Headers: map[string]string{}, PathParameters: c.params, QueryStringParameters: c.query, IsBase64Encoded: base64Body}
 	ev.RequestContext.HTTP.Method, _, _ = strings.Cut(c.route, " ")
 	if c.body != "" {
 		ev.Headers["content-type"] = "application/json" // as every client sends it; a test may override or remove it

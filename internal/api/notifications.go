@@ -24,6 +24,8 @@ type NotificationsHandler struct {
 	responder
 	notifications NotificationStore
 	history       HistoryStore
+	campaigns     CampaignStore
+	campaignQueue CampaignQueue
 	catalog       *catalog.Catalog
 	now           func() time.Time
 	newID         func() string
@@ -36,8 +38,12 @@ type NotificationsDeps struct {
 	Notifications NotificationStore
 	// History reads a recipient's history (GET /v1/users/{userId}/notifications).
 	History HistoryStore
-	Catalog *catalog.Catalog
-	Now     func() time.Time
+	// Campaigns and CampaignQueue fan a topic send out: it is a campaign
+	// whose audience is the topic's subscribers.
+	Campaigns     CampaignStore
+	CampaignQueue CampaignQueue
+	Catalog       *catalog.Catalog
+	Now           func() time.Time
 	// NewID is the id of a notification without a dedupe key.
 	NewID func() string
 	Log   *slog.Logger
@@ -49,7 +55,8 @@ type NotificationsDeps struct {
 
 // NewNotifications wires the notification routes.
 func NewNotifications(d NotificationsDeps) *NotificationsHandler {
-	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, history: d.History, catalog: d.Catalog,
+	h := &NotificationsHandler{responder: responder{log: d.Log}, notifications: d.Notifications, history: d.History, campaigns: d.Campaigns,
+		campaignQueue: d.CampaignQueue, catalog: d.Catalog,
 		now: d.Now, newID: d.NewID, metrics: d.Metrics}
 	if h.metrics == nil {
 		h.metrics = metrics.Nop{}
@@ -82,10 +89,15 @@ type notificationRequest struct {
 	BatchKey   string          `json:"batchKey,omitempty"`
 	SendAt     string          `json:"sendAt,omitempty"`
 	ExpiresAt  string          `json:"expiresAt,omitempty"`
+	// Exclude are users a topic send leaves out (the actor).
+	Exclude []string `json:"exclude,omitempty"`
 }
 
+// recipientBody is one user (userId, with optional contacts), or a topic:
+// every subscriber of it.
 type recipientBody struct {
-	UserID string `json:"userId"`
+	UserID string `json:"userId,omitempty"`
+	Topic  string `json:"topic,omitempty"`
 	Email  string `json:"email,omitempty"`
 	Phone  string `json:"phone,omitempty"`
 	Locale string `json:"locale,omitempty"`
@@ -116,6 +128,9 @@ func (h *NotificationsHandler) createNotification(ctx context.Context, req *requ
 	var nr notificationRequest
 	if p := decodeNotificationRequest(body, &nr, nil); p != nil {
 		return problemResponse(p)
+	}
+	if nr.Recipient.Topic != "" {
+		return h.sendTopic(ctx, req.caller, key, hasKey, &nr)
 	}
 	return h.accept(ctx, req.caller, key, hasKey, &nr, "")
 }

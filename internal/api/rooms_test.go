@@ -108,7 +108,7 @@ func TestRouterServesEachRouteOnce(t *testing.T) {
 // its routes and the fields of its Deps.
 func TestArchitectureDrawsTheAPIRooms(t *testing.T) {
 	deps := map[string]reflect.Type{}
-	for _, d := range []any{NotificationsDeps{}, CampaignsDeps{}, UsersDeps{}, InboxDeps{}, AnnouncementsDeps{}, MeDeps{}, UnsubscribeDeps{}} {
+	for _, d := range []any{NotificationsDeps{}, CampaignsDeps{}, UsersDeps{}, InboxDeps{}, AnnouncementsDeps{}, MeDeps{}, UnsubscribeDeps{}, TopicsDeps{}} {
 		deps[reflect.TypeOf(d).Name()] = reflect.TypeOf(d)
 	}
 	want := map[string]string{}

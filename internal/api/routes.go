@@ -87,6 +87,20 @@ func (h *MeHandler) routes() map[string]route {
 	}
 }
 
+// routes of the topic subscriptions (service) and of the user's own
+// topics (user token; the user is the token's subject).
+func (h *TopicsHandler) routes() map[string]route {
+	return map[string]route{
+		"PUT /v1/topics/{topic}/subscribers":             service(h.subscribe),
+		"GET /v1/topics/{topic}/subscribers":             service(h.listSubscribers),
+		"DELETE /v1/topics/{topic}/subscribers/{userId}": service(h.unsubscribe),
+		"GET /v1/users/{userId}/topics":                  service(h.listUserTopics),
+		"PUT /v1/users/{userId}/topics/{topic}":          service(h.muteUserTopic),
+		"GET /v1/me/topics":                              h.listMyTopics,
+		"PUT /v1/me/topics/{topic}":                      h.muteMyTopic,
+	}
+}
+
 // routes of the one-click unsubscribe links (public).
 func (h *UnsubscribeHandler) routes() map[string]route {
 	return map[string]route{
@@ -120,6 +134,9 @@ var bodyRoutes = map[string]bool{
 	"POST /v1/users/{userId}/devices":            true,
 	"PUT /v1/users/{userId}/preferences":         true,
 	"PUT /v1/me/preferences":                     true,
+	"PUT /v1/topics/{topic}/subscribers":         true,
+	"PUT /v1/users/{userId}/topics/{topic}":      true,
+	"PUT /v1/me/topics/{topic}":                  true,
 	"POST /v1/announcements":                     true,
 	"POST /v1/unsubscribe":                       true,
 }

@@ -33,6 +33,10 @@ func (h *NotificationsHandler) validateNotification(nr *notificationRequest) (*d
 		return nil, nil, p
 	}
 	r := nr.Recipient
+	if r.Topic != "" || nr.Exclude != nil {
+		return nil, nil, fieldProblem(http.StatusBadRequest, "topic_not_here", "/recipient/topic",
+			"a topic send is a request of its own: POST /v1/notifications with one topic recipient")
+	}
 	if p := validateUserID(r.UserID, "/recipient/userId"); p != nil {
 		return nil, nil, p
 	}
@@ -40,7 +44,7 @@ func (h *NotificationsHandler) validateNotification(nr *notificationRequest) (*d
 		return nil, nil, p
 	}
 	n := &domain.Notification{
-		Type: nr.Type, Recipient: domain.Recipient(r), ResourceID: nr.ResourceID, BatchKey: nr.BatchKey,
+		Type: nr.Type, Recipient: domain.Recipient{UserID: r.UserID, Email: r.Email, Phone: r.Phone, Locale: r.Locale}, ResourceID: nr.ResourceID, BatchKey: nr.BatchKey,
 		CreatedAt: now, Status: domain.NotificationAccepted,
 	}
 	data, p := validateContent(nr, typ, n, now)

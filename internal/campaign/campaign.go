@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,11 @@ type Store interface {
 	ScanProfiles(ctx context.Context, seg, total int, after string, limit int) (ids []string, next string, err error)
 	// GetScanPage reads a stored page's continuation; ok false if none.
 	GetScanPage(ctx context.Context, id, chunk string) (next string, ok bool, err error)
+	// ScanSubscribers reads a page of one shard of a topic's subscribers;
+	// next is where the shard continues ("" at its end).
+	ScanSubscribers(ctx context.Context, topic string, shard int, after string, limit int) (ids []string, next string, err error)
+	// MutedSubscribers reports which of users muted topic.
+	MutedSubscribers(ctx context.Context, topic string, users []string) (map[string]bool, error)
 	// RecordScanPage stores a page as a chunk (domain.ErrConflict when it
 	// is stored already); next "" marks the segment scanned.
 	RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error
@@ -292,7 +298,7 @@ func (h *Handler) plan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 	case domain.CampaignDone:
 		return nil
 	}
-	if c.Segment == domain.SegmentAll {
+	if c.Scanned() {
 		return h.planScan(ctx, log, c)
 	}
 	after, sent := m.After, 0
@@ -326,9 +332,14 @@ func (h *Handler) plan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 	return err
 }
 
-// planScan sends the first page of every scan segment of the profiles.
+// planScan sends the first page of every scan segment of the profiles, or
+// of every shard of a topic's subscribers.
 func (h *Handler) planScan(ctx context.Context, log *slog.Logger, c *domain.Campaign) error {
-	n, err := h.store.SetScanSegments(ctx, c.ID, h.scanSegments)
+	segments := h.scanSegments
+	if c.Topic != "" {
+		segments = domain.TopicShards
+	}
+	n, err := h.store.SetScanSegments(ctx, c.ID, segments)
 	if err != nil {
 		return err
 	}
@@ -352,7 +363,7 @@ func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 	if err != nil {
 		return err
 	}
-	if c.Segment != domain.SegmentAll {
+	if !c.Scanned() {
 		return fmt.Errorf("campaign %s has no segment to scan: %w", c.ID, errMalformed)
 	}
 	chunk := domain.ScanChunkKey(m.Segment, m.Page)
@@ -370,7 +381,7 @@ func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 		return err
 	}
 	if !stored {
-		if ids, next, err = h.store.ScanProfiles(ctx, m.Segment, m.Segments, m.After, domain.MaxChunkRecipients); err != nil {
+		if ids, next, err = h.readPage(ctx, c, m); err != nil {
 			return err
 		}
 		err = h.store.RecordScanPage(ctx, c, chunk, m.Segment, ids, next)
@@ -404,6 +415,25 @@ func (h *Handler) scan(ctx context.Context, log *slog.Logger, m domain.CampaignM
 		err = h.finish(ctx, log, c.ID)
 	}
 	return err
+}
+
+// readPage reads the next page of a scan: profiles of a segment, or
+// subscribers of a topic's shard less the users the send excludes.
+func (h *Handler) readPage(ctx context.Context, c *domain.Campaign, m domain.CampaignMessage) ([]string, string, error) {
+	if c.Topic == "" {
+		return h.store.ScanProfiles(ctx, m.Segment, m.Segments, m.After, domain.MaxChunkRecipients)
+	}
+	ids, next, err := h.store.ScanSubscribers(ctx, c.Topic, m.Segment, m.After, domain.MaxChunkRecipients)
+	if err != nil || len(c.Exclude) == 0 {
+		return ids, next, err
+	}
+	kept := ids[:0]
+	for _, id := range ids {
+		if !slices.Contains(c.Exclude, id) {
+			kept = append(kept, id)
+		}
+	}
+	return kept, next, nil
 }
 
 // lot creates the notifications of one chunk and records the lot's result.
@@ -514,6 +544,12 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 	if err != nil {
 		return err
 	}
+	var muted map[string]bool // read as the send reaches them: a mute takes effect on the next send
+	if c.Topic != "" && !typ.Mandatory {
+		if muted, err = h.store.MutedSubscribers(ctx, c.Topic, ids); err != nil {
+			return err
+		}
+	}
 	now := h.now()
 	notified := make([]bool, len(ids))
 	var firstErr atomic.Pointer[error]
@@ -541,6 +577,7 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 					}
 				}
 				n := NotificationFor(c, typ, chunk, ids[i], now)
+				n.Muted = muted[ids[i]]
 				stored, err := h.store.CreateNotification(ctx, n)
 				switch {
 				case err == nil:
@@ -581,7 +618,7 @@ func NotificationFor(c *domain.Campaign, typ *catalog.Type, chunk, userID string
 		ID: domain.CampaignNotificationID(c.ID, userID), Caller: c.Caller, Type: c.Type,
 		Recipient: domain.Recipient{UserID: userID}, Data: c.Data, Priority: c.Priority, Channels: c.Channels,
 		SendAt: c.SendAt, ExpiresAt: c.ExpiresAt, CreatedAt: now, Status: domain.NotificationAccepted,
-		CampaignID: c.ID, CampaignChunk: chunk,
+		CampaignID: c.ID, CampaignChunk: chunk, Topic: c.Topic,
 	}
 	if n.ExpiresAt.IsZero() && typ.DefaultExpiry > 0 {
 		start := now

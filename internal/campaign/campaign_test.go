@@ -481,3 +481,71 @@ func TestLotPacesToItsShareOfTheFanOutRate(t *testing.T) {
 		})
 	}
 }
+
+// TestTopicSendReachesEverySubscriberOnce: a topic's campaign scans the
+// topic's shards (not the profiles), leaves the excluded user out of its
+// recipients, marks the notifications of the users who muted the topic
+// (their channels are skipped: muted) — unless the type is mandatory — and
+// names the topic on every notification.
+func TestTopicSendReachesEverySubscriberOnce(t *testing.T) {
+	for _, mandatory := range []bool{false, true} {
+		st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+		c := runningCampaign(st)
+		c.Topic, c.Exclude = "thread:42", []string{"user-0007"}
+		if mandatory {
+			c.Type, c.Data = "security.login_alert", map[string]any{"ip": "192.0.2.1", "location": "Lisbon"}
+		}
+		const users = 2300
+		var ids []string
+		for i := range users {
+			ids = append(ids, fmt.Sprintf("user-%04d", i))
+			st.profiles[ids[i]] = true
+		}
+		st.profiles["not-subscribed"] = true
+		ctx := context.Background()
+		if _, err := st.topics.SubscribeToTopic(ctx, c.Topic, ids); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range ids[:3] {
+			if _, err := st.topics.SetTopicMuted(ctx, u, c.Topic, true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := newHandler(st, q, v)
+		handle(t, h, domain.CampaignMessage{Kind: domain.CampaignPlan, CampaignID: c.ID})
+		for range 30 {
+			msgs := q.take()
+			if len(msgs) == 0 {
+				break
+			}
+			for _, m := range msgs {
+				if m.Kind == domain.CampaignReconcile {
+					continue
+				}
+				if resp := handle(t, h, m); len(resp.BatchItemFailures) > 0 {
+					t.Fatalf("%+v failed", m)
+				}
+			}
+		}
+		got := st.campaigns[c.ID]
+		if st.scanSegments[c.ID] != domain.TopicShards || got.Recipients != users-1 || st.creates != users-1 || got.Counts.Notified != users-1 {
+			t.Fatalf("mandatory %v: %d shards, %d created, campaign %+v; want %d shards and %d each",
+				mandatory, st.scanSegments[c.ID], st.creates, got, domain.TopicShards, users-1)
+		}
+		if st.scans != 0 {
+			t.Errorf("a topic send scanned the profiles %d times", st.scans)
+		}
+		muted := 0
+		for _, n := range st.notifications {
+			if n.Topic != c.Topic || n.Recipient.UserID == "user-0007" || n.Recipient.UserID == "not-subscribed" {
+				t.Fatalf("notification %+v", n)
+			}
+			if n.Muted {
+				muted++
+			}
+		}
+		if want := map[bool]int{false: 3, true: 0}[mandatory]; muted != want {
+			t.Errorf("mandatory %v: %d notifications muted, want %d", mandatory, muted, want)
+		}
+	}
+}

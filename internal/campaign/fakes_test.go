@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/domain"
+	"github.com/heraldhq/herald/internal/storetest"
 )
 
 // fakeStore is the table in memory, with the conditional semantics the
@@ -33,6 +34,7 @@ type fakeStore struct {
 	pageNext     map[string]string // campaign/chunk → next
 	scans        int               // ScanProfiles calls
 	planReads    int               // ReadPlanning calls (a reconcile's recount)
+	topics       *storetest.MemTopics
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -40,7 +42,8 @@ var _ Store = (*fakeStore)(nil)
 func newFakeStore() *fakeStore {
 	return &fakeStore{campaigns: map[string]*domain.Campaign{}, chunks: map[string][]string{}, lots: map[string]*domain.CampaignLot{},
 		profiles: map[string]bool{}, notifications: map[string]*domain.Notification{}, deliveries: map[domain.DeliveryKey]domain.Delivery{},
-		scanSegments: map[string]int{}, scanned: map[string]map[int]bool{}, pageNext: map[string]string{}}
+		scanSegments: map[string]int{}, scanned: map[string]map[int]bool{}, pageNext: map[string]string{},
+		topics: storetest.NewMemTopics(time.Now)}
 }
 
 func (s *fakeStore) addChunk(c *domain.Campaign, chunk string, ids ...string) {
@@ -235,6 +238,19 @@ func (s *fakeStore) ScanProfiles(_ context.Context, seg, total int, after string
 		return in[:limit], in[limit-1], nil
 	}
 	return in, "", nil
+}
+
+func (s *fakeStore) ScanSubscribers(ctx context.Context, topic string, shard int, after string, limit int) ([]string, string, error) {
+	subs, next, err := s.topics.TopicSubscribers(ctx, topic, shard, after, limit)
+	ids := make([]string, len(subs))
+	for i, sub := range subs {
+		ids[i] = sub.UserID
+	}
+	return ids, next, err
+}
+
+func (s *fakeStore) MutedSubscribers(ctx context.Context, topic string, users []string) (map[string]bool, error) {
+	return s.topics.MutedSubscribers(ctx, topic, users)
 }
 
 func (s *fakeStore) GetScanPage(_ context.Context, id, chunk string) (string, bool, error) {

@@ -87,7 +87,12 @@ type Campaign struct {
 	// default expiry from its own creation).
 	ExpiresAt time.Time
 	// Segment is SegmentAll, or "" for explicit recipients (inline and chunks).
-	Segment     string
+	Segment string
+	// Topic is the topic whose subscribers are the audience ("" for none):
+	// a topic send (POST /v1/notifications with a topic recipient). Exclude
+	// are users it leaves out (at most MaxTopicExclude).
+	Topic       string
+	Exclude     []string
 	Status      CampaignStatus
 	RequestHash string
 	DedupeKey   string
@@ -112,6 +117,10 @@ type Campaign struct {
 	// the deployment's settings (zero: none known, no estimate).
 	Pace CampaignPace
 }
+
+// Scanned reports whether the campaign's audience is read in scan
+// segments (every profile, or a topic's shards) rather than uploaded.
+func (c *Campaign) Scanned() bool { return c.Segment == SegmentAll || c.Topic != "" }
 
 // Settled reports whether every lot has reached its final counts: the
 // campaign is then done (or stays cancelled).

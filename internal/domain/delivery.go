@@ -49,6 +49,8 @@ const (
 	ReasonBudget        Reason = "budget"
 	ReasonProviderError Reason = "provider_error"
 	ReasonNotApplicable Reason = "not_applicable"
+	// ReasonMuted: the recipient muted the topic the notification was sent to.
+	ReasonMuted Reason = "muted"
 	// ReasonDelayed: deferred by the type's escalation delay (after).
 	ReasonDelayed Reason = "delayed"
 	// ReasonActiveInApp: skipped, the user was in the app shortly before the

@@ -105,6 +105,12 @@ type Notification struct {
 	// one accepted alone); CampaignChunk the chunk (lot) that created it.
 	CampaignID    string
 	CampaignChunk string
+	// Topic is the topic whose send created the notification ("" for
+	// none); Muted that its recipient had muted the topic when the send
+	// reached them: every channel is skipped (ReasonMuted) and it is not an
+	// inbox item.
+	Topic string
+	Muted bool
 	// LastDue is the latest any of its deliveries can be due when planned
 	// on time (policy.LatestDue; zero: CreatedAt). The store keeps the
 	// notification until then plus the retention; it is not stored itself.

@@ -80,6 +80,8 @@ type campaignItem struct {
 	SendAt      string    `dynamodbav:"sendAt,omitempty"`
 	ExpiresAt   string    `dynamodbav:"expiresAt,omitempty"`
 	Segment     string    `dynamodbav:"segment,omitempty"`
+	Topic       string    `dynamodbav:"topic,omitempty"`
+	Exclude     []string  `dynamodbav:"exclude,omitempty"`
 	Status      string    `dynamodbav:"status"`
 	RequestHash string    `dynamodbav:"requestHash,omitempty"`
 	DedupeKey   string    `dynamodbav:"dedupeKey,omitempty"`
@@ -183,7 +185,7 @@ func (s *Table) toCampaignItem(c *domain.Campaign) campaignItem {
 	it := campaignItem{
 		PK: CampaignPK(c.ID), SK: campaignSK, Kind: campaignItemKind, ID: c.ID, Caller: c.Caller, Type: c.Type,
 		Priority: string(c.Priority), SendAt: formatTime(c.SendAt), ExpiresAt: formatTime(c.ExpiresAt),
-		Segment: c.Segment, Status: string(c.Status), RequestHash: c.RequestHash, DedupeKey: c.DedupeKey,
+		Segment: c.Segment, Topic: c.Topic, Exclude: c.Exclude, Status: string(c.Status), RequestHash: c.RequestHash, DedupeKey: c.DedupeKey,
 		CreatedAt: formatTime(c.CreatedAt), StartedAt: formatTime(c.StartedAt), FinishedAt: formatTime(c.FinishedAt),
 		CancelledAt: formatTime(c.CancelledAt), Chunks: c.Chunks, Recipients: c.Recipients,
 		Notified: c.Counts.Notified, Sent: c.Counts.Sent, Skipped: c.Counts.Skipped, Failed: c.Counts.Failed,
@@ -206,7 +208,7 @@ func decodeCampaign(av map[string]types.AttributeValue) (*domain.Campaign, error
 	}
 	c := &domain.Campaign{
 		ID: it.ID, Caller: it.Caller, Type: it.Type, Priority: domain.Priority(it.Priority),
-		SendAt: parseTime(it.SendAt), ExpiresAt: parseTime(it.ExpiresAt), Segment: it.Segment,
+		SendAt: parseTime(it.SendAt), ExpiresAt: parseTime(it.ExpiresAt), Segment: it.Segment, Topic: it.Topic, Exclude: it.Exclude,
 		Status: domain.CampaignStatus(it.Status), RequestHash: it.RequestHash, DedupeKey: it.DedupeKey,
 		CreatedAt: parseTime(it.CreatedAt), StartedAt: parseTime(it.StartedAt), FinishedAt: parseTime(it.FinishedAt),
 		CancelledAt: parseTime(it.CancelledAt), Chunks: it.Chunks, Recipients: it.Recipients,

@@ -146,3 +146,10 @@ func TestStoreContractBreakers(t *testing.T) {
 		return dynamo.StoresOf(s.Table).Breakers
 	})
 }
+
+func TestStoreContractTopics(t *testing.T) {
+	storetest.TopicContract(t, func(t *testing.T) storetest.TopicStore {
+		s, _, _ := newStore(t)
+		return s.Topics
+	})
+}

@@ -453,7 +453,7 @@ func (s *Inbox) PutNotifications(ctx context.Context, ns []*domain.Notification,
 	for range max(1, parallel) {
 		wg.Go(func() {
 			for batch := range batches {
-				if err := s.writeBatch(ctx, batch); err != nil {
+				if err := s.writeBatch(ctx, "put notifications", batch); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -487,11 +487,14 @@ func (s *Inbox) PutNotifications(ctx context.Context, ns []*domain.Notification,
 	}
 }
 
-func (s *Inbox) writeBatch(ctx context.Context, batch []types.WriteRequest) error {
+// writeBatch writes one BatchWriteItem request, retrying its unprocessed
+// items with backoff a bounded number of times; what names the writes in
+// errors.
+func (s *Table) writeBatch(ctx context.Context, what string, batch []types.WriteRequest) error {
 	request := map[string][]types.WriteRequest{s.table: batch}
 	for attempt := 1; len(request) > 0; attempt++ {
 		if attempt > maxBatchWriteAttempts {
-			return fmt.Errorf("put notifications: items still unprocessed after %d attempts", maxBatchWriteAttempts)
+			return fmt.Errorf("%s: items still unprocessed after %d attempts", what, maxBatchWriteAttempts)
 		}
 		if attempt > 1 {
 			if err := sleepCtx(ctx, time.Duration(attempt*attempt)*10*time.Millisecond); err != nil {
@@ -500,7 +503,7 @@ func (s *Inbox) writeBatch(ctx context.Context, batch []types.WriteRequest) erro
 		}
 		out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: request})
 		if err != nil {
-			return fmt.Errorf("put notifications: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		request = out.UnprocessedItems
 	}

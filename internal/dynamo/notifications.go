@@ -59,6 +59,8 @@ type notificationItem struct {
 	CancelledAt string         `dynamodbav:"cancelledAt,omitempty"`
 	CampaignID  string         `dynamodbav:"campaignId,omitempty"`
 	CampaignChk string         `dynamodbav:"campaignChunk,omitempty"`
+	Topic       string         `dynamodbav:"topic,omitempty"`
+	Muted       bool           `dynamodbav:"muted,omitempty"`
 	TTL         int64          `dynamodbav:"ttl,omitempty"`
 	GSI2PK      string         `dynamodbav:"gsi2pk,omitempty"`
 	GSI2SK      string         `dynamodbav:"gsi2sk,omitempty"`
@@ -73,13 +75,13 @@ func (s *Table) toNotificationItem(n *domain.Notification) notificationItem {
 		SendAt: formatTime(n.SendAt), ExpiresAt: formatTime(n.ExpiresAt), CreatedAt: formatTime(n.CreatedAt),
 		Status: string(n.Status), RequestHash: n.RequestHash, DedupeKey: n.DedupeKey,
 		ReadAt: formatTime(n.ReadAt), ArchivedAt: formatTime(n.ArchivedAt), CancelledAt: formatTime(n.CancelledAt),
-		CampaignID: n.CampaignID, CampaignChk: n.CampaignChunk,
+		CampaignID: n.CampaignID, CampaignChk: n.CampaignChunk, Topic: n.Topic, Muted: n.Muted,
 		TTL: s.expiry(n.CreatedAt, n.LastDue),
 	}
 	for _, c := range n.Channels {
 		it.Channels = append(it.Channels, string(c))
 	}
-	if n.Status != domain.NotificationCancelled {
+	if n.Status != domain.NotificationCancelled && !n.Muted { // a muted topic's send is no inbox item
 		it.GSI2PK, it.GSI2SK = inboxKeys(n.Recipient.UserID, n.CreatedAt, n.ID, !n.ReadAt.IsZero(), !n.ArchivedAt.IsZero())
 	}
 	return it
@@ -106,7 +108,7 @@ func (it *notificationItem) toDomain() *domain.Notification {
 		SendAt: parseTime(it.SendAt), ExpiresAt: parseTime(it.ExpiresAt), CreatedAt: parseTime(it.CreatedAt),
 		Status: domain.NotificationStatus(it.Status), RequestHash: it.RequestHash, DedupeKey: it.DedupeKey,
 		ReadAt: parseTime(it.ReadAt), ArchivedAt: parseTime(it.ArchivedAt), CancelledAt: parseTime(it.CancelledAt),
-		CampaignID: it.CampaignID, CampaignChunk: it.CampaignChk,
+		CampaignID: it.CampaignID, CampaignChunk: it.CampaignChk, Topic: it.Topic, Muted: it.Muted,
 	}
 	for _, c := range it.Channels {
 		n.Channels = append(n.Channels, domain.Channel(c))

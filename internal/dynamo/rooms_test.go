@@ -52,6 +52,7 @@ var consumerFeatures = map[string][]reflect.Type{
 	"budgets":                  {reflect.TypeFor[relay.BudgetStore]()},
 	"history":                  {reflect.TypeFor[api.HistoryStore]()},
 	"provider breakers":        {reflect.TypeFor[worker.BreakerStore]()},
+	"topics":                   {reflect.TypeFor[api.TopicStore]()},
 }
 
 // crossFeature are the consumers' interfaces that span features: their

@@ -136,6 +136,9 @@ type Digests struct{ *Table }
 // conditional write keeps (budgets.go).
 type Budgets struct{ *Table }
 
+// Topics stores topic subscriptions and their mutes (topics.go).
+type Topics struct{ *Table }
+
 // Stores are the feature stores over one table; wiring hands each consumer
 // the ones it uses.
 type Stores struct {
@@ -150,12 +153,13 @@ type Stores struct {
 	Budgets       *Budgets
 	History       *History
 	Breakers      *Breakers
+	Topics        *Topics
 }
 
 // StoresOf returns the feature stores over t.
 func StoresOf(t *Table) Stores {
 	return Stores{Notifications: &Notifications{t}, Inbox: &Inbox{t}, Campaigns: &Campaigns{t}, Users: &Users{t},
-		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}, History: &History{t}, Breakers: &Breakers{t}}
+		Live: &Live{t}, Scheduling: &Scheduling{t}, Quotas: &Quotas{t}, Digests: &Digests{t}, Budgets: &Budgets{t}, History: &History{t}, Breakers: &Breakers{t}, Topics: &Topics{t}}
 }
 
 // timeLayout is fixed width so that timestamps sort lexicographically.

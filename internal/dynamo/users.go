@@ -70,9 +70,11 @@ func (s *Users) GetRecipientProfile(ctx context.Context, userID string) (*domain
 	var start map[string]types.AttributeValue
 	for {
 		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(s.table),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UserPK(userID))},
+			TableName: aws.String(s.table),
+			// Everything of the user but the topics they follow (sorted
+			// after every other item of the partition, and unbounded).
+			KeyConditionExpression:    aws.String("pk = :pk AND sk < :topics"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UserPK(userID)), ":topics": str(userTopicPrefix)},
 			ConsistentRead:            aws.Bool(true),
 			ExclusiveStartKey:         start,
 		})

@@ -119,6 +119,11 @@ func decideChannel(in Input, c domain.Channel) Decision {
 	case n.Expired(in.Now):
 		d.Status, d.Reason = domain.StatusDropped, domain.ReasonExpired
 		return d
+	case n.Muted && !in.Type.Mandatory:
+		// The recipient muted the topic this was sent to (a mandatory type
+		// still goes: the lot does not mark it muted, and this holds it).
+		d.Status, d.Reason = domain.StatusSkipped, domain.ReasonMuted
+		return d
 	case !Enabled(in.Type, in.Profile.Preferences, c):
 		d.Status, d.Reason = domain.StatusSkipped, domain.ReasonPreference
 		return d

@@ -125,6 +125,25 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			name: "muted topic: every channel skipped",
+			n:    note(func(n *domain.Notification) { n.Topic, n.Muted = "thread:42", true }), typ: normalType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelEmail: {status: domain.StatusSkipped, reason: domain.ReasonMuted},
+				domain.ChannelPush:  {status: domain.StatusSkipped, reason: domain.ReasonMuted},
+			},
+		},
+		{
+			name: "muted topic: a mandatory type still goes",
+			n: note(func(n *domain.Notification) {
+				n.Type, n.Priority, n.Topic, n.Muted = "security.login_alert", domain.PriorityHigh, "thread:42", true
+			}),
+			typ: mandatoryType, profile: profile(user, nil, subs),
+			want: map[domain.Channel]want{
+				domain.ChannelEmail: {status: domain.StatusQueued},
+				domain.ChannelSMS:   {status: domain.StatusQueued},
+			},
+		},
+		{
 			name: "preference off on one channel",
 			n:    note(nil), typ: normalType,
 			profile: profile(user, domain.Preferences{"reservation.approved": {domain.ChannelEmail: false}}, subs),

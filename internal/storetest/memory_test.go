@@ -1,6 +1,8 @@
 package storetest_test
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/heraldhq/herald/internal/domain"
@@ -22,4 +24,8 @@ func TestMemBudgetsContract(t *testing.T) {
 
 func TestMemBreakersContract(t *testing.T) {
 	storetest.BreakerContract(t, func(*testing.T) storetest.BreakerStore { return storetest.NewMemBreakers() })
+}
+
+func TestMemTopicsContract(t *testing.T) {
+	storetest.TopicContract(t, func(*testing.T) storetest.TopicStore { return storetest.NewMemTopics(time.Now) })
 }

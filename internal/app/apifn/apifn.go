@@ -33,6 +33,7 @@ var (
 	_ api.DeviceStore           = (*dynamo.Users)(nil)
 	_ api.PresenceStore         = (*dynamo.Live)(nil)
 	_ api.DeviceEndpoints       = (*snspush.Adapter)(nil)
+	_ api.TopicStore            = (*dynamo.Topics)(nil)
 )
 
 // New wires the HTTP API function. The unsubscribe key is read on the first
@@ -75,7 +76,7 @@ func New(d app.Deps) (*api.Handler, error) {
 	active := api.NewAnnouncementCache(st.Inbox, d.Now)
 	return api.New(api.Deps{Log: d.Log, Metrics: rec,
 		Notifications: api.NewNotifications(api.NotificationsDeps{Notifications: st.Notifications, History: st.History,
-			Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
+			Campaigns: st.Campaigns, CampaignQueue: campaigns, Catalog: cat, Now: d.Now, NewID: randomID, Log: d.Log, Metrics: rec}),
 		Campaigns: api.NewCampaigns(api.CampaignsDeps{Campaigns: st.Campaigns, CampaignQueue: campaigns,
 			Catalog: cat, Pace: pace, Now: d.Now, Log: d.Log}),
 		Users: api.NewUsers(api.UsersDeps{Users: st.Users, PushSubscriptions: st.Users, Preferences: st.Users,
@@ -87,7 +88,8 @@ func New(d app.Deps) (*api.Handler, error) {
 			Catalog: cat, Now: d.Now, Log: d.Log}),
 		Announcements: api.NewAnnouncements(api.AnnouncementsDeps{Announcements: st.Inbox, ActiveAnnouncements: active,
 			Announcer: liveAnnouncer(d, st.Inbox, sqsClient), Now: d.Now, Log: d.Log}),
-		Me: api.NewMe(api.MeDeps{Users: st.Users, Preferences: st.Users, Budgets: st.Users, Catalog: cat, Log: d.Log}),
+		Me:     api.NewMe(api.MeDeps{Users: st.Users, Preferences: st.Users, Budgets: st.Users, Catalog: cat, Log: d.Log}),
+		Topics: api.NewTopics(api.TopicsDeps{Topics: st.Topics, Log: d.Log}),
 		Unsubscribe: api.NewUnsubscribe(api.UnsubscribeDeps{Store: st.Users, Tokens: unsubscribekey.Lazy(d),
 			Catalog: cat, Log: d.Log}),
 	}), nil

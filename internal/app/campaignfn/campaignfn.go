@@ -26,6 +26,7 @@ var (
 type store struct {
 	*dynamo.Campaigns
 	*dynamo.Notifications
+	*dynamo.Topics
 }
 
 // ReconcileDelayEnv is how long a lot waits between reconciles (a Go
@@ -81,7 +82,7 @@ func New(d app.Deps) (*campaign.Handler, error) {
 		}
 	}
 	client := sqs.NewFromConfig(d.AWS)
-	return campaign.New(campaign.Deps{Store: store{st.Campaigns, st.Notifications}, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
+	return campaign.New(campaign.Deps{Store: store{st.Campaigns, st.Notifications, st.Topics}, Queue: queue.NewCampaignQueue(client, env[queue.CampaignQueueEnv]),
 		Visibility: queue.NewVisibility(client), Catalog: d.Catalog, Now: d.Now, Log: d.Log, Metrics: d.Recorder(), ReconcileDelay: delay, ScanSegments: segments,
 		FanOutRate: rate, MaxConcurrency: conc}), nil
 }
