@@ -36,9 +36,9 @@ endif
 # so they compile, but links no test binary that would run nothing
 # (internal/devstack/makefile_test.go keeps them free of tests).
 BENCH_ONLY := internal/e2e/campaignbench internal/e2e/isolation internal/e2e/inbox/bench
-# Packages whose one test drains a campaign on real time for minutes (make
-# test-eta runs them): left out of make test's time budget.
-SLOW_E2E := internal/e2e/campaigneta
+# Packages whose tests drain a campaign on real time for minutes (make
+# test-eta, make test-topics): left out of make test's time budget.
+SLOW_E2E := internal/e2e/campaigneta internal/e2e/topics
 TEST_PKGS = $(shell $(GO) list ./... | grep -vx $(addprefix -e github.com/heraldhq/herald/,$(BENCH_ONLY) $(SLOW_E2E)))
 # Where e2e packages record the AWS calls each function made (stacktest).
 IAM_SEEN := $(CURDIR)/.cache/iam/seen
@@ -62,7 +62,7 @@ NEW_ACCOUNT_CONCURRENCY := 10
 PRODUCTION_CONCURRENCY := 1000
 PRODUCTION_PARAMS := EmailSendRate=500 SmsSendRate=500 PushSendRate=500 ChannelReservedConcurrency=35 RelayHighReservedConcurrency=30
 
-.PHONY: all build deps deps-browser python-deps dev test test-eta test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
+.PHONY: all build deps deps-browser python-deps dev test test-eta test-topics test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 
@@ -170,7 +170,11 @@ screenshots: deps deps-browser
 
 ## test-eta: a 2,000-user campaign's finish estimate against its real drain (issue 42; ~3 minutes on a quiet machine; HERALD_CAMPAIGNETA_USERS, HERALD_CAMPAIGNETA_EMAIL_RATE scale it)
 test-eta: deps
-	$(GO) test -count=1 -timeout 15m -v ./$(SLOW_E2E)
+	$(GO) test -count=1 -timeout 15m -v ./internal/e2e/campaigneta
+
+## test-topics: a 2,000-subscriber topic send, muted and excluded users, a replay and a cancel mid-fan-out (issue 39; minutes)
+test-topics: deps
+	$(GO) test -count=1 -timeout 15m -v ./internal/e2e/topics
 
 ## test-unit: only tests that need no emulators
 test-unit:
