@@ -113,6 +113,25 @@ var clientMethods = map[string]routeCall{
 		_, err := c.ListAnnouncements(ctx, client.Page{})
 		return err
 	}},
+	"PUT /v1/topics/{topic}/subscribers": {200, `{"topic":"thread:42","subscribed":1,"added":1}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.Subscribe(ctx, "thread:42", []string{"u1"})
+		return err
+	}},
+	"DELETE /v1/topics/{topic}/subscribers/{userId}": {204, ``, func(ctx context.Context, c *client.Client) error {
+		return c.Unsubscribe(ctx, "thread:42", "u1")
+	}},
+	"GET /v1/topics/{topic}/subscribers": {200, `{"topic":"thread:42","subscribers":[]}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.ListSubscribers(ctx, "thread:42", client.Page{Limit: 10})
+		return err
+	}},
+	"GET /v1/users/{userId}/topics": {200, `{"userId":"u1","topics":[]}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.ListUserTopics(ctx, "u1", client.Page{})
+		return err
+	}},
+	"PUT /v1/users/{userId}/topics/{topic}": {200, `{"topic":"thread:42","muted":true,"subscribedAt":"2026-12-06T00:00:00Z"}`, func(ctx context.Context, c *client.Client) error {
+		_, err := c.MuteTopic(ctx, "u1", "thread:42", true)
+		return err
+	}},
 }
 
 // TestEveryServiceRouteHasAClientMethod reads the service routes (those
