@@ -71,7 +71,15 @@ func RemoveAction(template []byte, function, action string) ([]byte, error) {
 			return nil, fmt.Errorf("remove %s from %s: statement start not found", action, function)
 		}
 		dash := indent(out[j])
+		// A statement that is a branch of !If [condition, statement, …]
+		// becomes AWS::NoValue: the !If keeps its three arguments.
+		inIf := j >= 2 && strings.TrimSpace(out[j-2]) == "- !If" && strings.HasPrefix(strings.TrimSpace(out[j-1]), "- ") &&
+			!strings.Contains(out[j-1], ":")
+		stmt := out[j]
 		out = out[:j]
+		if inIf {
+			out = append(out, stmt[:dash]+"- !Ref AWS::NoValue")
+		}
 		for i+1 < len(block) && (block[i+1] == "" || indent(block[i+1]) > dash) {
 			i++
 		}

@@ -29,6 +29,12 @@ const sample = `Resources:
             - Effect: Allow
               Action: [sqs:SendMessage]
               Resource: "*"
+            - !If
+              - HasFailover
+              - Effect: Allow
+                Action: [ses:SendEmail]
+                Resource: "*"
+              - !Ref AWS::NoValue
 `
 
 func TestRemoveAction(t *testing.T) {
@@ -41,6 +47,8 @@ func TestRemoveAction(t *testing.T) {
 		{"RelayFunction", "dynamodb:BatchGetItem", "dynamodb:BatchGetItem", []string{"Action: [dynamodb:GetItem]", "Resource: !GetAtt Table.Arn", "!GetAtt Q.Arn"}, false},
 		{"RelayFunction", "sqs:SendMessage", "!GetAtt Q.Arn", []string{"Action: [dynamodb:GetItem, dynamodb:BatchGetItem]", "Action: [sns:Publish]", "EmailFunction:\n    Type: AWS::Serverless::Function\n    Properties:\n      Policies:\n        - Statement:\n            - Effect: Allow\n              Action: [sqs:SendMessage]"}, false},
 		{"RelayFunction", "ses:SendEmail", "", nil, true},
+		// A statement that is a branch of !If: the !If keeps three arguments.
+		{"EmailFunction", "ses:SendEmail", "ses:SendEmail", []string{"- !If\n              - HasFailover\n              - !Ref AWS::NoValue\n              - !Ref AWS::NoValue\n"}, false},
 		{"NoSuchFunction", "sqs:SendMessage", "", nil, true},
 	}
 	for _, tt := range tests {
