@@ -169,15 +169,20 @@ func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
 				return out, md, err
 			}
 			op := awsmiddleware.GetOperationName(ctx)
+			kind := "write "
+			if readOperations[op] {
+				kind = "read "
+			}
 			if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok && isWatchItem(put.Item) {
 				// The in-flight watch is written once per relay batch or
 				// release page, so its units per notification follow how
 				// records happen to batch: counted apart.
 				op += "(watch)"
 			}
-			kind := "write "
-			if readOperations[op] {
-				kind = "read "
+			if get, ok := in.Parameters.(*dynamodb.GetItemInput); ok && isBreakerKey(get.Key) {
+				// A worker re-reads a provider's breaker at most every few
+				// seconds, whatever it sends: counted apart.
+				op += "(breaker)"
 			}
 			add := func(name string, v float64) {
 				u.capacity[kind+name] += v
@@ -211,6 +216,12 @@ func (u *Usage) CapacityMiddleware(stack *middleware.Stack) error {
 func isWatchItem(item map[string]types.AttributeValue) bool {
 	pk, ok := item["pk"].(*types.AttributeValueMemberS)
 	return ok && strings.HasPrefix(pk.Value, "W#")
+}
+
+// isBreakerKey: a provider breaker's item (dynamo.Breakers: pk BREAKERS).
+func isBreakerKey(key map[string]types.AttributeValue) bool {
+	pk, ok := key["pk"].(*types.AttributeValueMemberS)
+	return ok && pk.Value == "BREAKERS"
 }
 
 func units(c *types.Capacity) float64 {

@@ -25,57 +25,59 @@ import (
 // skipped, dropped or deferred delivery is put by the relay
 // (reservation.approved-nopush's skipped push). A NORMAL or LOW kind that
 // is neither mandatory nor high priority adds the notification budget's one
-// UpdateItem per notification (a full budget item is one write unit).
+// UpdateItem per notification (a full budget item is one write unit). Every
+// update of a delivery writes its copy in gsi2 too (a recipient's history,
+// H#<caller>#<user>): a claim and an outcome per delivery sent.
 var unitsPerNotification = map[string]map[string]float64{
 	"email": {
 		"read BatchGetItem table": 3,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 2,
 	},
 	"email-batch": {
 		"read BatchGetItem table": 3,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 2,
 	},
 	"sms": {
 		"read BatchGetItem table": 2,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 2,
+		"write UpdateItem table": 2, "write UpdateItem gsi2": 2,
 	},
 	"sms-batch": {
 		"read BatchGetItem table": 2,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 2,
+		"write UpdateItem table": 2, "write UpdateItem gsi2": 2,
 	},
 	"push": {
 		"read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 2,
 	},
 	"push-batch": {
 		"read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 2,
 	},
 	"reservation.approved": {
 		"read BatchGetItem table": 2, "read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 7,
+		"write UpdateItem table": 7, "write UpdateItem gsi2": 4,
 	},
 	"invoice.payment_failed": {
 		"read BatchGetItem table": 2, "read GetItem table": 1, "read Query table": 2,
 		"write PutItem table": 1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 4,
 	},
 	"security.login_alert": {
 		"read BatchGetItem table": 5,
 		"write PutItem table":     1, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 4,
 	},
 	"reservation.approved-nopush": {
 		"read BatchGetItem table": 2, "read Query table": 1,
-		"write PutItem table": 2, "write PutItem gsi2": 1,
-		"write UpdateItem table": 4,
+		"write PutItem table": 2, "write PutItem gsi2": 2,
+		"write UpdateItem table": 4, "write UpdateItem gsi2": 2,
 	},
 }
 
@@ -108,6 +110,13 @@ func TestCapacityUnitsPerNotification(t *testing.T) {
 				}
 				delete(got, k)
 			}
+			// A channel worker re-reads its provider's breaker at most every
+			// 5 s an instance (failover.DefaultRules.Refresh), whatever it sends: at
+			// most half a unit a read, never more than one per notification.
+			if v := got["read GetItem(breaker) table"]; v > 1 {
+				t.Errorf("kind %s: breaker reads %g units per notification, want at most 1", sc.name, v)
+			}
+			delete(got, "read GetItem(breaker) table")
 			for _, k := range slices.Sorted(maps.Keys(joinKeys(got, want))) {
 				if got[k] != want[k] {
 					t.Errorf("kind %s, %s: %g units per notification, want %g", sc.name, k, got[k], want[k])
