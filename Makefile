@@ -13,10 +13,6 @@ LAMBDA_FLAGS := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 LAMBDA_BUILD := $(LAMBDA_FLAGS) $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid='
 INFRA := infra/local
 TEST_TIMEOUT ?= 15m
-# Test binaries run at once: most end-to-end packages wait on their stack
-# (pollers, batching windows, timeouts) more than they compute, so four
-# overlap on two cores (docs/benchmarks.md, "Test time").
-TEST_PARALLEL ?= 4
 # Python tools (scripts/iam/python-deps.sh): a virtualenv under .cache when
 # the machine's python3 lacks the pinned versions.
 VENV := .cache/python
@@ -141,7 +137,7 @@ dev: deps herald
 # stack in a database of its own, instead of a JVM started per package.
 test: deps
 	$(GO) vet -race ./...
-	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) run -race ./scripts/testdynamodb $(GO) test -race -vet=off -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
+	HERALD_IAM_SEEN=$(IAM_SEEN) $(GO) run -race ./scripts/testdynamodb $(GO) test -race -vet=off -timeout $(TEST_TIMEOUT) $(TEST_PKGS)
 	$(GO) run -race ./scripts/controlplane -account-concurrency $(NEW_ACCOUNT_CONCURRENCY)
 	$(GO) run -race ./scripts/controlplane -account-concurrency $(PRODUCTION_CONCURRENCY) -parameter-overrides '$(PRODUCTION_PARAMS)'
 	$(MAKE) --no-print-directory iam-conformance RUN_FLAGS=-race
