@@ -74,9 +74,13 @@ func run(root, seen, justifiedPath string, remove removals, cover []string, verb
 			return err
 		}
 	}
-	// With the platform applications the local runs had (the runner's own).
+	// With the platform applications the local runs had (the runner's own),
+	// and email failover on as internal/e2e/failover's stack runs it: its
+	// grants only add to the role, so every other run's calls are checked
+	// against a role that allows no more than theirs did, plus the second
+	// region's send.
 	p, err := iam.Transform(context.Background(), iam.TransformOptions{Root: root, Template: tmpl,
-		Params: devstack.WithLocalPlatformApplications(nil),
+		Params: devstack.WithLocalPlatformApplications(map[string]string{devstack.EmailSecondaryRegionParam: "eu-west-1", "EmailSecondaryIdentity": "example.com"}),
 		Stack:  iam.Stack{Name: devstack.LocalStackName, Prefix: devstack.LocalResourcePrefix, Region: devstack.LocalRegion, Account: devstack.LocalAccountID}})
 	if err != nil {
 		return err
