@@ -66,14 +66,23 @@ func (c *Client) Send(ctx context.Context, n Notification) (*Accepted, error) {
 		n.IdempotencyKey = c.newKey()
 	}
 	var a Accepted
-	res, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/notifications", body: n,
-		idempotencyKey: n.IdempotencyKey, ok: []int{http.StatusAccepted}, out: &a})
+	replayed, err := c.notify(ctx, n, n.IdempotencyKey, &a)
 	if err != nil {
 		return nil, err
 	}
-	a.Replayed = res.header.Get("Idempotent-Replayed") == "true"
-	a.IdempotencyKey = n.IdempotencyKey
+	a.Replayed, a.IdempotencyKey = replayed, n.IdempotencyKey
 	return &a, nil
+}
+
+// notify posts body to /v1/notifications under key (none: empty) and
+// decodes the 202 into out; replayed: the answer repeats an earlier request.
+func (c *Client) notify(ctx context.Context, body any, key string, out any) (replayed bool, err error) {
+	res, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/notifications", body: body,
+		idempotencyKey: key, ok: []int{http.StatusAccepted}, out: out})
+	if err != nil {
+		return false, err
+	}
+	return res.header.Get("Idempotent-Replayed") == "true", nil
 }
 
 // BatchResult is one item's outcome in a batch, in request order.

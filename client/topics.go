@@ -126,12 +126,10 @@ func (c *Client) NotifyTopic(ctx context.Context, n TopicNotification) (*TopicAc
 		Recipient map[string]string `json:"recipient"`
 	}{n, map[string]string{"topic": n.Topic}}
 	var a TopicAccepted
-	res, err := c.do(ctx, call{method: http.MethodPost, path: "/v1/notifications", body: body,
-		idempotencyKey: n.IdempotencyKey, ok: []int{http.StatusAccepted}, out: &a})
+	replayed, err := c.notify(ctx, body, n.IdempotencyKey, &a)
 	if err != nil {
 		return nil, err
 	}
-	a.Replayed = res.header.Get("Idempotent-Replayed") == "true"
-	a.IdempotencyKey = n.IdempotencyKey
+	a.Replayed, a.IdempotencyKey = replayed, n.IdempotencyKey
 	return &a, nil
 }
