@@ -25,7 +25,7 @@ func TestGetNotificationShowsDeliveries(t *testing.T) {
 	id := ta.accepted(t, `{"type":"invoice.payment_failed","recipient":{"userId":"u1","email":"a@example.com"},"data":{"invoiceUrl":"https://example.com/i/9"},"batchKey":"b1","expiresAt":"2026-03-02T00:00:00Z"}`, "k")
 	due := testNow.Add(time.Hour)
 	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelEmail, Status: domain.StatusSent, Attempts: 2, UpdatedAt: testNow,
-		Trail: []domain.Step{{At: testNow, Status: domain.StatusSending}, {At: testNow.Add(time.Second), Status: domain.StatusRetrying, Error: "throttled", Note: "retry in 4s"},
+		Provider: "ses:eu-west-1", Trail: []domain.Step{{At: testNow, Status: domain.StatusSending}, {At: testNow.Add(time.Second), Status: domain.StatusRetrying, Error: "throttled", Note: "retry in 4s"},
 			{At: testNow.Add(5 * time.Second), Status: domain.StatusSending}, {At: testNow.Add(6 * time.Second), Status: domain.StatusSent}}})
 	ta.store.addDelivery(domain.Delivery{NotificationID: id, Channel: domain.ChannelPush, Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due, UpdatedAt: testNow,
 		Trail: []domain.Step{{At: testNow, Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due}}})
@@ -35,7 +35,7 @@ func TestGetNotificationShowsDeliveries(t *testing.T) {
 	}
 	want := `{"id":"` + id + `","type":"invoice.payment_failed","status":"accepted","overall":"deferred","recipient":{"userId":"u1"},"priority":"high",` +
 		`"batchKey":"b1","sendAt":null,"expiresAt":"2026-03-02T00:00:00Z","createdAt":"2026-03-01T12:00:00Z","cancelledAt":null,"deliveries":{` +
-		`"email":{"status":"sent","reason":null,"attempts":2,"updatedAt":"2026-03-01T12:00:00Z","dueAt":null,` +
+		`"email":{"status":"sent","reason":null,"attempts":2,"updatedAt":"2026-03-01T12:00:00Z","dueAt":null,"provider":"ses:eu-west-1",` +
 		`"queuedAt":"2026-03-01T12:00:00Z","sentAt":"2026-03-01T12:00:06Z","trail":[{"at":"2026-03-01T12:00:00Z","status":"sending"},` +
 		`{"at":"2026-03-01T12:00:01Z","status":"retrying","error":"throttled","note":"retry in 4s"},{"at":"2026-03-01T12:00:05Z","status":"sending"},` +
 		`{"at":"2026-03-01T12:00:06Z","status":"sent"}]},` +
