@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,9 +47,7 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 		manyGSIs += fmt.Sprintf("        - IndexName: extra%d\n          KeySchema: [{AttributeName: pk, KeyType: HASH}]\n          Projection: {ProjectionType: KEYS_ONLY}\n", i)
 	}
 	manyFilters := strings.Repeat("          - Pattern: '{\"eventName\":[\"REMOVE\"]}'\n", 4)
-	for _, tc := range []struct {
-		rule, re, repl, message string
-	}{
+	cases := []ruleCase{
 		{controlplane.RuleMappingConflict, `FunctionName: !Ref RelayHighFunction`, `FunctionName: !Ref RelayFunction`,
 			"ResourceConflictException: The event source arn (${getatt:Table.StreamArn}) and function (RelayFunction) provided mapping already exists"},
 		{controlplane.RuleStreamReaders, `(?m)^  # -+ channel workers\n`,
@@ -106,20 +105,105 @@ func TestTemplateControlPlaneRules(t *testing.T) {
 		{controlplane.RuleAlarmReturnData, `(ProviderRefusedAlarm:\n(?:    .*\n)*?          )ReturnData: true`, "${1}ReturnData: false", "Exactly one element of the metrics list should return data (0 do)"},
 		{controlplane.RuleAlarmReturnData, `(ProviderRefusedAlarm:\n(?:    .*\n)*?        - Id: email\n)          ReturnData: false\n`, "${1}", "Exactly one element of the metrics list should return data (2 do)"},
 		{controlplane.RuleAlarmMetricsSingle, `(ProviderRefusedAlarm:\n(?:    .*\n)*?      EvaluationPeriods: 1\n)`, "${1}      Statistic: Sum\n", "Statistic should not be set if list of Metrics is set"},
-	} {
-		t.Run(tc.rule, func(t *testing.T) {
-			t.Parallel() // each case parses its own copy: CPU only, the package's longest test otherwise
-			broken := breakTemplate(t, raw, tc.re, tc.repl)
-			_, err := ParseTemplate([]byte(broken), nil)
+	}
+	// One parse per group of breaks, not per break: a parse is about a second
+	// under -race and the check reports every violation of a template, so
+	// breaks of different rules in disjoint parts of the template are checked
+	// together. A group that misses a rule's violation runs that break alone
+	// to tell a rule no longer enforced from breaks that interfere.
+	for _, group := range groupRuleBreaks(t, raw, cases) {
+		names := make([]string, len(group))
+		for i, b := range group {
+			names[i] = b.rule
+		}
+		t.Run(strings.Join(names, "+"), func(t *testing.T) {
+			t.Parallel() // CPU only
+			_, err := ParseTemplate([]byte(applyRuleBreaks(raw, group)), nil)
 			var cpErr *controlplane.Error
 			if !errors.As(err, &cpErr) {
-				t.Fatalf("broken template loaded (err %v); want it refused for %s", err, tc.rule)
+				t.Fatalf("broken template loaded (err %v); want it refused for %s", err, strings.Join(names, ", "))
 			}
-			if !cpErr.Has(tc.rule) || !strings.Contains(err.Error(), tc.message) || !strings.Contains(err.Error(), tc.rule) {
-				t.Errorf("refused with\n%v\nwant rule %s and %q", err, tc.rule, tc.message)
+			for _, b := range group {
+				if b.refusedBy(cpErr) {
+					continue
+				}
+				_, alone := ParseTemplate([]byte(applyRuleBreaks(raw, []ruleBreak{b})), nil)
+				var aloneErr *controlplane.Error
+				if errors.As(alone, &aloneErr) && b.refusedBy(aloneErr) {
+					t.Errorf("%s is refused alone but not beside %v: the group's breaks interfere", b.rule, names)
+					continue
+				}
+				t.Errorf("refused with\n%v\nwant rule %s and %q", alone, b.rule, b.message)
 			}
 		})
 	}
+}
+
+// ruleCase is one way to break a rule AWS's control plane enforces: the
+// first match of re in template.yaml becomes repl, and the template is
+// refused with message under rule.
+type ruleCase struct{ rule, re, repl, message string }
+
+// ruleBreak is a case with its match in the committed template.
+type ruleBreak struct {
+	ruleCase
+	start, end int
+}
+
+func (b ruleBreak) refusedBy(err *controlplane.Error) bool {
+	for _, v := range err.Violations {
+		if v.Rule == b.rule && strings.Contains(v.String(), b.message) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupRuleBreaks places each break in the first group with no break of
+// its rule and no edit touching its match (so each edit is made as it would
+// be alone); it fails when a break's anchor is gone from the template.
+func groupRuleBreaks(t *testing.T, raw string, cases []ruleCase) [][]ruleBreak {
+	t.Helper()
+	var groups [][]ruleBreak
+next:
+	for _, c := range cases {
+		loc := regexp.MustCompile(c.re).FindStringIndex(raw)
+		if loc == nil {
+			t.Fatalf("template.yaml has no %q to break", c.re)
+		}
+		b := ruleBreak{c, loc[0], loc[1]}
+	group:
+		for i, g := range groups {
+			for _, other := range g {
+				if other.rule == b.rule || (b.start <= other.end && other.start <= b.end) {
+					continue group
+				}
+			}
+			groups[i] = append(g, b)
+			continue next
+		}
+		groups = append(groups, []ruleBreak{b})
+	}
+	return groups
+}
+
+// applyRuleBreaks makes the group's edits from the last match to the first,
+// so each is made at its place in the committed template.
+func applyRuleBreaks(raw string, group []ruleBreak) string {
+	sorted := slices.Clone(group)
+	slices.SortFunc(sorted, func(a, b ruleBreak) int { return b.start - a.start })
+	for _, b := range sorted {
+		rx := regexp.MustCompile(b.re)
+		loc := rx.FindStringSubmatchIndex(raw[b.start:])
+		for i := range loc {
+			if loc[i] >= 0 {
+				loc[i] += b.start
+			}
+		}
+		out := rx.ExpandString(nil, b.repl, raw, loc)
+		raw = raw[:loc[0]] + string(out) + raw[loc[1]:]
+	}
+	return raw
 }
 
 // TestFreshAccountDeploys: the template's defaults pass the control plane's
