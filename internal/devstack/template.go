@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
@@ -319,7 +318,7 @@ func parseDocument(plain []byte, overrides map[string]string) (*Template, error)
 	if err := controlplane.Check(resolved, controlplane.Options{}); err != nil {
 		return nil, err
 	}
-	tmpl, err := goformation.ParseJSONWithOptions(resolved, &intrinsics.ProcessorOptions{NoProcess: true})
+	tmpl, err := decodeTemplate(resolved)
 	if err != nil {
 		return nil, fmt.Errorf("load template: %w", err)
 	}
