@@ -103,6 +103,12 @@ func deliveryViewOf(d domain.Delivery, accepted time.Time) deliveryView {
 	case domain.StatusSkipped, domain.StatusDropped:
 		dv.Decision = string(d.Status) + ": " + string(d.Reason)
 	case domain.StatusDeferred:
+		if d.DueAt.IsZero() && d.DigestID != "" {
+			// A digest's member has no due time of its own: it goes (as
+			// digested) when its leader does.
+			dv.Decision = "deferred: " + string(d.Reason) + ", in the digest of " + d.DigestID
+			break
+		}
 		dv.Decision = "deferred: " + string(d.Reason) + " until " + formatTime(d.DueAt)
 	}
 	return dv
