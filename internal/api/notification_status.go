@@ -89,8 +89,13 @@ func deliveryViewOf(d domain.Delivery, accepted time.Time) deliveryView {
 		case domain.StatusQueued:
 			queued = st.At
 		case domain.StatusSending:
-			if i == 0 { // sent at once: queued since it was accepted
+			switch {
+			case i == 0: // sent at once: queued since it was accepted
 				queued = accepted
+			case queued.IsZero() && d.Trail[i-1].Status == domain.StatusPlanned:
+				// Released, and claimed before the scheduler's queued
+				// write (which then lost): queued when released.
+				queued = d.Trail[i-1].At
 			}
 		case domain.StatusSent:
 			sent = st.At

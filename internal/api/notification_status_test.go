@@ -274,3 +274,28 @@ func TestDecisionOfADigestMemberNamesItsDigest(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40: a released delivery whose work message a worker claimed before
+// the scheduler recorded it queued (planned → sending: the queued write
+// then loses) was shown sent without a queuedAt; it was queued when it was
+// released.
+func TestReleasedDeliveryClaimedBeforeItsQueuedWriteHasItsQueuedTime(t *testing.T) {
+	released := testNow.Add(time.Hour)
+	d := domain.Delivery{Status: domain.StatusSent, Trail: []domain.Step{
+		{At: testNow, Status: domain.StatusDeferred, Reason: domain.ReasonBudget, DueAt: released},
+		{At: released, Status: domain.StatusPlanned},
+		{At: released.Add(time.Second), Status: domain.StatusSending},
+		{At: released.Add(2 * time.Second), Status: domain.StatusSent},
+	}}
+	v := deliveryViewOf(d, testNow)
+	if v.QueuedAt == nil || *v.QueuedAt != "2026-03-01T13:00:00Z" || v.SentAt == nil || *v.SentAt != "2026-03-01T13:00:02Z" {
+		t.Errorf("queuedAt %v, sentAt %v; want the release's time and the send's", deref(v.QueuedAt), deref(v.SentAt))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
