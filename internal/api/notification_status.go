@@ -89,8 +89,13 @@ func deliveryViewOf(d domain.Delivery, accepted time.Time) deliveryView {
 		case domain.StatusQueued:
 			queued = st.At
 		case domain.StatusSending:
-			if i == 0 { // sent at once: queued since it was accepted
+			switch {
+			case i == 0: // sent at once: queued since it was accepted
 				queued = accepted
+			case queued.IsZero() && d.Trail[i-1].Status == domain.StatusPlanned:
+				// Released, and claimed before the scheduler's queued
+				// write (which then lost): queued when released.
+				queued = d.Trail[i-1].At
 			}
 		case domain.StatusSent:
 			sent = st.At
@@ -103,6 +108,12 @@ func deliveryViewOf(d domain.Delivery, accepted time.Time) deliveryView {
 	case domain.StatusSkipped, domain.StatusDropped:
 		dv.Decision = string(d.Status) + ": " + string(d.Reason)
 	case domain.StatusDeferred:
+		if d.DueAt.IsZero() && d.DigestID != "" {
+			// A digest's member has no due time of its own: it goes (as
+			// digested) when its leader does.
+			dv.Decision = "deferred: " + string(d.Reason) + ", in the digest of " + d.DigestID
+			break
+		}
 		dv.Decision = "deferred: " + string(d.Reason) + " until " + formatTime(d.DueAt)
 	}
 	return dv

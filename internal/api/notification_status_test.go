@@ -249,3 +249,53 @@ func TestCancelUnwrittenDropIsAnError(t *testing.T) {
 		t.Errorf("after the retry: %+v (found %v), want dropped: cancelled written", d, ok)
 	}
 }
+
+// Issue 40: a delivery held in the user's budget digest behind another
+// notification (deferred: budget, no due time of its own: it goes when the
+// digest's leader does) was explained "deferred: budget until
+// 0001-01-01T00:00:00Z"; its decision names the digest it waits in.
+func TestDecisionOfADigestMemberNamesItsDigest(t *testing.T) {
+	due := testNow.Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		d    domain.Delivery
+		want string
+	}{
+		{"a budget digest's member", domain.Delivery{Status: domain.StatusDeferred, Reason: domain.ReasonBudget, DigestID: "nLeader", BudgetDigest: true},
+			"deferred: budget, in the digest of nLeader"},
+		{"the budget digest's leader", domain.Delivery{Status: domain.StatusDeferred, Reason: domain.ReasonBudget, DigestID: "nLeader", BudgetDigest: true, DueAt: due},
+			"deferred: budget until 2026-03-01T13:00:00Z"},
+		{"quiet hours", domain.Delivery{Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: due},
+			"deferred: quiet_hours until 2026-03-01T13:00:00Z"},
+		{"a digest's member, recorded", domain.Delivery{Status: domain.StatusSkipped, Reason: domain.ReasonDigested, DigestID: "nLeader"}, "skipped: digested"},
+	} {
+		if got := deliveryViewOf(tc.d, testNow).Decision; got != tc.want {
+			t.Errorf("%s: decision %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Issue 40: a released delivery whose work message a worker claimed before
+// the scheduler recorded it queued (planned → sending: the queued write
+// then loses) was shown sent without a queuedAt; it was queued when it was
+// released.
+func TestReleasedDeliveryClaimedBeforeItsQueuedWriteHasItsQueuedTime(t *testing.T) {
+	released := testNow.Add(time.Hour)
+	d := domain.Delivery{Status: domain.StatusSent, Trail: []domain.Step{
+		{At: testNow, Status: domain.StatusDeferred, Reason: domain.ReasonBudget, DueAt: released},
+		{At: released, Status: domain.StatusPlanned},
+		{At: released.Add(time.Second), Status: domain.StatusSending},
+		{At: released.Add(2 * time.Second), Status: domain.StatusSent},
+	}}
+	v := deliveryViewOf(d, testNow)
+	if v.QueuedAt == nil || *v.QueuedAt != "2026-03-01T13:00:00Z" || v.SentAt == nil || *v.SentAt != "2026-03-01T13:00:02Z" {
+		t.Errorf("queuedAt %v, sentAt %v; want the release's time and the send's", deref(v.QueuedAt), deref(v.SentAt))
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}
