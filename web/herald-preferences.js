@@ -1,13 +1,15 @@
 // herald-preferences.js — <herald-preferences>, the end user's preference
 // center as a custom element: a type × channel grid of switches, mandatory
 // types locked with the reason, the user's quiet hours and digest window
-// in their timezone, and their notification budget (how many an hour and a
-// day over every channel; the rest wait for one summary). Keyboard and screen-reader accessible; plain ES module,
-// no framework, no dependencies.
+// in their timezone, their notification budget (how many an hour and a
+// day over every channel; the rest wait for one summary), and the topics they
+// follow, each with a mute switch. Keyboard and screen-reader accessible;
+// plain ES module, no framework, no dependencies.
 //
-// It calls Herald's user route GET/PUT /v1/me/preferences with the end
-// user's JWT, which the app provides: the user is the token's subject, so the
-// element needs no user id and never a service credential.
+// It calls Herald's user routes GET/PUT /v1/me/preferences, GET /v1/me/topics
+// and PUT /v1/me/topics/{topic} with the end user's JWT, which the app
+// provides: the user is the token's subject, so the element needs no user id
+// and never a service credential.
 //
 //   <script type="module" src="/herald-preferences.js"></script>
 //   <herald-preferences api-base="https://abc.execute-api.eu-west-1.amazonaws.com"></herald-preferences>
@@ -17,12 +19,15 @@
 //
 // Attributes: api-base; lang (en or ja) overrides the profile's locale for
 // the element's own strings (type labels come from the catalog, in the
-// profile's locale).
+// profile's locale). Property topicLabel: a function from a topic key
+// (thread:42) to the name shown for it (default: the key).
 // Events: herald-preferences-change {type, channel, enabled},
 // herald-preferences-budget {budget} (null: back to the default),
+// herald-preferences-topic {topic, muted},
 // herald-preferences-error {status, code, message}.
 // Keyboard, in the grid: ←/→/↑/↓/Home/End move between switches, Space or
-// Enter toggles one; a mandatory switch does not change and says why.
+// Enter toggles one; a mandatory switch does not change and says why. In the
+// topics list: ↑/↓/Home/End move between the mute switches.
 
 const CHANNELS = ['email', 'sms', 'push'];
 
@@ -67,9 +72,12 @@ export const STRINGS = {
 };
 
 /** The strings for a BCP 47 locale: its language if known, else English. */
-export function stringsFor(locale) {
+export function stringsFor(locale) { return inLanguage(STRINGS, locale); }
+
+/** table's entry for locale's language, else its English one. */
+function inLanguage(table, locale) {
   const lang = String(locale || '').toLowerCase().split(/[-_]/)[0];
-  return STRINGS[lang] || STRINGS.en;
+  return table[lang] || table.en;
 }
 
 const STYLE = `
@@ -95,6 +103,10 @@ fieldset { border: 0; border-top: 1px solid #eaeef2; margin: 0; padding: .6rem .
 legend { font-weight: 600; padding: 0; }
 .budget-field { display: flex; gap: .6rem; align-items: center; margin: .3rem 0; }
 .budget-field input { width: 4.5rem; font: inherit; }
+.topics { list-style: none; margin: .3rem 0 0; padding: 0; }
+.topics li { display: flex; gap: .6rem; align-items: center; justify-content: space-between; padding: .25rem 0; border-bottom: 1px solid #eaeef2; }
+.topics li:last-child { border-bottom: 0; }
+.topic-name { overflow-wrap: anywhere; }
 input[aria-invalid=true] { border-color: #cf222e; }
 `;
 
@@ -115,7 +127,9 @@ class HeraldPreferences extends HTMLElement {
     this.schedule = el('dl', { part: 'schedule' });
     this.status = el('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
     this.budget = this._budgetForm(); // the notification budget's section, below
-    this.section.append(this.heading, this.grid, this.schedule, this.budget, this.status);
+    this.topics = this._topicsSection(); // the topics and their mutes, below
+    this.topicList = null; // the user's topics [{topic, muted}], once loaded
+    this.section.append(this.heading, this.grid, this.schedule, this.budget, this.topics, this.status);
     root.append(this.section);
     this.grid.addEventListener('keydown', (e) => this._onKey(e));
     this.grid.addEventListener('click', (e) => {
@@ -143,12 +157,14 @@ class HeraldPreferences extends HTMLElement {
   get apiBase() { return (this.getAttribute('api-base') || location.origin).replace(/\/+$/, ''); }
   get strings() { return stringsFor(this.getAttribute('lang') || (this.data && this.data.locale)); }
 
-  async _call(method, body) {
+  _call(method, body) { return this._request(method, '/v1/me/preferences', body); }
+
+  async _request(method, path, body) {
     if (!this._tokenProvider) throw new Error('herald-preferences: set tokenProvider first');
     const token = await this._tokenProvider();
     const headers = { Authorization: 'Bearer ' + token };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const resp = await fetch(this.apiBase + '/v1/me/preferences', { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const resp = await fetch(this.apiBase + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const answer = await resp.json().catch(() => null);
     if (!resp.ok) {
       const err = new Error((answer && (answer.detail || answer.title)) || 'Herald answered ' + resp.status);
@@ -165,8 +181,9 @@ class HeraldPreferences extends HTMLElement {
     this.dispatchEvent(new CustomEvent('herald-preferences-error', { detail: { status: err.status || 0, code: err.code || '', message: err.message } }));
   }
 
-  /** Reloads the matrix, labels and schedule. */
+  /** Reloads the matrix, labels, schedule, budget and topics. */
   async refresh() {
+    this.refreshTopics();
     this.grid.setAttribute('aria-busy', 'true');
     this.status.textContent = this.strings.loading;
     try {
@@ -262,6 +279,7 @@ class HeraldPreferences extends HTMLElement {
     if (q) this.schedule.append(el('dd', { class: 'note', style: 'grid-column: 2' }, s.quietNote));
     this.schedule.append(el('dt', {}, s.digest), el('dd', {}, d.digestMinutes ? s.minutes(d.digestMinutes) : s.digestDefault));
     this._renderBudget();
+    this._renderTopics();
   }
 
   // Arrow keys move between switches (one tab stop for the grid).
@@ -357,7 +375,131 @@ class HeraldPreferences extends HTMLElement {
       this._saving = false;
     }
   }
+
+  // ── Topics (issue 39) ─────────────────────────────────────────────────
+  // The topics the user follows (GET /v1/me/topics, every page), each with
+  // a mute switch (PUT /v1/me/topics/{topic} {"muted"}): a muted topic's
+  // sends reach the user as nothing, required notifications excepted, from
+  // the next send on. Shown only when the user follows a topic.
+
+  _topicsSection() {
+    const sec = el('fieldset', { part: 'topics', 'data-topics': '', hidden: '' });
+    sec.addEventListener('click', (e) => {
+      const b = e.target.closest('button[role=switch]');
+      if (b) this.muteTopic(b.dataset.topic, b.getAttribute('aria-checked') !== 'true');
+    });
+    sec.addEventListener('keydown', (e) => this._onTopicKey(e));
+    return sec;
+  }
+
+  get topicStrings() { return topicStringsFor(this.getAttribute('lang') || (this.data && this.data.locale)); }
+
+  /** Reloads the user's topics, every page. */
+  async refreshTopics() {
+    const topics = [];
+    this.topics.setAttribute('aria-busy', 'true');
+    try {
+      let cursor = '';
+      do {
+        const page = await this._request('GET', '/v1/me/topics?limit=100' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+        topics.push(...(page.topics || []).map((t) => ({ topic: t.topic, muted: !!t.muted })));
+        cursor = page.nextCursor || '';
+      } while (cursor);
+      this.topicList = topics;
+      this._renderTopics();
+    } catch (err) {
+      this._fail(err, this.topicStrings.unreachable);
+    } finally {
+      this.topics.removeAttribute('aria-busy');
+    }
+  }
+
+  _renderTopics() {
+    const list = this.topicList;
+    const focused = this.shadowRoot.activeElement?.closest?.('[data-topics]') ? this.shadowRoot.activeElement.dataset.topic : null;
+    this.topics.replaceChildren();
+    if (!list || !list.length) { this.topics.hidden = true; return; }
+    const s = this.topicStrings;
+    const name = (t) => (typeof this.topicLabel === 'function' && this.topicLabel(t)) || t;
+    this.topics.hidden = false;
+    this.topics.append(el('legend', { id: 'topics-heading' }, s.heading), el('p', { class: 'note', id: 'topics-note' }, s.note));
+    const ul = el('ul', { class: 'topics', 'aria-labelledby': 'topics-heading' });
+    const hasFocusable = list.some((t) => t.topic === focused);
+    list.forEach((t, i) => {
+      const label = el('span', { class: 'topic-name', id: 'topic-' + i }, name(t.topic));
+      const b = el('button', {
+        type: 'button', role: 'switch', 'aria-checked': String(t.muted), 'data-topic': t.topic,
+        'aria-labelledby': 'topic-mute-' + i + ' topic-' + i, 'aria-describedby': 'topics-note',
+        tabindex: (hasFocusable ? t.topic === focused : i === 0) ? '0' : '-1',
+      }, t.muted ? s.muted : s.notMuted);
+      // The switch's name is "Mute <topic>", its state muted or not.
+      const hidden = el('span', { id: 'topic-mute-' + i, hidden: '' }, s.mute);
+      const li = el('li');
+      li.append(label, hidden, b);
+      ul.append(li);
+    });
+    this.topics.append(ul);
+    if (focused) this._topicButton(focused)?.focus();
+  }
+
+  _topicButton(topic) {
+    return [...this.topics.querySelectorAll('button[role=switch]')].find((b) => b.dataset.topic === topic);
+  }
+
+  /** Mutes (muted true) or unmutes one of the user's topics. */
+  async muteTopic(topic, muted) {
+    const t = this.topicList && this.topicList.find((x) => x.topic === topic);
+    if (!t || this._saving) return;
+    this._saving = true;
+    const b = this._topicButton(topic);
+    b?.setAttribute('aria-busy', 'true');
+    try {
+      const sub = await this._request('PUT', '/v1/me/topics/' + encodeURIComponent(topic), { muted });
+      t.muted = !!sub.muted;
+      this._renderTopics();
+      this.status.textContent = this.strings.saved;
+      this.dispatchEvent(new CustomEvent('herald-preferences-topic', { detail: { topic, muted: t.muted } }));
+    } catch (err) {
+      this._fail(err, this.topicStrings.failed);
+    } finally {
+      this._saving = false;
+      this._topicButton(topic)?.removeAttribute('aria-busy');
+    }
+  }
+
+  // ↑/↓/Home/End move between the mute switches (one tab stop for the list).
+  _onTopicKey(e) {
+    const buttons = [...this.topics.querySelectorAll('button[role=switch]')];
+    const i = buttons.indexOf(this.shadowRoot.activeElement);
+    if (i < 0) return;
+    const next = { ArrowDown: Math.min(buttons.length - 1, i + 1), ArrowUp: Math.max(0, i - 1), Home: 0, End: buttons.length - 1 }[e.key];
+    if (next === undefined) return;
+    e.preventDefault();
+    buttons[i].tabIndex = -1;
+    buttons[next].tabIndex = 0;
+    buttons[next].focus();
+  }
 }
+
+/** The topics section's strings. */
+export const TOPIC_STRINGS = {
+  en: {
+    heading: 'Topics you follow',
+    note: 'A muted topic sends you nothing; required notifications still arrive.',
+    mute: 'Mute',
+    muted: 'muted', notMuted: 'on',
+    failed: (c) => `Could not change the topic (${c}).`,
+    unreachable: (c) => `Could not load your topics (${c}).`,
+  },
+  ja: {
+    heading: 'フォロー中のトピック',
+    note: 'ミュートしたトピックからは通知が届きません。必須の通知は届きます。',
+    mute: 'ミュート',
+    muted: 'ミュート中', notMuted: 'オン',
+    failed: (c) => `トピックを変更できませんでした（${c}）。`,
+    unreachable: (c) => `トピックを読み込めませんでした（${c}）。`,
+  },
+};
 
 /** The budget section's strings (apart from STRINGS: one section, one table). */
 export const BUDGET_STRINGS = {
@@ -385,10 +527,8 @@ export const BUDGET_STRINGS = {
   },
 };
 
-function budgetStringsFor(locale) {
-  const lang = String(locale || '').toLowerCase().split(/[-_]/)[0];
-  return BUDGET_STRINGS[lang] || BUDGET_STRINGS.en;
-}
+function budgetStringsFor(locale) { return inLanguage(BUDGET_STRINGS, locale); }
+function topicStringsFor(locale) { return inLanguage(TOPIC_STRINGS, locale); }
 
 function label(d, name) {
   return (d.types && d.types[name] && d.types[name].label) || name;

@@ -24,15 +24,18 @@ import (
 //go:embed console
 var consoleFiles embed.FS
 
-// routeConsole serves the dev console at /_dev/, the browser kit (web/)
-// at /_dev/kit/ for its demo inbox and service worker, and the two views
-// the console needs that no other route gives: recent notifications with
-// their deliveries, and the fault switches' state.
+// routeConsole serves the dev console at /_dev/, its user view at
+// /_dev/user?id=u1 (which reads the API's own history route), the browser
+// kit (web/) at /_dev/kit/ for its demo inbox and service worker, and the
+// two views the console needs that no other route gives: recent
+// notifications with their deliveries, and the fault switches' state.
 func (s *Stack) routeConsole() {
 	assets, _ := fs.Sub(consoleFiles, "console")
-	s.mux.Handle("GET /_dev/{$}", noStore(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.ServeFileFS(w, r, assets, "index.html")
-	})))
+	page := func(name string) http.Handler {
+		return noStore(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.ServeFileFS(w, r, assets, name) }))
+	}
+	s.mux.Handle("GET /_dev/{$}", page("index.html"))
+	s.mux.Handle("GET /_dev/user", page("user.html"))
 	s.mux.Handle("GET /_dev/console/", noStore(http.StripPrefix("/_dev/console/", http.FileServerFS(assets))))
 	// The kit is served from the working tree: edits show on reload.
 	s.mux.Handle("GET /_dev/kit/", noStore(http.StripPrefix("/_dev/kit/", http.FileServer(http.Dir(filepath.Join(s.cfg.Root, "web"))))))

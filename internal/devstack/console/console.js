@@ -2,28 +2,7 @@
 // rendered with DOM APIs (textContent), never innerHTML: captured mail and
 // payloads are data, not markup. Email HTML is shown in a sandboxed iframe.
 
-const $ = (sel) => document.querySelector(sel);
-
-function el(tag, attrs, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v !== undefined && v !== null) e.setAttribute(k, v);
-  }
-  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(c ?? ''));
-  return e;
-}
-
-const pill = (text, cls) => el('span', { class: 'pill ' + (cls || text) }, text);
-// Date and time: a console left open over midnight (or fed a clock moved
-// with /_dev/clock) must not show yesterday's items as today's.
-const stamp = (d) => d.toLocaleString(undefined, { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
-const time = (iso) => (iso ? stamp(new Date(iso)) : '');
-
-async function getJSON(path) {
-  const r = await fetch(path, { cache: 'no-store' });
-  if (!r.ok) throw new Error(path + ': ' + r.status);
-  return r.json();
-}
+import { $, el, pill, stamp, time, getJSON, devCallerOf } from '/_dev/console/dom.js';
 
 // ---- notifications
 function renderNotifications(list) {
@@ -42,8 +21,18 @@ function renderNotifications(list) {
     if (!Object.keys(n.deliveries || {}).length) ds.append(pill('planning…', 'planned'));
     return el('tr', { 'data-id': n.id },
       el('td', {}, time(n.createdAt)), el('td', {}, el('code', {}, n.id)), el('td', {}, n.type),
-      el('td', {}, n.userId), el('td', {}, n.priority), el('td', { class: 'overall' }, overallPill(n.overall || n.status)), ds);
+      el('td', {}, userLink(n.userId, n.caller)), el('td', {}, n.priority), el('td', { class: 'overall' }, overallPill(n.overall || n.status)), ds);
   }));
+}
+
+// userLink opens the user's history from the notification's caller
+// (user.html); a notification to an address alone has no user.
+function userLink(userId, stored) {
+  if (!userId) return '';
+  const caller = devCallerOf(stored);
+  const q = new URLSearchParams({ id: userId });
+  if (caller) q.set('caller', caller);
+  return el('a', { href: '/_dev/user?' + q, 'data-user': userId, title: 'history of ' + userId + (caller ? ' from ' + caller : '') }, userId);
 }
 
 // overall is the runner's summary of the deliveries (console.go, overallState).
@@ -94,12 +83,33 @@ function renderSMS(list) {
     el('tr', {}, el('td', {}, time(m.at)), el('td', {}, m.to), el('td', {}, el('pre', {}, m.text)))));
 }
 
+// Events: the newest 50, one line each (time, detail-type, the detail's key
+// fields), the whole detail and the rules it matched on click, in a box of
+// bounded height so that the queues, DLQs and faults stay in view. An event
+// opened stays open across refreshes.
+const openEvents = new Set();
+const shownEvents = 50;
+
+function eventLine(e) {
+  const d = e.detail || {};
+  const keys = [d.channel, d.status && d.status + (d.reason ? ': ' + d.reason : ''), d.notificationId || d.campaignId,
+    d.counts && d.counts.sent + '/' + d.counts.recipients + ' sent', d.type].filter(Boolean);
+  return el('summary', {}, el('time', {}, time(e.at)), ' ', el('strong', {}, e['detail-type']), ' ', el('span', { class: 'keys' }, keys.join(' · ')),
+    e.failedInvocations?.length ? pill('target failed', 'bad') : '');
+}
+
 function renderEvents(body) {
   const list = body.events || [];
-  $('#events-count').textContent = '(' + list.length + ')';
-  $('#events tbody').replaceChildren(...list.slice(-50).reverse().map((e) =>
-    el('tr', {}, el('td', {}, time(e.at)), el('td', {}, e['detail-type']),
-      el('td', {}, el('pre', {}, JSON.stringify(e.detail, null, 1))), el('td', {}, (e.matchedRules || []).join(', ') || '—'))));
+  $('#events-count').textContent = '(' + list.length + (list.length > shownEvents ? ', newest ' + shownEvents + ' shown' : '') + ')';
+  $('#events').replaceChildren(...list.slice(-shownEvents).reverse().map((e) => {
+    const item = el('details', { 'data-event-id': e.id });
+    item.open = openEvents.has(e.id);
+    item.addEventListener('toggle', () => (item.open ? openEvents.add(e.id) : openEvents.delete(e.id)));
+    item.append(eventLine(e), el('pre', {}, JSON.stringify(e.detail, null, 1)),
+      el('p', { class: 'hint' }, 'matched rules: ' + ((e.matchedRules || []).join(', ') || '—') +
+        (e.failedInvocations?.length ? '; failed targets: ' + e.failedInvocations.join(', ') : '')));
+    return el('li', {}, item);
+  }));
 }
 
 function renderPushes(list) {
