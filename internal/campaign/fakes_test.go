@@ -23,8 +23,8 @@ type fakeStore struct {
 	profiles      map[string]bool
 	notifications map[string]*domain.Notification
 	deliveries    *storetest.MemDeliveries // its contract suite runs in internal/storetest
-	creates       int   // CreateNotification calls that wrote
-	failCreate    error // CreateNotification answers it when set
+	creates       int                      // CreateNotification calls that wrote
+	failCreate    error                    // CreateNotification answers it when set
 	finished      int
 	finishAt      time.Time // FinishCampaign's clock (zero: time.Now)
 	// Segment campaigns: recorded scan segments, segments scanned, and
