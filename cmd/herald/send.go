@@ -193,17 +193,8 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 		return sendError(where, err)
 	}
 	if !wait {
-		if asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"id": a.ID, "status": a.Status, "createdAt": a.CreatedAt,
-				"idempotencyKey": a.IdempotencyKey, "replayed": a.Replayed})
-		}
-		replayed := ""
-		if a.Replayed {
-			replayed = " (replayed: an earlier request with this key created it)"
-		}
-		fmt.Fprintf(stdout, "%s %s%s\n", a.ID, a.Status, replayed)
-		fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s\n", where, a.IdempotencyKey)
-		return nil
+		return printAccepted(stdout, stderr, asJSON, map[string]any{"id": a.ID, "status": a.Status, "createdAt": a.CreatedAt},
+			a.ID+" "+a.Status, where, a.IdempotencyKey, a.Replayed)
 	}
 	st, done, err := waitSettled(ctx, c, a.ID, d.poll, d.waitFor)
 	if err != nil {
@@ -252,6 +243,21 @@ func sendError(where string, err error) error {
 	return fmt.Errorf("send to %s: %w", where, err)
 }
 
+// printAccepted prints an accepted send: fields with its key and replay as
+// JSON, or line on stdout and where it went with its key on stderr.
+func printAccepted(stdout, stderr io.Writer, asJSON bool, fields map[string]any, line, where, key string, replayed bool) error {
+	if asJSON {
+		fields["idempotencyKey"], fields["replayed"] = key, replayed
+		return json.NewEncoder(stdout).Encode(fields)
+	}
+	if replayed {
+		line += " (replayed: an earlier request with this key made it)"
+	}
+	fmt.Fprintln(stdout, line)
+	fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s\n", where, key)
+	return nil
+}
+
 // sendTopic notifies a topic's subscribers and prints the send's id; with
 // wait it follows the fan-out's counts (GET /v1/campaigns/{id}) until it
 // finishes.
@@ -261,17 +267,8 @@ func sendTopic(ctx context.Context, c *client.Client, where string, n client.Top
 		return sendError(where, err)
 	}
 	if !wait {
-		if asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"id": a.ID, "topic": a.Topic, "recipients": a.Recipients,
-				"idempotencyKey": a.IdempotencyKey, "replayed": a.Replayed})
-		}
-		replayed := ""
-		if a.Replayed {
-			replayed = " (replayed: an earlier request with this key started it)"
-		}
-		fmt.Fprintf(stdout, "%s topic %s recipients %s%s\n", a.ID, a.Topic, a.Recipients, replayed)
-		fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s; GET /v1/campaigns/%s counts it\n", where, a.IdempotencyKey, a.ID)
-		return nil
+		return printAccepted(stdout, stderr, asJSON, map[string]any{"id": a.ID, "topic": a.Topic, "recipients": a.Recipients},
+			a.ID+" topic "+a.Topic+" recipients "+a.Recipients, where, a.IdempotencyKey, a.Replayed)
 	}
 	deadline := time.Now().Add(d.waitFor)
 	var st *client.CampaignStatus
