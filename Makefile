@@ -170,7 +170,7 @@ test-eta: deps
 
 ## test-topics: a 2,000-subscriber topic send, muted and excluded users, a replay and a cancel mid-fan-out (issue 39; minutes)
 test-topics: deps
-	$(GO) test -count=1 -timeout 15m -v ./internal/e2e/topics
+	HERALD_TOPICS_SUBSCRIBERS=2000 $(GO) test -count=1 -timeout 15m -v ./internal/e2e/topics
 
 ## test-unit: only tests that need no emulators
 test-unit:

@@ -25,6 +25,9 @@ const sendUsage = `Usage:
               [--data key=value ...] [--priority high|normal|low] [--channel email ...]
               [--idempotency-key KEY] [--resource-id ID] [--send-at RFC3339]
               [--wait] [--json] [where]
+  herald send --type TYPE --topic TOPIC [--exclude USER,USER ...]
+              [--data key=value ...] [--priority normal|low] [--channel email ...]
+              [--idempotency-key KEY] [--wait] [--json] [where]
 
 Where (first match wins):
   --stack NAME       a deployed stack: its ApiUrl output, signed with SigV4 using the
@@ -34,15 +37,18 @@ Where (first match wins):
                      directory), calling as --caller (default "cli")
 
 Prints the notification id; --wait follows its deliveries until they settle
-(up to 60 s).
+(up to 60 s). With --topic every subscriber of the topic but the excluded
+users gets the notification: it prints the send's id (a campaign: GET
+/v1/campaigns/{id} counts it, DELETE cancels it), and --wait follows its
+counts until the fan-out finishes.
 
 Exit status:
   0  accepted; with --wait, every delivery settled and none failed
      (sent, delivered, skipped, dropped, or deferred to a later time)
   1  not sent: the API refused it or could not be reached
   2  usage: a flag is wrong
-  3  --wait: a delivery ended failed or bounced
-  4  --wait: the deliveries had not settled after 60 s
+  3  --wait: a delivery ended failed or bounced (a topic: a recipient failed)
+  4  --wait: the deliveries had not settled after 60 s (a topic: not finished)
 `
 
 // Exit statuses of herald send --wait beyond 0, 1 (error) and 2 (usage).
@@ -109,11 +115,13 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, sendUsage) }
 	var n client.Notification
-	var data, channels repeated
-	var sendAt, stack, endpoint, caller string
+	var data, channels, exclude repeated
+	var sendAt, topic, stack, endpoint, caller string
 	var wait, asJSON bool
 	fs.StringVar(&n.Type, "type", "", "notification type")
 	fs.StringVar(&n.Recipient.UserID, "user", "", "recipient user id")
+	fs.StringVar(&topic, "topic", "", "notify every subscriber of this topic (instead of --user)")
+	fs.Var(&exclude, "exclude", "with --topic: leave out these users (comma-separated, repeatable)")
 	fs.StringVar(&n.Recipient.Email, "email", "", "recipient email (overrides the profile)")
 	fs.StringVar(&n.Recipient.Phone, "phone", "", "recipient phone, E.164 (overrides the profile)")
 	fs.StringVar(&n.Recipient.Locale, "locale", "", "recipient locale (overrides the profile)")
@@ -138,8 +146,14 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 	if fs.NArg() > 0 {
 		return sendUsageError("unexpected argument %q", fs.Arg(0))
 	}
-	if n.Type == "" || n.Recipient.UserID == "" {
-		return sendUsageError("--type and --user are required")
+	if n.Type == "" || (n.Recipient.UserID == "") == (topic == "") {
+		return sendUsageError("--type and one of --user or --topic are required")
+	}
+	if topic == "" && len(exclude) > 0 {
+		return sendUsageError("--exclude goes with --topic")
+	}
+	if topic != "" && (n.Recipient.Email != "" || n.Recipient.Phone != "" || n.Recipient.Locale != "" || n.ResourceID != "" || n.BatchKey != "" || sendAt != "") {
+		return sendUsageError("--topic takes no --email, --phone, --locale, --resource-id, --batch-key or --send-at: each subscriber gets their own")
 	}
 	for _, kv := range data {
 		k, v, ok := strings.Cut(kv, "=")
@@ -163,30 +177,24 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 	if err != nil {
 		return err
 	}
-	a, err := c.Send(ctx, n)
-	var herr *client.Error
-	if errors.As(err, &herr) {
-		at := ""
-		if herr.Pointer != "" {
-			at = " at " + herr.Pointer
+	if topic != "" {
+		tn := client.TopicNotification{Type: n.Type, Topic: topic, Data: n.Data, Priority: n.Priority, Channels: n.Channels, IdempotencyKey: n.IdempotencyKey}
+		for _, e := range exclude {
+			for u := range strings.SplitSeq(e, ",") {
+				if u = strings.TrimSpace(u); u != "" {
+					tn.Exclude = append(tn.Exclude, u)
+				}
+			}
 		}
-		return fmt.Errorf("%s answered %d %s%s: %s", where, herr.Status, herr.Code, at, herr.Detail)
+		return sendTopic(ctx, c, where, tn, wait, asJSON, stdout, stderr, d)
 	}
+	a, err := c.Send(ctx, n)
 	if err != nil {
-		return fmt.Errorf("send to %s: %w", where, err)
+		return sendError(where, err)
 	}
 	if !wait {
-		if asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"id": a.ID, "status": a.Status, "createdAt": a.CreatedAt,
-				"idempotencyKey": a.IdempotencyKey, "replayed": a.Replayed})
-		}
-		replayed := ""
-		if a.Replayed {
-			replayed = " (replayed: an earlier request with this key created it)"
-		}
-		fmt.Fprintf(stdout, "%s %s%s\n", a.ID, a.Status, replayed)
-		fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s\n", where, a.IdempotencyKey)
-		return nil
+		return printAccepted(stdout, stderr, asJSON, map[string]any{"id": a.ID, "status": a.Status, "createdAt": a.CreatedAt},
+			a.ID+" "+a.Status, where, a.IdempotencyKey, a.Replayed)
 	}
 	st, done, err := waitSettled(ctx, c, a.ID, d.poll, d.waitFor)
 	if err != nil {
@@ -218,6 +226,78 @@ func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, d sen
 		return &exitError{exitDeliveryFailed, "delivery ended " + strings.Join(failed, ", ")}
 	case !done:
 		return &exitError{exitWaitTimeout, fmt.Sprintf("deliveries not settled after %s (herald send prints the last state)", d.waitFor)}
+	}
+	return nil
+}
+
+// sendError names the API's problem (status, code, pointer, detail).
+func sendError(where string, err error) error {
+	var herr *client.Error
+	if errors.As(err, &herr) {
+		at := ""
+		if herr.Pointer != "" {
+			at = " at " + herr.Pointer
+		}
+		return fmt.Errorf("%s answered %d %s%s: %s", where, herr.Status, herr.Code, at, herr.Detail)
+	}
+	return fmt.Errorf("send to %s: %w", where, err)
+}
+
+// printAccepted prints an accepted send: fields with its key and replay as
+// JSON, or line on stdout and where it went with its key on stderr.
+func printAccepted(stdout, stderr io.Writer, asJSON bool, fields map[string]any, line, where, key string, replayed bool) error {
+	if asJSON {
+		fields["idempotencyKey"], fields["replayed"] = key, replayed
+		return json.NewEncoder(stdout).Encode(fields)
+	}
+	if replayed {
+		line += " (replayed: an earlier request with this key made it)"
+	}
+	fmt.Fprintln(stdout, line)
+	fmt.Fprintf(stderr, "sent to %s; Idempotency-Key %s\n", where, key)
+	return nil
+}
+
+// sendTopic notifies a topic's subscribers and prints the send's id; with
+// wait it follows the fan-out's counts (GET /v1/campaigns/{id}) until it
+// finishes.
+func sendTopic(ctx context.Context, c *client.Client, where string, n client.TopicNotification, wait, asJSON bool, stdout, stderr io.Writer, d sendDeps) error {
+	a, err := c.NotifyTopic(ctx, n)
+	if err != nil {
+		return sendError(where, err)
+	}
+	if !wait {
+		return printAccepted(stdout, stderr, asJSON, map[string]any{"id": a.ID, "topic": a.Topic, "recipients": a.Recipients},
+			a.ID+" topic "+a.Topic+" recipients "+a.Recipients, where, a.IdempotencyKey, a.Replayed)
+	}
+	deadline := time.Now().Add(d.waitFor)
+	var st *client.CampaignStatus
+	for {
+		if st, err = c.GetCampaign(ctx, a.ID); err != nil {
+			return sendError(where, err)
+		}
+		if st.FinishedAt != nil || !time.Now().Add(d.poll).Before(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.poll):
+		}
+	}
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(st); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s %s: %d recipients, %d sent, %d skipped, %d failed, %d dropped\n",
+			st.ID, st.Status, st.Recipients, st.Sent, st.Skipped, st.Failed, st.Dropped)
+	}
+	switch {
+	case st.Failed > 0:
+		return &exitError{exitDeliveryFailed, fmt.Sprintf("%d recipients failed", st.Failed)}
+	case st.FinishedAt == nil:
+		return &exitError{exitWaitTimeout, fmt.Sprintf("the topic send had not finished after %s (herald send prints its last counts)", d.waitFor)}
 	}
 	return nil
 }

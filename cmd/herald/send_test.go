@@ -253,3 +253,80 @@ func TestSendWaitExitStatus(t *testing.T) {
 		t.Error("usage does not say what exit status 3 means")
 	}
 }
+
+// herald send --topic notifies a topic's subscribers: the body names the
+// topic and the excluded users, the output the send's id; --wait follows
+// the fan-out's counts until it finishes; a topic takes no per-user flag.
+func TestSendTopic(t *testing.T) {
+	var mu sync.Mutex
+	var got []seen
+	polls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		s := seen{method: r.Method, path: r.URL.Path, header: r.Header.Clone()}
+		_ = json.Unmarshal(raw, &s.body)
+		mu.Lock()
+		got = append(got, s)
+		if r.Method == http.MethodGet {
+			polls++
+		}
+		finished := polls >= 2
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusAccepted)
+			io.WriteString(w, `{"id":"cmp1","topic":"thread:42","recipients":"pending"}`)
+			return
+		}
+		if !finished {
+			io.WriteString(w, `{"id":"cmp1","status":"running","recipients":3,"sent":1,"createdAt":"2026-01-02T03:04:05Z"}`)
+			return
+		}
+		io.WriteString(w, `{"id":"cmp1","status":"done","recipients":3,"sent":2,"skipped":1,"createdAt":"2026-01-02T03:04:05Z","finishedAt":"2026-01-02T03:04:09Z"}`)
+	}))
+	defer srv.Close()
+	d := defaultSendDeps()
+	d.poll = time.Millisecond
+	base := []string{"--endpoint", srv.URL, "--caller", "forum", "--type", "reservation.approved", "--topic", "thread:42", "--data", "reservationUrl=https://example.com/r/1"}
+
+	var out, errOut bytes.Buffer
+	if err := runSend(context.Background(), append(base, "--exclude", "u1,u2", "--exclude", "u3"), &out, &errOut, d); err != nil {
+		t.Fatalf("err = %v (stderr %s)", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "cmp1 topic thread:42 recipients pending") {
+		t.Errorf("stdout %q", out.String())
+	}
+	r := got[0]
+	recipient, _ := r.body["recipient"].(map[string]any)
+	exclude, _ := r.body["exclude"].([]any)
+	if r.method != http.MethodPost || r.path != "/v1/notifications" || recipient["topic"] != "thread:42" || len(recipient) != 1 ||
+		len(exclude) != 3 || exclude[0] != "u1" || exclude[2] != "u3" || r.header.Get("Idempotency-Key") == "" || r.header.Get("X-Herald-Dev-Caller") != "forum" {
+		t.Errorf("sent %s %s %v (key %q)", r.method, r.path, r.body, r.header.Get("Idempotency-Key"))
+	}
+
+	out.Reset()
+	if err := runSend(context.Background(), append(base, "--wait"), &out, &errOut, d); err != nil {
+		t.Fatalf("--wait: %v", err)
+	}
+	if want := "cmp1 done: 3 recipients, 2 sent, 1 skipped, 0 failed, 0 dropped"; !strings.Contains(out.String(), want) {
+		t.Errorf("--wait stdout %q, want %q", out.String(), want)
+	}
+	if last := got[len(got)-1]; last.method != http.MethodGet || last.path != "/v1/campaigns/cmp1" {
+		t.Errorf("--wait read %s %s", last.method, last.path)
+	}
+
+	before := len(got)
+	for _, args := range [][]string{
+		append(base, "--user", "u1"),
+		append(base, "--email", "a@example.com"),
+		append(base, "--send-at", "2026-01-02T03:04:05Z"),
+		{"--endpoint", srv.URL, "--caller", "forum", "--type", "reservation.approved", "--user", "u1", "--exclude", "u2"},
+	} {
+		if err := runSend(context.Background(), args, &out, &errOut, d); !errors.Is(err, errSendUsage) {
+			t.Errorf("%v: err = %v, want a usage error", args[6:], err)
+		}
+	}
+	if len(got) != before {
+		t.Errorf("a usage error sent %d requests", len(got)-before)
+	}
+}

@@ -283,3 +283,28 @@ func TestOpenAPIListsEveryProblemCode(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIListsEveryDeliveryReason: the Delivery schema's reason
+// examples name every reason a delivery can carry (the Reason constants of
+// internal/domain/delivery.go), so a new one — `muted` from a topic send —
+// is documented where clients look.
+func TestOpenAPIListsEveryDeliveryReason(t *testing.T) {
+	d, root := loadSpec(t)
+	src, err := os.ReadFile(filepath.Join(root, "internal", "domain", "delivery.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivery := d.resolve(t, map[string]any{"$ref": "#/components/schemas/Delivery"})
+	props, _ := delivery["properties"].(map[string]any)
+	reason, _ := props["reason"].(map[string]any)
+	examples, _ := reason["examples"].([]any)
+	consts := regexp.MustCompile(`(?m)^\s*Reason\w+\s+Reason = "([a-z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(consts) < 10 {
+		t.Fatalf("found %d Reason constants in delivery.go: the pattern no longer matches", len(consts))
+	}
+	for _, m := range consts {
+		if !slices.Contains(examples, any(m[1])) {
+			t.Errorf("openapi.yaml Delivery.reason examples lack %q", m[1])
+		}
+	}
+}

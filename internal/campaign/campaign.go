@@ -89,6 +89,12 @@ type Store interface {
 	ScanSubscribers(ctx context.Context, topic string, shard int, after string, limit int) (ids []string, next string, err error)
 	// MutedSubscribers reports which of users muted topic.
 	MutedSubscribers(ctx context.Context, topic string, users []string) (map[string]bool, error)
+	// GetNotification reads a notification; domain.ErrNotFound when gone.
+	GetNotification(ctx context.Context, id string) (*domain.Notification, error)
+	// Transition applies a conditional change to a delivery (the worker's
+	// own write): on domain.ErrConflict it returns the delivery as it is
+	// (nil when there is none).
+	Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error)
 	// RecordScanPage stores a page as a chunk (domain.ErrConflict when it
 	// is stored already); next "" marks the segment scanned.
 	RecordScanPage(ctx context.Context, c *domain.Campaign, chunk string, seg int, ids []string, next string) error
@@ -167,6 +173,10 @@ const (
 	planReserve = 10 * time.Second
 	// ParallelMessages bounds the messages of one batch handled at once.
 	ParallelMessages = 4
+	// defaultCancelCheck is how often a paced lot reads its campaign's status
+	// while it creates notifications: a cancel stops it within this much
+	// (1 strongly consistent read of META a second per running lot).
+	defaultCancelCheck = time.Second
 )
 
 // Handler is the campaign Lambda handler.
@@ -186,6 +196,8 @@ type Handler struct {
 	// lotRate is notifications per second one lot may create (0: unpaced).
 	lotRate float64
 	sleep   func(ctx context.Context, d time.Duration) error
+	// cancelCheck: how often a paced lot reads its campaign's status.
+	cancelCheck time.Duration
 }
 
 // New wires the campaign handler.
@@ -213,6 +225,7 @@ func New(d Deps) *Handler {
 	if d.FanOutRate > 0 && d.MaxConcurrency > 0 {
 		h.lotRate = d.FanOutRate / float64(d.MaxConcurrency*ParallelMessages)
 	}
+	h.cancelCheck = defaultCancelCheck
 	h.sleep = d.Sleep
 	if h.sleep == nil {
 		h.sleep = sleepCtx
@@ -551,16 +564,22 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 		}
 	}
 	now := h.now()
-	notified := make([]bool, len(ids))
+	notified, dropped := make([]bool, len(ids)), make([]bool, len(ids))
 	var firstErr atomic.Pointer[error]
 	var next, paced atomic.Int64
+	var cancelled atomic.Bool
 	start := time.Now()
+	stopWatch := h.watchCancel(ctx, c.ID, &cancelled)
+	defer stopWatch()
 	var wg sync.WaitGroup
 	for range min(h.concurrency, len(ids)) {
 		wg.Go(func() {
 			for {
+				if firstErr.Load() != nil || cancelled.Load() {
+					return
+				}
 				i := int(next.Add(1) - 1)
-				if i >= len(ids) || firstErr.Load() != nil {
+				if i >= len(ids) {
 					return
 				}
 				if !profiles[ids[i]] {
@@ -574,6 +593,10 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 							firstErr.CompareAndSwap(nil, &err)
 							return
 						}
+					}
+					if cancelled.Load() { // cancelled while it waited its turn
+						dropped[i] = true
+						return
 					}
 				}
 				n := NotificationFor(c, typ, chunk, ids[i], now)
@@ -598,15 +621,44 @@ func (h *Handler) createNotifications(ctx context.Context, c *domain.Campaign, t
 	if p := firstErr.Load(); p != nil {
 		return *p
 	}
+	// Indices from reached on were never taken: the cancel dropped them.
+	reached := min(int(next.Load()), len(ids))
 	for i, id := range ids {
-		if notified[i] {
+		switch {
+		case notified[i]:
 			lot.Pending = append(lot.Pending, id)
 			lot.Counts.Notified++
-		} else {
+		case dropped[i] || i >= reached && profiles[id]:
+			lot.Counts.Dropped++
+		default:
 			lot.Counts.Skipped++
 		}
 	}
 	return nil
+}
+
+// watchCancel reads the campaign's status every h.cancelCheck while a paced
+// lot creates its notifications and sets cancelled when it is cancelled, so
+// the lot stops creating and counts the rest dropped at once instead of
+// creating them for the workers to drop one by one. An unpaced lot is over
+// in well under a check. It returns the function that stops the watch.
+func (h *Handler) watchCancel(ctx context.Context, id string, cancelled *atomic.Bool) func() {
+	if h.lotRate <= 0 {
+		return func() {}
+	}
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sleepCtx(ctx, h.cancelCheck) == nil {
+			c, err := h.store.GetCampaign(ctx, id)
+			if err == nil && c.Status == domain.CampaignCancelled {
+				cancelled.Store(true)
+				return
+			}
+		}
+	}()
+	return func() { stop(); <-done }
 }
 
 // NotificationFor is the notification a campaign creates for one user: the
@@ -675,6 +727,11 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 	if err != nil {
 		return err
 	}
+	if c.Status == domain.CampaignCancelled {
+		if err := h.dropUnsent(ctx, c, lot.Pending, channels, existing); err != nil {
+			return err
+		}
+	}
 	now := h.now()
 	next := Recount(lot, c, channels, existing, now, h.pendingLimit)
 	if len(next.Pending) == len(lot.Pending) { // nothing final yet: later, backing off
@@ -695,6 +752,71 @@ func (h *Handler) reconcile(ctx context.Context, log *slog.Logger, m domain.Camp
 		return err
 	}
 	return h.recountAt(ctx, m, NextReconcile(next.Pending, c, channels, existing, now, h.delay, 0, h.pendingLimit), 0)
+}
+
+// dropUnsent ends every delivery of a cancelled campaign's pending
+// recipients that no worker holds — absent (its work message still
+// queued), planned, queued, retrying, deferred, or sending under an ended
+// lease — dropped: cancelled, with the worker's own conditional write
+// (creating the item of a channel sent at once), at most h.concurrency at
+// once, and records the outcomes in existing. A lot's pending recipients
+// settle in one reconcile instead of one worker message at a time; a worker
+// that receives one later finds it final and sends nothing, and one sending
+// now keeps its claim and is counted when it ends.
+func (h *Handler) dropUnsent(ctx context.Context, c *domain.Campaign, pending []string, channels []domain.Channel, existing map[domain.DeliveryKey]domain.Delivery) error {
+	var mu sync.Mutex
+	var firstErr atomic.Pointer[error]
+	var next atomic.Int64
+	now := h.now()
+	from := []domain.Status{domain.StatusPlanned, domain.StatusQueued, domain.StatusRetrying, domain.StatusDeferred}
+	var wg sync.WaitGroup
+	for range min(h.concurrency, len(pending)) {
+		wg.Go(func() {
+			for firstErr.Load() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(pending) {
+					return
+				}
+				id := domain.CampaignNotificationID(c.ID, pending[i])
+				var n *domain.Notification
+				for _, ch := range channels {
+					k := domain.DeliveryKey{NotificationID: id, Channel: ch}
+					mu.Lock()
+					d, ok := existing[k]
+					mu.Unlock()
+					if ok && (d.Status.Terminal() || d.Status == domain.StatusSending && d.LeaseUntil.After(now)) {
+						continue
+					}
+					if n == nil {
+						var err error
+						if n, err = h.store.GetNotification(ctx, id); errors.Is(err, domain.ErrNotFound) {
+							break // gone with its deliveries: the pending limit counts it
+						} else if err != nil {
+							firstErr.CompareAndSwap(nil, &err)
+							return
+						}
+					}
+					got, err := h.store.Transition(ctx, id, ch, domain.Change{To: domain.StatusDropped, From: from, Reason: domain.ReasonCancelled,
+						ReclaimExpiredLease: now, Create: domain.DeliveryOf(n, ch), Note: "campaign cancelled"})
+					if err != nil && !errors.Is(err, domain.ErrConflict) {
+						err = fmt.Errorf("drop delivery of a cancelled campaign: %w", err)
+						firstErr.CompareAndSwap(nil, &err)
+						return
+					}
+					if got != nil {
+						mu.Lock()
+						existing[k] = *got
+						mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := firstErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // recountAt sends the lot's next reconcile, due at `at`: delayed by at

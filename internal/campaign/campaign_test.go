@@ -79,7 +79,7 @@ func runningCampaign(st *fakeStore) *domain.Campaign {
 
 func deliver(st *fakeStore, c *domain.Campaign, user string, s domain.Status) {
 	k := domain.DeliveryKey{NotificationID: domain.CampaignNotificationID(c.ID, user), Channel: domain.ChannelEmail}
-	st.deliveries[k] = domain.Delivery{NotificationID: k.NotificationID, Channel: k.Channel, Status: s}
+	st.deliveries.Put(domain.Delivery{NotificationID: k.NotificationID, Channel: k.Channel, Status: s})
 }
 
 // TestFanOutCountsEveryRecipientOnce: a plan, its lots delivered twice and
@@ -547,5 +547,98 @@ func TestTopicSendReachesEverySubscriberOnce(t *testing.T) {
 		if want := map[bool]int{false: 3, true: 0}[mandatory]; muted != want {
 			t.Errorf("mandatory %v: %d notifications muted, want %d", mandatory, muted, want)
 		}
+	}
+}
+
+// TestCancelStopsAPacedLot: a lot that is creating its notifications at
+// its share of the fan-out rate stops within a status check of the cancel
+// and counts the recipients it had not reached dropped at once, in its
+// first record (it created them for the workers to drop one by one).
+func TestCancelStopsAPacedLot(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	var ids []string
+	for i := range 200 {
+		u := fmt.Sprintf("u%03d", i)
+		st.profiles[u] = true
+		ids = append(ids, u)
+	}
+	ids = append(ids, "no-profile")
+	st.addChunk(c, domain.ChunkKey(0), ids...)
+	var mu sync.Mutex
+	sleeps := 0
+	h := New(Deps{Store: st, Queue: q, Visibility: v, Catalog: catalog.MustLoad(), Now: func() time.Time { return t0 },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), FanOutRate: 2000, MaxConcurrency: 5,
+		Sleep: func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			sleeps++
+			cancelNow := sleeps == 20
+			mu.Unlock()
+			if cancelNow { // DELETE /v1/campaigns/{id} while the lot runs
+				st.mu.Lock()
+				st.campaigns[c.ID].Status = domain.CampaignCancelled
+				st.mu.Unlock()
+				time.Sleep(100 * time.Millisecond) // the lot's status check notices it
+			}
+			return nil
+		}})
+	h.cancelCheck = 5 * time.Millisecond
+	if resp := handle(t, h, domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: domain.ChunkKey(0)}); len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("lot: %+v", resp)
+	}
+	lot, err := st.GetLot(context.Background(), c.ID, domain.ChunkKey(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lot.Counts.Dropped == 0 || st.creates >= 200 || lot.Counts.Notified != st.creates || len(lot.Pending) != st.creates ||
+		lot.Counts.Notified+lot.Counts.Dropped != 200 || lot.Counts.Skipped != 1 {
+		t.Fatalf("lot %+v after %d creations: want the unreached recipients dropped, the one without a profile skipped, created = notified", lot.Counts, st.creates)
+	}
+}
+
+// TestCancelledLotDropsWhatNoWorkerHolds: one reconcile of a cancelled
+// campaign's lot ends every pending delivery no worker holds — not yet
+// claimed (no item), queued, deferred — dropped: cancelled with the
+// worker's conditional write, and counts them; a delivery being sent keeps
+// its claim and stays pending; a sent one is counted sent.
+func TestCancelledLotDropsWhatNoWorkerHolds(t *testing.T) {
+	st, q, v := newFakeStore(), &fakeQueue{}, &fakeVisibility{}
+	c := runningCampaign(st)
+	pending := []string{"absent", "queued", "deferred", "sending", "sent"}
+	for _, u := range pending {
+		st.profiles[u] = true
+	}
+	st.addChunk(c, domain.ChunkKey(0), pending...)
+	h := newHandler(st, q, v)
+	handle(t, h, domain.CampaignMessage{Kind: domain.CampaignLotStep, CampaignID: c.ID, Chunk: domain.ChunkKey(0)})
+	q.take()
+	deliver(st, c, "queued", domain.StatusQueued)
+	deliver(st, c, "sent", domain.StatusSent)
+	st.deliveries.Put(domain.Delivery{NotificationID: domain.CampaignNotificationID(c.ID, "deferred"), Channel: domain.ChannelEmail,
+		Status: domain.StatusDeferred, Reason: domain.ReasonQuietHours, DueAt: t0.Add(8 * time.Hour)})
+	st.deliveries.Put(domain.Delivery{NotificationID: domain.CampaignNotificationID(c.ID, "sending"), Channel: domain.ChannelEmail,
+		Status: domain.StatusSending, LeaseUntil: t0.Add(time.Minute), LeaseHolder: "m1"})
+	st.mu.Lock()
+	st.campaigns[c.ID].Status, st.campaigns[c.ID].CancelledAt = domain.CampaignCancelled, t0
+	st.mu.Unlock()
+
+	if resp := handle(t, h, domain.CampaignMessage{Kind: domain.CampaignReconcile, CampaignID: c.ID, Chunk: domain.ChunkKey(0)}); len(resp.BatchItemFailures) > 0 {
+		t.Fatalf("reconcile: %+v", resp)
+	}
+	for _, u := range []string{"absent", "queued", "deferred"} {
+		d, ok := st.deliveries.Get(domain.CampaignNotificationID(c.ID, u), domain.ChannelEmail)
+		if !ok || d.Status != domain.StatusDropped || d.Reason != domain.ReasonCancelled || u == "absent" && (d.UserID != u || d.CampaignID != c.ID) {
+			t.Errorf("%s: %+v (stored %v), want dropped: cancelled (created with the notification's fields)", u, d, ok)
+		}
+	}
+	if d, _ := st.deliveries.Get(domain.CampaignNotificationID(c.ID, "sending"), domain.ChannelEmail); d.Status != domain.StatusSending {
+		t.Errorf("the delivery being sent is %s, want it left to its worker", d.Status)
+	}
+	lot, err := st.GetLot(context.Background(), c.ID, domain.ChunkKey(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lot.Counts.Dropped != 3 || lot.Counts.Sent != 1 || !slices.Equal(lot.Pending, []string{"sending"}) {
+		t.Fatalf("lot %+v pending %v: want 3 dropped, 1 sent, the one being sent pending", lot.Counts, lot.Pending)
 	}
 }

@@ -22,9 +22,9 @@ type fakeStore struct {
 	lots          map[string]*domain.CampaignLot
 	profiles      map[string]bool
 	notifications map[string]*domain.Notification
-	deliveries    map[domain.DeliveryKey]domain.Delivery
-	creates       int   // CreateNotification calls that wrote
-	failCreate    error // CreateNotification answers it when set
+	deliveries    *storetest.MemDeliveries // its contract suite runs in internal/storetest
+	creates       int                      // CreateNotification calls that wrote
+	failCreate    error                    // CreateNotification answers it when set
 	finished      int
 	finishAt      time.Time // FinishCampaign's clock (zero: time.Now)
 	// Segment campaigns: recorded scan segments, segments scanned, and
@@ -41,7 +41,7 @@ var _ Store = (*fakeStore)(nil)
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{campaigns: map[string]*domain.Campaign{}, chunks: map[string][]string{}, lots: map[string]*domain.CampaignLot{},
-		profiles: map[string]bool{}, notifications: map[string]*domain.Notification{}, deliveries: map[domain.DeliveryKey]domain.Delivery{},
+		profiles: map[string]bool{}, notifications: map[string]*domain.Notification{}, deliveries: storetest.NewMemDeliveries(nil),
 		scanSegments: map[string]int{}, scanned: map[string]map[int]bool{}, pageNext: map[string]string{},
 		topics: storetest.NewMemTopics(time.Now)}
 }
@@ -139,6 +139,20 @@ func (s *fakeStore) CreateNotification(_ context.Context, n *domain.Notification
 	return n, nil
 }
 
+func (s *fakeStore) GetNotification(_ context.Context, id string) (*domain.Notification, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.notifications[id]
+	if !ok {
+		return nil, fmt.Errorf("notification %s: %w", id, domain.ErrNotFound)
+	}
+	return n, nil
+}
+
+func (s *fakeStore) Transition(ctx context.Context, id string, ch domain.Channel, c domain.Change) (*domain.Delivery, error) {
+	return s.deliveries.Transition(ctx, id, ch, c)
+}
+
 func (s *fakeStore) apply(id string, delta domain.CampaignCounts, settled bool) {
 	c := s.campaigns[id]
 	c.Counts = c.Counts.Add(delta)
@@ -182,7 +196,7 @@ func (s *fakeStore) ReadPlanning(_ context.Context, keys []domain.DeliveryKey, _
 	s.planReads++
 	out := map[domain.DeliveryKey]domain.Delivery{}
 	for _, k := range keys {
-		if d, ok := s.deliveries[k]; ok {
+		if d, ok := s.deliveries.Get(k.NotificationID, k.Channel); ok {
 			out[k] = d
 		}
 	}

@@ -63,7 +63,7 @@ func TestDeferredLotIsRecountedWhenDue(t *testing.T) {
 	for i, u := range users {
 		d := domain.Delivery{Status: domain.StatusDeferred, DueAt: due.Add(time.Duration(i) * time.Hour)}
 		d.NotificationID, d.Channel = domain.CampaignNotificationID(c.ID, u), domain.ChannelEmail
-		st.deliveries[domain.DeliveryKey{NotificationID: d.NotificationID, Channel: d.Channel}] = d
+		st.deliveries.Put(d)
 	}
 	steps := 0
 	for ; now.Before(due) && steps < 1000; steps++ {

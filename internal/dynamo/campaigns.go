@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -310,6 +311,60 @@ func isTransactionConflict(err error) bool {
 	return len(tce.CancellationReasons) == 0
 }
 
+// failedConditionAt reports whether err is a transaction cancelled because
+// the condition of its item at index i failed.
+func failedConditionAt(err error, i int) bool {
+	var tce *types.TransactionCanceledException
+	return errors.As(err, &tce) && i < len(tce.CancellationReasons) &&
+		aws.ToString(tce.CancellationReasons[i].Code) == "ConditionalCheckFailed"
+}
+
+// lostRace reports a transaction cancelled only because another transaction
+// or write was under way on one of its items (TransactionConflict, no
+// condition failed): nothing was written, and the same transaction may be
+// tried again.
+func lostRace(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	race := false
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "TransactionConflict":
+			race = true
+		case "None", "":
+		default:
+			return false
+		}
+	}
+	return race
+}
+
+// maxTransactRaces bounds the tries of a transaction that loses races.
+const maxTransactRaces = 5
+
+// transactContended runs a transaction on a contended item — a campaign's
+// META, which every lot's result updates (16 lots of a topic send at once)
+// — trying again with a short, jittered backoff while it only loses races
+// (lostRace). Such a loss is no failed condition: taken for one, a lot's
+// result was "recorded already" and never written (docs/decisions.md,
+// "Campaign writes that lose a race").
+func (s *Table) transactContended(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
+	var err error
+	for attempt := 1; attempt <= maxTransactRaces; attempt++ {
+		if attempt > 1 {
+			if err := sleepCtx(ctx, time.Duration(attempt*attempt)*5*time.Millisecond+time.Duration(rand.IntN(20))*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if _, err = s.db.TransactWriteItems(ctx, in); !lostRace(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("lost %d races on a contended item: %w", maxTransactRaces, err)
+}
+
 // GetCampaign reads a campaign (strongly consistent); domain.ErrNotFound if
 // there is none.
 func (s *Campaigns) GetCampaign(ctx context.Context, id string) (*domain.Campaign, error) {
@@ -609,14 +664,16 @@ func (s *Campaigns) RecordLot(ctx context.Context, id string, lot *domain.Campai
 	if err != nil {
 		return fmt.Errorf("marshal lot: %w", err)
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	err = s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
 		{Update: s.countsUpdate(id, lot.Counts, lot.Settled())},
 	}})
-	if isTransactionConflict(err) {
+	switch {
+	case failedConditionAt(err, 0):
 		return fmt.Errorf("lot %s of campaign %s: %w", lot.Chunk, id, domain.ErrConflict)
-	}
-	if err != nil {
+	case failedConditionAt(err, 1):
+		return fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	case err != nil:
 		return fmt.Errorf("record lot %s of campaign %s: %w", lot.Chunk, id, err)
 	}
 	lot.Version = 1
@@ -637,7 +694,7 @@ func (s *Campaigns) ReconcileLot(ctx context.Context, id string, prev, next *dom
 		return fmt.Errorf("marshal pending: %w", err)
 	}
 	c := next.Counts
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+	err = s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(CampaignLotPK(id, next.Chunk), lotSK),
 			UpdateExpression:    aws.String("SET pending = :pending, notified = :notified, sent = :sent, skipped = :skipped, failed = :failed, dropped = :dropped, version = :next"),
@@ -649,10 +706,12 @@ func (s *Campaigns) ReconcileLot(ctx context.Context, id string, prev, next *dom
 		}},
 		{Update: s.countsUpdate(id, next.Counts.Sub(prev.Counts), next.Settled() && !prev.Settled())},
 	}})
-	if isTransactionConflict(err) {
+	switch {
+	case failedConditionAt(err, 0):
 		return fmt.Errorf("lot %s of campaign %s: %w", next.Chunk, id, domain.ErrConflict)
-	}
-	if err != nil {
+	case failedConditionAt(err, 1):
+		return fmt.Errorf("campaign %s: %w", id, domain.ErrNotFound)
+	case err != nil:
 		return fmt.Errorf("reconcile lot %s of campaign %s: %w", next.Chunk, id, err)
 	}
 	next.Version = prev.Version + 1
@@ -888,11 +947,13 @@ func (s *Campaigns) RecordScanPage(ctx context.Context, c *domain.Campaign, chun
 		update.UpdateExpression = aws.String("ADD chunks :one, recipients :n, scannedSegments :seg")
 		update.ExpressionAttributeValues[":seg"] = segSet
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts, types.TransactWriteItem{Update: update})})
-	if isTransactionConflict(err) {
+	err = s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts, types.TransactWriteItem{Update: update})})
+	switch {
+	case failedConditionAt(err, 0) || failedConditionAt(err, 1):
 		return fmt.Errorf("scan page %s of campaign %s: %w", chunk, c.ID, domain.ErrConflict)
-	}
-	if err != nil {
+	case failedConditionAt(err, 2):
+		return fmt.Errorf("campaign %s: %w", c.ID, domain.ErrNotFound)
+	case err != nil:
 		return fmt.Errorf("record scan page %s of campaign %s: %w", chunk, c.ID, err)
 	}
 	return nil
