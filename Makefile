@@ -182,7 +182,7 @@ bench: deps build
 
 ## bench-latency: accepted → sent p50/p99 per priority at a steady rate, idle and with a 1,000-user low campaign draining, and the high ratio loaded ÷ idle (issue 42; some 3 minutes; HERALD_LOW_POLLERS sets the local low pollers per queue)
 bench-latency: deps
-	$(GO) test -count=1 -run '^$$' -bench BenchmarkLatencyObjective -benchtime 1x -timeout 15m ./internal/e2e/isolation
+	HERALD_LOW_POLLERS=$${HERALD_LOW_POLLERS:-1} $(GO) test -count=1 -run '^$$' -bench BenchmarkLatencyObjective -benchtime 1x -timeout 15m ./internal/e2e/isolation
 
 ## lint: no tracked binaries or large files, gofmt, go vet, staticcheck
 lint:

@@ -98,7 +98,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 		interval = d
 	}
-	lowPollers := 0 // the runner's default: one per two cores
+	lowPollers := 0 // the template's LowMaximumConcurrency
 	if v := os.Getenv("HERALD_LOW_POLLERS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -7,11 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -88,7 +88,8 @@ type Config struct {
 	// a CPU of its own, here every poller shares this process's cores with
 	// high priority, and seven low pollers with their emulator calls took
 	// both cores of the project's machine (docs/decisions.md, "Local low
-	// pollers"). Default one per two cores, at least one.
+	// pollers"). 0: the template's, as before (make test's packages were
+	// not measured with fewer).
 	LowPollers int
 }
 
@@ -743,12 +744,12 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 func lowPriorityQueue(logicalID string) bool { return strings.HasSuffix(logicalID, "LowQueue") }
 
 // lowPollers is how many pollers each low-priority mapping runs locally at
-// most (Config.LowPollers).
+// most (Config.LowPollers; unset: no bound beyond the template's).
 func (s *Stack) lowPollers() int {
 	if s.cfg.LowPollers > 0 {
 		return s.cfg.LowPollers
 	}
-	return max(1, runtime.GOMAXPROCS(0)/2)
+	return math.MaxInt
 }
 
 func (s *Stack) queueByARN(arn string) (QueueInfo, bool) {
