@@ -58,7 +58,7 @@ NEW_ACCOUNT_CONCURRENCY := 10
 PRODUCTION_CONCURRENCY := 1000
 PRODUCTION_PARAMS := EmailSendRate=500 SmsSendRate=500 PushSendRate=500 ChannelReservedConcurrency=35 RelayHighReservedConcurrency=30
 
-.PHONY: all build deps deps-browser python-deps dev test test-eta test-topics test-unit aws-check aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
+.PHONY: all build deps deps-browser python-deps dev test test-eta test-topics test-unit aws-check bench-latency aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 
 all: build
 
@@ -179,6 +179,10 @@ test-unit:
 ## bench: handler benchmarks, binary sizes, cold start, requests per notification
 bench: deps build
 	./scripts/bench.sh
+
+## bench-latency: accepted → sent p50/p99 per priority at a steady rate, idle and with a 1,000-user low campaign draining, and the high ratio loaded ÷ idle (issue 42; some 3 minutes; HERALD_LOW_POLLERS sets the local low pollers per queue)
+bench-latency: deps
+	HERALD_LOW_POLLERS=$${HERALD_LOW_POLLERS:-1} $(GO) test -count=1 -run '^$$' -bench BenchmarkLatencyObjective -benchtime 1x -timeout 15m ./internal/e2e/isolation
 
 ## lint: no tracked binaries or large files, gofmt, go vet, staticcheck
 lint:

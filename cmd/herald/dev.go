@@ -9,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -97,6 +98,14 @@ func runDev(ctx context.Context, args []string) error {
 		}
 		interval = d
 	}
+	lowPollers := 0 // the template's LowMaximumConcurrency
+	if v := os.Getenv("HERALD_LOW_POLLERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("HERALD_LOW_POLLERS %q: want a positive number of pollers", v)
+		}
+		lowPollers = n
+	}
 	dataDir := os.Getenv("HERALD_DEV_DATA")
 	if dataDir != "" {
 		abs, err := filepath.Abs(dataDir)
@@ -138,7 +147,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	st, err := devstack.Start(ctx, devstack.Config{
 		Root: *root, APIAddr: "127.0.0.1:" + port, Overrides: overrides, ScheduleInterval: interval,
-		Logs: logs, EmulatorLogs: emuLogs, DataDir: dataDir,
+		Logs: logs, EmulatorLogs: emuLogs, DataDir: dataDir, LowPollers: lowPollers,
 	})
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -82,6 +83,14 @@ type Config struct {
 	// table in instead of starting its own: under an access key of the
 	// stack's own, so in a database no other stack sees. Not with DataDir.
 	DynamoDB string
+	// LowPollers bounds the pollers of each low-priority queue's mapping
+	// (the template's LowMaximumConcurrency, 7): on AWS each invocation has
+	// a CPU of its own, here every poller shares this process's cores with
+	// high priority, and seven low pollers with their emulator calls took
+	// both cores of the project's machine (docs/decisions.md, "Local low
+	// pollers"). 0: the template's, as before (make test's packages were
+	// not measured with fewer).
+	LowPollers int
 }
 
 // Stack is a running local Herald.
@@ -676,6 +685,9 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 			if m.ScalingConfig != nil && m.ScalingConfig.MaximumConcurrency != nil {
 				conc = *m.ScalingConfig.MaximumConcurrency
 			}
+			if lowPriorityQueue(q.LogicalID) {
+				conc = min(conc, s.lowPollers())
+			}
 			mapping := &sqsMapping{name: id, queueURL: q.URL, queueARN: q.ARN, batchSize: batch, concurrency: conc,
 				timeout: timeouts[fnRef], handler: h, sqs: s.sqs, log: s.log, invoke: s.invoke(fnRef), onReceive: s.Usage.recordWaits,
 				finishPolls: s.cfg.DataDir != "", retried: s.Retried}
@@ -725,6 +737,19 @@ func (s *Stack) startMappings(ctx context.Context, sqsHandlers map[string]SQSHan
 		sm.run(ctx, &s.wg)
 	}
 	return nil
+}
+
+// lowPriorityQueue reports whether a queue is a channel's low-priority
+// (campaign) queue: the template's <Channel>LowQueue.
+func lowPriorityQueue(logicalID string) bool { return strings.HasSuffix(logicalID, "LowQueue") }
+
+// lowPollers is how many pollers each low-priority mapping runs locally at
+// most (Config.LowPollers; unset: no bound beyond the template's).
+func (s *Stack) lowPollers() int {
+	if s.cfg.LowPollers > 0 {
+		return s.cfg.LowPollers
+	}
+	return math.MaxInt
 }
 
 func (s *Stack) queueByARN(arn string) (QueueInfo, bool) {

@@ -196,6 +196,9 @@ func TestTemplateInvariants(t *testing.T) {
 				continue
 			}
 			prio := workQueue.FindStringSubmatch(queueID)[2]
+			if lowPriorityQueue(queueID) != (prio == "Low") {
+				t.Errorf("%s: the runner bounds its local pollers as low priority: %v, want %v", queueID, lowPriorityQueue(queueID), prio == "Low")
+			}
 			if perFunction[fn] == nil {
 				perFunction[fn] = map[string]int{}
 			}

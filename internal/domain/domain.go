@@ -167,6 +167,16 @@ func DecodeWorkMessage(body string, c Channel) (WorkMessage, error) {
 // email provider sets it, SES events carry it back to the feedback function.
 const EmailTagNotificationID = "notificationId"
 
+// EmailTagDueAt is the SES message tag carrying when the notification was
+// due (DueAt), in Unix milliseconds: the feedback function measures
+// accepted → delivered from it without reading the notification.
+const EmailTagDueAt = "dueAt"
+
+// DueAt is when the notification was due: its acceptance, or its sendAt
+// when later (a deliberate sendAt is not delay). Delivery latencies run
+// from it.
+func (n *Notification) DueAt() time.Time { return Latest(n.CreatedAt, n.SendAt) }
+
 // WorkItem is a work message addressed to its queue.
 type WorkItem struct {
 	Message  WorkMessage

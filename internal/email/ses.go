@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -57,6 +58,7 @@ func (p *Provider) Channel() domain.Channel { return domain.ChannelEmail }
 const (
 	TagNotificationID = domain.EmailTagNotificationID
 	TagType           = "type"
+	TagDueAt          = domain.EmailTagDueAt
 )
 
 // Send implements channel.Provider.
@@ -101,6 +103,7 @@ func (p *Provider) input(ctx context.Context, m *channel.Message) (*sesv2.SendEm
 		EmailTags: []types.MessageTag{
 			{Name: aws.String(TagNotificationID), Value: aws.String(tagValue(m.Notification.ID))},
 			{Name: aws.String(TagType), Value: aws.String(tagValue(m.Notification.Type))},
+			{Name: aws.String(TagDueAt), Value: aws.String(strconv.FormatInt(m.Notification.DueAt().UnixMilli(), 10))},
 		},
 	}
 	if p.cfg.ConfigurationSet != "" {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
@@ -44,7 +45,7 @@ func message(t *testing.T, typ string) *channel.Message {
 		t.Fatalf("no type %s", typ)
 	}
 	return &channel.Message{
-		Notification: &domain.Notification{ID: "n-1", Type: typ, Recipient: domain.Recipient{UserID: "u1"}},
+		Notification: &domain.Notification{ID: "n-1", Type: typ, Recipient: domain.Recipient{UserID: "u1"}, CreatedAt: time.UnixMilli(1796533200123)},
 		Type:         ty,
 		Content:      catalog.Content{Subject: "S", Text: "T", HTML: "<p>H</p>"},
 		Contact:      "u1@example.com",
@@ -80,8 +81,8 @@ func TestSendBuildsTheRequest(t *testing.T) {
 	for _, tg := range in.EmailTags {
 		tags[aws.ToString(tg.Name)] = aws.ToString(tg.Value)
 	}
-	if len(tags) != 2 || tags["notificationId"] != "n-1" || tags["type"] != "reservation_approved" {
-		t.Errorf("tags %v: want notification id and type only", tags)
+	if len(tags) != 3 || tags["notificationId"] != "n-1" || tags["type"] != "reservation_approved" || tags["dueAt"] != "1796533200123" {
+		t.Errorf("tags %v: want notification id, type and due time (Unix ms) only", tags)
 	}
 	if v, _ := header(in, "List-Unsubscribe"); v != "<https://api.example.com/v1/unsubscribe?token=u1.reservation.approved>" {
 		t.Errorf("List-Unsubscribe = %q", v)

@@ -19,7 +19,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -56,6 +58,10 @@ type Event struct {
 	Complaint *struct {
 		ComplainedRecipients []recipient `json:"complainedRecipients"`
 	} `json:"complaint"`
+	Delivery *struct {
+		// Timestamp is when the recipient's mail server accepted the mail.
+		Timestamp time.Time `json:"timestamp"`
+	} `json:"delivery"`
 }
 
 type recipient struct {
@@ -149,7 +155,24 @@ func (h *Handler) handleOne(ctx context.Context, msg events.SNSEntity) error {
 			return err
 		}
 	}
-	return h.record(ctx, log, id, to)
+	ms, ok := e.deliveredLatency()
+	return h.record(ctx, log, id, to, ms, ok)
+}
+
+// deliveredLatency is a Delivery event's accepted → delivered, in
+// milliseconds: from the due time the email's dueAt tag carries to the
+// delivery's timestamp; ok false when the event lacks either (mail sent
+// before the tag was set, or another event type).
+func (e *Event) deliveredLatency() (ms float64, ok bool) {
+	tag := e.Mail.Tags[domain.EmailTagDueAt]
+	if e.Delivery == nil || e.Delivery.Timestamp.IsZero() || len(tag) == 0 {
+		return 0, false
+	}
+	due, err := strconv.ParseInt(tag[0], 10, 64)
+	if err != nil || due <= 0 {
+		return 0, false
+	}
+	return metrics.Latency(time.UnixMilli(due), e.Delivery.Timestamp), true
 }
 
 // outcome is the delivery status the event records and the addresses it
@@ -197,9 +220,10 @@ func (h *Handler) suppress(ctx context.Context, log *slog.Logger, id string, add
 }
 
 // record moves the email delivery to its feedback status with a conditional
-// transition. A delivery not yet recorded as sent asks for a retry
+// transition, and observes the delivered latency (ms, ok) of a delivery it
+// recorded. A delivery not yet recorded as sent asks for a retry
 // (errNotYetSent); one already past it, or missing, ignores the event.
-func (h *Handler) record(ctx context.Context, log *slog.Logger, id string, to domain.Status) error {
+func (h *Handler) record(ctx context.Context, log *slog.Logger, id string, to domain.Status, ms float64, ok bool) error {
 	d, err := h.store.Transition(ctx, id, domain.ChannelEmail, domain.Change{To: to})
 	if errors.Is(err, domain.ErrConflict) && d == nil {
 		// The store did not return the current item with the failed write.
@@ -211,7 +235,11 @@ func (h *Handler) record(ctx context.Context, log *slog.Logger, id string, to do
 	switch {
 	case err == nil:
 		log.InfoContext(ctx, "email feedback recorded", "outcome", d.Status)
-		h.metrics.Add(ctx, feedbackMetric[to], metrics.Dims{Channel: domain.ChannelEmail, Priority: d.Priority}, 1)
+		dims := metrics.Dims{Channel: domain.ChannelEmail, Priority: d.Priority}
+		h.metrics.Add(ctx, feedbackMetric[to], dims, 1)
+		if to == domain.StatusDelivered && ok {
+			h.metrics.Observe(ctx, metrics.DeliveredLatency, dims, ms)
+		}
 		return nil
 	case errors.Is(err, domain.ErrNotFound):
 		log.WarnContext(ctx, "SES event for a notification without email delivery", "outcome", "ignored")

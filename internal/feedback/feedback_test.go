@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -156,6 +157,39 @@ func TestFeedbackMetrics(t *testing.T) {
 			}
 			if tally.Flushes() != 1 {
 				t.Errorf("flushes = %d, want 1", tally.Flushes())
+			}
+		})
+	}
+}
+
+// TestDeliveredLatency: a Delivery event recorded observes accepted →
+// delivered, from the email's dueAt tag to the delivery's timestamp; an
+// event without the tag, a duplicate and a bounce observe nothing.
+func TestDeliveredLatency(t *testing.T) {
+	email := metrics.Dims{Channel: domain.ChannelEmail, Priority: domain.PriorityNormal}
+	due := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	tagged := func(typ string) string {
+		return fmt.Sprintf(`{"eventType":%q,"mail":{"tags":{"notificationId":["n1"],"dueAt":["%d"]},"messageId":"ses-1","destination":["a@example.com"]},"delivery":{"timestamp":%q}}`,
+			typ, due.UnixMilli(), due.Add(2345*time.Millisecond).Format(time.RFC3339Nano))
+	}
+	tests := []struct {
+		name string
+		from domain.Status
+		msg  string
+		want []float64
+	}{
+		{"delivery", domain.StatusSent, tagged("Delivery"), []float64{2345}},
+		{"no dueAt tag", domain.StatusSent, sesEvent("Delivery", "n1", `,"delivery":{"timestamp":"2026-12-06T05:00:02Z"}`), nil},
+		{"duplicate", domain.StatusDelivered, tagged("Delivery"), nil},
+		{"bounce", domain.StatusSent, tagged("Bounce"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tally := &metrics.Tally{}
+			h := New(Deps{Store: &fakeStore{status: tt.from}, Log: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), Metrics: tally})
+			_ = h.Handle(context.Background(), snsEvent(tt.msg))
+			if got := tally.Values(metrics.DeliveredLatency, email); !slices.Equal(got, tt.want) {
+				t.Errorf("DeliveredLatency = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -49,6 +49,11 @@ const (
 	// DeliveryLatency: milliseconds from acceptance to sent (dims: Channel,
 	// Priority; rollup Priority).
 	DeliveryLatency Name = "DeliveryLatency"
+	// DeliveredLatency: milliseconds from acceptance (or sendAt) to the
+	// provider's report of delivery to the recipient's server, where the
+	// provider reports it (SES Delivery events; dims: Channel, Priority;
+	// rollup Priority).
+	DeliveredLatency Name = "DeliveredLatency"
 	// Delivered, Bounced, Complained: email feedback from SES recorded on a
 	// sent delivery (dims: Channel, Priority; rollup Channel). Bounces and
 	// complaints over sends are the rates SES pauses an account for.
@@ -145,6 +150,7 @@ var specs = map[Name]spec{
 	Failed:             {unit: Count, rollups: [][]string{{DimChannel}}},
 	Dropped:            {unit: Count},
 	DeliveryLatency:    {unit: Milliseconds, rollups: [][]string{{DimPriority}}},
+	DeliveredLatency:   {unit: Milliseconds, rollups: [][]string{{DimPriority}}},
 	Delivered:          {unit: Count, rollups: [][]string{{DimChannel}}},
 	Bounced:            {unit: Count, rollups: [][]string{{DimChannel}}},
 	Complained:         {unit: Count, rollups: [][]string{{DimChannel}}},
@@ -167,7 +173,7 @@ var specs = map[Name]spec{
 // Names lists every metric name, for dashboards and tests.
 func Names() []Name {
 	return []Name{Accepted, Replayed, Rejected, Enqueued, Deferred, Skipped, Sent, Retried, Failed, Dropped, DeliveryLatency,
-		Delivered, Bounced, Complained, QuotaDeferred, Throttled,
+		DeliveredLatency, Delivered, Bounced, Complained, QuotaDeferred, Throttled,
 		CampaignLots, CampaignNotified, CampaignSkipped, CampaignDropped, CampaignReconciles, CampaignScanPages, Stuck, DueBehindWatermark,
 		ProviderRefused, ProviderSent, ProviderFailed, BreakerOpened}
 }

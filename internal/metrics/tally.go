@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -72,4 +73,11 @@ func (t *Tally) Flushes() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.flushes
+}
+
+// Values are the values observed under name with exactly these dimensions.
+func (t *Tally) Values(name Name, d Dims) []float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.values[name][d])
 }
