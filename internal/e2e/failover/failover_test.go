@@ -38,12 +38,15 @@ func notify(t *testing.T, typ, addr string) string {
 }
 
 // settled waits for the email delivery of id to end and returns it.
-func settled(t *testing.T, id string) *domain.Delivery {
+func settled(t *testing.T, id string) *domain.Delivery { return settledOn(t, id, domain.ChannelEmail) }
+
+// settledOn waits for the delivery of id on ch to end and returns it.
+func settledOn(t *testing.T, id string, ch domain.Channel) *domain.Delivery {
 	t.Helper()
 	var d *domain.Delivery
 	stacktest.Eventually(t, 20*time.Second, "delivery "+id+" settled", func() bool {
 		var err error
-		d, err = stacktest.Store(t).GetDelivery(context.Background(), id, domain.ChannelEmail)
+		d, err = stacktest.Store(t).GetDelivery(context.Background(), id, ch)
 		return err == nil && d.Status.Terminal()
 	})
 	return d
