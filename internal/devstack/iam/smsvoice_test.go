@@ -1,7 +1,6 @@
 package iam
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 
@@ -20,16 +19,7 @@ func TestSMSVoiceGrant(t *testing.T) {
 		other    = "arn:aws:sms-voice:us-east-1:000000000000:pool/pool-ffffffffffffffffffffffffffffffff"
 	)
 	role := func(params map[string]string) *Role {
-		p, err := Transform(context.Background(), TransformOptions{Root: repoRoot(t), Template: filepath.Join(repoRoot(t), "template.yaml"), Params: params,
-			Stack: Stack{Name: "herald", Prefix: "herald-", Region: testRegion, Account: testAccount}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, ok := p.Role("SmsFunction")
-		if !ok {
-			t.Fatal("no SmsFunction role")
-		}
-		return r
+		return functionRole(t, filepath.Join(repoRoot(t), "template.yaml"), "SmsFunction", params)
 	}
 	allowed := func(r *Role, from, configurationSet string) bool {
 		in := &pinpointsmsvoicev2.SendTextMessageInput{DestinationPhoneNumber: aws.String("+15555550100"), OriginationIdentity: aws.String(from)}
