@@ -8,8 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/heraldhq/herald/internal/devstack/iam"
 )
 
 // Calls counts AWS API requests by "Service.Operation", through a middleware
@@ -32,7 +33,8 @@ func NewCalls() *Calls {
 func (c *Calls) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldCallCounter",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			service, operation := iam.ServiceOperation(ctx)
+			key := service + "." + operation
 			fn := functionOf(ctx)
 			c.mu.Lock()
 			c.counts[key]++

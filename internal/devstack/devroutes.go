@@ -55,6 +55,7 @@ func (s *Stack) routeDev() {
 	s.mux.Handle("/_dev/push", s.Push)
 	s.mux.Handle("/_dev/push/", s.Push)
 	s.mux.Handle("/_dev/sns", s.SMS.APIHandler())
+	s.mux.Handle("/_dev/sms-voice", s.SMS.SMSVoiceHandler())
 	s.mux.Handle("/_dev/sms", s.SMS.ListHandler())
 	s.mux.Handle("/_dev/mobile-push", s.SMS.MobileHandler())
 	s.routeFaults(s.mux)

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	smsvoicetypes "github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2/types"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
@@ -22,6 +24,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/heraldhq/herald/internal/devstack/iam"
 	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/devstack/smssink"
 	"github.com/heraldhq/herald/internal/domain"
@@ -51,8 +54,9 @@ const (
 
 // FaultOutage fails every call of a provider (POST /_dev/faults with a
 // provider) until off, as a provider that is down answers: SES 503
-// ServiceUnavailable, SNS 500 InternalError — transient errors whose
-// outcome is known (nothing was sent).
+// ServiceUnavailable, SNS 500 InternalError, End User Messaging SMS 500
+// InternalServerException — transient errors whose outcome is known
+// (nothing was sent).
 const FaultOutage FaultMode = "outage"
 
 // Provider fault switches of POST /_dev/faults {"provider": …}: one
@@ -60,11 +64,27 @@ const FaultOutage FaultMode = "outage"
 const (
 	FaultSESPrimary   = "ses-primary"
 	FaultSESSecondary = "ses-secondary"
+	// SMS's providers by name, whichever is the primary (SmsPrimaryProvider).
+	FaultSNS      = "sns"
+	FaultSMSVoice = "sms-voice"
 )
 
 // FaultProviders are the provider switches, in the order GET /_dev/faults
 // lists them.
-var FaultProviders = []string{FaultSESPrimary, FaultSESSecondary}
+var FaultProviders = []string{FaultSESPrimary, FaultSESSecondary, FaultSNS, FaultSMSVoice}
+
+// Template parameters of the SMS failover the runner reads: End User
+// Messaging SMS's origination identity (its endpoint accepts that one) and
+// the primary (channel faults on sms are its).
+const (
+	SMSVoiceIdentityParam   = "SmsVoiceOriginationIdentity"
+	SMSPrimaryProviderParam = "SmsPrimaryProvider"
+)
+
+// LocalSMSVoiceIdentity is an origination identity for local stacks with
+// SMS failover (internal/e2e/failover, the IAM conformance check): a phone
+// number of the local account and region.
+const LocalSMSVoiceIdentity = "arn:aws:sms-voice:" + LocalRegion + ":" + LocalAccountID + ":phone-number/phone-00000000000000000000000000000001"
 
 // providerFault is the pending-fault key of a provider switch.
 func providerFault(provider string) domain.Channel { return domain.Channel("provider:" + provider) }
@@ -123,6 +143,7 @@ var FaultChannels = []domain.Channel{domain.ChannelEmail, domain.ChannelSMS, dom
 //
 //	email  transient: TooManyRequestsException (429)   permanent: MessageRejected (400)                         refused: SendingPausedException (400)
 //	sms    transient: Throttled (429)                  permanent: InvalidParameter (400)                        refused: AuthorizationError (403)
+//	       (End User Messaging SMS: ThrottlingException, ValidationException INVALID_PARAMETER, AccessDeniedException ACCOUNT_DISABLED)
 //	push   transient: 503 Service Unavailable          permanent: 400 Bad Request                               refused: 403 Forbidden
 //	mobile transient: Throttled (429)                  permanent: EndpointDisabled (400), endpoint disabled     refused: PlatformApplicationDisabled (400)
 //
@@ -137,6 +158,9 @@ type Faults struct {
 	// SecondaryRegion is the email failover's region: its SES calls are the
 	// ses-secondary provider's, every other SES call ses-primary's.
 	SecondaryRegion string
+	// SMSPrimary is the SMS primary's provider switch (sns, the default, or
+	// sms-voice): a channel fault on sms fails its calls only.
+	SMSPrimary string
 
 	mu      sync.Mutex
 	pending map[domain.Channel]*pendingFault
@@ -286,13 +310,16 @@ func (f *Faults) holdSlow(ctx context.Context, ch domain.Channel, delay time.Dur
 var faultTargets = map[string]domain.Channel{
 	"SESv2.SendEmail": domain.ChannelEmail,
 	"SNS.Publish":     domain.ChannelSMS,
+	// End User Messaging SMS, SMS's other provider.
+	"Pinpoint SMS Voice V2.SendTextMessage": domain.ChannelSMS,
 }
 
 // Middleware registers the injector on an SDK client's stack.
 func (f *Faults) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldFaultInjection",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			ch, ok := faultTargets[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]
+			service, operation := iam.ServiceOperation(ctx)
+			ch, ok := faultTargets[service+"."+operation]
 			if !ok {
 				return next.HandleInitialize(ctx, in)
 			}
@@ -312,6 +339,18 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 					return next.HandleInitialize(ctx, in) // channel faults are the primary's
 				}
 			}
+			smsProvider := FaultSNS
+			if ch == domain.ChannelSMS {
+				if service != "SNS" {
+					smsProvider = FaultSMSVoice
+				}
+				if p, ok := f.takePending(providerFault(smsProvider)); ok {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, injectedSMSError(smsProvider, p.mode)
+				}
+				if smsProvider != cmp.Or(f.SMSPrimary, FaultSNS) {
+					return next.HandleInitialize(ctx, in) // channel faults are the primary's
+				}
+			}
 			p, ok := f.takePending(ch)
 			if !ok {
 				return next.HandleInitialize(ctx, in)
@@ -326,8 +365,36 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 			if ch == FaultMobile && mode == FaultPermanent && f.SNS != nil {
 				f.SNS.DisableEndpoint(target)
 			}
+			if ch == domain.ChannelSMS {
+				return middleware.InitializeOutput{}, middleware.Metadata{}, injectedSMSError(smsProvider, mode)
+			}
 			return middleware.InitializeOutput{}, middleware.Metadata{}, injectedError(ch, mode)
 		}), middleware.Before)
+}
+
+// injectedSMSError is the error the SDK would return for an SMS provider's
+// answer: SNS's as injectedError says, End User Messaging SMS's from
+// SendTextMessage's errors in its API reference.
+func injectedSMSError(provider string, mode FaultMode) error {
+	if provider == FaultSNS {
+		return injectedError(domain.ChannelSMS, mode)
+	}
+	var status int
+	var apiErr smithy.APIError
+	switch mode {
+	case FaultOutage:
+		status, apiErr = http.StatusInternalServerError, &smsvoicetypes.InternalServerException{Message: aws.String("Internal error (injected outage)")}
+	case FaultTransient:
+		status, apiErr = http.StatusBadRequest, &smsvoicetypes.ThrottlingException{Message: aws.String("Rate exceeded (injected fault)")}
+	case FaultRefused:
+		status, apiErr = http.StatusBadRequest, &smsvoicetypes.AccessDeniedException{Reason: smsvoicetypes.AccessDeniedExceptionReasonAccountDisabled, Message: aws.String("Account disabled (injected fault)")}
+	default:
+		status, apiErr = http.StatusBadRequest, &smsvoicetypes.ValidationException{Reason: smsvoicetypes.ValidationExceptionReasonInvalidParameter, Message: aws.String("Invalid parameter (injected fault)")}
+	}
+	return &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}}, Err: apiErr},
+		RequestID:     newRequestID(),
+	}
 }
 
 // injectedError is the error the SDK would return for the service's answer.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -134,6 +135,70 @@ func TestFaultMiddleware(t *testing.T) {
 		if err := f.Set(bad.ch, bad.mode, 1); err == nil {
 			t.Errorf("Set(%s, %s) = %v", bad.ch, bad.mode, err)
 		}
+	}
+}
+
+// TestSMSProviderFaults: a provider switch fails only its own API's sends
+// (SNS Publish, End User Messaging SendTextMessage), as that service's
+// error; a channel fault on sms fails only the primary's (SmsPrimaryProvider).
+func TestSMSProviderFaults(t *testing.T) {
+	var served atomic.Int32
+	f, cfg := faultedConfig(t, &served)
+	snsc, voice := sns.NewFromConfig(cfg), pinpointsmsvoicev2.NewFromConfig(cfg)
+	publish := func() *channel.ProviderError {
+		_, err := snsc.Publish(context.Background(), &sns.PublishInput{Message: aws.String("x"), PhoneNumber: aws.String("+15550001111")})
+		var pe *channel.ProviderError
+		errors.As(sms.Classify("publish", err), &pe)
+		return pe
+	}
+	sendText := func() *channel.ProviderError {
+		_, err := voice.SendTextMessage(context.Background(), &pinpointsmsvoicev2.SendTextMessageInput{DestinationPhoneNumber: aws.String("+15550001111")})
+		var pe *channel.ProviderError
+		errors.As(sms.ClassifyVoice("send", err), &pe)
+		return pe
+	}
+	reached := func(call func() *channel.ProviderError) bool {
+		before := served.Load()
+		call()
+		return served.Load() > before
+	}
+	if err := f.SetProvider(FaultSMSVoice, FaultOutage, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if pe := sendText(); pe == nil || !pe.Transient || pe.Unknown || pe.Code != "InternalServerException" {
+			t.Fatalf("sms-voice in outage: %+v, want a known transient InternalServerException", pe)
+		}
+	}
+	if !reached(publish) {
+		t.Error("an sms-voice outage failed an SNS publish")
+	}
+	_ = f.SetProvider(FaultSMSVoice, FaultOff, 0)
+	_ = f.SetProvider(FaultSNS, FaultOutage, 0)
+	if pe := publish(); pe == nil || !pe.Transient || pe.Code != "InternalError" {
+		t.Errorf("sns in outage: %+v, want InternalError", pe)
+	}
+	if !reached(sendText) {
+		t.Error("an sns outage failed a SendTextMessage")
+	}
+	_ = f.SetProvider(FaultSNS, FaultOff, 0)
+
+	// Channel faults: the primary's only, in its own API's terms.
+	for _, primary := range []string{"", FaultSMSVoice} {
+		f.SMSPrimary = primary
+		_ = f.Set(domain.ChannelSMS, FaultRefused, 0)
+		hit, spared := publish, sendText
+		code := "AuthorizationError"
+		if primary == FaultSMSVoice {
+			hit, spared, code = sendText, publish, "AccessDeniedException"
+		}
+		if pe := hit(); pe == nil || !pe.Alert || pe.Code != code {
+			t.Errorf("primary %q: %+v, want a refusal %s", primary, pe, code)
+		}
+		if !reached(spared) {
+			t.Errorf("primary %q: a channel fault failed the secondary", primary)
+		}
+		_ = f.Set(domain.ChannelSMS, FaultOff, 0)
 	}
 }
 

@@ -299,8 +299,12 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 			}
 		}
 	}
+	if arn := s.Template.Params[SMSVoiceIdentityParam]; arn != "" {
+		s.SMS.AddOriginationIdentity(arn)
+	}
 	s.Faults = NewFaults(s.Push, s.Clock.Now)
 	s.Faults.SecondaryRegion = s.Template.Params[EmailSecondaryRegionParam]
+	s.Faults.SMSPrimary = s.Template.Params[SMSPrimaryProviderParam]
 	s.Faults.SNS = s.SMS
 	s.StoreFaults = NewStoreFaults()
 	s.Retried = &RetriedMessages{held: map[string][]string{}, sqs: s.sqs}

@@ -45,6 +45,7 @@ func (s *Stack) relayEnv() map[string]string {
 func (s *Stack) endpoints() map[string]string {
 	return map[string]string{
 		"DYNAMODB": s.Emulators.DynamoDB, "DYNAMODB_STREAMS": s.Emulators.DynamoDB, "SQS": s.Emulators.SQS,
-		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns", "EVENTBRIDGE": s.APIURL + "/_dev/eventbridge",
+		"SESV2": s.Emulators.SES, "SNS": s.APIURL + "/_dev/sns",
+		"PINPOINT_SMS_VOICE_V2": s.APIURL + "/_dev/sms-voice", "EVENTBRIDGE": s.APIURL + "/_dev/eventbridge",
 	}
 }

@@ -764,9 +764,37 @@ func TestTemplateOperations(t *testing.T) {
 					t.Errorf("%s: the alarm widget shows %d alarms, the template has %d", id, len(w.Properties.Alarms), len(alarms))
 				}
 			}
-			for _, want := range []string{"DLQ depth", "Failure ratio", "latency"} {
+			for _, want := range []string{"DLQ depth", "Failure ratio", "latency", "per provider"} {
 				if !strings.Contains(strings.Join(titles, "|"), want) {
 					t.Errorf("%s: no %q panel in %v", id, want, titles)
+				}
+			}
+			// Every Herald metric a panel names is one internal/metrics
+			// emits, and sends and failures are shown per provider (issue 38).
+			searched := map[string]string{} // metric name → the dimensions it is searched by
+			for _, w := range body.Widgets {
+				for _, row := range w.Properties.Metrics {
+					if len(row) >= 2 && row[0] == metrics.DefaultNamespace {
+						if name := fmt.Sprint(row[1]); !isMetric(name) {
+							t.Errorf("%s: panel %q shows %s, which internal/metrics does not emit", id, w.Properties.Title, name)
+						}
+					}
+					if len(row) == 0 {
+						continue
+					}
+					opts, _ := row[0].(map[string]any)
+					expr, _ := opts["expression"].(string)
+					for _, m := range dashboardSearch.FindAllStringSubmatch(expr, -1) {
+						if !isMetric(m[2]) {
+							t.Errorf("%s: panel %q searches %s, which internal/metrics does not emit", id, w.Properties.Title, m[2])
+						}
+						searched[m[2]] = m[1]
+					}
+				}
+			}
+			for _, name := range []metrics.Name{metrics.ProviderSent, metrics.ProviderFailed} {
+				if !strings.Contains(searched[string(name)], metrics.DimProvider) {
+					t.Errorf("%s: no panel shows %s by %s (searched: %v)", id, name, metrics.DimProvider, searched)
 				}
 			}
 			// Every DLQ (a queue without a redrive policy of its own) is on
@@ -822,6 +850,10 @@ func TestTemplateOperations(t *testing.T) {
 		}
 	})
 }
+
+// dashboardSearch is a dashboard SEARCH of a Herald metric: its schema's
+// dimensions and the metric name.
+var dashboardSearch = regexp.MustCompile(`SEARCH\('\{Herald,([A-Za-z,]*)\} MetricName="([A-Za-z]+)"`)
 
 func jsonString(v any) string {
 	b, _ := json.Marshal(v)

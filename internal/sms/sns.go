@@ -1,4 +1,6 @@
-// Package sms is the SNS provider of the SMS worker.
+// Package sms holds the SMS worker's providers: SNS (this file) and AWS End
+// User Messaging SMS (smsvoice.go), either one the primary, the other its
+// failover (issue 38).
 //
 // Opt-outs: SNS accepts a Publish to a number that replied STOP and drops the
 // message afterwards (only the delivery-status log says so), so Publish
@@ -55,7 +57,9 @@ func (p *Provider) Channel() domain.Channel { return domain.ChannelSMS }
 
 // Fits reports whether an SMS text fits one segment; the worker renders
 // digests to this budget (fewer items, the rest counted).
-func (p *Provider) Fits(c catalog.Content) bool {
+func (p *Provider) Fits(c catalog.Content) bool { return fitsOneSegment(c) }
+
+func fitsOneSegment(c catalog.Content) bool {
 	fits, _, _ := catalog.SMSFitsOneSegment(c.Text)
 	return fits
 }

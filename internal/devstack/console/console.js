@@ -80,7 +80,7 @@ function showEmail(m) {
 function renderSMS(list) {
   $('#sms-count').textContent = '(' + list.length + ')';
   $('#sms tbody').replaceChildren(...list.slice().reverse().map((m) =>
-    el('tr', {}, el('td', {}, time(m.at)), el('td', {}, m.to), el('td', {}, el('pre', {}, m.text)))));
+    el('tr', {}, el('td', {}, time(m.at)), el('td', {}, m.provider), el('td', {}, m.to), el('td', {}, el('pre', {}, m.text)))));
 }
 
 // Events: the newest 50, one line each (time, detail-type, the detail's key

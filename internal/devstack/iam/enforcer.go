@@ -133,7 +133,8 @@ func (e *Enforcer) Middleware(function string) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("HeraldIAMEnforcer",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if err := e.CheckIn(function, awsmiddleware.GetRegion(ctx), awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx), in.Parameters); err != nil {
+				service, operation := ServiceOperation(ctx)
+				if err := e.CheckIn(function, awsmiddleware.GetRegion(ctx), service, operation, in.Parameters); err != nil {
 					return middleware.InitializeOutput{}, middleware.Metadata{}, err
 				}
 				return next.HandleInitialize(ctx, in)
@@ -282,4 +283,20 @@ func ReadRecords(dir string) ([]Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ServiceOperation is the SDK service id and operation name of the call in
+// ctx. Clients generated before the SDK's smithy context values register
+// them as stack values (awsmiddleware), newer ones (pinpointsmsvoicev2) put
+// them in the context only, where a middleware added Before in the
+// Initialize step finds them first.
+func ServiceOperation(ctx context.Context) (service, operation string) {
+	service, operation = awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
+	if service == "" {
+		service = middleware.GetServiceID(ctx)
+	}
+	if operation == "" {
+		operation = middleware.GetOperationName(ctx)
+	}
+	return service, operation
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/apigatewaymanagementapi"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -24,9 +25,11 @@ var servicePrefixes = map[string]string{
 	"SQS":              "sqs",
 	"SESv2":            "ses",
 	"SNS":              "sns",
-	"SSM":              "ssm",
-	"Secrets Manager":  "secretsmanager",
-	"EventBridge":      "events",
+	// AWS End User Messaging SMS (pinpoint-sms-voice-v2).
+	"Pinpoint SMS Voice V2": "sms-voice",
+	"SSM":                   "ssm",
+	"Secrets Manager":       "secretsmanager",
+	"EventBridge":           "events",
 	// The WebSocket management API (@connections), called by the live
 	// inbox's functions: every method is execute-api:ManageConnections.
 	"ApiGatewayManagementApi": "execute-api",
@@ -225,6 +228,10 @@ func (acct Account) Describe(serviceID, operation string, input any) ([]Request,
 	case *sns.DeleteEndpointInput:
 		return one(deref(in.EndpointArn)), nil
 
+	// ---------------------------------------------------------------- End User Messaging SMS
+	case *pinpointsmsvoicev2.SendTextMessageInput:
+		return smsVoiceSendText(in, region, account)
+
 	// ---------------------------------------------------------------- SSM, Secrets Manager
 	case *ssm.GetParameterInput:
 		return one(parameterARN(deref(in.Name), region, account)), nil
@@ -310,6 +317,28 @@ func (acct Account) sesSendEmail(in *sesv2.SendEmailInput) ([]Request, error) {
 	}
 	if cs := deref(in.ConfigurationSetName); cs != "" {
 		out = append(out, Request{Action: "ses:SendEmail", Resource: "arn:aws:ses:" + acct.Region + ":" + acct.ID + ":configuration-set/" + cs, Context: ctx})
+	}
+	return out, nil
+}
+
+// smsVoiceSendText authorizes End User Messaging SMS's SendTextMessage as
+// the Service Authorization Reference lists it: action
+// sms-voice:SendTextMessage on the origination identity (phone number,
+// pool or sender ID) and, when one is named, on the configuration set.
+// An identity given by id, number or sender id resolves to an ARN only in
+// the service, so the local check wants ARNs, as Herald's parameter does.
+func smsVoiceSendText(in *pinpointsmsvoicev2.SendTextMessageInput, region, account string) ([]Request, error) {
+	const action = "sms-voice:SendTextMessage"
+	identity := deref(in.OriginationIdentity)
+	if !strings.HasPrefix(identity, "arn:") {
+		return nil, fmt.Errorf("SendTextMessage OriginationIdentity %q: the local IAM check authorizes an ARN only (the service resolves ids and numbers)", identity)
+	}
+	out := []Request{{Action: action, Resource: identity}}
+	if cs := deref(in.ConfigurationSetName); cs != "" {
+		if !strings.HasPrefix(cs, "arn:") {
+			cs = "arn:aws:sms-voice:" + region + ":" + account + ":configuration-set/" + cs
+		}
+		out = append(out, Request{Action: action, Resource: cs})
 	}
 	return out, nil
 }

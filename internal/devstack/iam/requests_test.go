@@ -9,6 +9,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/pinpointsmsvoicev2"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sesv2"
 	sestypes "github.com/aws/aws-sdk-go-v2/service/sesv2/types"
@@ -77,6 +78,16 @@ func TestDescribe(t *testing.T) {
 				{Action: "ses:SendEmail", Resource: "arn:aws:ses:us-east-1:000000000000:configuration-set/herald-EmailConfigurationSet", Context: ctx},
 			}
 		}()},
+		{"Pinpoint SMS Voice V2", "SendTextMessage", &pinpointsmsvoicev2.SendTextMessageInput{
+			DestinationPhoneNumber: aws.String("+15555550100"), OriginationIdentity: aws.String("arn:aws:sms-voice:us-east-1:000000000000:pool/pool-1"),
+			ConfigurationSetName: aws.String("herald"),
+		}, []Request{
+			{Action: "sms-voice:SendTextMessage", Resource: "arn:aws:sms-voice:us-east-1:000000000000:pool/pool-1"},
+			{Action: "sms-voice:SendTextMessage", Resource: "arn:aws:sms-voice:us-east-1:000000000000:configuration-set/herald"},
+		}},
+		{"Pinpoint SMS Voice V2", "SendTextMessage", &pinpointsmsvoicev2.SendTextMessageInput{
+			DestinationPhoneNumber: aws.String("+15555550100"), OriginationIdentity: aws.String("arn:aws:sms-voice:us-east-1:111122223333:phone-number/phone-1"),
+		}, []Request{{Action: "sms-voice:SendTextMessage", Resource: "arn:aws:sms-voice:us-east-1:111122223333:phone-number/phone-1"}}},
 		{"SNS", "Publish", &sns.PublishInput{PhoneNumber: aws.String("+15555550100")},
 			[]Request{{Action: "sns:Publish", Resource: "*"}}},
 		{"SNS", "Publish", &sns.PublishInput{TopicArn: aws.String("arn:aws:sns:us-east-1:000000000000:t")},
@@ -117,5 +128,9 @@ func TestDescribeUnknownIsAnError(t *testing.T) {
 	}
 	if _, err := Describe("S3", "GetObject", nil, "us-east-1", "0"); err == nil {
 		t.Error("Describe(S3.GetObject) = nil error")
+	}
+	// An identity by number or id: only the service knows its ARN.
+	if _, err := Describe("Pinpoint SMS Voice V2", "SendTextMessage", &pinpointsmsvoicev2.SendTextMessageInput{OriginationIdentity: aws.String("+15555550100")}, "us-east-1", "0"); err == nil {
+		t.Error("Describe(SendTextMessage from a number) = nil error")
 	}
 }

@@ -20,14 +20,21 @@ func emailRole(t *testing.T, template string, params map[string]string) *Role {
 	if err := os.WriteFile(path, []byte(template), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return functionRole(t, path, "EmailFunction", params)
+}
+
+// functionRole is function's role as the SAM transform makes it of the
+// template at path with params.
+func functionRole(t *testing.T, path, function string, params map[string]string) *Role {
+	t.Helper()
 	p, err := Transform(context.Background(), TransformOptions{Root: repoRoot(t), Template: path, Params: params,
 		Stack: Stack{Name: "herald", Prefix: "herald-", Region: testRegion, Account: testAccount}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, ok := p.Role("EmailFunction")
+	r, ok := p.Role(function)
 	if !ok {
-		t.Fatal("no EmailFunction role")
+		t.Fatalf("no %s role", function)
 	}
 	return r
 }

@@ -42,6 +42,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,13 @@ type Message struct {
 	// SuppressedReason says why an accepted publish was not delivered
 	// ("opted out"); empty for delivered messages.
 	SuppressedReason string `json:"suppressedReason,omitempty"`
+	// Provider is the API that sent it: sns (Publish) or sms-voice (End
+	// User Messaging SMS's SendTextMessage, smsvoice.go).
+	Provider string `json:"provider"`
+	// Origination and ConfigurationSet are a SendTextMessage's
+	// OriginationIdentity and ConfigurationSetName.
+	Origination      string `json:"origination,omitempty"`
+	ConfigurationSet string `json:"configurationSet,omitempty"`
 }
 
 // Fault is an error the sink can be told to answer Publish with.
@@ -154,6 +162,9 @@ type Sink struct {
 	suppressed []Message // oldest first
 	optedOut   map[string]bool
 	faults     []pendingFault
+	// identities are the End User Messaging origination identities
+	// (AddOriginationIdentity); none: any is accepted.
+	identities map[string]bool
 	// Mobile push (mobile.go): platform applications and endpoints by ARN,
 	// and the captured publishes, oldest first.
 	apps      map[string]*platformApp
@@ -246,8 +257,9 @@ func copyMap(m map[string]string) map[string]string {
 
 // ListHandler serves the captured SMS as JSON, newest first:
 //
-//	GET    → [{"to","text","type","senderId","messageId","at"}, …]
+//	GET    → [{"to","text","type","senderId","messageId","at","provider"}, …]
 //	GET ?suppressed=true → the accepted-but-undelivered publishes
+//	GET ?provider=sns|sms-voice → the texts one API sent
 //	DELETE → Reset
 func (s *Sink) ListHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -256,6 +268,9 @@ func (s *Sink) ListHandler() http.Handler {
 			msgs := s.Messages()
 			if v, _ := strconv.ParseBool(r.URL.Query().Get("suppressed")); v {
 				msgs = s.Suppressed()
+			}
+			if p := r.URL.Query().Get("provider"); p != "" {
+				msgs = slices.DeleteFunc(msgs, func(m Message) bool { return m.Provider != p })
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(msgs)
@@ -395,6 +410,7 @@ func (s *Sink) publish(form map[string][]string, requestID string) (any, *apiErr
 		MessageID:  newUUID(),
 		At:         s.now().UTC(),
 		Attributes: attrs,
+		Provider:   ProviderSNS,
 	}
 	s.mu.Lock()
 	if s.optedOut[to] {

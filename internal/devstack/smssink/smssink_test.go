@@ -93,7 +93,7 @@ func TestPublishWithTheRealSDK(t *testing.T) {
 	got := msgs[0]
 	want := smssink.Message{
 		To: "+15551234567", Text: "Your code is 123456 — valid for 10 minutes", Type: "Transactional",
-		SenderID: "Herald", MessageID: aws.ToString(out.MessageId), At: fixedNow,
+		SenderID: "Herald", MessageID: aws.ToString(out.MessageId), At: fixedNow, Provider: smssink.ProviderSNS,
 	}
 	if got.Attributes["AWS.SNS.SMS.SMSType"] != "Transactional" || got.Attributes["AWS.SNS.SMS.SenderID"] != "Herald" {
 		t.Errorf("Attributes = %v", got.Attributes)

@@ -75,13 +75,14 @@ func run(root, seen, justifiedPath string, remove removals, cover []string, verb
 		}
 	}
 	// With the platform applications the local runs had (the runner's own),
-	// and email failover on as internal/e2e/failover's stack runs it: its
-	// grants only add to the role, so every other run's calls are checked
-	// against a role that allows no more than theirs did, plus the second
-	// region's send.
+	// and email and SMS failover on as internal/e2e/failover's stack runs
+	// them: their grants only add to the roles, so every other run's calls
+	// are checked against a role that allows no more than theirs did, plus
+	// the second region's send and End User Messaging SMS's.
 	p, err := iam.Transform(context.Background(), iam.TransformOptions{Root: root, Template: tmpl,
-		Params: devstack.WithLocalPlatformApplications(map[string]string{devstack.EmailSecondaryRegionParam: "eu-west-1", "EmailSecondaryIdentity": "example.com"}),
-		Stack:  iam.Stack{Name: devstack.LocalStackName, Prefix: devstack.LocalResourcePrefix, Region: devstack.LocalRegion, Account: devstack.LocalAccountID}})
+		Params: devstack.WithLocalPlatformApplications(map[string]string{devstack.EmailSecondaryRegionParam: "eu-west-1", "EmailSecondaryIdentity": "example.com",
+			devstack.SMSVoiceIdentityParam: devstack.LocalSMSVoiceIdentity}),
+		Stack: iam.Stack{Name: devstack.LocalStackName, Prefix: devstack.LocalResourcePrefix, Region: devstack.LocalRegion, Account: devstack.LocalAccountID}})
 	if err != nil {
 		return err
 	}
