@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/campaign"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/recovery"
 )
 
@@ -101,7 +102,8 @@ type Kind struct {
 	Type     string
 	Priority domain.Priority
 	Channels []domain.Channel
-	// Limited: counted against the per-user rate limit (not high, not mandatory).
+	// Limited: counted against the per-user rate limit and the notification
+	// budget (not high, not mandatory).
 	Limited bool
 	// RelayReadsProfile: the relay's batch read includes profile and preferences.
 	RelayReadsProfile bool
@@ -268,6 +270,13 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		// Profile item read (a missing preferences item is not billed by
 		// DynamoDB Local; AWS bills a missing item's minimum).
 		t.r("table", dynamo.UserPK(user), 1)
+	}
+	if k.Limited {
+		// The notification budget (policy.BudgetOf: never high priority or
+		// mandatory): one conditional UpdateItem on U#<user>/BUDGET, no
+		// read, the item at its largest (every slot filled).
+		bk := dynamo.BudgetItemKeys(user, m.now, policy.BudgetSlots)
+		t.w("table", bk.PK, dynamo.WriteUnits(bk.Size))
 	}
 	var sent []dynamo.ItemKeys // the deliveries whose messages go out now
 	for _, c := range k.Channels {
