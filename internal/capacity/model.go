@@ -11,6 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/campaign"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/failover"
 	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/recovery"
 )
@@ -723,6 +724,9 @@ type Result struct {
 	LiveBroadcast LiveBroadcast `json:"liveBroadcast"`
 	// DeferredReconcile is a deferred campaign lot's reconciles per day.
 	DeferredReconcile DeferredReconcile `json:"deferredReconcile"`
+	// Failover is provider failover's breaker reads and writes, healthy and
+	// in an outage, and the secondary's quota (failover.go).
+	Failover FailoverCost `json:"failover"`
 	// Seed is the figures of the seed profile's named checks (seed.go).
 	Seed Seed `json:"seed"`
 	// Peak is the peak fanned out unpaced (PeakRun; the CLI adds it).
@@ -954,6 +958,12 @@ func Run(p Profile, l Limits) (Result, error) {
 		}
 	}
 	res.checkSeed(p, l, busiest, domain.CampaignPriority)
+	fo, err := FailoverCosts(p, l, failover.DefaultRules, ListPrices)
+	if err != nil {
+		return res, err
+	}
+	res.Failover = fo
+	res.checkFailover(fo)
 	advice, err := adviseReservations(p, l, res.Peaks)
 	res.ReservedConcurrencyAdvice = advice
 	return res, err
