@@ -597,22 +597,7 @@ func CostOf(k Kind, p Prices, batch map[domain.Priority]float64, traced map[stri
 		}
 	}
 	u := t.usage
-	scale := func(mp map[string]float64) {
-		for key := range mp {
-			mp[key] /= n
-		}
-	}
-	scale(u.WriteUnits)
-	scale(u.ReadUnits)
-	scale(u.Invocations)
-	scale(u.GBSeconds)
-	u.SQSRequests /= n
-	u.APIRequests /= n
-	u.TracedInvocations /= n
-	u.LogBytes /= n
-	u.Emails /= n
-	u.SMS /= n
-	u.StoredGBMonths /= n
+	scaleUsage(&u, n)
 	return u, p.PerMillion(u), nil
 }
 
@@ -727,6 +712,9 @@ type Result struct {
 	// Failover is provider failover's breaker reads and writes, healthy and
 	// in an outage, and the secondary's quota (failover.go).
 	Failover FailoverCost `json:"failover"`
+	// Topics are the topic sends of TopicSubscriberCounts, by subscriber
+	// count (topics.go).
+	Topics map[string]TopicSend `json:"topics"`
 	// Seed is the figures of the seed profile's named checks (seed.go).
 	Seed Seed `json:"seed"`
 	// Peak is the peak fanned out unpaced (PeakRun; the CLI adds it).
@@ -964,6 +952,10 @@ func Run(p Profile, l Limits) (Result, error) {
 	}
 	res.Failover = fo
 	res.checkFailover(fo)
+	if res.Topics, err = topicSends(p, l, res.Peaks[0]); err != nil {
+		return res, err
+	}
+	res.checkTopics(l)
 	advice, err := adviseReservations(p, l, res.Peaks)
 	res.ReservedConcurrencyAdvice = advice
 	return res, err
