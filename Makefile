@@ -56,7 +56,7 @@ IAM_E2E = $(shell $(GO) list ./internal/e2e/... | sed 's|^github.com/heraldhq/he
 # the quota it asks for; a test holds the document to these two lines).
 NEW_ACCOUNT_CONCURRENCY := 10
 PRODUCTION_CONCURRENCY := 1000
-PRODUCTION_PARAMS := EmailSendRate=500 SmsSendRate=500 PushSendRate=500 ChannelReservedConcurrency=35 RelayHighReservedConcurrency=30
+PRODUCTION_PARAMS := EmailSendRate=500 SmsSendRate=500 PushSendRate=500 ChannelReservedConcurrency=35 RelayHighReservedConcurrency=32
 
 .PHONY: all build deps deps-browser python-deps dev test test-eta test-topics test-unit aws-check bench-latency aws-lint iam-conformance bench lint deploy clean herald screenshots $(addprefix build-,$(FUNCTION_IDS))
 

@@ -89,6 +89,9 @@ type Limits struct {
 	// the bulk share (BulkQuotaShare).
 	SendRate         map[domain.Channel]float64 `json:"sendRatePerSecond"`
 	BulkSharePercent float64                    `json:"bulkSharePercent"`
+	// SecondarySendRate is a failover provider's own send rate per channel
+	// (EmailSecondarySendRate; 0 or absent: the template sets none).
+	SecondarySendRate map[domain.Channel]float64 `json:"secondarySendRatePerSecond"`
 	// Per priority: the channel mappings' BatchSize and MaximumConcurrency.
 	Batch          map[domain.Priority]float64 `json:"batchSize"`
 	MaxConcurrency map[domain.Priority]float64 `json:"maximumConcurrency"`
@@ -211,7 +214,7 @@ func busNamedByStack(path string) (bool, error) {
 }
 
 func limitsOf(tm *devstack.Template, path string) (Limits, error) {
-	l := Limits{Template: path, SendRate: map[domain.Channel]float64{}, Batch: map[domain.Priority]float64{}, MaxConcurrency: map[domain.Priority]float64{},
+	l := Limits{Template: path, SendRate: map[domain.Channel]float64{}, SecondarySendRate: map[domain.Channel]float64{}, Batch: map[domain.Priority]float64{}, MaxConcurrency: map[domain.Priority]float64{},
 		Routes: map[string]RouteThrottle{}, WarmWrite: map[string]float64{}, WarmRead: map[string]float64{}, QueueRetention: map[string]float64{},
 		Reserved: map[string]float64{}, MappingConcurrency: map[string]float64{}, StreamRecordAge: map[string]float64{}, Traced: map[string]bool{},
 		StreamParallelization: map[string]float64{}, StreamBatchingWindow: map[string]float64{}, QueueBatchingWindow: map[domain.Priority]float64{},
@@ -238,6 +241,9 @@ func limitsOf(tm *devstack.Template, path string) (Limits, error) {
 	l.SendRate[domain.ChannelEmail] = param("EmailSendRate")
 	l.SendRate[domain.ChannelSMS] = param("SmsSendRate")
 	l.SendRate[domain.ChannelPush] = param("PushSendRate")
+	if _, ok := tm.Params["EmailSecondarySendRate"]; ok {
+		l.SecondarySendRate[domain.ChannelEmail] = param("EmailSecondarySendRate")
+	}
 	l.BulkSharePercent = param("BulkQuotaShare")
 	l.LatencyObjective[domain.PriorityHigh] = param("HighLatencyObjective")
 	l.LatencyObjective[domain.PriorityNormal] = param("NormalLatencyObjective")

@@ -11,6 +11,8 @@ import (
 	"github.com/heraldhq/herald/internal/campaign"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
+	"github.com/heraldhq/herald/internal/failover"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/recovery"
 )
 
@@ -101,7 +103,8 @@ type Kind struct {
 	Type     string
 	Priority domain.Priority
 	Channels []domain.Channel
-	// Limited: counted against the per-user rate limit (not high, not mandatory).
+	// Limited: counted against the per-user rate limit and the notification
+	// budget (not high, not mandatory).
 	Limited bool
 	// RelayReadsProfile: the relay's batch read includes profile and preferences.
 	RelayReadsProfile bool
@@ -268,6 +271,13 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		// Profile item read (a missing preferences item is not billed by
 		// DynamoDB Local; AWS bills a missing item's minimum).
 		t.r("table", dynamo.UserPK(user), 1)
+	}
+	if k.Limited {
+		// The notification budget (policy.BudgetOf: never high priority or
+		// mandatory): one conditional UpdateItem on U#<user>/BUDGET, no
+		// read, the item at its largest (every slot filled).
+		bk := dynamo.BudgetItemKeys(user, m.now, policy.BudgetSlots)
+		t.w("table", bk.PK, dynamo.WriteUnits(bk.Size))
 	}
 	var sent []dynamo.ItemKeys // the deliveries whose messages go out now
 	for _, c := range k.Channels {
@@ -587,22 +597,7 @@ func CostOf(k Kind, p Prices, batch map[domain.Priority]float64, traced map[stri
 		}
 	}
 	u := t.usage
-	scale := func(mp map[string]float64) {
-		for key := range mp {
-			mp[key] /= n
-		}
-	}
-	scale(u.WriteUnits)
-	scale(u.ReadUnits)
-	scale(u.Invocations)
-	scale(u.GBSeconds)
-	u.SQSRequests /= n
-	u.APIRequests /= n
-	u.TracedInvocations /= n
-	u.LogBytes /= n
-	u.Emails /= n
-	u.SMS /= n
-	u.StoredGBMonths /= n
+	scaleUsage(&u, n)
 	return u, p.PerMillion(u), nil
 }
 
@@ -714,6 +709,12 @@ type Result struct {
 	LiveBroadcast LiveBroadcast `json:"liveBroadcast"`
 	// DeferredReconcile is a deferred campaign lot's reconciles per day.
 	DeferredReconcile DeferredReconcile `json:"deferredReconcile"`
+	// Failover is provider failover's breaker reads and writes, healthy and
+	// in an outage, and the secondary's quota (failover.go).
+	Failover FailoverCost `json:"failover"`
+	// Topics are the topic sends of TopicSubscriberCounts, by subscriber
+	// count (topics.go).
+	Topics map[string]TopicSend `json:"topics"`
 	// Seed is the figures of the seed profile's named checks (seed.go).
 	Seed Seed `json:"seed"`
 	// Peak is the peak fanned out unpaced (PeakRun; the CLI adds it).
@@ -945,6 +946,16 @@ func Run(p Profile, l Limits) (Result, error) {
 		}
 	}
 	res.checkSeed(p, l, busiest, domain.CampaignPriority)
+	fo, err := FailoverCosts(p, l, failover.DefaultRules, ListPrices)
+	if err != nil {
+		return res, err
+	}
+	res.Failover = fo
+	res.checkFailover(fo)
+	if res.Topics, err = topicSends(p, l, res.Peaks[0]); err != nil {
+		return res, err
+	}
+	res.checkTopics(l)
 	advice, err := adviseReservations(p, l, res.Peaks)
 	res.ReservedConcurrencyAdvice = advice
 	return res, err

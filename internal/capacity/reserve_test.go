@@ -15,7 +15,7 @@ import (
 // TestReservationAdvice: with reserved concurrency off by default, the
 // model says what to set once the quota is raised, read from the template:
 // each channel function its mappings' concurrency (20 + 8 + 7), the high
-// relay the table's partitions at its warm throughput (30,000 writes / 1,000
+// relay the table's partitions at its warm throughput (32,000 writes / 1,000
 // a partition); and the quota those need, which the control-plane rule
 // accepts with exactly 100 left unreserved, and a new account's 10 refuses.
 func TestReservationAdvice(t *testing.T) {
@@ -28,12 +28,12 @@ func TestReservationAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{"ChannelReservedConcurrency": 20 + 8 + 7, "RelayHighReservedConcurrency": 30}
+	want := map[string]float64{"ChannelReservedConcurrency": 20 + 8 + 7, "RelayHighReservedConcurrency": 32}
 	if !maps.Equal(a.Parameters, want) || len(a.Functions) != 4 {
 		t.Errorf("advice %+v, want %v for the three channel functions and the high relay", a, want)
 	}
-	if a.Reserved != 3*35+30 || a.UnreservedPeak != 28 || a.AccountConcurrencyNeeded != 235 {
-		t.Errorf("reserved %v, unreserved peak %v (api 20 + relay 8), quota needed %v; want 135, 28, 235", a.Reserved, a.UnreservedPeak, a.AccountConcurrencyNeeded)
+	if a.Reserved != 3*35+32 || a.UnreservedPeak != 28 || a.AccountConcurrencyNeeded != 237 {
+		t.Errorf("reserved %v, unreserved peak %v (api 20 + relay 8), quota needed %v; want 137, 28, 237", a.Reserved, a.UnreservedPeak, a.AccountConcurrencyNeeded)
 	}
 	overrides := map[string]string{}
 	for k, v := range a.Parameters {

@@ -44,8 +44,8 @@ func TestSeedChecksPassWithTheDefaults(t *testing.T) {
 		{CheckSendQuota, 250, 250},            // email's low rate: 60 % of 500/s over 6 s of slots
 		{CheckSteadyState, 381.94, 416.67},    // email's busy hour: 1.5 × (40 M a day × 55 %) / 86,400
 		{CheckCampaignDrain, 9.43, 12},        // hours, against StuckAfter(low)
-		{CheckLiveConnections, 2407.41, 3000}, // pings × 2 against the stage throttle (writes: 3,704 of the 5,745 the campaign second leaves)
-		{CheckRelayHigh, 30, 1000},            // 30,000 warm writes: 30 shards; nothing reserved, the account's 1,000
+		{CheckLiveConnections, 2407.41, 3000}, // pings × 2 against the stage throttle (writes: 3,704 of the 5,273 the campaign second leaves)
+		{CheckRelayHigh, 32, 1000},            // 32,000 warm writes: 32 shards; nothing reserved, the account's 1,000
 		{CheckSMSSpend, 500000, 540000},       // the alarm under 90 % of the limit, above a month of 2.5 M SMS a day at $0.00581 (441,802)
 		{CheckPutEvents, 183.33, 400},         // 1,667 events/s: 10 a request, one partial per relay batch
 		{CheckLiveQueueRetention, 543.2, 900}, // 3.2 s delay + 3 receives × 180 s
@@ -56,7 +56,7 @@ func TestSeedChecksPassWithTheDefaults(t *testing.T) {
 			t.Errorf("%s: %v of %v (%s), want %v of %v", tc.name, c.Value, c.Limit, c.Detail, tc.value, tc.limit)
 		}
 	}
-	if live := res.Seed.Live; live.Connections != 650000 || live.PingsPerSecond != 1203.7 || live.TableWritesPerSecond != 3703.7 || live.TableWriteBudget != 5745 ||
+	if live := res.Seed.Live; live.Connections != 650000 || live.PingsPerSecond != 1203.7 || live.TableWritesPerSecond != 3703.7 || live.TableWriteBudget != 5273 ||
 		live.AccountRequestsPerSecond > HTTPAPIRequestsPerSecond {
 		t.Errorf("live load %+v", live)
 	}
@@ -99,7 +99,7 @@ func TestSeedChecksFailWithTheOldDefaults(t *testing.T) {
 			res.Live.Profile.PingSeconds, res.Live.Profile.PingWrites = 60, 2
 		}, nil, "pings/s × headroom vs the WebSocket stage throttle: 21666.67 > 3000.00"},
 		{CheckLiveConnections, func(_ *Profile, l *Limits, _ *Result) { l.LiveRouteRateLimit = 1500 }, nil, "pings/s × headroom vs the WebSocket stage throttle: 2407.41 > 1500.00"},
-		{CheckRelayHigh, func(_ *Profile, l *Limits, _ *Result) { l.Reserved["RelayHighFunction"] = 10 }, nil, "30.00 > 10.00"},
+		{CheckRelayHigh, func(_ *Profile, l *Limits, _ *Result) { l.Reserved["RelayHighFunction"] = 10 }, nil, "32.00 > 10.00"},
 		{CheckCampaignPriority, nil, func(domain.Priority) error { return nil }, "campaigns accepted at high priority: 1.00 > 0.00"},
 		{CheckSMSSpend, func(_ *Profile, l *Limits, _ *Result) { l.SMSSpendAlarmUSD = 800 }, nil, "441802.08 > 800.00"},
 		{CheckPutEvents, func(_ *Profile, l *Limits, _ *Result) {

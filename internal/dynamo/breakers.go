@@ -213,3 +213,15 @@ func (s *Breakers) Force(ctx context.Context, provider string, f failover.Force)
 	b, _, err := s.update(ctx, provider, u, vals)
 	return b, err
 }
+
+// BreakerItemKeys builds provider breaker b's item as the store keeps it
+// (every attribute set: its largest) and returns its keys and billed size
+// (the capacity model prices the breaker's reads and writes with it).
+func BreakerItemKeys(b failover.Breaker) (ItemKeys, error) {
+	av, err := attributevalue.MarshalMap(breakerItem{PK: breakerPK, SK: breakerPrefix + b.Provider, Kind: "breaker", Provider: b.Provider, Failures: b.Failures,
+		WindowStart: formatTime(b.WindowStart), OpenUntil: formatTime(b.OpenUntil), OpenedAt: formatTime(b.OpenedAt), ProbeUntil: formatTime(b.ProbeUntil), Forced: string(b.Forced)})
+	if err != nil {
+		return ItemKeys{}, fmt.Errorf("marshal breaker: %w", err)
+	}
+	return keysOf(av, nil), nil
+}
