@@ -279,8 +279,8 @@ func (s *Campaigns) CreateCampaign(ctx context.Context, c *domain.Campaign, inli
 		}
 		writes = append(writes, chunk...)
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
-	if isTransactionConflict(err) {
+	err = s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	if failedCondition(err) {
 		err = domain.ErrConflict
 	}
 	switch {
@@ -296,15 +296,16 @@ func (s *Campaigns) CreateCampaign(ctx context.Context, c *domain.Campaign, inli
 	return c, nil
 }
 
-// isTransactionConflict reports a transaction cancelled because a condition
-// failed (or a concurrent transaction touched the same item).
-func isTransactionConflict(err error) bool {
+// failedCondition reports a transaction cancelled because one of its
+// conditions failed. A transaction that only lost a race (TransactionConflict)
+// is not one: transactContended tries it again.
+func failedCondition(err error) bool {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
 		return false
 	}
 	for _, r := range tce.CancellationReasons {
-		if c := aws.ToString(r.Code); c == "ConditionalCheckFailed" || c == "TransactionConflict" {
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
 			return true
 		}
 	}
@@ -344,12 +345,13 @@ func lostRace(err error) bool {
 // maxTransactRaces bounds the tries of a transaction that loses races.
 const maxTransactRaces = 5
 
-// transactContended runs a transaction on a contended item — a campaign's
-// META, which every lot's result updates (16 lots of a topic send at once)
-// — trying again with a short, jittered backoff while it only loses races
-// (lostRace). Such a loss is no failed condition: taken for one, a lot's
-// result was "recorded already" and never written (docs/decisions.md,
-// "Campaign writes that lose a race").
+// transactContended runs a transaction that may meet another write on one of
+// its items — a campaign's META, which every lot's result updates (16 lots
+// of a topic send at once); a subscription, a device owner — trying again
+// with a short, jittered backoff while it only loses races (lostRace).
+// Such a loss is no failed condition: taken for one, a lot's result was
+// "recorded already" and never written (docs/decisions.md, "Campaign writes
+// that lose a race").
 func (s *Table) transactContended(ctx context.Context, in *dynamodb.TransactWriteItemsInput) error {
 	var err error
 	for attempt := 1; attempt <= maxTransactRaces; attempt++ {
@@ -419,7 +421,7 @@ func (s *Campaigns) AddChunk(ctx context.Context, id, caller, chunk string, ids 
 	if err != nil {
 		return false, err
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts,
+	err = s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: append(puts,
 		types.TransactWriteItem{Update: &types.Update{
 			TableName: aws.String(s.table), Key: key(CampaignPK(id), campaignSK),
 			UpdateExpression:          aws.String("ADD chunks :one, recipients :n"),
@@ -431,7 +433,7 @@ func (s *Campaigns) AddChunk(ctx context.Context, id, caller, chunk string, ids 
 	if err == nil {
 		return true, nil
 	}
-	if !isTransactionConflict(err) {
+	if !failedCondition(err) {
 		return false, fmt.Errorf("add chunk %s to campaign %s: %w", chunk, id, err)
 	}
 	// Which condition failed: read both.

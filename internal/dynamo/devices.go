@@ -107,8 +107,8 @@ func (s *Users) SaveDevice(ctx context.Context, userID, previousOwner string, d 
 			TableName: aws.String(s.table), Key: key(UserPK(previousOwner), devicePrefix+d.ID),
 		}})
 	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
-	if isTransactionConflict(err) {
+	err = s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	if failedCondition(err) {
 		return fmt.Errorf("save device %s: owner changed: %w", d.ID, domain.ErrConflict)
 	}
 	if err != nil {

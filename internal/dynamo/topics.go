@@ -239,8 +239,8 @@ func (s *Topics) SetTopicMuted(ctx context.Context, userID, topic string, muted 
 			ExpressionAttributeValues: map[string]types.AttributeValue{":muted": &types.AttributeValueMemberBOOL{Value: muted}},
 		}}
 	}
-	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{update(sub), update(own)}})
-	if isTransactionConflict(err) {
+	err := s.transactContended(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{update(sub), update(own)}})
+	if failedCondition(err) {
 		return nil, fmt.Errorf("subscription to topic %s: %w", topic, domain.ErrNotFound)
 	}
 	if err != nil {

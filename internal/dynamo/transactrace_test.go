@@ -99,3 +99,34 @@ func TestLotWritesSurviveATransactionRace(t *testing.T) {
 		t.Fatalf("scan page losing every race: %v, want an error that is not ErrConflict", err)
 	}
 }
+
+// TestOtherTransactionsSurviveARace: a campaign's create, a topic mute and a
+// device's save whose transaction loses a race (TransactionConflict, nothing
+// written) are written by a retry: the race is not their failed condition
+// (a mute answered 404 not_subscribed, a create "exists already", a device
+// "owner changed").
+func TestOtherTransactionsSurviveARace(t *testing.T) {
+	e := stacktest.Emulators(t)
+	racing := &racingTransactions{API: e.DynamoDB()}
+	clock := newClock(t0)
+	s := stacktest.NewStores(dynamo.New(racing, e.Resources.Table, dynamo.WithClock(clock.Now)))
+	ctx := context.Background()
+	user, topic := "u"+uniq(t), "thread:"+uniq(t)
+
+	racing.races.Store(1)
+	c := draft("c"+uniq(t), clock.Now())
+	if _, err := s.CreateCampaign(ctx, c, nil, ""); err != nil {
+		t.Errorf("create campaign after a race: %v", err)
+	}
+	if _, err := s.SubscribeToTopic(ctx, topic, []string{user}); err != nil {
+		t.Fatal(err)
+	}
+	racing.races.Store(1)
+	if sub, err := s.SetTopicMuted(ctx, user, topic, true); err != nil || !sub.Muted {
+		t.Errorf("mute after a race: %+v, %v; want muted", sub, err)
+	}
+	racing.races.Store(1)
+	if err := s.SaveDevice(ctx, user, "", domain.Device{ID: "d" + uniq(t), Platform: domain.PlatformAPNs, Token: "t" + uniq(t), App: "e2e"}); err != nil {
+		t.Errorf("save device after a race: %v", err)
+	}
+}
