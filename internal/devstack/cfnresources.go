@@ -52,7 +52,7 @@ func decodeTemplate(doc []byte) (*cloudformation.Template, error) {
 		var r cloudformation.Resource
 		switch typ, known := types[head.Type]; {
 		case head.Type == "":
-			return nil, fmt.Errorf("Cannot find Type for %v", name)
+			return nil, fmt.Errorf("resource %s has no Type", name)
 		case strings.HasPrefix(head.Type, "Custom::"):
 			r = &cloudformation.CustomResource{Type: head.Type}
 		case known:
