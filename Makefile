@@ -164,7 +164,7 @@ iam-conformance:
 screenshots: deps deps-browser
 	HERALD_UPDATE_SCREENSHOTS=1 $(GO) test -count=1 -run TestConsoleInboxAndPushInChromium ./internal/e2e/browser/
 
-## test-eta: a 2,000-user campaign's finish estimate against its real drain (issue 42; ~3 minutes on a quiet machine; HERALD_CAMPAIGNETA_USERS, HERALD_CAMPAIGNETA_EMAIL_RATE scale it)
+## test-eta: a 2,000-user campaign's finish estimate against its real drain (issue 42; ~4 minutes, a 200 s drain at 10/s; HERALD_CAMPAIGNETA_USERS, HERALD_CAMPAIGNETA_EMAIL_RATE scale it)
 test-eta: deps
 	$(GO) test -count=1 -timeout 15m -v ./internal/e2e/campaigneta
 

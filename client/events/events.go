@@ -111,7 +111,8 @@ type CampaignDetail struct {
 
 // CampaignEstimate is the rate a campaign's estimate assumes: the slowest of
 // each channel's provider rate for its priority (low: the bulk share of the
-// effective quota) and the fan-out's, plus one recount after the last send.
+// effective quota) and the fan-out's, plus a tail: one recount after the
+// last send and, when a quota paces a channel, the longest quota deferral.
 // A nil rate bounds nothing.
 type CampaignEstimate struct {
 	RecipientsLeft      int           `json:"recipientsLeft"`

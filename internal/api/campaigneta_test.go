@@ -43,7 +43,8 @@ func pacedCampaign(ids, expiresAt string) string {
 }
 
 // TestCampaignEstimateRoutes: POST answers the estimate for the inline
-// audience before start (100 recipients at 5/s: 20 s plus the 2 s recount)
+// audience before start (100 recipients at 5/s: 20 s plus the 2 s recount and the 2 s quota
+// deferral)
 // with the rate it assumes; start answers it for the uploaded recipients
 // too; GET answers it; a campaign that cannot finish before its expiresAt
 // is refused 422 exceeds_window, at creation for its inline audience and at
@@ -55,12 +56,12 @@ func TestCampaignEstimateRoutes(t *testing.T) {
 		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
 	v := decodeBody[campaignView](t, resp.Body)
-	want := formatTime(testNow.Add(22 * time.Second))
+	want := formatTime(testNow.Add(24 * time.Second))
 	if v.EstimatedCompletionAt == nil || *v.EstimatedCompletionAt != want || v.Estimate == nil {
 		t.Fatalf("estimate %v %+v, want %s", v.EstimatedCompletionAt, v.Estimate, want)
 	}
 	e := v.Estimate
-	if e.RecipientsLeft != 100 || e.RecipientsPerSecond != 5 || e.FanOutPerSecond != nil || e.TailSeconds != 2 ||
+	if e.RecipientsLeft != 100 || e.RecipientsPerSecond != 5 || e.FanOutPerSecond != nil || e.TailSeconds != 4 ||
 		len(e.Channels) != 1 || e.Channels[0].Channel != "email" || e.Channels[0].SendsPerSecond == nil || *e.Channels[0].SendsPerSecond != 5 {
 		t.Fatalf("estimate %+v %+v", e, e.Channels)
 	}
@@ -68,7 +69,7 @@ func TestCampaignEstimateRoutes(t *testing.T) {
 		t.Fatalf("GET: %s", r.Body)
 	}
 
-	// 100 inline plus 1,000 uploaded: 222 s, past an expiry 2 minutes on.
+	// 100 inline plus 1,000 uploaded: 224 s, past an expiry 2 minutes on.
 	resp = ca.call(t, "POST /v1/campaigns", "", pacedCampaign(userIDs("u", 100), testNow.Add(2*time.Minute).Format(time.RFC3339)))
 	v = decodeBody[campaignView](t, resp.Body)
 	if r := ca.call(t, "POST /v1/campaigns/{id}/recipients", v.ID, `{"chunk":0,"userIds":`+userIDs("w", 1000)+`}`); r.StatusCode != http.StatusOK {

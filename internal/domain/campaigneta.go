@@ -8,8 +8,8 @@ import (
 // CampaignPace is the rate a campaign's finish estimate assumes: each
 // recipient left costs one send on every channel, at the slowest of the
 // channels' provider rates for the campaign's priority (low: the bulk share
-// of each effective quota) and the fan-out's write budget; after the last
-// send, the last lot's recount (Tail) finishes it.
+// of each effective quota) and the fan-out's write budget; the Tail adds the
+// last quota deferral and the last lot's recount.
 type CampaignPace struct {
 	// RecipientsPerSecond is the slowest bound below; 0 means no bound is
 	// known (every channel unlimited and the fan-out unpaced): no estimate.
@@ -19,8 +19,9 @@ type CampaignPace struct {
 	// Channels are each channel's sends per second for the campaign's
 	// priority (0: no provider quota).
 	Channels []ChannelPace
-	// Tail is how long after the last send the campaign is done at most:
-	// one reconcile delay.
+	// Tail is what the drain takes beyond its rate: the last lot's recount
+	// after the last send (one reconcile delay) and, when a send quota paces
+	// a channel, the longest quota deferral the last sends wait out.
 	Tail time.Duration
 }
 

@@ -21,14 +21,19 @@ type PaceSettings struct {
 // Pace is the rate a campaign of priority p on channels assumes: the
 // slowest of each channel's effective rate for p (low: the bulk share) and
 // the fan-out rate; a channel with no quota and an unpaced fan-out bound
-// nothing.
+// nothing. Its tail is the last lot's recount after the last send (one
+// reconcile delay) and, when a send quota paces a channel, the quota
+// deferral the last sends wait out: a campaign's last messages are each
+// retried only every MaxQuotaDelay at most, so the last one lands up to
+// that long after the quota had room for it.
 func (s PaceSettings) Pace(p domain.Priority, channels []domain.Channel) domain.CampaignPace {
 	pace := domain.CampaignPace{FanOutPerSecond: s.FanOutRate, Tail: s.ReconcileDelay}
-	slowest := s.FanOutRate
+	slowest, quotaPaced := s.FanOutRate, false
 	for _, ch := range channels {
 		q := s.Quotas[ch]
 		cp := domain.ChannelPace{Channel: ch}
 		if !q.Unlimited() {
+			quotaPaced = true
 			cp.SendsPerSecond = q.EffectiveRate(p)
 			if slowest <= 0 || cp.SendsPerSecond < slowest {
 				slowest = cp.SendsPerSecond
@@ -37,6 +42,9 @@ func (s PaceSettings) Pace(p domain.Priority, channels []domain.Channel) domain.
 		pace.Channels = append(pace.Channels, cp)
 	}
 	pace.RecipientsPerSecond = max(slowest, 0)
+	if quotaPaced {
+		pace.Tail += MaxQuotaDelay(p)
+	}
 	return pace
 }
 

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -197,6 +198,13 @@ func QuotaDelay(p domain.Priority, jitter float64) time.Duration {
 		return time.Second
 	}
 	return time.Second + time.Duration(jitter*2)*time.Second
+}
+
+// MaxQuotaDelay is the longest QuotaDelay of priority p: how long after
+// the quota had room a send that found none last may come back (2 s for
+// low and normal, 1 s for high).
+func MaxQuotaDelay(p domain.Priority) time.Duration {
+	return QuotaDelay(p, math.Nextafter(1, 0))
 }
 
 // SendQuotaFromEnv reads SEND_RATE (sends per second, 0 or unset:
