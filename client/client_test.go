@@ -704,3 +704,18 @@ func TestStartCampaignAfterALostAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestGetNotificationReadsEachDeliverysProvider: the provider the API
+// shows on a delivery (a failover's second region, End User Messaging SMS)
+// reaches the client's Delivery.
+func TestGetNotificationReadsEachDeliverysProvider(t *testing.T) {
+	f := &fakeHerald{answers: []func(http.ResponseWriter, *http.Request){status(200, "application/json",
+		`{"id":"n1","status":"accepted","deliveries":{"email":{"status":"sent","attempts":1,"provider":"ses:eu-west-1"},"sms":{"status":"sent","attempts":1,"provider":"sms-voice"}}}`)}}
+	n, err := newTestClient(t, f).GetNotification(context.Background(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, s := n.Deliveries["email"].Provider, n.Deliveries["sms"].Provider; e != "ses:eu-west-1" || s != "sms-voice" {
+		t.Errorf("providers email %q, sms %q; want ses:eu-west-1, sms-voice", e, s)
+	}
+}

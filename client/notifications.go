@@ -223,6 +223,9 @@ type Delivery struct {
 	// TargetsReached is, for push, how many browsers and devices the push
 	// reached so far.
 	TargetsReached int `json:"targetsReached,omitempty"`
+	// Provider is who sent it, or was tried last: "ses:<region>", "sns",
+	// "sms-voice" (a failover's second provider names its own).
+	Provider string `json:"provider,omitempty"`
 	// Decision is the policy's decision that skipped, dropped or deferred
 	// it ("deferred: quiet_hours until …"); empty otherwise.
 	Decision string `json:"decision,omitempty"`
