@@ -17,3 +17,16 @@ func service(r route) route {
 		return r(ctx, req)
 	}
 }
+
+// forUser answers a route for the user resolve names — the path's
+// (pathUserID, a service route) or the token's subject (me) — so a user's
+// route and its service twin share one answer.
+func forUser(resolve func(*request) (string, *Problem), answer func(context.Context, *request, string) response) route {
+	return func(ctx context.Context, req *request) response {
+		userID, p := resolve(req)
+		if p != nil {
+			return problemResponse(p)
+		}
+		return answer(ctx, req, userID)
+	}
+}

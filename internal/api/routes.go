@@ -94,10 +94,10 @@ func (h *TopicsHandler) routes() map[string]route {
 		"PUT /v1/topics/{topic}/subscribers":             service(h.subscribe),
 		"GET /v1/topics/{topic}/subscribers":             service(h.listSubscribers),
 		"DELETE /v1/topics/{topic}/subscribers/{userId}": service(h.unsubscribe),
-		"GET /v1/users/{userId}/topics":                  service(h.listUserTopics),
-		"PUT /v1/users/{userId}/topics/{topic}":          service(h.muteUserTopic),
-		"GET /v1/me/topics":                              h.listMyTopics,
-		"PUT /v1/me/topics/{topic}":                      h.muteMyTopic,
+		"GET /v1/users/{userId}/topics":                  service(forUser(pathUserID, h.userTopics)),
+		"PUT /v1/users/{userId}/topics/{topic}":          service(forUser(pathUserID, h.mute)),
+		"GET /v1/me/topics":                              forUser(me, h.userTopics),
+		"PUT /v1/me/topics/{topic}":                      forUser(me, h.mute),
 	}
 }
 

@@ -204,24 +204,7 @@ func (h *TopicsHandler) listSubscribers(ctx context.Context, req *request) respo
 	return response{status: http.StatusOK, body: page}
 }
 
-// listUserTopics answers the path's user's topics (service).
-func (h *TopicsHandler) listUserTopics(ctx context.Context, req *request) response {
-	userID, p := pathUserID(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	return h.userTopics(ctx, req, userID)
-}
-
-// listMyTopics answers the token's user's topics.
-func (h *TopicsHandler) listMyTopics(ctx context.Context, req *request) response {
-	userID, p := me(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	return h.userTopics(ctx, req, userID)
-}
-
+// userTopics answers userID's topics, a page.
 func (h *TopicsHandler) userTopics(ctx context.Context, req *request, userID string) response {
 	limit, p := pageLimit(req)
 	if p != nil {
@@ -250,24 +233,7 @@ func (h *TopicsHandler) userTopics(ctx context.Context, req *request, userID str
 	return response{status: http.StatusOK, body: page, headers: map[string]string{"Cache-Control": "no-store"}}
 }
 
-// muteUserTopic mutes or unmutes the path's user's subscription (service).
-func (h *TopicsHandler) muteUserTopic(ctx context.Context, req *request) response {
-	userID, p := pathUserID(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	return h.mute(ctx, req, userID)
-}
-
-// muteMyTopic mutes or unmutes the token's user's subscription.
-func (h *TopicsHandler) muteMyTopic(ctx context.Context, req *request) response {
-	userID, p := me(req)
-	if p != nil {
-		return problemResponse(p)
-	}
-	return h.mute(ctx, req, userID)
-}
-
+// mute mutes or unmutes userID's subscription to the path's topic.
 func (h *TopicsHandler) mute(ctx context.Context, req *request, userID string) response {
 	topic, p := pathTopic(req)
 	if p != nil {
