@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/dynamo"
 	"github.com/heraldhq/herald/internal/events"
+	"github.com/heraldhq/herald/internal/policy"
 	"github.com/heraldhq/herald/internal/recovery"
 )
 
@@ -378,6 +379,20 @@ func TestOldDefaultsFail(t *testing.T) {
 				t.Errorf("no limit exceeded naming %q: %v", tc.want, res.LimitsExceeded)
 			}
 		})
+	}
+}
+
+// TestBudgetSizesAreFullBuilds: the model sizes a user's budget item once
+// per id length; every user's is still its own full item's, on the user's
+// own partition.
+func TestBudgetSizesAreFullBuilds(t *testing.T) {
+	m := newModel(repoLimits(t).Batch)
+	for _, user := range []string{"u1", "u2", "u77", "u12345", "c1", "c999999", "u0123456789012345678901234567890123456789"} {
+		got := m.budgetSize(user)
+		full := dynamo.BudgetItemKeys(user, m.now, policy.BudgetSlots)
+		if got != full.Size || full.PK != dynamo.UserPK(user) {
+			t.Errorf("%s: the model's budget item %d bytes, its full item %d on %s", user, got, full.Size, full.PK)
+		}
 	}
 }
 
