@@ -213,11 +213,16 @@ type model struct {
 	// budgetSizes is, by the length of a user's id, the size of the user's
 	// budget item at its largest (budgetSize).
 	budgetSizes map[int]int
+	// itemSizes is, by shape, the sizes of the notification and delivery
+	// items the model builds (sized); verifySizes builds every item in full
+	// and fails a run where one differs from its shape's (the tests).
+	itemSizes   map[string]dynamo.ItemKeys
+	verifySizes bool
 }
 
 func newModel(batch map[domain.Priority]float64) *model {
 	return &model{store: dynamo.New(nil, "model"), now: time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(14, 14)), batch: batch,
-		watchEntries: map[string]dynamo.ItemKeys{}, budgetSizes: map[int]int{}}
+		watchEntries: map[string]dynamo.ItemKeys{}, budgetSizes: map[int]int{}, itemSizes: map[string]dynamo.ItemKeys{}}
 }
 
 func (m *model) id() string {
@@ -235,7 +240,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 	if k.Type == "otp.code" {
 		n.Recipient.Phone = "+15550100000"
 	}
-	keys, err := m.store.NotificationItemKeys(n)
+	keys, err := m.notificationKeys("notify", k, n)
 	if err != nil {
 		return err
 	}
@@ -291,7 +296,7 @@ func (m *model) notify(t *tally, k Kind, user string, deferTo time.Time) error {
 		if !deferTo.IsZero() {
 			d.Status, d.Reason, d.DueAt = domain.StatusDeferred, domain.ReasonQuietHours, deferTo
 		}
-		dk, err := m.store.DeliveryItemKeys(d)
+		dk, err := m.deliveryKeys("notify", k, d)
 		if err != nil {
 			return err
 		}
@@ -411,6 +416,45 @@ func (m *model) budgetSize(user string) int {
 	return n
 }
 
+// notificationKeys is n's item keys and sizes; n is of kind k, built by the
+// model's path (notify, release) with notification ids of fixed length.
+func (m *model) notificationKeys(path string, k Kind, n *domain.Notification) (dynamo.ItemKeys, error) {
+	shape := fmt.Sprint("notification ", path, " ", k.Name, k.Type, k.Priority, k.Channels, n.Status, n.CreatedAt.Unix(), " user ", len(n.Recipient.UserID))
+	return m.sized(shape, m.store.NotificationKeys(n), func() (dynamo.ItemKeys, error) { return m.store.NotificationItemKeys(n) })
+}
+
+// deliveryKeys is notificationKeys for a delivery of a notification of kind k.
+func (m *model) deliveryKeys(path string, k Kind, d *domain.Delivery) (dynamo.ItemKeys, error) {
+	shape := fmt.Sprint("delivery ", path, " ", k.Name, k.Type, k.Priority, d.Channel, d.Status, d.Reason, d.DueAt.Unix(), d.UpdatedAt.Unix(), " user ", len(d.UserID))
+	return m.sized(shape, m.store.DeliveryKeys(d), func() (dynamo.ItemKeys, error) { return m.store.DeliveryItemKeys(d) })
+}
+
+// sized gives keys, an item's own keys, the sizes of its shape: what the
+// model varies besides ids of fixed length (the kind, the state, the times,
+// the length of the user's id) and the length of each of its keys (a due
+// shard's number has one or two digits). The item is built in full once per shape (a marshal of each
+// notification and delivery was most of a model run's time under -race).
+func (m *model) sized(shape string, keys dynamo.ItemKeys, build func() (dynamo.ItemKeys, error)) (dynamo.ItemKeys, error) {
+	shape += fmt.Sprint(" keys ", len(keys.PK))
+	for _, idx := range []string{dynamo.IndexInbox, dynamo.IndexDue, dynamo.IndexProfiles} {
+		shape += fmt.Sprint(" ", len(keys.Index[idx]))
+	}
+	known, ok := m.itemSizes[shape]
+	if ok && !m.verifySizes {
+		keys.Size, keys.Sparse = known.Size, known.Sparse
+		return keys, nil
+	}
+	full, err := build()
+	if err != nil {
+		return full, err
+	}
+	if ok && (full.Size != known.Size || !maps.Equal(full.Sparse, known.Sparse)) {
+		return full, fmt.Errorf("capacity model: an item of shape %q is %d bytes (%v), its shape's %d (%v)", shape, full.Size, full.Sparse, known.Size, known.Sparse)
+	}
+	m.itemSizes[shape] = full
+	return full, nil
+}
+
 // send is the work message's way: queue, worker load, claim, provider,
 // outcome.
 func (m *model) send(t *tally, k Kind, n *domain.Notification, nk, dk dynamo.ItemKeys, user string, c domain.Channel) {
@@ -466,14 +510,14 @@ func (m *model) release(t *tally, k Kind, user string, due time.Time, perShard m
 	}
 	perShard[dynamo.DuePartitionOf(due, id, k.Channels[0]).Shard]++
 	n := &domain.Notification{ID: id, Type: k.Type, Recipient: domain.Recipient{UserID: user}, Data: k.Data, Priority: k.Priority, CreatedAt: m.now}
-	nk, err := m.store.NotificationItemKeys(n)
+	nk, err := m.notificationKeys("release", k, n)
 	if err != nil {
 		return err
 	}
 	for _, c := range k.Channels {
 		d := domain.DeliveryOf(n, c)
 		d.Status, d.DueAt, d.UpdatedAt = domain.StatusDeferred, due, m.now
-		dk, err := m.store.DeliveryItemKeys(d)
+		dk, err := m.deliveryKeys("release", k, d)
 		if err != nil {
 			return err
 		}
@@ -760,7 +804,11 @@ func (res *Result) check(name string, value, limit float64, max bool, msg string
 // continues), each simulated notification by notification through the real
 // key and item builders; then the campaign's drain time and the limits that
 // are not per second (reserved concurrency, retention, stream record age).
-func Run(p Profile, l Limits) (Result, error) {
+func Run(p Profile, l Limits) (Result, error) { return run(p, l, false) }
+
+// run is Run; verifySizes builds every notification and delivery item in
+// full and fails on one whose size is not its shape's (model.sized).
+func run(p Profile, l Limits, verifySizes bool) (Result, error) {
 	res := Result{Profile: p, Limits: l, CostPerMillionUSD: map[string]float64{}, ProviderFeePerMillionUSD: map[string]float64{}, StoragePerMillionUSD: map[string]float64{},
 		Cost: map[string]Cost{}, Prices: ListPrices, LimitsExceeded: []string{}, Checks: []Check{}, CampaignDrain: map[string]Drain{},
 		EventsPerMillionUSD: map[string]map[string]float64{}, EventsPerMillionFailuresUSD: EventCostPerMillionFailures(ListPrices),
@@ -801,6 +849,7 @@ func Run(p Profile, l Limits) (Result, error) {
 		return k
 	}
 	m := newModel(l.Batch)
+	m.verifySizes = verifySizes
 	zipf := rand.NewZipf(m.rng, p.ZipfS, 1, uint64(p.Users-1))
 	eight := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
 	// Release rate: every shard of the 08:00 bucket at the scheduler's pace

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -116,15 +117,40 @@ var defaultRun = func() func(t *testing.T) (Result, error) {
 	}
 }()
 
-// repoLimits are the repository template's limits for the default profile.
-func repoLimits(t *testing.T) Limits {
-	t.Helper()
-	l, err := LoadLimits("../../template.yaml", DefaultProfile())
-	if err != nil {
-		t.Fatal(err)
+// repoLimits are the repository template's limits for the default profile:
+// loaded once (a template parse each), each caller given its own copy to
+// change (a JSON round trip, checked lossless once).
+var repoLimits = func() func(t *testing.T) Limits {
+	var (
+		once sync.Once
+		raw  []byte
+		err  error
+	)
+	return func(t *testing.T) Limits {
+		t.Helper()
+		once.Do(func() {
+			var l Limits
+			if l, err = LoadLimits("../../template.yaml", DefaultProfile()); err != nil {
+				return
+			}
+			if raw, err = json.Marshal(l); err != nil {
+				return
+			}
+			var back Limits
+			if err = json.Unmarshal(raw, &back); err == nil && !reflect.DeepEqual(back, l) {
+				err = fmt.Errorf("the limits' JSON round trip loses a field: %+v, back %+v", l, back)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l Limits
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		return l
 	}
-	return l
-}
+}()
 
 func TestProfilePassesEveryLimit(t *testing.T) {
 	if testing.Short() {
@@ -379,6 +405,20 @@ func TestOldDefaultsFail(t *testing.T) {
 				t.Errorf("no limit exceeded naming %q: %v", tc.want, res.LimitsExceeded)
 			}
 		})
+	}
+}
+
+// TestItemSizesAreFullBuilds: the model sizes one notification and one
+// delivery item per shape; a run that also builds every item in full finds
+// each one's sizes equal to its shape's (a smaller profile: every path and
+// kind, fewer of each). It failed while the shape left out the length of
+// the user's id (the release path's users are r0…r999 and their
+// deliveries have no key that shows it).
+func TestItemSizesAreFullBuilds(t *testing.T) {
+	p := DefaultProfile()
+	p.AveragePerSecond, p.PeakPerSecond, p.PerDay = 300, 300, 1000/p.DeferredShare
+	if _, err := run(p, repoLimits(t), true); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -39,6 +39,33 @@ func (s *Table) DeliveryItemKeys(d *domain.Delivery) (ItemKeys, error) {
 	return keysOf(av, projections), nil
 }
 
+// NotificationKeys is what NotificationItemKeys returns without the sizes
+// (no Size, no Sparse): the item's own keys, without marshalling it. The
+// capacity model sizes one full item per shape and keys every other one
+// with this.
+func (s *Table) NotificationKeys(n *domain.Notification) ItemKeys {
+	it := s.toNotificationItem(n)
+	return keysOnly(it.PK, map[string]string{IndexInbox: it.GSI2PK})
+}
+
+// DeliveryKeys is NotificationKeys for a delivery item.
+func (s *Table) DeliveryKeys(d *domain.Delivery) ItemKeys {
+	it := s.toDeliveryItem(d)
+	return keysOnly(it.PK, map[string]string{IndexInbox: it.GSI2PK, IndexDue: it.GSI3PK})
+}
+
+// keysOnly is an item's keys as keysOf names them: an index only where its
+// partition key is set (the indexes are sparse).
+func keysOnly(pk string, index map[string]string) ItemKeys {
+	k := ItemKeys{PK: pk, Index: map[string]string{}}
+	for name, v := range index {
+		if v != "" {
+			k.Index[name] = v
+		}
+	}
+	return k
+}
+
 // projections are the non-key attributes of the indexes that do not project
 // every attribute: gsi3 projects only what a release reads (template.yaml).
 var projections = map[string][]string{IndexDue: {"notificationId", "channel", "userId", "priority"}}
