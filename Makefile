@@ -35,7 +35,11 @@ BENCH_ONLY := internal/e2e/campaignbench internal/e2e/isolation internal/e2e/inb
 # Packages whose tests drain a campaign on real time for minutes (make
 # test-eta, make test-topics): left out of make test's time budget.
 SLOW_E2E := internal/e2e/campaigneta internal/e2e/topics
-TEST_PKGS = $(shell $(GO) list ./... | grep -vx $(addprefix -e github.com/heraldhq/herald/,$(BENCH_ONLY) $(SLOW_E2E)))
+# The longest packages of make test, longest first: go test starts packages
+# in the order it is given them (two at a time with -p 2), and a long one
+# started last would run alone at the end while the other core idles.
+LONG_FIRST := internal/devstack internal/capacity internal/e2e/deadlines internal/e2e/browser internal/e2e/ops cmd/herald internal/e2e/attack internal/e2e/faults internal/e2e/lifecycle internal/e2e/cost
+TEST_PKGS = $(addprefix github.com/heraldhq/herald/,$(LONG_FIRST)) $(shell $(GO) list ./... | grep -vx $(addprefix -e github.com/heraldhq/herald/,$(BENCH_ONLY) $(SLOW_E2E) $(LONG_FIRST)))
 # Where e2e packages record the AWS calls each function made (stacktest).
 IAM_SEEN := $(CURDIR)/.cache/iam/seen
 # The e2e packages aws-check runs and records from, to stay under 5 minutes.
