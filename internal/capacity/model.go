@@ -797,6 +797,61 @@ func (res *Result) check(name string, value, limit float64, max bool, msg string
 	}
 }
 
+// checkPeak makes a simulated second's checks against the limits: each
+// partition, the table and each index as a whole (the per-table quota and
+// the warm throughput a new stack's table has), Lambda concurrency, each
+// route's throttle and the account's. It reads only the second's figures, so
+// a test checks other limits against one run's seconds without simulating
+// them again.
+func (res *Result) checkPeak(p Profile, l Limits, pk Peak) {
+	name := pk.Scenario
+	for where, u := range pk.WriteUnits {
+		res.MaxPartitionWriteUnitsPerSecond = math.Max(res.MaxPartitionWriteUnitsPerSecond, u.Units)
+		if u.Units > PartitionWriteUnitsPerSecond {
+			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f WCU/s > %d", name, where, u.Key, u.Units, PartitionWriteUnitsPerSecond))
+		}
+	}
+	for where, u := range pk.ReadUnits {
+		res.MaxPartitionReadUnitsPerSecond = math.Max(res.MaxPartitionReadUnitsPerSecond, u.Units)
+		if u.Units > PartitionReadUnitsPerSecond {
+			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f RCU/s > %d", name, where, u.Key, u.Units, PartitionReadUnitsPerSecond))
+		}
+	}
+	for _, write := range []bool{true, false} {
+		units, kind := map[string]float64{"table": pk.TableReadUnitsPerSecond}, "read"
+		maps.Copy(units, pk.IndexReadUnitsPerSecond)
+		if write {
+			units, kind = map[string]float64{"table": pk.TableWriteUnitsPerSecond}, "write"
+			maps.Copy(units, pk.IndexWriteUnitsPerSecond)
+		}
+		for _, where := range slices.Sorted(maps.Keys(units)) {
+			u := units[where]
+			res.check(name+": "+where+" "+kind+" units/s vs per-table quota", u, l.tableQuota(write), true,
+				fmt.Sprintf("%s: %s takes %.0f %s units/s > the per-table quota %.0f (raise the quota)", name, where, u, kind, l.tableQuota(write)))
+			res.check(name+": "+where+" "+kind+" units/s vs warm throughput", u, l.warm(where, write), true,
+				fmt.Sprintf("%s: %s takes %.0f %s units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", name, where, u, kind, l.warm(where, write)))
+		}
+	}
+	res.TableWriteUnitsPerSecond = math.Max(res.TableWriteUnitsPerSecond, pk.TableWriteUnitsPerSecond)
+	res.TableReadUnitsPerSecond = math.Max(res.TableReadUnitsPerSecond, pk.TableReadUnitsPerSecond)
+	total := 0.0
+	for _, c := range pk.LambdaConcurrency {
+		total += c
+	}
+	if total > float64(p.LambdaConcurrency) {
+		res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: Lambda concurrency %.0f > account limit %d", name, total, p.LambdaConcurrency))
+	}
+	// API throttling: each route's demand with headroom under its
+	// throttle; the whole API under the account's.
+	for _, route := range slices.Sorted(maps.Keys(pk.APIRequestsByRoute)) {
+		n := pk.APIRequestsByRoute[route]
+		res.check(name+": "+route+" requests/s × headroom vs route throttle", n*apiHeadroom, l.routeLimit(route), true,
+			fmt.Sprintf("%s: %s takes %.0f requests/s, its throttle %.0f/s leaves less than ×%.0f headroom (ApiThrottlingRateLimit)", name, route, n, l.routeLimit(route), apiHeadroom))
+	}
+	res.check(name+": HTTP API requests/s vs account throttle", pk.APIRequestsPerSecond, HTTPAPIRequestsPerSecond, true,
+		fmt.Sprintf("%s: HTTP API %.0f requests/s > %d", name, pk.APIRequestsPerSecond, HTTPAPIRequestsPerSecond))
+}
+
 // Run runs the model with the template's limits: the cost of each kind, and
 // three seconds of the profile (an average second; a second of the campaign,
 // paced to the fan-out rate, with the day's deferrals landing in the due
@@ -907,65 +962,27 @@ func run(p Profile, l Limits, verifySizes bool) (Result, error) {
 			SQSRequestsPerSecond: round2(t.usage.SQSRequests), APIRequestsPerSecond: round2(t.usage.APIRequests),
 			IndexWriteUnitsPerSecond: map[string]float64{}, IndexReadUnitsPerSecond: map[string]float64{}, APIRequestsByRoute: map[string]float64{},
 			CampaignNotificationsPerSecond: sc.campaign}
-		total := 0.0
 		for fn, gbs := range t.usage.GBSeconds {
-			c := math.Ceil(gbs / apiMemoryGB)
-			pk.LambdaConcurrency[fn] = c
-			total += c
+			pk.LambdaConcurrency[fn] = math.Ceil(gbs / apiMemoryGB)
 		}
-		for where, l := range pk.WriteUnits {
-			res.MaxPartitionWriteUnitsPerSecond = math.Max(res.MaxPartitionWriteUnitsPerSecond, l.Units)
-			if l.Units > PartitionWriteUnitsPerSecond {
-				res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f WCU/s > %d", sc.name, where, l.Key, l.Units, PartitionWriteUnitsPerSecond))
-			}
-		}
-		for where, l := range pk.ReadUnits {
-			res.MaxPartitionReadUnitsPerSecond = math.Max(res.MaxPartitionReadUnitsPerSecond, l.Units)
-			if l.Units > PartitionReadUnitsPerSecond {
-				res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: %s partition %s takes %.0f RCU/s > %d", sc.name, where, l.Key, l.Units, PartitionReadUnitsPerSecond))
-			}
-		}
-		// Table and indexes as a whole: the per-table quota, and the warm
-		// throughput a new stack's table has (its WarmThroughput).
-		for _, where := range slices.Sorted(maps.Keys(t.usage.WriteUnits)) {
-			u := round2(t.usage.WriteUnits[where])
+		for where, u := range t.usage.WriteUnits {
 			if where == "table" {
-				pk.TableWriteUnitsPerSecond = u
+				pk.TableWriteUnitsPerSecond = round2(u)
 			} else {
-				pk.IndexWriteUnitsPerSecond[where] = u
+				pk.IndexWriteUnitsPerSecond[where] = round2(u)
 			}
-			res.check(sc.name+": "+where+" write units/s vs per-table quota", u, l.tableQuota(true), true,
-				fmt.Sprintf("%s: %s takes %.0f write units/s > the per-table quota %.0f (raise the quota)", sc.name, where, u, l.tableQuota(true)))
-			res.check(sc.name+": "+where+" write units/s vs warm throughput", u, l.warm(where, true), true,
-				fmt.Sprintf("%s: %s takes %.0f write units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", sc.name, where, u, l.warm(where, true)))
 		}
-		for _, where := range slices.Sorted(maps.Keys(t.usage.ReadUnits)) {
-			u := round2(t.usage.ReadUnits[where])
+		for where, u := range t.usage.ReadUnits {
 			if where == "table" {
-				pk.TableReadUnitsPerSecond = u
+				pk.TableReadUnitsPerSecond = round2(u)
 			} else {
-				pk.IndexReadUnitsPerSecond[where] = u
+				pk.IndexReadUnitsPerSecond[where] = round2(u)
 			}
-			res.check(sc.name+": "+where+" read units/s vs per-table quota", u, l.tableQuota(false), true,
-				fmt.Sprintf("%s: %s takes %.0f read units/s > the per-table quota %.0f (raise the quota)", sc.name, where, u, l.tableQuota(false)))
-			res.check(sc.name+": "+where+" read units/s vs warm throughput", u, l.warm(where, false), true,
-				fmt.Sprintf("%s: %s takes %.0f read units/s > its warm throughput %.0f (a new table throttles: set WarmThroughput)", sc.name, where, u, l.warm(where, false)))
 		}
-		res.TableWriteUnitsPerSecond = math.Max(res.TableWriteUnitsPerSecond, pk.TableWriteUnitsPerSecond)
-		res.TableReadUnitsPerSecond = math.Max(res.TableReadUnitsPerSecond, pk.TableReadUnitsPerSecond)
-		if total > float64(p.LambdaConcurrency) {
-			res.LimitsExceeded = append(res.LimitsExceeded, fmt.Sprintf("%s: Lambda concurrency %.0f > account limit %d", sc.name, total, p.LambdaConcurrency))
+		for route, n := range t.routes {
+			pk.APIRequestsByRoute[route] = round2(n)
 		}
-		// API throttling: each route's demand with headroom under its
-		// throttle; the whole API under the account's.
-		for _, route := range slices.Sorted(maps.Keys(t.routes)) {
-			n := round2(t.routes[route])
-			pk.APIRequestsByRoute[route] = n
-			res.check(sc.name+": "+route+" requests/s × headroom vs route throttle", n*apiHeadroom, l.routeLimit(route), true,
-				fmt.Sprintf("%s: %s takes %.0f requests/s, its throttle %.0f/s leaves less than ×%.0f headroom (ApiThrottlingRateLimit)", sc.name, route, n, l.routeLimit(route), apiHeadroom))
-		}
-		res.check(sc.name+": HTTP API requests/s vs account throttle", t.usage.APIRequests, HTTPAPIRequestsPerSecond, true,
-			fmt.Sprintf("%s: HTTP API %.0f requests/s > %d", sc.name, t.usage.APIRequests, HTTPAPIRequestsPerSecond))
+		res.checkPeak(p, l, pk)
 		res.Peaks = append(res.Peaks, pk)
 	}
 	// What one more campaign notification per second costs the table and

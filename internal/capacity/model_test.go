@@ -359,42 +359,56 @@ func TestSeedProfileFigures(t *testing.T) {
 }
 
 // TestOldDefaultsFail: the template's defaults before this model checked
-// them each break a check (they fail the seed profile). A limit checked per
-// simulated second (route throttles, per-table quota, warm throughput) runs
-// the whole model; one that is not (drain, record age, reserved
-// concurrency, retention) is checked as Run ends, by checkLimits, from the
-// profile and the limits alone (no simulated notification changes it), so
-// it is checked there without simulating 50,000 notifications again (Run
-// makes those checks: TestSeedProfileFigures finds them in its result).
+// them each break a check (they fail the seed profile). A change that
+// alters the simulated seconds (the fan-out's pace) runs the whole model; a
+// limit checked per simulated second (route throttles, warm throughput)
+// checks the default run's seconds again (checkPeak, as Run does); one that
+// is not per second (drain, record age, reserved concurrency, retention) is
+// checked as Run ends, by checkLimits, from the profile and the limits
+// alone. None of them simulates 50,000 notifications again for a limit no
+// notification changes (Run makes the same checks: TestSeedProfileFigures
+// finds them in its result).
 func TestOldDefaultsFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the model")
 	}
 	for _, tc := range []struct {
-		name      string
-		change    func(*Limits)
-		want      string
-		perSecond bool
+		name   string
+		change func(*Limits)
+		want   string
+		// simulate: the change alters the simulated seconds (a new run);
+		// seconds: only their checks (the default run's seconds checked
+		// again); otherwise the limits that are not per second.
+		simulate, seconds bool
 	}{
-		{"low batch 2 × 2 pollers", func(l *Limits) { l.Batch[domain.PriorityLow], l.MaxConcurrency[domain.PriorityLow] = 2, 2 }, "drains in 22.9 h", false},
-		{"100 requests/s per route", func(l *Limits) { l.RouteRateLimit = 100 }, "POST /v1/notifications takes 600 requests/s", true},
-		{"records discarded after an hour", func(l *Limits) { l.StreamRecordAge["RelayStreamMapping"] = 3600 }, "MaximumRecordAgeInSeconds 3600", false},
-		{"fan-out unpaced at the 20,000/s peak", func(l *Limits) { l.CampaignFanOutRate = 20000; l.CampaignMaxConcurrency = 100 }, "> the per-table quota 40000", true},
-		{"no warm throughput", func(l *Limits) { delete(l.WarmWrite, "table") }, "> its warm throughput 4000", true},
-		{"reserved beyond the pool", func(l *Limits) { l.Reserved["EmailFunction"] = 950 }, "fewer than 100", false},
-		{"retention shorter than the drain", func(l *Limits) { l.QueueRetention["EmailLowQueue"] = 3600 }, "EmailLowQueue keeps messages 1 h", false},
+		{"low batch 2 × 2 pollers", func(l *Limits) { l.Batch[domain.PriorityLow], l.MaxConcurrency[domain.PriorityLow] = 2, 2 }, "drains in 22.9 h", false, false},
+		{"100 requests/s per route", func(l *Limits) { l.RouteRateLimit = 100 }, "POST /v1/notifications takes 600 requests/s", false, true},
+		{"records discarded after an hour", func(l *Limits) { l.StreamRecordAge["RelayStreamMapping"] = 3600 }, "MaximumRecordAgeInSeconds 3600", false, false},
+		{"fan-out unpaced at the 20,000/s peak", func(l *Limits) { l.CampaignFanOutRate = 20000; l.CampaignMaxConcurrency = 100 }, "> the per-table quota 40000", true, false},
+		{"no warm throughput", func(l *Limits) { delete(l.WarmWrite, "table") }, "> its warm throughput 4000", false, true},
+		{"reserved beyond the pool", func(l *Limits) { l.Reserved["EmailFunction"] = 950 }, "fewer than 100", false, false},
+		{"retention shorter than the drain", func(l *Limits) { l.QueueRetention["EmailLowQueue"] = 3600 }, "EmailLowQueue keeps messages 1 h", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // three of them run the whole model: CPU only
+			t.Parallel() // one of them runs the whole model: CPU only
 			l := repoLimits(t)
 			tc.change(&l)
 			res := Result{CampaignDrain: map[string]Drain{}}
-			if tc.perSecond {
+			switch {
+			case tc.simulate:
 				var err error
 				if res, err = Run(DefaultProfile(), l); err != nil {
 					t.Fatal(err)
 				}
-			} else {
+			case tc.seconds:
+				def, err := defaultRun(t)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, pk := range def.Peaks {
+					res.checkPeak(DefaultProfile(), l, pk)
+				}
+			default:
 				res.checkLimits(DefaultProfile(), l)
 			}
 			found := false
