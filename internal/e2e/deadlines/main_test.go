@@ -15,6 +15,10 @@
 package deadlines
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,12 +26,60 @@ import (
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 )
 
+// channelTimeout is the email and SMS functions' timeout on this stack (the
+// template's is 30 s): the deadline test asserts the margin rule (the cut is
+// the timeout less worker.DefaultSendMargin), not the absolute, and waits on
+// the cut twice per channel. Push keeps the template's: its cut is the push
+// provider's per-target timeout (10 s), which must come before the worker's.
+const channelTimeout = 12
+
 func TestMain(m *testing.M) {
-	stacktest.Main(m, devstack.Config{
+	os.Exit(runPackage(m))
+}
+
+func runPackage(m *testing.M) int {
+	root, err := stacktest.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "herald-deadlines-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "template.yaml")
+	if err := writeTemplate(root, path, channelTimeout, "EmailFunction", "SmsFunction"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return stacktest.Run(m, devstack.Config{
+		Template: path,
 		// No test here waits on the schedule.
 		ScheduleInterval: time.Hour,
 		// A call cut at the deadline is retried a second later.
 		// RetentionDays at its minimum: the furthest sendAt outlives it.
 		Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "EmailRateLimit": "0", "RetentionDays": "1"},
-	})
+	}, stacktest.Options{})
+}
+
+// writeTemplate writes the repository's template to path with a Timeout of
+// seconds on each of the functions (which take the Globals' without one).
+func writeTemplate(root, path string, seconds int, functions ...string) error {
+	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return err
+	}
+	tmpl := string(raw)
+	for _, fn := range functions {
+		start := strings.Index(tmpl, "\n  "+fn+":\n")
+		props := strings.Index(tmpl[max(start, 0):], "\n    Properties:\n")
+		if start < 0 || props < 0 {
+			return fmt.Errorf("template.yaml: no %s with Properties", fn)
+		}
+		at := start + props + len("\n    Properties:\n")
+		tmpl = tmpl[:at] + fmt.Sprintf("      Timeout: %d\n", seconds) + tmpl[at:]
+	}
+	return os.WriteFile(path, []byte(tmpl), 0o644)
 }
