@@ -15,9 +15,11 @@
 package deadlines
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +84,33 @@ func writeTemplate(root, path string, seconds int, functions ...string) error {
 		tmpl = tmpl[:at] + fmt.Sprintf("      Timeout: %d\n", seconds) + tmpl[at:]
 	}
 	return os.WriteFile(path, []byte(tmpl), 0o644)
+}
+
+// settle waits until nothing more can be sent without the test acting: for
+// quiet (two of the stream mappings' polls), no function has run and every
+// queue but the DLQs has been empty, nothing visible, in flight (a retry's
+// backoff) or delayed. A duplicate of a send would come from such a
+// message; waiting for none is shorter than waiting out a backoff, and
+// catches a message whose visibility outlasts it.
+func settle(t *testing.T) {
+	t.Helper()
+	const quiet = 250 * time.Millisecond
+	st := stacktest.Stack(t)
+	start, since := time.Now(), time.Time{}
+	defer func() { t.Logf("settled after %v", time.Since(start).Round(time.Millisecond)) }()
+	stacktest.Eventually(t, 30*time.Second, "every queue empty and no function running", func() bool {
+		depths, err := st.QueueDepths(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := slices.ContainsFunc(depths, func(q devstack.QueueCounts) bool { return !q.DLQ && q.Visible+q.InFlight+q.Delayed > 0 })
+		if busy || st.Running() > 0 {
+			since = time.Time{}
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= quiet
+	})
 }
