@@ -35,6 +35,13 @@ import (
 // provider's per-target timeout (10 s), which must come before the worker's.
 const channelTimeout = 12
 
+// relayRetries is the relay stream mappings' MaximumRetryAttempts on this
+// stack (the template's is 5): the relay tests park records in the relay DLQ
+// by making every relay of them fail, and each retry is a poll interval
+// longer than the last (devstack's streamMapping.retryDelay); two retries
+// still carry a passing fault.
+const relayRetries = 2
+
 func TestMain(m *testing.M) {
 	os.Exit(runPackage(m))
 }
@@ -52,7 +59,7 @@ func runPackage(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "template.yaml")
-	if err := writeTemplate(root, path, channelTimeout, "EmailFunction", "SmsFunction"); err != nil {
+	if err := writeTemplate(root, path); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -66,23 +73,29 @@ func runPackage(m *testing.M) int {
 	}, stacktest.Options{})
 }
 
-// writeTemplate writes the repository's template to path with a Timeout of
-// seconds on each of the functions (which take the Globals' without one).
-func writeTemplate(root, path string, seconds int, functions ...string) error {
+// writeTemplate writes the repository's template to path with this stack's
+// changes: channelTimeout on the email and SMS functions (which take the
+// Globals' without one), relayRetries on the relay's stream mappings.
+func writeTemplate(root, path string) error {
 	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
 	if err != nil {
 		return err
 	}
 	tmpl := string(raw)
-	for _, fn := range functions {
+	for _, fn := range []string{"EmailFunction", "SmsFunction"} {
 		start := strings.Index(tmpl, "\n  "+fn+":\n")
 		props := strings.Index(tmpl[max(start, 0):], "\n    Properties:\n")
 		if start < 0 || props < 0 {
 			return fmt.Errorf("template.yaml: no %s with Properties", fn)
 		}
 		at := start + props + len("\n    Properties:\n")
-		tmpl = tmpl[:at] + fmt.Sprintf("      Timeout: %d\n", seconds) + tmpl[at:]
+		tmpl = tmpl[:at] + fmt.Sprintf("      Timeout: %d\n", channelTimeout) + tmpl[at:]
 	}
+	const retries = "\n      MaximumRetryAttempts: 5\n"
+	if n := strings.Count(tmpl, retries); n != 2 {
+		return fmt.Errorf("template.yaml: %d mappings with MaximumRetryAttempts 5, want the relay's two", n)
+	}
+	tmpl = strings.ReplaceAll(tmpl, retries, fmt.Sprintf("\n      MaximumRetryAttempts: %d\n", relayRetries))
 	return os.WriteFile(path, []byte(tmpl), 0o644)
 }
 
