@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/heraldhq/herald/client"
 	"github.com/heraldhq/herald/internal/devstack"
+	"github.com/heraldhq/herald/internal/devstack/pushsink"
 	"github.com/heraldhq/herald/internal/devstack/stacktest"
 	"github.com/heraldhq/herald/internal/domain"
 	"github.com/heraldhq/herald/internal/push"
@@ -108,13 +110,20 @@ func pushTo(user string) map[string]any {
 // nothing), the attempt is recorded retrying before the function's
 // timeout, and the retry sends it: exactly one send each, and no
 // invocation of a channel worker runs to its timeout. The four providers
-// run side by side, a phase at a time (each has its own fault switch): the
-// test takes about the slowest channel's two cuts.
+// run side by side, each with its own fault switch, and each provider's two
+// calls at once (the call answering after the cut first, the one answering
+// before it once the first has taken its fault): the test takes about the
+// slowest channel's cut and a retry.
 func TestProviderAnswersJustBeforeAndJustAfterTheCut(t *testing.T) {
 	st := stacktest.Stack(t)
 	timeouts := map[string]time.Duration{}
 	for _, fn := range st.Template.Functions() {
 		timeouts[fn.LogicalID] = time.Duration(fn.Timeout) * time.Second
+	}
+	for _, fn := range []string{"EmailFunction", "SmsFunction"} {
+		if timeouts[fn] != channelTimeout*time.Second {
+			t.Fatalf("%s's timeout on this stack is %v, want %v", fn, timeouts[fn], channelTimeout*time.Second)
+		}
 	}
 	runs := make([]*run, len(cases))
 	for i, c := range cases {
@@ -124,7 +133,10 @@ func TestProviderAnswersJustBeforeAndJustAfterTheCut(t *testing.T) {
 		}
 		cut := timeout - worker.DefaultSendMargin
 		if c.perTarget {
-			cut = min(cut, push.DefaultTargetTimeout)
+			if push.DefaultTargetTimeout >= cut {
+				t.Fatalf("%s's send window %v ends before the per-target timeout %v", c.function, cut, push.DefaultTargetTimeout)
+			}
+			cut = push.DefaultTargetTimeout
 		}
 		n, delivered := c.recipient(t)
 		runs[i] = &run{channelCase: c, cut: cut, timeout: timeout, notification: n, delivered: delivered}
@@ -134,41 +146,45 @@ func TestProviderAnswersJustBeforeAndJustAfterTheCut(t *testing.T) {
 	}
 	before := st.Usage.Snapshot().Invocations
 
-	// Just before: sent at the first attempt, once.
+	// Just after, then just before, each once its predecessor's call holds
+	// its fault (a switch holds one pending fault).
 	for _, r := range runs {
-		r.start(t, r.cut-slack)
+		r.lateID = r.start(t, r.cut+slack)
 	}
 	for _, r := range runs {
-		d := r.waitSent(t)
+		r.waitTaken(t)
+	}
+	for _, r := range runs {
+		r.earlyID = r.start(t, r.cut-slack)
+	}
+	for _, r := range runs {
+		// Just before: sent at the first attempt, once.
+		early := r.waitSent(t, r.earlyID)
+		if early.Attempts != 1 {
+			t.Fatalf("%s answered %v before the %v cut: sent after %d attempts, want sent at the first attempt", r.fault, slack, r.cut, early.Attempts)
+		}
+		// Just after: abandoned at the cut, recorded, retried, sent once.
+		late := r.waitSent(t, r.lateID)
+		if late.Attempts != 2 {
+			t.Fatalf("%s answering after the cut: sent after %d attempts, want 2 (cut, then retried)", r.fault, late.Attempts)
+		}
+		// One call answered, one abandoned at the cut.
 		calls := st.Faults.SlowCalls(r.fault)
-		if d.Attempts != 1 || len(calls) != 1 || calls[0].Abandoned {
-			t.Fatalf("%s answered %v before the %v cut: %d attempts, slow calls %+v; want sent at the first attempt, the call answered", r.fault, slack, r.cut, d.Attempts, calls)
+		if len(calls) != 2 || calls[0].Abandoned == calls[1].Abandoned {
+			t.Fatalf("%s: slow calls %+v; want one answered %v before the %v cut, one abandoned at it", r.fault, calls, slack, r.cut)
 		}
-	}
-	for _, r := range runs {
-		stacktest.Eventually(t, 5*time.Second, string(r.fault)+": one send", func() bool { return r.delivered() == 1 })
-	}
-
-	// Just after: abandoned at the cut, recorded, retried, sent once.
-	for _, r := range runs {
-		r.start(t, r.cut+slack)
-	}
-	for _, r := range runs {
-		d := r.waitSent(t)
-		calls := st.Faults.SlowCalls(r.fault)
-		if len(calls) != 2 || !calls[1].Abandoned || calls[1].Waited > r.cut+time.Second {
-			t.Fatalf("%s answering %v after the %v cut: slow calls %+v; want the second abandoned at the cut", r.fault, slack, r.cut, calls)
+		abandoned := calls[slices.IndexFunc(calls, func(c pushsink.SlowCall) bool { return c.Abandoned })]
+		if abandoned.Waited > r.cut+time.Second {
+			t.Fatalf("%s answering %v after the %v cut: abandoned after %v; want at the cut", r.fault, slack, r.cut, abandoned.Waited)
 		}
-		if d.Attempts != 2 {
-			t.Fatalf("%s answering after the cut: sent after %d attempts, want 2 (cut, then retried)", r.fault, d.Attempts)
-		}
-		t.Logf("%s: cut %v, the call answering after it abandoned after %v", r.fault, r.cut, calls[1].Waited.Round(time.Millisecond))
+		t.Logf("%s: cut %v, the call answering after it abandoned after %v", r.fault, r.cut, abandoned.Waited.Round(time.Millisecond))
 	}
 	for _, r := range runs {
 		stacktest.Eventually(t, 5*time.Second, string(r.fault)+": two sends in all", func() bool { return r.delivered() == 2 })
 	}
-	// A late duplicate would come within the retry's backoff (1–2 s).
-	time.Sleep(3 * time.Second)
+	// A late duplicate would come from a queued message (a retry's
+	// backoff): none is left.
+	settle(t)
 	for _, r := range runs {
 		if got := r.delivered(); got != 2 {
 			t.Errorf("%s: %d sends for two notifications, want one each", r.fault, got)
@@ -191,34 +207,50 @@ func TestProviderAnswersJustBeforeAndJustAfterTheCut(t *testing.T) {
 	}
 }
 
-// run is one channel's case: its cut, its recipient, its latest notification.
+// run is one channel's case: its cut, its recipient, its two notifications.
 type run struct {
 	channelCase
-	cut, timeout time.Duration
-	notification map[string]any
-	delivered    func() int
-	id           string
+	cut, timeout     time.Duration
+	notification     map[string]any
+	delivered        func() int
+	lateID, earlyID  string
+	faultsTakenUntil int // Faults.Hits of the switch before the late call
 }
 
 // start makes the provider's next call answer after delay and sends a
-// notification.
-func (r *run) start(t *testing.T, delay time.Duration) {
+// notification; it returns the notification's id.
+func (r *run) start(t *testing.T, delay time.Duration) string {
 	t.Helper()
+	r.faultsTakenUntil = len(stacktest.Stack(t).Faults.Hits(r.fault))
 	body := map[string]any{"channel": r.fault, "mode": "slow", "delayMs": delay.Milliseconds(), "times": 1}
 	if resp := stacktest.Do(t, http.MethodPost, "/_dev/faults", body); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("POST /_dev/faults %v = %d %s", body, resp.StatusCode, resp.Body)
 	}
-	r.id = stacktest.Notify(t, r.notification)
+	return stacktest.Notify(t, r.notification)
 }
 
-// waitSent waits, at most a timeout and a retry, for the latest delivery to
-// be sent and returns it.
-func (r *run) waitSent(t *testing.T) *domain.Delivery {
+// waitTaken waits until a provider call has taken the fault start set: the
+// call is held, and the switch is free for the next.
+func (r *run) waitTaken(t *testing.T) {
+	t.Helper()
+	st := stacktest.Stack(t)
+	stacktest.Eventually(t, r.timeout, fmt.Sprintf("%s: a call holding its slow fault", r.fault), func() bool {
+		if r.fault == domain.ChannelPush { // the local push service's
+			_, pending := st.Push.PendingFaults()
+			return pending == 0
+		}
+		return len(st.Faults.Hits(r.fault)) > r.faultsTakenUntil
+	})
+}
+
+// waitSent waits, at most a timeout and a retry, for the delivery of
+// notification id to be sent and returns it.
+func (r *run) waitSent(t *testing.T, id string) *domain.Delivery {
 	t.Helper()
 	var d *domain.Delivery
-	stacktest.Eventually(t, r.timeout+20*time.Second, fmt.Sprintf("%s delivery %s sent", r.fault, r.id), func() bool {
+	stacktest.Eventually(t, r.timeout+20*time.Second, fmt.Sprintf("%s delivery %s sent", r.fault, id), func() bool {
 		var err error
-		d, err = stacktest.Store(t).GetDelivery(context.Background(), r.id, r.channel)
+		d, err = stacktest.Store(t).GetDelivery(context.Background(), id, r.channel)
 		return err == nil && d.Status == domain.StatusSent
 	})
 	return d
