@@ -180,7 +180,7 @@ test-unit:
 bench: deps build
 	./scripts/bench.sh
 
-## bench-latency: accepted → sent p50/p99 per priority at a steady rate, idle and with a 1,000-user low campaign draining, and the high ratio loaded ÷ idle (issue 42; some 3 minutes; HERALD_LOW_POLLERS sets the local low pollers per queue)
+## bench-latency: accepted → sent p50/p99 per priority at a steady rate, idle and with a 1,000-user low campaign draining, and the high ratio loaded ÷ idle (issue 42; some 5 minutes; HERALD_LOW_POLLERS sets the local low pollers per queue, HERALD_CAMPAIGN_FANOUT_RATE and HERALD_EMAIL_SEND_RATE replace its budgets, 200 and 20, 0 unpaced)
 bench-latency: deps
 	HERALD_LOW_POLLERS=$${HERALD_LOW_POLLERS:-1} $(GO) test -count=1 -run '^$$' -bench BenchmarkLatencyObjective -benchtime 1x -timeout 15m ./internal/e2e/isolation
 
