@@ -41,13 +41,12 @@ func TestMain(m *testing.M) {
 	lowPollers, _ := strconv.Atoi(os.Getenv("HERALD_LOW_POLLERS"))
 	// The campaign of BenchmarkLatencyObjective is recounted every 2 s (as
 	// make dev does), so its counts follow its sends.
-	// Its campaign fan-out and email quota are paced as a deploy paces
-	// them, not unpaced as the runner's default (0) leaves them
-	// (docs/decisions.md, "The latency objective's local stack is paced");
 	// HERALD_CAMPAIGN_FANOUT_RATE and HERALD_EMAIL_SEND_RATE, as for make
-	// dev, replace the figures (0: unpaced).
-	overrides := map[string]string{"CampaignReconcileDelay": "2s",
-		"CampaignFanOutRate": strconv.Itoa(localFanOutRate), "EmailSendRate": strconv.Itoa(localEmailSendRate)}
+	// dev, set the campaign's fan-out and the email quota: make
+	// bench-latency paces both as a deploy does, from local figures
+	// (Makefile; docs/decisions.md, "The latency objective's local stack
+	// is paced"); unset, unpaced as the runner leaves them (make bench).
+	overrides := map[string]string{"CampaignReconcileDelay": "2s"}
 	for env, param := range map[string]string{"HERALD_CAMPAIGN_FANOUT_RATE": "CampaignFanOutRate", "HERALD_EMAIL_SEND_RATE": "EmailSendRate"} {
 		if v := os.Getenv(env); v != "" {
 			overrides[param] = v
@@ -56,20 +55,6 @@ func TestMain(m *testing.M) {
 	stacktest.Main(m, devstack.Config{ScheduleInterval: time.Hour, PollInterval: 10 * time.Millisecond, LowPollers: lowPollers,
 		Overrides: overrides})
 }
-
-// The local stack's budgets for BenchmarkLatencyObjective. On AWS
-// CampaignFanOutRate is the table's write budget (2,000/s, about 10,000
-// write units, spread over the template's 10 × 4 lots); locally the table
-// is one DynamoDB Local sharing a 2-core machine with every function, and
-// a lot at the template's 50/s, or unpaced, takes the CPU high priority
-// needs (docs/benchmarks.md). 200 lets the benchmark's one lot create 5 a
-// second, which DynamoDB Local carries beside the steady traffic's 8.
-// EmailSendRate is required on AWS (the account's SES rate): 20 holds the
-// steady traffic and leaves low priority its BulkQuotaShare (60 %, 12/s).
-const (
-	localFanOutRate    = 200
-	localEmailSendRate = 20
-)
 
 func benchmarking() bool {
 	for _, a := range os.Args[1:] {
