@@ -27,17 +27,21 @@ func TestSharedDynamoDBKeepsADatabasePerKey(t *testing.T) {
 		t.Skip("integration test: starts DynamoDB Local")
 	}
 	ctx := context.Background()
-	emu, err := StartEmulators(ctx, EmulatorOptions{InfraDir: "../../infra/local", Services: []string{"dynamodb"}, DatabasePerKey: true})
-	if err != nil {
-		t.Fatal(err)
+	endpoint := os.Getenv(SharedDynamoDBEnv) // make test's, started the same way (scripts/testdynamodb)
+	if endpoint == "" {
+		emu, err := StartEmulators(ctx, EmulatorOptions{InfraDir: "../../infra/local", Services: []string{"dynamodb"}, DatabasePerKey: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer emu.Stop()
+		endpoint = emu.DynamoDB
 	}
-	defer emu.Stop()
 	creds := func(key string) aws.CredentialsProvider {
 		return credentials.NewStaticCredentialsProvider(key, "local", "")
 	}
-	items := map[string]int{"stackA": 2, "stackB": 3}
+	items := map[string]int{NewAccessKey(): 2, NewAccessKey(): 3} // fresh keys: the shared instance holds other stacks' too
 	for key, n := range items {
-		db := dynamodb.New(dynamodb.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.DynamoDB), Credentials: creds(key)})
+		db := dynamodb.New(dynamodb.Options{Region: LocalRegion, BaseEndpoint: aws.String(endpoint), Credentials: creds(key)})
 		// The same table name under each key: a shared database would refuse
 		// the second (ResourceInUseException).
 		if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: aws.String("herald-Table"), BillingMode: types.BillingModePayPerRequest,
@@ -54,7 +58,7 @@ func TestSharedDynamoDBKeepsADatabasePerKey(t *testing.T) {
 		}
 	}
 	for key, n := range items {
-		db := dynamodb.New(dynamodb.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.DynamoDB), Credentials: creds(key)})
+		db := dynamodb.New(dynamodb.Options{Region: LocalRegion, BaseEndpoint: aws.String(endpoint), Credentials: creds(key)})
 		scan, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("herald-Table")})
 		if err != nil || int(scan.Count) != n {
 			t.Errorf("%s: scan %v items (%v), want its own %d", key, scan, err, n)
@@ -64,7 +68,7 @@ func TestSharedDynamoDBKeepsADatabasePerKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		streams := dynamodbstreams.New(dynamodbstreams.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.DynamoDB), Credentials: creds(key)})
+		streams := dynamodbstreams.New(dynamodbstreams.Options{Region: LocalRegion, BaseEndpoint: aws.String(endpoint), Credentials: creds(key)})
 		stream, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: desc.Table.LatestStreamArn})
 		if err != nil {
 			t.Fatal(err)

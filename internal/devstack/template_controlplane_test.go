@@ -402,7 +402,9 @@ func TestStartRefusesWhatAWSRefuses(t *testing.T) {
 			if err := os.WriteFile(path, []byte(breakTemplate(t, string(raw), tc.re, tc.repl)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			st, err := Start(context.Background(), Config{Root: "../..", Template: path, APIAddr: "127.0.0.1:0"})
+			// make test's shared DynamoDB Local (a database of this stack's
+			// own access key) when there is one, not a JVM of its own.
+			st, err := Start(context.Background(), Config{Root: "../..", Template: path, APIAddr: "127.0.0.1:0", DynamoDB: os.Getenv(SharedDynamoDBEnv)})
 			if err == nil {
 				st.Stop()
 				t.Fatal("the stack started")
