@@ -31,7 +31,8 @@ import (
 //
 // Everything else keeps the SDK's defaults, as with LoadDefaultConfig in
 // Lambda: each client's standard retryer and default HTTP client (timeouts),
-// SDK warnings on stderr.
+// here handed in-memory request bodies (NewHTTPClient), SDK warnings on
+// stderr.
 func EnvAWSConfig(getenv func(string) string) (aws.Config, error) {
 	region := getenv("AWS_REGION")
 	if region == "" {
@@ -62,6 +63,7 @@ func EnvAWSConfig(getenv func(string) string) (aws.Config, error) {
 			Source: "EnvConfigCredentials",
 		}}),
 		Logger:        logging.NewStandardLogger(os.Stderr),
+		HTTPClient:    NewHTTPClient(),
 		ConfigSources: []any{serviceEndpoints{getenv: getenv, ignore: ignoreEndpoints}},
 	}
 	if url := getenv("AWS_ENDPOINT_URL"); url != "" && !ignoreEndpoints {

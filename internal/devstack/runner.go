@@ -279,6 +279,7 @@ func Start(ctx context.Context, cfg Config) (_ *Stack, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	s.AWS.HTTPClient = app.NewHTTPClient() // the functions' client in Lambda (app.EnvAWSConfig)
 	s.AWS.APIOptions = append(s.AWS.APIOptions, s.Calls.Middleware)
 	if cfg.MeasureCapacity {
 		s.AWS.APIOptions = append(s.AWS.APIOptions, s.Usage.CapacityMiddleware)

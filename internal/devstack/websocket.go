@@ -19,8 +19,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/coder/websocket"
+	"github.com/heraldhq/herald/internal/app"
 
 	"github.com/heraldhq/herald/internal/devstack/iam"
 	"github.com/heraldhq/herald/internal/live"
@@ -523,7 +523,7 @@ func (m *manageHTTPClient) Do(req *http.Request) (*http.Response, error) {
 
 var _ aws.HTTPClient = (*manageHTTPClient)(nil)
 
-func defaultHTTPClient() aws.HTTPClient { return awshttp.NewBuildableClient() }
+func defaultHTTPClient() aws.HTTPClient { return app.NewHTTPClient() }
 
 // webSocketAPI is the template's WebSocket API: its logical id and stage.
 func (s *Stack) webSocketAPI() (id, stage string) {
