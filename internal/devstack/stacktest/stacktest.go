@@ -49,6 +49,39 @@ func Run(m *testing.M, cfg devstack.Config, opts Options) int {
 	return run(m, cfg, opts)
 }
 
+// RunEdited is Run on a copy of the repository's template.yaml changed by
+// edit (a package's own timeouts, retries or subscribers), written to a
+// temporary directory for the package's run.
+func RunEdited(m *testing.M, edit func(template string) (string, error), cfg devstack.Config, opts Options) int {
+	root, err := RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
+		return 1
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
+		return 1
+	}
+	edited, err := edit(string(raw))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest: edit template.yaml:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "herald-template")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	cfg.Template = filepath.Join(dir, "template.yaml")
+	if err := os.WriteFile(cfg.Template, []byte(edited), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "stacktest:", err)
+		return 1
+	}
+	return run(m, cfg, opts)
+}
+
 func run(m *testing.M, cfg devstack.Config, opts Options) int {
 	if os.Getenv("HERALD_SKIP_INTEGRATION") != "" || testingShort() {
 		return m.Run()

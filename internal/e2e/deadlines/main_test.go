@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,60 +42,33 @@ const channelTimeout = 12
 const relayRetries = 2
 
 func TestMain(m *testing.M) {
-	os.Exit(runPackage(m))
-}
-
-func runPackage(m *testing.M) int {
-	root, err := stacktest.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "herald-deadlines-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "template.yaml")
-	if err := writeTemplate(root, path); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return stacktest.Run(m, devstack.Config{
-		Template: path,
+	os.Exit(stacktest.RunEdited(m, editTemplate, devstack.Config{
 		// No test here waits on the schedule.
 		ScheduleInterval: time.Hour,
 		// A call cut at the deadline is retried a second later.
 		// RetentionDays at its minimum: the furthest sendAt outlives it.
 		Overrides: map[string]string{"BackoffBase": "1s", "BackoffCap": "2s", "EmailRateLimit": "0", "RetentionDays": "1"},
-	}, stacktest.Options{})
+	}, stacktest.Options{}))
 }
 
-// writeTemplate writes the repository's template to path with this stack's
-// changes: channelTimeout on the email and SMS functions (which take the
-// Globals' without one), relayRetries on the relay's stream mappings.
-func writeTemplate(root, path string) error {
-	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		return err
-	}
-	tmpl := string(raw)
+// editTemplate makes this stack's changes to the repository's template:
+// channelTimeout on the email and SMS functions (which take the Globals'
+// without one), relayRetries on the relay's stream mappings.
+func editTemplate(tmpl string) (string, error) {
 	for _, fn := range []string{"EmailFunction", "SmsFunction"} {
 		start := strings.Index(tmpl, "\n  "+fn+":\n")
 		props := strings.Index(tmpl[max(start, 0):], "\n    Properties:\n")
 		if start < 0 || props < 0 {
-			return fmt.Errorf("template.yaml: no %s with Properties", fn)
+			return "", fmt.Errorf("no %s with Properties", fn)
 		}
 		at := start + props + len("\n    Properties:\n")
 		tmpl = tmpl[:at] + fmt.Sprintf("      Timeout: %d\n", channelTimeout) + tmpl[at:]
 	}
 	const retries = "\n      MaximumRetryAttempts: 5\n"
 	if n := strings.Count(tmpl, retries); n != 2 {
-		return fmt.Errorf("template.yaml: %d mappings with MaximumRetryAttempts 5, want the relay's two", n)
+		return "", fmt.Errorf("%d mappings with MaximumRetryAttempts 5, want the relay's two", n)
 	}
-	tmpl = strings.ReplaceAll(tmpl, retries, fmt.Sprintf("\n      MaximumRetryAttempts: %d\n", relayRetries))
-	return os.WriteFile(path, []byte(tmpl), 0o644)
+	return strings.ReplaceAll(tmpl, retries, fmt.Sprintf("\n      MaximumRetryAttempts: %d\n", relayRetries)), nil
 }
 
 // settle waits until nothing more can be sent without the test acting: for

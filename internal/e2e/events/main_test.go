@@ -8,7 +8,6 @@ package events
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,38 +51,13 @@ const subscriber = `
 `
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	root, err := stacktest.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	tmpl := string(raw)
-	i := strings.Index(tmpl, "\nOutputs:")
-	if i < 0 {
-		fmt.Fprintln(os.Stderr, "template.yaml has no Outputs section")
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "herald-events-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "template.yaml")
-	if err := os.WriteFile(path, []byte(tmpl[:i]+subscriber+tmpl[i:]), 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return stacktest.Run(m, devstack.Config{Template: path, Overrides: map[string]string{"DeliveryEvents": "all", "MaxReceiveCount": "3",
+	os.Exit(stacktest.RunEdited(m, func(tmpl string) (string, error) {
+		i := strings.Index(tmpl, "\nOutputs:")
+		if i < 0 {
+			return "", fmt.Errorf("no Outputs section")
+		}
+		return tmpl[:i] + subscriber + tmpl[i:], nil
+	}, devstack.Config{Overrides: map[string]string{"DeliveryEvents": "all", "MaxReceiveCount": "3",
 		// Campaigns settle within seconds (TestCampaignEvents).
-		"CampaignReconcileDelay": "1s"}}, stacktest.Options{})
+		"CampaignReconcileDelay": "1s"}}, stacktest.Options{}))
 }
