@@ -18,9 +18,10 @@ import (
 // SQSHandler is a channel function's handler.
 type SQSHandler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 
-// sqsMapping emulates an SQS event source mapping: MaximumConcurrency pollers
-// each receive up to BatchSize messages, invoke the function, and delete the
-// messages it did not report as failed. Failed messages stay in flight until
+// sqsMapping emulates an SQS event source mapping: its pollers (up to
+// MaximumConcurrency, scaled as Lambda scales them: run) each receive up to
+// BatchSize messages, invoke the function, and delete the messages it did not
+// report as failed. Failed messages stay in flight until
 // their visibility timeout ends (or the function changed it), and the queue's
 // redrive policy moves them to the DLQ after maxReceiveCount receives.
 type sqsMapping struct {
@@ -92,22 +93,70 @@ func (r *RetriedMessages) ElapseVisibility(ctx context.Context) {
 // quarter of a core under -race (docs/benchmarks.md, "Test time").
 const sqsPollWait = 5
 
+// sqsIdlePollers is how many pollers a mapping keeps while its queue is
+// empty: Lambda "scales back the processing to five concurrent batches" when
+// traffic is low, and goes below five only for a mapping without a maximum
+// concurrency (docs/decisions.md, "Local SQS pollers scale as Lambda's").
+const sqsIdlePollers = 5
+
+// run starts the mapping's pollers as Lambda scales a standard queue's:
+// min(sqsIdlePollers, concurrency) long polls while the queue is empty; each
+// poll that brings messages starts one more poller, up to the mapping's
+// concurrency, before its batch is invoked; a poll that brings none ends its
+// poller while more than the idle ones run. Every waiting long poll is
+// woken by each message fauxqs receives, and all but one come back empty:
+// idle pollers beyond Lambda's own cost a round trip each, per message.
 func (m *sqsMapping) run(ctx context.Context, wg *sync.WaitGroup) {
-	for range m.concurrency {
+	idle := min(sqsIdlePollers, m.concurrency)
+	var mu sync.Mutex
+	running := 0
+	// add starts a poller unless the mapping runs its concurrency already
+	// (or is stopping); it is called with mu held.
+	var add func()
+	add = func() {
+		if running >= m.concurrency || ctx.Err() != nil {
+			return
+		}
+		running++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			grow := func() {
+				mu.Lock()
+				add()
+				mu.Unlock()
+			}
 			for ctx.Err() == nil {
-				if err := m.pollOnce(ctx); err != nil && ctx.Err() == nil {
+				got, err := m.pollOnce(ctx, grow)
+				if err != nil && ctx.Err() == nil {
 					m.log.Warn("sqs poll failed", "mapping", m.name, "error", err)
 					sleep(ctx, time.Second)
+					continue
 				}
+				mu.Lock()
+				if got == 0 && running > idle {
+					running--
+					mu.Unlock()
+					return
+				}
+				mu.Unlock()
 			}
+			mu.Lock()
+			running--
+			mu.Unlock()
 		}()
 	}
+	mu.Lock()
+	for range idle {
+		add()
+	}
+	mu.Unlock()
 }
 
-func (m *sqsMapping) pollOnce(ctx context.Context) error {
+// pollOnce receives one batch and invokes the function with it, calling
+// received (when set) once the batch is in hand; it returns how many
+// messages the batch held.
+func (m *sqsMapping) pollOnce(ctx context.Context, received func()) (int, error) {
 	// With finishPolls, not cancelled by a stop: an abandoned long poll can
 	// still take messages off the queue, invisible for the whole visibility
 	// timeout, and the data directory would keep them so. The poll is at
@@ -123,14 +172,18 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 		MessageAttributeNames:       []string{"All"},
 	})
 	if err != nil {
-		return fmt.Errorf("receive: %w", err)
+		return 0, fmt.Errorf("receive: %w", err)
 	}
-	if len(out.Messages) == 0 {
-		return nil
+	n := len(out.Messages)
+	if n == 0 {
+		return 0, nil
 	}
 	if ctx.Err() != nil {
 		m.release(out.Messages)
-		return nil
+		return n, nil
+	}
+	if received != nil {
+		received()
 	}
 	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(out.Messages))}
 	for i, msg := range out.Messages {
@@ -155,7 +208,7 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 	if err != nil {
 		m.log.Warn("function error: batch will be retried", "mapping", m.name, "error", err)
 		m.hold(out.Messages, nil)
-		return nil
+		return n, nil
 	}
 	failed := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {
@@ -166,7 +219,7 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 			// Lambda treats an unknown item identifier as a failure of the whole batch.
 			m.log.Warn("unknown batch item failure id: batch will be retried", "mapping", m.name, "itemIdentifier", id)
 			m.hold(out.Messages, nil)
-			return nil
+			return n, nil
 		}
 	}
 	m.hold(out.Messages, failed)
@@ -178,10 +231,10 @@ func (m *sqsMapping) pollOnce(ctx context.Context) error {
 	}
 	if len(entries) > 0 {
 		if _, err := m.sqs.DeleteMessageBatch(context.WithoutCancel(ctx), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(m.queueURL), Entries: entries}); err != nil {
-			return fmt.Errorf("delete: %w", err)
+			return n, fmt.Errorf("delete: %w", err)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // hold keeps the receipts of msgs left in flight (failed nil: all of them).

@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // TestStopAndTheLongPollsUnderWay, on fauxqs: a stop cancels an idle
@@ -85,4 +88,102 @@ func TestStopAndTheLongPollsUnderWay(t *testing.T) {
 			t.Fatalf("after the stop the queue gives %+v; want the message back, received twice", got.Messages)
 		}
 	})
+}
+
+// TestSQSPollersScaleAsLambdas, on fauxqs: an idle mapping long-polls with
+// Lambda's five pollers, not its maximum concurrency; a backlog scales it to
+// that maximum; once the queue is empty again it is back to five.
+func TestSQSPollersScaleAsLambdas(t *testing.T) {
+	if testing.Short() || os.Getenv("HERALD_SKIP_INTEGRATION") != "" {
+		t.Skip("integration test: starts fauxqs")
+	}
+	ctx := context.Background()
+	emu, err := StartEmulators(ctx, EmulatorOptions{InfraDir: "../../infra/local", Services: []string{"sqs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emu.Stop()
+	var polling atomic.Int32 // ReceiveMessage calls under way
+	client := sqs.New(sqs.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.SQS),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
+		APIOptions: []func(*middleware.Stack) error{func(s *middleware.Stack) error {
+			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("countPolls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if _, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
+					polling.Add(1)
+					defer polling.Add(-1)
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+		}}})
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("scaling")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const concurrency = 20
+	var mu sync.Mutex
+	running, most, handled := 0, 0, 0
+	m := &sqsMapping{name: "m", queueURL: aws.ToString(out.QueueUrl), batchSize: 10, concurrency: concurrency, timeout: 10 * time.Second,
+		sqs: client, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		handler: func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(300 * time.Millisecond)
+			mu.Lock()
+			running--
+			handled += len(ev.Records)
+			mu.Unlock()
+			return events.SQSEventResponse{}, nil
+		},
+		invoke: func(ctx context.Context, _ time.Duration, fn func(context.Context) error) error { return fn(ctx) }}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	m.run(runCtx, &wg)
+
+	waitPolls := func(what string, want int32) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for polling.Load() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d long polls under way, want %d", what, polling.Load(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitPolls("idle", sqsIdlePollers)
+	time.Sleep(300 * time.Millisecond)
+	if n := polling.Load(); n != sqsIdlePollers {
+		t.Fatalf("idle: %d long polls, want Lambda's %d", n, sqsIdlePollers)
+	}
+
+	const backlog = 600
+	for i := 0; i < backlog; i += 10 {
+		var entries []sqstypes.SendMessageBatchRequestEntry
+		for j := range 10 {
+			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), MessageBody: aws.String("m")})
+		}
+		if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: out.QueueUrl, Entries: entries}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		done := handled
+		mu.Unlock()
+		if done == backlog {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d messages handled after 60 s", done, backlog)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if most != concurrency {
+		t.Errorf("the backlog ran %d batches at once at most, want the mapping's maximum concurrency %d", most, concurrency)
+	}
+	// The drained pollers' empty polls end every one above the idle five.
+	waitPolls("after the backlog", sqsIdlePollers)
 }
