@@ -252,7 +252,13 @@ func TestEmulatorDeathStopsTheStack(t *testing.T) {
 	for _, name := range []string{"sqs", "dynamodb"} {
 		t.Run(name, func(t *testing.T) {
 			logs := &stacktest.LogBuffer{}
-			st := start(t, devstack.Config{Logs: logs})
+			cfg := devstack.Config{Logs: logs}
+			if name != "dynamodb" {
+				// make test's shared DynamoDB Local, when there is one: a
+				// JVM start fewer; only the DynamoDB case kills its own.
+				cfg.DynamoDB = os.Getenv(devstack.SharedDynamoDBEnv)
+			}
+			st := start(t, cfg)
 			pid := st.Emulators.PID(name)
 			if pid == 0 {
 				t.Fatalf("no %s emulator", name)
