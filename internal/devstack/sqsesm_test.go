@@ -24,17 +24,8 @@ import (
 // directory), and with finishPolls waits for it and hands back, visible at
 // once, a message the poll brings after the stop.
 func TestStopAndTheLongPollsUnderWay(t *testing.T) {
-	if testing.Short() || os.Getenv("HERALD_SKIP_INTEGRATION") != "" {
-		t.Skip("integration test: starts fauxqs")
-	}
 	ctx := context.Background()
-	emu, err := StartEmulators(ctx, EmulatorOptions{InfraDir: "../../infra/local", Services: []string{"sqs"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emu.Stop()
-	client := sqs.New(sqs.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.SQS),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	client := startFauxqs(t)
 
 	// poll starts one poller on a new queue and returns the queue's URL and
 	// the stop: cancel the mapping, then wait for its pollers.
@@ -94,27 +85,17 @@ func TestStopAndTheLongPollsUnderWay(t *testing.T) {
 // Lambda's five pollers, not its maximum concurrency; a backlog scales it to
 // that maximum; once the queue is empty again it is back to five.
 func TestSQSPollersScaleAsLambdas(t *testing.T) {
-	if testing.Short() || os.Getenv("HERALD_SKIP_INTEGRATION") != "" {
-		t.Skip("integration test: starts fauxqs")
-	}
 	ctx := context.Background()
-	emu, err := StartEmulators(ctx, EmulatorOptions{InfraDir: "../../infra/local", Services: []string{"sqs"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer emu.Stop()
 	var polling atomic.Int32 // ReceiveMessage calls under way
-	client := sqs.New(sqs.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.SQS),
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		APIOptions: []func(*middleware.Stack) error{func(s *middleware.Stack) error {
-			return s.Initialize.Add(middleware.InitializeMiddlewareFunc("countPolls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if _, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
-					polling.Add(1)
-					defer polling.Add(-1)
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-		}}})
+	client := startFauxqs(t, func(s *middleware.Stack) error {
+		return s.Initialize.Add(middleware.InitializeMiddlewareFunc("countPolls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if _, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
+				polling.Add(1)
+				defer polling.Add(-1)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+	})
 	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("scaling")})
 	if err != nil {
 		t.Fatal(err)
@@ -186,4 +167,20 @@ func TestSQSPollersScaleAsLambdas(t *testing.T) {
 	}
 	// The drained pollers' empty polls end every one above the idle five.
 	waitPolls("after the backlog", sqsIdlePollers)
+}
+
+// startFauxqs starts the SQS emulator alone for the test (skipped with
+// -short) and returns a client of it with the API options given.
+func startFauxqs(t *testing.T, apiOptions ...func(*middleware.Stack) error) *sqs.Client {
+	t.Helper()
+	if testing.Short() || os.Getenv("HERALD_SKIP_INTEGRATION") != "" {
+		t.Skip("integration test: starts fauxqs")
+	}
+	emu, err := StartEmulators(context.Background(), EmulatorOptions{InfraDir: "../../infra/local", Services: []string{"sqs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emu.Stop)
+	return sqs.New(sqs.Options{Region: LocalRegion, BaseEndpoint: aws.String(emu.SQS),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), APIOptions: apiOptions})
 }
